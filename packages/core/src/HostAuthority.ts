@@ -1,0 +1,62 @@
+/**
+ * The host's authority: which grants may exist at all.
+ *
+ * @since 0.1.0
+ */
+import { Context, Layer, Option } from "effect"
+import type { Access } from "./Grant.ts"
+import type { AgentId, TaskId } from "./Ids.ts"
+import type { VolumeDescriptor } from "./Volume.ts"
+
+/**
+ * A grant a host is about to issue, with the facts about its volume.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface GrantRequest {
+  readonly task: TaskId
+  readonly agent: AgentId
+  readonly volume: VolumeDescriptor
+  readonly access: Access
+}
+
+/**
+ * Decides, per requested grant, whether it may be issued. `Some(reason)`
+ * refuses it; issuing a scope with a refused grant fails `Unauthorized`
+ * with reason `GrantForbidden`.
+ *
+ * @since 0.1.0
+ * @category services
+ */
+export class HostAuthority extends Context.Service<
+  HostAuthority,
+  {
+    readonly refuse: (request: GrantRequest) => Option.Option<string>
+  }
+>()("@tessera/core/HostAuthority") {}
+
+/**
+ * An authority that allows every grant. Custody, ownership and grant checks
+ * still apply when the grants are used.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const permissive: Layer.Layer<HostAuthority> = Layer.succeed(HostAuthority)({
+  refuse: () => Option.none()
+})
+
+/**
+ * An authority that forbids task grants on journal storage: the journal is
+ * the host's own record and no task may read or write it directly.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const forbidJournalGrants: Layer.Layer<HostAuthority> = Layer.succeed(HostAuthority)({
+  refuse: (request) =>
+    request.volume.kind === "Journal"
+      ? Option.some(`this host forbids task grants on journal storage (volume ${request.volume.id})`)
+      : Option.none()
+})

@@ -1,0 +1,75 @@
+/**
+ * Identifiers shared by every Tessera package.
+ *
+ * Each identifier is a branded string decoded through `effect/Schema`, so a
+ * value of type {@link AgentId} is known to have passed the same check no
+ * matter where it came from (configuration, JSON on disk, a host API).
+ *
+ * The identifier alphabet is deliberately narrow: identifiers become folder
+ * and file names, so they can never contain a separator, a NUL, or start with
+ * a dot.
+ *
+ * @since 0.1.0
+ */
+import { Schema } from "effect"
+
+const identifierPattern = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/
+
+const identifierText = Schema.String.check(
+  Schema.isPattern(identifierPattern, {
+    message: 'an identifier is 1 to 128 characters of letters, digits, "_" or "-", starting with a letter or digit'
+  })
+)
+
+/**
+ * The agent that owns private content (summaries, offloaded artifacts).
+ *
+ * @since 0.1.0
+ * @category identifiers
+ */
+export const AgentId = identifierText.pipe(Schema.brand("AgentId"))
+/**
+ * @since 0.1.0
+ * @category identifiers
+ */
+export type AgentId = typeof AgentId.Type
+
+/**
+ * One task run by a runtime; journals and summaries are keyed by it.
+ *
+ * @since 0.1.0
+ * @category identifiers
+ */
+export const TaskId = identifierText.pipe(Schema.brand("TaskId"))
+/**
+ * @since 0.1.0
+ * @category identifiers
+ */
+export type TaskId = typeof TaskId.Type
+
+/**
+ * A volume within one store; also the volume's folder name on disk.
+ *
+ * @since 0.1.0
+ * @category identifiers
+ */
+export const VolumeId = identifierText.pipe(Schema.brand("VolumeId"))
+/**
+ * @since 0.1.0
+ * @category identifiers
+ */
+export type VolumeId = typeof VolumeId.Type
+
+/**
+ * A volume store. Custody compares it, so a reference minted by one store is
+ * never mistaken for a volume of another.
+ *
+ * @since 0.1.0
+ * @category identifiers
+ */
+export const StoreId = identifierText.pipe(Schema.brand("StoreId"))
+/**
+ * @since 0.1.0
+ * @category identifiers
+ */
+export type StoreId = typeof StoreId.Type

@@ -1,0 +1,28 @@
+/**
+ * @since 0.1.0
+ */
+
+/**
+ * @since 0.1.0
+ */
+export * as Grant from "./Grant.ts"
+/**
+ * @since 0.1.0
+ */
+export * as HostAuthority from "./HostAuthority.ts"
+/**
+ * @since 0.1.0
+ */
+export * as Ids from "./Ids.ts"
+/**
+ * @since 0.1.0
+ */
+export * as PrivateWriter from "./PrivateWriter.ts"
+/**
+ * @since 0.1.0
+ */
+export * as Unauthorized from "./Unauthorized.ts"
+/**
+ * @since 0.1.0
+ */
+export * as Volume from "./Volume.ts"

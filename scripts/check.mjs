@@ -1,0 +1,41 @@
+#!/usr/bin/env node
+// Every check `npm test` runs, in order; the vitest run comes last so the
+// output ends with its summary line. Stops at the first failing step.
+import { spawnSync } from "node:child_process"
+import { mkdirSync } from "node:fs"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
+
+const root = dirname(dirname(fileURLToPath(import.meta.url)))
+const bin = (name) => join(root, "node_modules", ".bin", name)
+
+// Tools that keep caches under the home folder (vitest's results, for one)
+// write inside the checkout instead, so a check run leaves the user's home alone.
+const xdg = join(root, "node_modules", ".cache", "xdg")
+const env = { ...process.env }
+for (const name of ["XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME"]) {
+  const folder = join(xdg, name.slice(4, -5).toLowerCase())
+  mkdirSync(folder, { recursive: true })
+  env[name] = folder
+}
+
+const steps = [
+  ["type-check (tsc -b: sources, tests, type tests, examples)", bin("tsc"), ["-b"]],
+  ["lint and format (biome ci)", bin("biome"), ["ci", "--no-errors-on-unmatched", "."]],
+  [
+    "import cycles and package direction (dependency-cruiser)",
+    bin("depcruise"),
+    ["--config", ".dependency-cruiser.cjs", "--output-type", "err", "packages", "examples", "scripts"]
+  ],
+  ["tests, property tests and example smoke runs (vitest)", bin("vitest"), ["run", ...process.argv.slice(2)]]
+]
+
+for (const [title, command, args] of steps) {
+  process.stdout.write(`\n[tessera] ${title}\n`)
+  const result = spawnSync(command, args, { cwd: root, env, stdio: "inherit" })
+  if (result.error) throw result.error
+  if (result.status !== 0) {
+    process.stdout.write(`[tessera] failed: ${title}\n`)
+    process.exit(result.status ?? 1)
+  }
+}

@@ -1,0 +1,41 @@
+import { spawnSync } from "node:child_process"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { assert, describe, it } from "@effect/vitest"
+
+const root = fileURLToPath(new URL("../..", import.meta.url))
+const depcruise = join(root, "node_modules", ".bin", "depcruise")
+
+const cruise = (folder: string) =>
+  spawnSync(depcruise, ["--config", join(root, ".dependency-cruiser.cjs"), "--output-type", "err", folder], {
+    cwd: folder,
+    encoding: "utf8"
+  })
+
+describe("import cycle check", () => {
+  it("fails on two modules that import each other", () => {
+    const folder = mkdtempSync(join(tmpdir(), "tessera-cycle-"))
+    try {
+      writeFileSync(join(folder, "a.ts"), 'import { b } from "./b.ts"\nexport const a = () => b\n')
+      writeFileSync(join(folder, "b.ts"), 'import { a } from "./a.ts"\nexport const b = () => a\n')
+      const result = cruise(folder)
+      assert.notStrictEqual(result.status, 0)
+      assert.include(result.stdout + result.stderr, "no-circular")
+    } finally {
+      rmSync(folder, { recursive: true, force: true })
+    }
+  })
+
+  it("passes the same modules without the cycle", () => {
+    const folder = mkdtempSync(join(tmpdir(), "tessera-cycle-"))
+    try {
+      writeFileSync(join(folder, "a.ts"), 'import { b } from "./b.ts"\nexport const a = () => b\n')
+      writeFileSync(join(folder, "b.ts"), "export const b = () => 1\n")
+      assert.strictEqual(cruise(folder).status, 0)
+    } finally {
+      rmSync(folder, { recursive: true, force: true })
+    }
+  })
+})

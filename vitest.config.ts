@@ -1,0 +1,12 @@
+import { defineConfig } from "vitest/config"
+import projects from "./vitest.workspace.ts"
+
+export default defineConfig({
+  test: {
+    projects,
+    // Two cores: one worker per core keeps file-system heavy suites honest.
+    maxWorkers: 2,
+    testTimeout: 60_000,
+    hookTimeout: 60_000
+  }
+})
