@@ -16,8 +16,8 @@ module.exports = {
     ...layers.map((name) => ({
       name: `${name}-points-one-way`,
       severity: "error",
-      comment: `packages/${name} must not depend on packages above it (${below(name).join(", ") || "none"}).`,
-      from: { path: `^packages/${name}/` },
+      comment: `packages/${name}/src must not depend on packages above it (${below(name).join(", ") || "none"}).`,
+      from: { path: `^packages/${name}/src/` },
       to: { path: below(name).length === 0 ? "^$" : `^packages/(${below(name).join("|")})/` }
     })),
     {
