@@ -21,7 +21,7 @@ for (const name of ["XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CO
 
 const steps = [
   ["type-check (tsc -b: sources, tests, type tests, examples)", bin("tsc"), ["-b"]],
-  ["lint and format (biome ci)", bin("biome"), ["ci", "--no-errors-on-unmatched", "."]],
+  ["lint and format (biome ci)", bin("biome"), ["ci", "--colors=off", "--no-errors-on-unmatched", "."]],
   [
     "import cycles and package direction (dependency-cruiser)",
     bin("depcruise"),
