@@ -73,3 +73,17 @@ export const StoreId = identifierText.pipe(Schema.brand("StoreId"))
  * @category identifiers
  */
 export type StoreId = typeof StoreId.Type
+
+/**
+ * Names one operation that stages private files (a compaction, a direct
+ * summary); summaries of an operation live under `summaries/<operation>/`.
+ *
+ * @since 0.1.0
+ * @category identifiers
+ */
+export const OperationId = identifierText.pipe(Schema.brand("OperationId"))
+/**
+ * @since 0.1.0
+ * @category identifiers
+ */
+export type OperationId = typeof OperationId.Type

@@ -1,4 +1,52 @@
 /**
  * @since 0.1.0
  */
-export {}
+
+/**
+ * @since 0.1.0
+ */
+export * as Executor from "./Executor.ts"
+/**
+ * @since 0.1.0
+ */
+export * as FilesystemTaskRuntime from "./FilesystemTaskRuntime.ts"
+/**
+ * @since 0.1.0
+ */
+export * as History from "./History.ts"
+/**
+ * @since 0.1.0
+ */
+export * as Journal from "./Journal.ts"
+/**
+ * @since 0.1.0
+ */
+export * as Model from "./Model.ts"
+/**
+ * @since 0.1.0
+ */
+export * as PrivateStaging from "./PrivateStaging.ts"
+/**
+ * @since 0.1.0
+ */
+export * as PrivateSummaries from "./PrivateSummaries.ts"
+/**
+ * @since 0.1.0
+ */
+export * as ScriptedModel from "./ScriptedModel.ts"
+/**
+ * @since 0.1.0
+ */
+export * as TaskContext from "./TaskContext.ts"
+/**
+ * @since 0.1.0
+ */
+export * as TaskHost from "./TaskHost.ts"
+/**
+ * @since 0.1.0
+ */
+export * as Tool from "./Tool.ts"
+/**
+ * @since 0.1.0
+ */
+export * as VolumeStore from "./VolumeStore.ts"

@@ -1,0 +1,352 @@
+/**
+ * Compaction: replacing old history by a summary the model writes, staged
+ * as a private file.
+ *
+ * What a summary keeps is part of the contract:
+ *
+ * - the user's original task is in every request, summary requests included;
+ * - each summary request carries the previous summary, so summaries build
+ *   on each other instead of starting over;
+ * - history larger than one summary request may carry is summarized in
+ *   bounded pieces, one request each, every piece building on the summary so
+ *   far; nothing is dropped to keep only the tail;
+ * - whole rounds are replaced, so a tool call and its result are never
+ *   separated;
+ * - text without line breaks is cut like any other (at grapheme
+ *   boundaries), so it compacts too.
+ *
+ * Publication needs the {@link PrivateSummaries.PrivateSummaries}
+ * capability in its type: it only runs where a writer was resolved before
+ * the first summary request went out.
+ *
+ * @since 0.1.0
+ */
+import { ArtifactRedactor } from "@tessera/artifacts"
+import type { DurableFiles, Ids } from "@tessera/core"
+import { Effect, type FileSystem, Option, type Path } from "effect"
+import * as CompactionPolicy from "./CompactionPolicy.ts"
+import * as History from "./History.ts"
+import type { Journal } from "./Journal.ts"
+import type { ModelError, ModelRequest, ModelResponse, Part } from "./Model.ts"
+import { fileReference, Model, text } from "./Model.ts"
+import * as PrivateStaging from "./PrivateStaging.ts"
+import type * as PrivateSummaries from "./PrivateSummaries.ts"
+
+/**
+ * The text a part contributes to a request's size, and to a summary
+ * request's history. Media data is not rendered (only its type), and the
+ * size of media is that rendering's: providers meter media separately.
+ *
+ * @since 0.1.0
+ * @category measuring
+ */
+export const renderPart = (part: Part): string => {
+  switch (part._tag) {
+    case "Text":
+      return `[${part.role}] ${part.text}`
+    case "ToolCall":
+      return `[tool call ${part.id} ${part.name}] ${JSON.stringify(part.input)}`
+    case "ToolResult":
+      return `[tool result ${part.callId} ${part.name}${part.isError ? " (error)" : ""}] ${part.content}`
+    case "FileReference":
+      return `[file ${part.volume.store}/${part.volume.volume}:${part.path} ${part.mediaType}]`
+    case "Media":
+      return `[media ${part.mediaType}]`
+  }
+}
+
+/**
+ * The size of some parts in the policy's unit.
+ *
+ * @since 0.1.0
+ * @category measuring
+ */
+export const measureParts = (measure: CompactionPolicy.SizeMeasure, parts: ReadonlyArray<Part>): number =>
+  parts.reduce((total, part) => total + CompactionPolicy.measureText(measure, renderPart(part)), 0)
+
+/**
+ * What to compact: the leading rounds to summarize, and how many there are.
+ * The recent rounds (those after them) stay verbatim.
+ *
+ * @since 0.1.0
+ * @category planning
+ */
+export interface CompactionPlan {
+  readonly summarized: ReadonlyArray<ReadonlyArray<Part>>
+  readonly keptRounds: number
+}
+
+/**
+ * Decides whether the request `history` would produce crosses the policy's
+ * limit and, if so, which rounds to summarize: all but the longest run of
+ * most recent whole rounds that measures at most `keepRecent`. `None` when
+ * under the limit or when there is nothing older than the kept rounds.
+ *
+ * @since 0.1.0
+ * @category planning
+ */
+export const plan = (history: History.History, policy: CompactionPolicy.Threshold): Option.Option<CompactionPlan> => {
+  if (measureParts(policy.measure, History.toParts(history)) <= policy.limit) return Option.none()
+  const all = History.rounds(history)
+  let kept = 0
+  let keptSize = 0
+  for (let index = all.length - 1; index >= 0; index--) {
+    const size = measureParts(policy.measure, all[index] ?? [])
+    if (keptSize + size > policy.keepRecent) break
+    keptSize += size
+    kept++
+  }
+  const summarized = all.slice(0, all.length - kept)
+  return summarized.length === 0 ? Option.none() : Option.some({ summarized, keptRounds: kept })
+}
+
+const encoder = new TextEncoder()
+const segmenter = new Intl.Segmenter(undefined, { granularity: "grapheme" })
+
+/**
+ * Cuts `body` into pieces of at most `maxBytes` UTF-8 bytes at grapheme
+ * boundaries (a single grapheme longer than `maxBytes` is its own piece).
+ * Line breaks play no part, so a body without any is cut like any other.
+ *
+ * @since 0.1.0
+ * @category planning
+ */
+export const cutText = (body: string, maxBytes: number): ReadonlyArray<string> => {
+  const pieces: Array<string> = []
+  let current = ""
+  let currentBytes = 0
+  for (const { segment } of segmenter.segment(body)) {
+    const bytes = encoder.encode(segment).length
+    if (currentBytes + bytes > maxBytes && current.length > 0) {
+      pieces.push(current)
+      current = ""
+      currentBytes = 0
+    }
+    current += segment
+    currentBytes += bytes
+  }
+  if (current.length > 0) pieces.push(current)
+  return pieces
+}
+
+/**
+ * Groups the rendered rounds into summary pieces of at most `maxBytes` each:
+ * whole rounds where they fit, a round too large for one piece cut across
+ * several. Every byte of history lands in exactly one piece, in order.
+ *
+ * @since 0.1.0
+ * @category planning
+ */
+export const pieces = (rounds: ReadonlyArray<ReadonlyArray<Part>>, maxBytes: number): ReadonlyArray<string> => {
+  const out: Array<string> = []
+  let current = ""
+  for (const round of rounds) {
+    const rendered = `${round.map(renderPart).join("\n")}\n`
+    if (encoder.encode(current + rendered).length <= maxBytes) {
+      current += rendered
+      continue
+    }
+    if (current.length > 0) out.push(current)
+    current = ""
+    if (encoder.encode(rendered).length <= maxBytes) current = rendered
+    else out.push(...cutText(rendered, maxBytes))
+  }
+  if (current.length > 0) out.push(current)
+  return out
+}
+
+/**
+ * The instruction that opens every summary request.
+ *
+ * @since 0.1.0
+ * @category requests
+ */
+export const summaryInstruction =
+  "Summarize the work so far for your own later use: decisions, facts found, open questions and next steps. " +
+  "Build on the previous summary when one is given; do not drop what it established."
+
+/**
+ * One summary request: the instruction, the user's original task, the
+ * previous summary (if any) and one piece of history.
+ *
+ * @since 0.1.0
+ * @category requests
+ */
+export const summaryRequest = (options: {
+  readonly task: ReadonlyArray<Part>
+  readonly previousSummary: Option.Option<string>
+  readonly piece: string
+  readonly index: number
+  readonly count: number
+}): ModelRequest => ({
+  parts: [
+    text("system", summaryInstruction),
+    ...options.task,
+    ...Option.match(options.previousSummary, {
+      onNone: () => [],
+      onSome: (summary) => [text("user", `Previous summary:\n${summary}`)]
+    }),
+    text("user", `History to summarize (part ${options.index + 1} of ${options.count}):\n${options.piece}`)
+  ],
+  tools: []
+})
+
+/**
+ * What a summary is made of: the task, the summary so far, the rounds to
+ * summarize and the most bytes of history one request may carry.
+ *
+ * @since 0.1.0
+ * @category summarizing
+ */
+export interface SummaryInput {
+  readonly task: ReadonlyArray<Part>
+  readonly previousSummary: Option.Option<string>
+  readonly rounds: ReadonlyArray<ReadonlyArray<Part>>
+  readonly pieceBytes: number
+}
+
+/**
+ * {@link summarize} with an explicit `generate` (a wrapped or instrumented
+ * model). Sends exactly one request per piece, in order, each building on
+ * the summary so far (starting from `previousSummary`); returns the final
+ * summary text.
+ *
+ * @since 0.1.0
+ * @category summarizing
+ */
+export const summarizeWith = <E, R>(
+  generate: (request: ModelRequest) => Effect.Effect<ModelResponse, E, R>,
+  input: SummaryInput
+): Effect.Effect<string, E, R> =>
+  Effect.gen(function* () {
+    const all = pieces(input.rounds, input.pieceBytes)
+    let summary = input.previousSummary
+    for (let index = 0; index < all.length; index++) {
+      const response = yield* generate(
+        summaryRequest({
+          task: input.task,
+          previousSummary: summary,
+          piece: all[index] ?? "",
+          index,
+          count: all.length
+        })
+      )
+      summary = Option.some(response.text)
+    }
+    return Option.getOrElse(summary, () => "")
+  }).pipe(Effect.withSpan("Compaction.summarize", { attributes: { "tessera.summary.rounds": input.rounds.length } }))
+
+/**
+ * Asks the model for a summary of `rounds`, piece by piece; see
+ * {@link summarizeWith}.
+ *
+ * @since 0.1.0
+ * @category summarizing
+ */
+export const summarize = (input: SummaryInput): Effect.Effect<string, ModelError, Model> =>
+  Effect.flatMap(Effect.service(Model), (model) => summarizeWith(model.generate, input))
+
+/**
+ * A published summary: the staged file, and the parts that stand in for the
+ * history it covers (a reference to the file, then its text, rendered from
+ * the scrubbed bytes that were stored).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface PublishedSummary {
+  readonly staged: PrivateStaging.StagedFile
+  readonly text: string
+  readonly parts: ReadonlyArray<Part>
+}
+
+/**
+ * Scrubs a summary through the host's redactor (when one is provided; none
+ * means stored verbatim, as for artifacts), stages it write-once on the
+ * private volume, and records in the journal that it was staged (path, size,
+ * digest; never the text).
+ *
+ * @since 0.1.0
+ * @category publishing
+ */
+export const publish = Effect.fn("Compaction.publish")(function* (options: {
+  readonly key: PrivateStaging.StagingKey
+  readonly summary: string
+  readonly journal: Option.Option<Journal["Service"]>
+  readonly turn?: number
+}) {
+  const redactor = yield* Effect.serviceOption(ArtifactRedactor.ArtifactRedactor)
+  const scrubbed = Option.isSome(redactor) ? yield* redactor.value.redact(options.summary) : options.summary
+  const staged = yield* PrivateStaging.stageOnce(options.key, scrubbed)
+  if (Option.isSome(options.journal)) {
+    yield* options.journal.value.append({
+      _tag: "SummaryStaged",
+      ...(options.turn === undefined ? {} : { turn: options.turn }),
+      step: options.key.step,
+      operation: options.key.operation,
+      volume: staged.volume,
+      path: staged.path,
+      size: staged.size,
+      sha256: staged.sha256
+    })
+  }
+  const published: PublishedSummary = {
+    staged,
+    text: scrubbed,
+    parts: [
+      fileReference({ role: "user", volume: staged.volume, path: staged.path, mediaType: "text/plain" }),
+      text("user", `Summary of the earlier work, from ${staged.path}:\n${scrubbed}`)
+    ]
+  }
+  return published
+})
+
+/**
+ * Requirements of {@link compact}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type CompactServices =
+  | Model
+  | PrivateSummaries.PrivateSummaries
+  | DurableFiles.DurableFiles
+  | FileSystem.FileSystem
+  | Path.Path
+
+/**
+ * Compacts `history` when it crosses the policy's limit: summarizes the
+ * planned rounds (building on the history's current summary), publishes the
+ * summary, and returns the history with those rounds replaced by the
+ * summary's parts. Unchanged when under the limit.
+ *
+ * @since 0.1.0
+ * @category compacting
+ */
+export const compact = Effect.fn("Compaction.compact")(function* (options: {
+  readonly history: History.History
+  readonly policy: CompactionPolicy.Threshold
+  readonly operation: Ids.OperationId
+  readonly step: number
+  readonly journal: Option.Option<Journal["Service"]>
+  readonly turn?: number
+}) {
+  const planned = plan(options.history, options.policy)
+  if (Option.isNone(planned)) return options.history
+  const summary = yield* summarize({
+    task: options.history.task,
+    previousSummary: History.summaryText(options.history),
+    rounds: planned.value.summarized,
+    pieceBytes: CompactionPolicy.bytesFor(options.policy.measure, options.policy.pieceLimit)
+  })
+  const published = yield* publish({
+    key: { operation: options.operation, step: options.step },
+    summary,
+    journal: options.journal,
+    ...(options.turn === undefined ? {} : { turn: options.turn })
+  })
+  return History.summarizeLeadingRounds(options.history, planned.value.summarized.length, {
+    parts: published.parts,
+    text: published.text
+  })
+})

@@ -1,0 +1,132 @@
+/**
+ * When history is compacted: `Threshold` or `Disabled`.
+ *
+ * A `Threshold` policy needs a private writer (summaries are private
+ * content): the entry gate refuses to arm one where the task's
+ * private-summaries capability does not resolve, and the default policy is
+ * `Threshold` only where it does.
+ *
+ * @since 0.1.0
+ */
+import { Schema } from "effect"
+
+const PositiveInt = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }))
+const NonNegativeInt = Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }))
+
+/**
+ * How history size is measured: UTF-8 bytes, or an estimated token count
+ * (bytes / 4, rounded up; a provider-neutral estimate).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const SizeMeasure = Schema.Literals(["bytes", "estimatedTokens"])
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type SizeMeasure = typeof SizeMeasure.Type
+
+/**
+ * Compact when the next request measures more than `limit`.
+ *
+ * - `keepRecent`: the most recent whole rounds are kept verbatim as long as
+ *   together they measure at most this much; everything older is summarized.
+ * - `pieceLimit`: the most history one summary request carries. Longer
+ *   history is summarized in several requests, each building on the
+ *   previous summary.
+ *
+ * All three numbers are in the unit of `measure`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const Threshold = Schema.TaggedStruct("Threshold", {
+  measure: SizeMeasure,
+  limit: PositiveInt,
+  keepRecent: NonNegativeInt,
+  pieceLimit: PositiveInt
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type Threshold = typeof Threshold.Type
+
+/**
+ * Never compact.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const Disabled = Schema.TaggedStruct("Disabled", {})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type Disabled = typeof Disabled.Type
+
+/**
+ * A compaction policy, decodable from configuration.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const CompactionPolicy = Schema.Union([Threshold, Disabled])
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type CompactionPolicy = typeof CompactionPolicy.Type
+
+/**
+ * The defaults of {@link threshold}: compact past 100,000 estimated tokens,
+ * keep up to 8,000 of recent history verbatim, summarize at most 50,000 per
+ * summary request.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const defaultThreshold: Threshold = Threshold.make({
+  measure: "estimatedTokens",
+  limit: 100_000,
+  keepRecent: 8_000,
+  pieceLimit: 50_000
+})
+
+/**
+ * A threshold policy; omitted fields take {@link defaultThreshold}'s values.
+ * Out-of-range numbers throw here, at construction, not mid-turn.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const threshold = (options: Partial<Omit<Threshold, "_tag">> = {}): Threshold =>
+  Threshold.make({ ...defaultThreshold, ...options })
+
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
+export const disabled: Disabled = Disabled.make({})
+
+const encoder = new TextEncoder()
+
+/**
+ * The size of a text in the policy's unit.
+ *
+ * @since 0.1.0
+ * @category measuring
+ */
+export const measureText = (measure: SizeMeasure, text: string): number => {
+  const bytes = encoder.encode(text).length
+  return measure === "bytes" ? bytes : Math.ceil(bytes / 4)
+}
+
+/**
+ * How many UTF-8 bytes a size in the policy's unit allows.
+ *
+ * @since 0.1.0
+ * @category measuring
+ */
+export const bytesFor = (measure: SizeMeasure, size: number): number => (measure === "bytes" ? size : size * 4)

@@ -1,0 +1,475 @@
+/**
+ * The stock executor, and the pieces it is made of.
+ *
+ * A turn is: model step, then (if the model asked for tools) tool dispatch,
+ * then the next model step, until the model answers without tool calls or
+ * the step limit is hit. {@link runTurn} is exactly that loop over the
+ * exported pieces {@link modelStep} and {@link dispatchTools}; a harness that
+ * needs a different loop composes its own from the same pieces and hooks,
+ * and keeps the same journal records and spans.
+ *
+ * Hooks are where later behaviour plugs in without changing the loop:
+ *
+ * - `beforeTurn` is the entry gate: it runs before anything is journaled
+ *   or dispatched, so failing it costs no model request and no journal write.
+ * - `beforeModelStep` may rewrite the history the next request is built
+ *   from (compaction replaces old rounds by a summary reference) and may
+ *   fail the step before anything is dispatched. The rewritten history is
+ *   the one the turn carries on with.
+ * - `afterModelStep` sees each request and response.
+ * - `onToolResult` may replace a tool result (artifact offload puts a
+ *   pointer in place of a large body) before it is journaled and before it
+ *   enters the next request.
+ *
+ * Every turn, model step and tool call runs in its own span.
+ *
+ * @since 0.1.0
+ */
+import { Ids } from "@tessera/core"
+import { Effect, Option, Schema } from "effect"
+import * as History from "./History.ts"
+import { measureJson, measureText } from "./internal/digest.ts"
+import type {
+  JournalIOError,
+  JournalSequenceError,
+  JournalService,
+  TurnAlreadyOpen,
+  TurnUnfinished
+} from "./Journal.ts"
+import { Journal, NoOpenTurn, openTurn } from "./Journal.ts"
+import type { ModelRequest, ModelResponse, Part, ToolCallPart, ToolResultPart } from "./Model.ts"
+import { Model, ModelError, text, toolResult } from "./Model.ts"
+import * as Tool from "./Tool.ts"
+
+/**
+ * Where a model step is: the task, the turn and the 1-based step.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface StepContext {
+  readonly task: Ids.TaskId
+  readonly turn: number
+  readonly step: number
+}
+
+/**
+ * Where a tool call is: its step, and the call itself.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ToolContext extends StepContext {
+  readonly call: ToolCallPart
+}
+
+/**
+ * Where a turn entry is: the task, and whether an open turn is being resumed.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface EntryContext {
+  readonly task: Ids.TaskId
+  readonly resuming: boolean
+}
+
+/**
+ * What one model step did: the request sent, the response received, and the
+ * history after it (the history the request was built from, with the
+ * response's text and tool calls appended).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ModelStepOutcome {
+  readonly request: ModelRequest
+  readonly response: ModelResponse
+  readonly history: History.History
+}
+
+/**
+ * Optional hooks; see the module comment for when each runs and what it may
+ * change. Every hook may fail with `E` and need services `R`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Hooks<E = never, R = never> {
+  readonly beforeTurn?: (context: EntryContext, history: History.History) => Effect.Effect<void, E, R>
+  readonly beforeModelStep?: (context: StepContext, history: History.History) => Effect.Effect<History.History, E, R>
+  readonly afterModelStep?: (context: StepContext, outcome: ModelStepOutcome) => Effect.Effect<void, E, R>
+  /** May change `content` and `isError`; the call id and tool name are kept. */
+  readonly onToolResult?: (context: ToolContext, result: ToolResultPart) => Effect.Effect<ToolResultPart, E, R>
+}
+
+/**
+ * Runs several sets of hooks in order: gates and observers one after the
+ * other, history rewrites and result replacements each fed the previous
+ * one's output.
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
+export const composeHooks = <E, R>(...all: ReadonlyArray<Hooks<E, R>>): Hooks<E, R> => ({
+  beforeTurn: (context, history) =>
+    Effect.forEach(all, (hooks) => hooks.beforeTurn?.(context, history) ?? Effect.void, { discard: true }),
+  beforeModelStep: (context, history) =>
+    Effect.reduce(
+      all,
+      () => history,
+      (current, hooks) => hooks.beforeModelStep?.(context, current) ?? Effect.succeed(current)
+    ),
+  afterModelStep: (context, outcome) =>
+    Effect.forEach(all, (hooks) => hooks.afterModelStep?.(context, outcome) ?? Effect.void, { discard: true }),
+  onToolResult: (context, result) =>
+    Effect.reduce(
+      all,
+      () => result,
+      (current, hooks) => hooks.onToolResult?.(context, current) ?? Effect.succeed(current)
+    )
+})
+
+/**
+ * What a turn runs with: the tools offered to the model, the most model
+ * steps one turn may take, and the hooks.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface TurnConfig<E = never, R = never> {
+  readonly tools: Tool.Registry<R>
+  readonly maxSteps: number
+  readonly hooks?: Hooks<E, R>
+}
+
+/**
+ * The model still asked for tools after `maxSteps` model steps. The calls of
+ * the last step were run and journaled, so the turn is consistent and stays
+ * open: resume it (with a higher limit) or abandon it.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class StepLimitExceeded extends Schema.TaggedError<StepLimitExceeded>()("StepLimitExceeded", {
+  task: Ids.TaskId,
+  turn: Schema.Int,
+  maxSteps: Schema.Int
+}) {
+  override get message(): string {
+    return `turn ${this.turn} of task ${this.task} reached its limit of ${this.maxSteps} model steps without a final answer`
+  }
+}
+
+/**
+ * A turn cannot be resumed from the given history: the calls the history
+ * leaves unanswered are not the calls the journal still owes.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class ResumeMismatch extends Schema.TaggedError<ResumeMismatch>()("ResumeMismatch", {
+  task: Ids.TaskId,
+  turn: Schema.Int,
+  journalCalls: Schema.Array(Schema.String),
+  historyCalls: Schema.Array(Schema.String)
+}) {
+  override get message(): string {
+    return `cannot resume turn ${this.turn} of task ${this.task}: the journal owes results for [${this.journalCalls.join(", ")}] but the history leaves [${this.historyCalls.join(", ")}] unanswered`
+  }
+}
+
+/**
+ * How a turn ended: its number, how many model steps it took, the final
+ * history, and the model's final answer text.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface TurnOutcome {
+  readonly turn: number
+  readonly steps: number
+  readonly history: History.History
+  readonly text: string
+}
+
+/**
+ * Every way a step or a turn can fail besides the hooks' own errors.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export type ExecutorError =
+  | ModelError
+  | JournalIOError
+  | JournalSequenceError
+  | TurnAlreadyOpen
+  | NoOpenTurn
+  | TurnUnfinished
+  | StepLimitExceeded
+  | ResumeMismatch
+
+const checkResponse = (response: ModelResponse): Effect.Effect<ModelResponse, ModelError> => {
+  const ids = response.toolCalls.map((call) => call.id)
+  const duplicate = ids.find((id, index) => ids.indexOf(id) !== index)
+  return duplicate === undefined
+    ? Effect.succeed(response)
+    : Effect.fail(new ModelError({ reason: "InvalidResponse", detail: `two tool calls share the id "${duplicate}"` }))
+}
+
+const responseParts = (response: ModelResponse): ReadonlyArray<Part> =>
+  response.text.length > 0 ? [text("assistant", response.text), ...response.toolCalls] : response.toolCalls
+
+/**
+ * One model step: runs `beforeModelStep`, builds the request from the
+ * (possibly rewritten) history, journals `RequestDispatched`, calls the
+ * model, journals `ResponseReceived` (or `ModelFailed`, then fails), and runs
+ * `afterModelStep`. The request's parts are the history's own objects.
+ *
+ * If the adapter dies or the step is interrupted while the request is in
+ * flight, no `ModelFailed` is written: the journal shows the request as
+ * unanswered, which {@link resumeTurn} counts as lost.
+ *
+ * @since 0.1.0
+ * @category pieces
+ */
+export const modelStep = <E = never, R = never>(
+  config: TurnConfig<E, R>,
+  context: StepContext,
+  history: History.History
+): Effect.Effect<ModelStepOutcome, ModelError | JournalIOError | JournalSequenceError | E, Model | Journal | R> =>
+  Effect.gen(function* () {
+    const journal = yield* Journal
+    const model = yield* Model
+    const hooks = config.hooks ?? {}
+    const { step, turn } = context
+    const current = hooks.beforeModelStep === undefined ? history : yield* hooks.beforeModelStep(context, history)
+    const request: ModelRequest = { parts: History.toParts(current), tools: config.tools.specs }
+    const measured = yield* measureJson(request)
+    yield* Effect.annotateCurrentSpan({
+      "tessera.request.parts": request.parts.length,
+      "tessera.request.size": measured.size
+    })
+    yield* journal.append({
+      _tag: "RequestDispatched",
+      turn,
+      step,
+      parts: request.parts.length,
+      size: measured.size,
+      sha256: measured.sha256
+    })
+    const response = yield* model.generate(request).pipe(
+      Effect.flatMap(checkResponse),
+      Effect.tapError((error) =>
+        journal.append({ _tag: "ModelFailed", turn, step, reason: error.reason, detail: error.detail })
+      )
+    )
+    const answer = yield* measureText(response.text)
+    yield* Effect.annotateCurrentSpan({
+      "tessera.response.size": answer.size,
+      "tessera.response.toolCalls": response.toolCalls.length
+    })
+    yield* journal.append({
+      _tag: "ResponseReceived",
+      turn,
+      step,
+      textSize: answer.size,
+      textSha256: answer.sha256,
+      toolCalls: response.toolCalls.map((call) => ({ callId: call.id, name: call.name }))
+    })
+    const outcome: ModelStepOutcome = { request, response, history: History.append(current, responseParts(response)) }
+    if (hooks.afterModelStep !== undefined) yield* hooks.afterModelStep(context, outcome)
+    return outcome
+  }).pipe(
+    Effect.withSpan("tessera.modelStep", {
+      attributes: { "tessera.task": context.task, "tessera.turn": context.turn, "tessera.step": context.step }
+    })
+  )
+
+const dispatchOne = <E, R>(
+  journal: JournalService,
+  config: TurnConfig<E, R>,
+  context: ToolContext
+): Effect.Effect<ToolResultPart, JournalIOError | JournalSequenceError | E, R> =>
+  Effect.gen(function* () {
+    const { call, step, turn } = context
+    const input = yield* measureJson(call.input)
+    yield* journal.append({
+      _tag: "ToolCalled",
+      turn,
+      step,
+      callId: call.id,
+      name: call.name,
+      inputSize: input.size,
+      inputSha256: input.sha256
+    })
+    const outcome = yield* Tool.run(config.tools, call)
+    const produced = toolResult({
+      callId: call.id,
+      name: call.name,
+      content: outcome.content,
+      isError: Option.isSome(outcome.failure)
+    })
+    const replaced =
+      config.hooks?.onToolResult === undefined ? produced : yield* config.hooks.onToolResult(context, produced)
+    const result =
+      replaced.callId === call.id && replaced.name === call.name
+        ? replaced
+        : { ...replaced, callId: call.id, name: call.name }
+    const measured = yield* measureText(result.content)
+    yield* Effect.annotateCurrentSpan({
+      "tessera.tool.result.size": measured.size,
+      "tessera.tool.isError": result.isError
+    })
+    const failure = result.isError ? outcome.failure : Option.none()
+    yield* journal.append({
+      _tag: "ToolResulted",
+      turn,
+      step,
+      callId: call.id,
+      name: call.name,
+      isError: result.isError,
+      ...(Option.isSome(failure) ? { failure: failure.value } : {}),
+      size: measured.size,
+      sha256: measured.sha256
+    })
+    return result
+  }).pipe(
+    Effect.withSpan("tessera.toolCall", {
+      attributes: {
+        "tessera.task": context.task,
+        "tessera.turn": context.turn,
+        "tessera.step": context.step,
+        "tessera.tool.name": context.call.name,
+        "tessera.tool.callId": context.call.id
+      }
+    })
+  )
+
+/**
+ * Runs the calls of one step, one after the other in the model's order:
+ * journals `ToolCalled`, runs the tool (a failure becomes a tool-error
+ * result), runs `onToolResult`, journals `ToolResulted`. Returns the results
+ * in call order, ready to append to the history.
+ *
+ * @since 0.1.0
+ * @category pieces
+ */
+export const dispatchTools = <E = never, R = never>(
+  config: TurnConfig<E, R>,
+  context: StepContext,
+  calls: ReadonlyArray<ToolCallPart>
+): Effect.Effect<ReadonlyArray<ToolResultPart>, JournalIOError | JournalSequenceError | E, Journal | R> =>
+  Effect.gen(function* () {
+    const journal = yield* Journal
+    return yield* Effect.forEach(calls, (call) => dispatchOne(journal, config, { ...context, call }))
+  })
+
+const lastAssistantText = (history: History.History): string => {
+  const last = history.parts.at(-1)
+  return last !== undefined && last._tag === "Text" && last.role === "assistant" ? last.text : ""
+}
+
+/**
+ * The loop shared by {@link runTurn} and {@link resumeTurn}: model steps
+ * from `firstStep` on, tools after each, until an answer (the turn is then
+ * closed) or the step limit.
+ *
+ * @since 0.1.0
+ * @category pieces
+ */
+export const continueTurn = <E = never, R = never>(
+  config: TurnConfig<E, R>,
+  context: { readonly task: Ids.TaskId; readonly turn: number; readonly firstStep: number },
+  history: History.History
+): Effect.Effect<TurnOutcome, ExecutorError | E, Model | Journal | R> =>
+  Effect.gen(function* () {
+    const journal = yield* Journal
+    let current = history
+    for (let step = context.firstStep; ; step++) {
+      if (step > config.maxSteps) {
+        return yield* new StepLimitExceeded({ task: context.task, turn: context.turn, maxSteps: config.maxSteps })
+      }
+      const stepContext: StepContext = { task: context.task, turn: context.turn, step }
+      const outcome = yield* modelStep(config, stepContext, current)
+      current = outcome.history
+      if (outcome.response.toolCalls.length === 0) {
+        yield* journal.closeTurn
+        return { turn: context.turn, steps: step, history: current, text: outcome.response.text }
+      }
+      const results = yield* dispatchTools(config, stepContext, outcome.response.toolCalls)
+      current = History.append(current, results)
+    }
+  })
+
+/**
+ * The stock turn: runs the entry gate (`beforeTurn`), opens a turn in the
+ * journal, and loops model step / tool dispatch until the model answers
+ * without tool calls (the turn is closed) or `maxSteps` model steps were
+ * taken ({@link StepLimitExceeded}, turn left open). A failure mid-turn
+ * leaves the turn open for {@link resumeTurn} or `abandonTurn`.
+ *
+ * @since 0.1.0
+ * @category turns
+ */
+export const runTurn = <E = never, R = never>(
+  config: TurnConfig<E, R>,
+  history: History.History
+): Effect.Effect<TurnOutcome, ExecutorError | E, Model | Journal | R> =>
+  Effect.gen(function* () {
+    const journal = yield* Journal
+    yield* Effect.annotateCurrentSpan({ "tessera.task": journal.task })
+    if (config.hooks?.beforeTurn !== undefined) {
+      yield* config.hooks.beforeTurn({ task: journal.task, resuming: false }, history)
+    }
+    const opened = yield* journal.openTurn
+    yield* Effect.annotateCurrentSpan({ "tessera.turn": opened.turn })
+    const outcome = yield* continueTurn(config, { task: journal.task, turn: opened.turn, firstStep: 1 }, history)
+    yield* Effect.annotateCurrentSpan({ "tessera.steps": outcome.steps })
+    return outcome
+  }).pipe(Effect.withSpan("tessera.turn"))
+
+/**
+ * Continues the open turn from the caller's copy of its history (the
+ * journal holds no bodies, so the history is the harness's to keep).
+ *
+ * The calls the history leaves unanswered must be exactly the calls the
+ * journal still owes ({@link ResumeMismatch} otherwise). The journal records
+ * `TurnResumed`; a request that was in flight is counted as lost. Owed calls
+ * are run, then the loop continues with the next step number. If the turn
+ * was already answered, it is just closed.
+ *
+ * @since 0.1.0
+ * @category turns
+ */
+export const resumeTurn = <E = never, R = never>(
+  config: TurnConfig<E, R>,
+  history: History.History
+): Effect.Effect<TurnOutcome, ExecutorError | E, Model | Journal | R> =>
+  Effect.gen(function* () {
+    const journal = yield* Journal
+    const task = journal.task
+    yield* Effect.annotateCurrentSpan({ "tessera.task": task })
+    if (config.hooks?.beforeTurn !== undefined) yield* config.hooks.beforeTurn({ task, resuming: true }, history)
+    const open = openTurn(yield* journal.state)
+    if (Option.isNone(open)) return yield* new NoOpenTurn({ task, operation: "resume" })
+    const turn = open.value
+    yield* Effect.annotateCurrentSpan({ "tessera.turn": turn.turn })
+    const pending = History.unansweredCalls(history)
+    const journalCalls = turn.owedCalls.map((call) => call.callId)
+    const historyCalls = pending.map((call) => call.id)
+    if (journalCalls.length !== historyCalls.length || journalCalls.some((id) => !historyCalls.includes(id))) {
+      return yield* new ResumeMismatch({ task, turn: turn.turn, journalCalls, historyCalls })
+    }
+    yield* journal.resumeTurn
+    if (turn.answered && !turn.awaitingResponse) {
+      yield* journal.closeTurn
+      return { turn: turn.turn, steps: turn.steps, history, text: lastAssistantText(history) }
+    }
+    const results = yield* dispatchTools(config, { task, turn: turn.turn, step: turn.steps }, pending)
+    return yield* continueTurn(
+      config,
+      { task, turn: turn.turn, firstStep: turn.steps + 1 },
+      History.append(history, results)
+    )
+  }).pipe(Effect.withSpan("tessera.resumeTurn"))

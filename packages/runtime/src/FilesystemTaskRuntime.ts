@@ -1,0 +1,113 @@
+/**
+ * A task runtime over a filesystem volume store.
+ *
+ * The private volume is decided when the runtime is constructed, by a
+ * required option: `private: Option<VolumeRef>`. A caller cannot forget the
+ * decision, and there is no method that binds a private volume later, so a
+ * runtime that compacts cannot discover mid-turn that it has no writer. Both
+ * constructors validate through the same internal bind function, which asks
+ * the core verdicts (`PrivateWriter.checkPrivateWriter`,
+ * `PrivateWriter.checkOutputBinding`) and nothing else.
+ *
+ * @since 0.1.0
+ */
+import type { Grant, Volume } from "@tessera/core"
+import type { HostAuthority } from "@tessera/core/HostAuthority"
+import type { VerifiedPrivateWriter } from "@tessera/core/PrivateWriter"
+import { checkPrivateWriter } from "@tessera/core/PrivateWriter"
+import type { Unauthorized } from "@tessera/core/Unauthorized"
+import type { FileSystem, Option, Path } from "effect"
+import { Effect } from "effect"
+import type { RuntimeTypeId } from "./internal/storeRuntime.ts"
+import { bindRuntime } from "./internal/storeRuntime.ts"
+import type * as TaskContext from "./TaskContext.ts"
+import * as TaskHost from "./TaskHost.ts"
+import type * as VolumeStore from "./VolumeStore.ts"
+
+/**
+ * What a runtime is opened with.
+ *
+ * - `private` (required): the volume that receives the runtime's private
+ *   content (summaries), or `Option.none()` for a runtime without one. When
+ *   it is `Some`, the volume must be in custody, `AgentPrivate`, owned by
+ *   the scope's agent, and write-granted to the scope's task.
+ * - `scope`: the runtime's scope, issued by the host
+ *   ({@link TaskHost.TaskHost.issueScope}).
+ * - `output`: an optional output volume; it must be in custody and
+ *   write-granted to the scope's task.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options {
+  readonly private: Option.Option<Volume.VolumeRef>
+  readonly scope: Grant.Scope
+  readonly output?: Option.Option<Volume.VolumeRef>
+}
+
+/**
+ * {@link Options} plus where the store lives (see
+ * {@link VolumeStore.OpenOptions}).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface OpenOptions extends Options, VolumeStore.OpenOptions {}
+
+/**
+ * What binding a runtime or a task can fail with: a check refused
+ * (`Unauthorized`, whose `reason` names the check), or the store could not
+ * produce the facts to check.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export type BindError = Unauthorized | VolumeStore.VolumeMetadataInvalid | VolumeStore.StoreIoError
+
+/**
+ * An opened runtime. Everything here was validated when the runtime was
+ * opened and does not change afterwards.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface FilesystemTaskRuntime {
+  readonly [RuntimeTypeId]: typeof RuntimeTypeId
+  readonly host: TaskHost.TaskHost
+  readonly scope: Grant.Scope
+  /** The private volume, with the facts the verdict accepted; `None` when opened without one. */
+  readonly privateVolume: Option.Option<VerifiedPrivateWriter>
+  /** The runtime's output binding, checked against its scope. */
+  readonly output: Option.Option<TaskContext.OutputBinding>
+  /**
+   * Binds a task to this runtime. The output binding (the task's own, or
+   * the runtime's when omitted) is checked with the core output verdict;
+   * a refusal is `Unauthorized`.
+   */
+  readonly bindTask: (options: TaskContext.BindOptions) => Effect.Effect<TaskContext.TaskContext, BindError>
+}
+
+/**
+ * Opens the store on `options.root` (creating it when needed), makes a host
+ * over it with the `HostAuthority` from the context, and binds a runtime.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const open = (
+  options: OpenOptions
+): Effect.Effect<
+  FilesystemTaskRuntime,
+  BindError | VolumeStore.OpenError,
+  HostAuthority | FileSystem.FileSystem | Path.Path
+> => TaskHost.open(options).pipe(Effect.flatMap((host) => bindRuntime(host, options, checkPrivateWriter)))
+
+/**
+ * Binds a runtime on an existing host, with the same options and the same
+ * checks as {@link open}.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const fromHost = (host: TaskHost.TaskHost, options: Options): Effect.Effect<FilesystemTaskRuntime, BindError> =>
+  bindRuntime(host, options, checkPrivateWriter)

@@ -1,0 +1,161 @@
+/**
+ * The history a turn builds its requests from, as an explicit value.
+ *
+ * A history keeps the user's original task apart from everything that
+ * happened since, so that whatever rewrites the history (compaction) can keep
+ * the task in every request, and it groups parts into rounds so that a tool
+ * call and its result are never separated.
+ *
+ * @since 0.1.0
+ */
+import { Option } from "effect"
+import type { Part, ToolCallPart } from "./Model.ts"
+
+/**
+ * `task`: the parts that state the task (system prompt, the user's request,
+ * attached media); they open every request. `parts`: what followed, in order.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface History {
+  readonly task: ReadonlyArray<Part>
+  readonly parts: ReadonlyArray<Part>
+  /**
+   * The summary standing in for compacted history, when there is one: the
+   * parts that open every request (a reference to the summary file, then
+   * its text) and the text itself, which the next summary builds on.
+   */
+  readonly summary?: HistorySummary
+}
+
+/**
+ * A summary held by a history.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface HistorySummary {
+  readonly parts: ReadonlyArray<Part>
+  readonly text: string
+}
+
+const withParts = (history: History, parts: ReadonlyArray<Part>): History =>
+  history.summary === undefined
+    ? { task: history.task, parts }
+    : { task: history.task, parts, summary: history.summary }
+
+/**
+ * A history holding only the task.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (task: ReadonlyArray<Part>): History => ({ task, parts: [] })
+
+/**
+ * Appends parts after the existing ones.
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
+export const append = (history: History, parts: ReadonlyArray<Part>): History =>
+  withParts(history, [...history.parts, ...parts])
+
+/**
+ * The parts of the next request: the summary (when history was compacted),
+ * the task, then everything that followed. The part objects are the
+ * history's own (not copies).
+ *
+ * @since 0.1.0
+ * @category getters
+ */
+export const toParts = (history: History): ReadonlyArray<Part> =>
+  history.summary === undefined
+    ? [...history.task, ...history.parts]
+    : [...history.summary.parts, ...history.task, ...history.parts]
+
+/**
+ * The text of the history's current summary, if it has one.
+ *
+ * @since 0.1.0
+ * @category getters
+ */
+export const summaryText = (history: History): Option.Option<string> =>
+  history.summary === undefined ? Option.none() : Option.some(history.summary.text)
+
+type Kind = "input" | "assistant" | "result"
+
+const kindOf = (part: Part): Kind =>
+  part._tag === "ToolResult"
+    ? "result"
+    : part._tag === "ToolCall" || (part._tag === "Text" && part.role === "assistant")
+      ? "assistant"
+      : "input"
+
+/**
+ * Splits `parts` (not the task) into rounds: a run of input parts, or a run
+ * of model output (text and tool calls) together with the tool results that
+ * follow it. Tool results always stay in the round of the output before
+ * them, so replacing whole rounds never separates a call from its result.
+ *
+ * @since 0.1.0
+ * @category getters
+ */
+export const rounds = (history: History): ReadonlyArray<ReadonlyArray<Part>> => {
+  const out: Array<Array<Part>> = []
+  let lastKind: Kind | undefined
+  for (const part of history.parts) {
+    const kind = kindOf(part)
+    const current = out.at(-1)
+    const joins = current !== undefined && (kind === "result" || kind === lastKind)
+    if (joins) current.push(part)
+    else out.push([part])
+    lastKind = kind
+  }
+  return out
+}
+
+/**
+ * Replaces the first `count` rounds by `replacement` (for example a pointer
+ * to a summary of them). The task is kept. `count` is clamped to the number
+ * of rounds.
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
+export const replaceLeadingRounds = (history: History, count: number, replacement: ReadonlyArray<Part>): History =>
+  withParts(history, [...replacement, ...dropLeadingRounds(history, count)])
+
+const dropLeadingRounds = (history: History, count: number): ReadonlyArray<Part> => {
+  const all = rounds(history)
+  return all.slice(Math.max(0, Math.min(count, all.length))).flat()
+}
+
+/**
+ * Replaces the first `count` rounds by a summary of them (and of the
+ * previous summary, which it supersedes). The task is kept; the summary's
+ * parts open every later request.
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
+export const summarizeLeadingRounds = (history: History, count: number, summary: HistorySummary): History => ({
+  task: history.task,
+  parts: dropLeadingRounds(history, count),
+  summary
+})
+
+/**
+ * Tool calls in `parts` that have no result after them, in order. A turn is
+ * resumable from a history exactly when these are the calls the journal
+ * still owes.
+ *
+ * @since 0.1.0
+ * @category getters
+ */
+export const unansweredCalls = (history: History): ReadonlyArray<ToolCallPart> => {
+  const answered = new Set<string>()
+  for (const part of history.parts) if (part._tag === "ToolResult") answered.add(part.callId)
+  return history.parts.filter((part): part is ToolCallPart => part._tag === "ToolCall" && !answered.has(part.id))
+}

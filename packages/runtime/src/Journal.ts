@@ -1,0 +1,784 @@
+/**
+ * The durable journal: the host's append-only record of one task.
+ *
+ * One JSON Lines file per task (`<folder>/<task>.jsonl`), one Schema-encoded
+ * entry per line. The journal records *that* something happened and how big
+ * it was (sizes and SHA-256 digests), never the bodies: requests, responses
+ * and tool results stay out of it, and so do summaries and artifacts, which
+ * are private content recorded here only by path, size and digest.
+ *
+ * Guarantees:
+ *
+ * - **Durable appends.** An append returns only after its line and newline
+ *   were written and the file was synced. An append that cannot follow the
+ *   journal's state (a result for a call nobody made, a second open turn) is
+ *   refused before anything is written.
+ * - **Reopen rebuilds state.** Opening an existing journal replays every
+ *   entry through the same transition function that guards appends, so the
+ *   state of a reopened journal equals the state the writer had.
+ * - **A cut tail is recovered, never hidden.** A last line without its
+ *   newline is what a crash mid-append leaves. On reopen the file is
+ *   truncated back to its last complete line and a `TruncationRecovered`
+ *   entry records where the cut was and what was dropped.
+ * - **Corruption is loud.** A complete line that does not decode, or does
+ *   not follow from the lines before it, fails the open with
+ *   {@link JournalCorrupt}, naming the file and the 1-based line.
+ *
+ * One writer per journal file at a time is assumed; the runtime that owns
+ * the journal volume enforces it.
+ *
+ * @since 0.1.0
+ */
+import { Ids, Volume } from "@tessera/core"
+import type { Scope } from "effect"
+import { Clock, Context, Effect, FileSystem, Layer, Option, Path, Ref, Result, Schema, Semaphore } from "effect"
+import { sha256Bytes } from "./internal/digest.ts"
+import { advance, emptyState } from "./internal/journalState.ts"
+import { ToolFailure } from "./Tool.ts"
+
+const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+const Ordinal = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
+const Sha256 = Schema.String.check(Schema.isPattern(/^[0-9a-f]{64}$/, { message: "a lowercase hex SHA-256 digest" }))
+
+/** Fields every entry carries: its position in the file and when it was written. */
+const header = {
+  /** Zero-based index of the entry in the file; the next append uses the entry count. */
+  seq: Count,
+  /** Epoch milliseconds from Effect's `Clock`. */
+  at: Schema.Number
+}
+
+/**
+ * A turn began. Only one turn is open at a time.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const TurnOpened = Schema.TaggedStruct("TurnOpened", { ...header, turn: Ordinal, task: Ids.TaskId })
+
+/**
+ * An unfinished turn is being continued (after a failure or a crash). A
+ * request that was dispatched before it and never answered counts as lost.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const TurnResumed = Schema.TaggedStruct("TurnResumed", { ...header, turn: Ordinal })
+
+/**
+ * A model request left: how many parts, how many bytes (canonical JSON of
+ * the request) and their digest. Not the body.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const RequestDispatched = Schema.TaggedStruct("RequestDispatched", {
+  ...header,
+  turn: Ordinal,
+  step: Ordinal,
+  parts: Count,
+  size: Count,
+  sha256: Sha256
+})
+
+/**
+ * A call the model asked for, by id and tool name.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const CallRef = Schema.Struct({ callId: Schema.String, name: Schema.String })
+/**
+ * @since 0.1.0
+ * @category entries
+ */
+export type CallRef = typeof CallRef.Type
+
+/**
+ * The model answered a request: size and digest of its text, and the calls
+ * it asked for (no calls: the turn is answered).
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const ResponseReceived = Schema.TaggedStruct("ResponseReceived", {
+  ...header,
+  turn: Ordinal,
+  step: Ordinal,
+  textSize: Count,
+  textSha256: Sha256,
+  toolCalls: Schema.Array(CallRef)
+})
+
+/**
+ * A request got no usable response. The turn stays open.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const ModelFailed = Schema.TaggedStruct("ModelFailed", {
+  ...header,
+  turn: Ordinal,
+  step: Ordinal,
+  reason: Schema.String,
+  detail: Schema.String
+})
+
+/**
+ * A tool call is about to run: size and digest of its JSON input.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const ToolCalled = Schema.TaggedStruct("ToolCalled", {
+  ...header,
+  turn: Ordinal,
+  step: Ordinal,
+  callId: Schema.String,
+  name: Schema.String,
+  inputSize: Count,
+  inputSha256: Sha256
+})
+
+/**
+ * A tool call produced the result that enters the history: its size and
+ * digest (after any offload replaced a large body by a pointer), whether it
+ * is an error and, if so, why.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const ToolResulted = Schema.TaggedStruct("ToolResulted", {
+  ...header,
+  turn: Ordinal,
+  step: Ordinal,
+  callId: Schema.String,
+  name: Schema.String,
+  isError: Schema.Boolean,
+  failure: Schema.optionalKey(ToolFailure),
+  size: Count,
+  sha256: Sha256
+})
+
+/**
+ * A turn ended with an answer.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const TurnClosed = Schema.TaggedStruct("TurnClosed", { ...header, turn: Ordinal, steps: Count })
+
+/**
+ * An unfinished turn was given up on purpose.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const TurnAbandoned = Schema.TaggedStruct("TurnAbandoned", {
+  ...header,
+  turn: Ordinal,
+  steps: Count,
+  reason: Schema.String
+})
+
+/**
+ * Reopening found a last line without its newline (a crash mid-append) and
+ * truncated the file back to `keptBytes`. `line` is the 1-based line number
+ * the cut line had; `droppedBytes` and `droppedSha256` describe what was cut.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const TruncationRecovered = Schema.TaggedStruct("TruncationRecovered", {
+  ...header,
+  line: Ordinal,
+  keptBytes: Count,
+  droppedBytes: Ordinal,
+  droppedSha256: Sha256
+})
+
+/**
+ * An operation (a turn, a summary, a binding) passed its entry gate.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const Admission = Schema.TaggedStruct("Admission", {
+  ...header,
+  turn: Schema.optionalKey(Ordinal),
+  operation: Schema.String,
+  detail: Schema.String
+})
+
+/**
+ * An operation was refused at its entry gate.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const Rejection = Schema.TaggedStruct("Rejection", {
+  ...header,
+  turn: Schema.optionalKey(Ordinal),
+  operation: Schema.String,
+  reason: Schema.String,
+  detail: Schema.String
+})
+
+/**
+ * A summary was staged on a private volume. The summary itself is private
+ * content and is never copied here.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const SummaryStaged = Schema.TaggedStruct("SummaryStaged", {
+  ...header,
+  turn: Schema.optionalKey(Ordinal),
+  step: Schema.optionalKey(Ordinal),
+  operation: Schema.String,
+  volume: Volume.VolumeRef,
+  path: Schema.String,
+  size: Count,
+  sha256: Sha256
+})
+
+/**
+ * A large tool result was written to disk and replaced by a pointer.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const ArtifactOffloaded = Schema.TaggedStruct("ArtifactOffloaded", {
+  ...header,
+  turn: Schema.optionalKey(Ordinal),
+  step: Schema.optionalKey(Ordinal),
+  callId: Schema.optionalKey(Schema.String),
+  volume: Schema.optionalKey(Volume.VolumeRef),
+  path: Schema.String,
+  size: Count,
+  sha256: Sha256
+})
+
+/**
+ * Any journal entry.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const Entry = Schema.Union([
+  TurnOpened,
+  TurnResumed,
+  RequestDispatched,
+  ResponseReceived,
+  ModelFailed,
+  ToolCalled,
+  ToolResulted,
+  TurnClosed,
+  TurnAbandoned,
+  TruncationRecovered,
+  Admission,
+  Rejection,
+  SummaryStaged,
+  ArtifactOffloaded
+])
+/**
+ * @since 0.1.0
+ * @category entries
+ */
+export type Entry = typeof Entry.Type
+
+/**
+ * An entry as a caller hands it to {@link JournalService.append}: the journal
+ * fills in `seq` and `at`.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export type EntryInput = Entry extends infer E ? (E extends Entry ? Omit<E, "seq" | "at"> : never) : never
+
+/**
+ * One line of the file: an entry encoded as JSON.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const EntryLine = Schema.fromJsonString(Entry)
+
+/**
+ * A call the model asked for that has no result yet. `called` is true once a
+ * `ToolCalled` entry was written for it.
+ *
+ * @since 0.1.0
+ * @category state
+ */
+export interface OwedCall {
+  readonly callId: string
+  readonly name: string
+  readonly called: boolean
+}
+
+/**
+ * What the journal knows about one turn.
+ *
+ * - `steps`: model requests dispatched in the turn.
+ * - `awaitingResponse`: a request was dispatched and neither a response nor a failure followed.
+ * - `owedCalls`: calls of the last response still without a result.
+ * - `answered`: the last response asked for no tool calls.
+ *
+ * @since 0.1.0
+ * @category state
+ */
+export interface TurnState {
+  readonly turn: number
+  readonly status: "Open" | "Closed" | "Abandoned"
+  readonly steps: number
+  readonly awaitingResponse: boolean
+  readonly owedCalls: ReadonlyArray<OwedCall>
+  readonly answered: boolean
+  readonly toolResults: number
+  readonly toolErrors: number
+  readonly modelFailures: number
+  readonly resumptions: number
+}
+
+/**
+ * The state rebuilt from a journal: every turn in order (only the last may
+ * be open), how many entries the file holds, the last one, and every cut
+ * recovered on reopen.
+ *
+ * @since 0.1.0
+ * @category state
+ */
+export interface JournalState {
+  readonly task: Ids.TaskId
+  readonly entries: number
+  readonly lastEntry: Option.Option<Entry>
+  readonly turns: ReadonlyArray<TurnState>
+  readonly truncations: ReadonlyArray<{ readonly line: number; readonly droppedBytes: number }>
+}
+
+/**
+ * The open turn, if there is one.
+ *
+ * @since 0.1.0
+ * @category state
+ */
+export const openTurn = (state: JournalState): Option.Option<TurnState> => {
+  const last = state.turns.at(-1)
+  return last !== undefined && last.status === "Open" ? Option.some(last) : Option.none()
+}
+
+/**
+ * A complete line of the journal does not decode or does not follow from the
+ * lines before it. The file is left as it is.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class JournalCorrupt extends Schema.TaggedError<JournalCorrupt>()("JournalCorrupt", {
+  file: Schema.String,
+  line: Schema.Int,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `journal ${this.file} is corrupt at line ${this.line}: ${this.detail}`
+  }
+}
+
+/**
+ * Reading, writing or syncing the journal file failed. An append that fails
+ * this way was rolled back to the last complete line when possible.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class JournalIOError extends Schema.TaggedError<JournalIOError>()("JournalIOError", {
+  file: Schema.String,
+  operation: Schema.String,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `journal ${this.file}: ${this.operation} failed: ${this.detail}`
+  }
+}
+
+/**
+ * An append was refused because the entry does not follow from the
+ * journal's state (for example a result for a call nobody made) or does not
+ * match its Schema (for example a malformed digest). Nothing was written.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class JournalSequenceError extends Schema.TaggedError<JournalSequenceError>()("JournalSequenceError", {
+  file: Schema.String,
+  entry: Schema.String,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `journal ${this.file} refused ${this.entry}: ${this.detail}`
+  }
+}
+
+/**
+ * A turn was opened while another one is still open. Close, resume or
+ * abandon the open one first.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class TurnAlreadyOpen extends Schema.TaggedError<TurnAlreadyOpen>()("TurnAlreadyOpen", {
+  task: Ids.TaskId,
+  turn: Schema.Int
+}) {
+  override get message(): string {
+    return `task ${this.task} already has turn ${this.turn} open; resume or abandon it first`
+  }
+}
+
+/**
+ * Closing, resuming or abandoning needs an open turn and there is none.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class NoOpenTurn extends Schema.TaggedError<NoOpenTurn>()("NoOpenTurn", {
+  task: Ids.TaskId,
+  operation: Schema.String
+}) {
+  override get message(): string {
+    return `task ${this.task} has no open turn to ${this.operation}`
+  }
+}
+
+/**
+ * Why a turn cannot be closed yet.
+ *
+ * - `AwaitingResponse`: a request was dispatched and is still unanswered.
+ * - `ToolResultsMissing`: calls of the last response have no result (`pendingCalls` names them).
+ * - `NoFinalAnswer`: the last response still asked for tool calls (or there was none).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export const UnfinishedReason = Schema.Literals(["AwaitingResponse", "ToolResultsMissing", "NoFinalAnswer"])
+
+/**
+ * Closing a turn that is not finished. Nothing was written; the turn stays
+ * open and can be resumed (continued) or abandoned.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class TurnUnfinished extends Schema.TaggedError<TurnUnfinished>()("TurnUnfinished", {
+  task: Ids.TaskId,
+  turn: Schema.Int,
+  reason: UnfinishedReason,
+  pendingCalls: Schema.Array(Schema.String)
+}) {
+  override get message(): string {
+    const detail =
+      this.reason === "AwaitingResponse"
+        ? "a model request is still unanswered"
+        : this.reason === "ToolResultsMissing"
+          ? `tool calls without results: ${this.pendingCalls.join(", ")}`
+          : "the model has not given a final answer"
+    return `cannot close unfinished turn ${this.turn} of task ${this.task}: ${detail}`
+  }
+}
+
+/**
+ * Every way a journal operation can fail.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export type JournalError =
+  | JournalCorrupt
+  | JournalIOError
+  | JournalSequenceError
+  | TurnAlreadyOpen
+  | NoOpenTurn
+  | TurnUnfinished
+
+/**
+ * The journal of one task.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface JournalService {
+  readonly task: Ids.TaskId
+  /** Absolute path of the journal file. */
+  readonly file: string
+  readonly state: Effect.Effect<JournalState>
+  /** Appends one entry durably (written and synced) after checking it follows the state. */
+  readonly append: (entry: EntryInput) => Effect.Effect<Entry, JournalIOError | JournalSequenceError>
+  /** Opens the next turn; fails with {@link TurnAlreadyOpen} when one is open. */
+  readonly openTurn: Effect.Effect<TurnState, JournalIOError | JournalSequenceError | TurnAlreadyOpen>
+  /** Records that the open turn continues; fails with {@link NoOpenTurn}. */
+  readonly resumeTurn: Effect.Effect<TurnState, JournalIOError | JournalSequenceError | NoOpenTurn>
+  /** Closes the open turn; fails with {@link TurnUnfinished} unless it is answered and complete. */
+  readonly closeTurn: Effect.Effect<TurnState, JournalIOError | JournalSequenceError | NoOpenTurn | TurnUnfinished>
+  /** Gives up on the open turn, finished or not. */
+  readonly abandonTurn: (reason: string) => Effect.Effect<TurnState, JournalIOError | JournalSequenceError | NoOpenTurn>
+}
+
+/**
+ * The journal of the task being run, as a service for the executor.
+ *
+ * @since 0.1.0
+ * @category services
+ */
+export class Journal extends Context.Service<Journal, JournalService>()("@tessera/runtime/Journal") {}
+
+/**
+ * Where a journal lives: the journal volume's folder and the task.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface JournalLocation {
+  readonly folder: string
+  readonly task: Ids.TaskId
+}
+
+/**
+ * The journal file of a task inside a folder.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const fileName = (task: Ids.TaskId): string => `${task}.jsonl`
+
+const newline = 0x0a
+const encoder = new TextEncoder()
+const decoder = new TextDecoder("utf-8", { fatal: true })
+const decodeLine = Schema.decodeUnknownResult(EntryLine)
+const encodeLine = Schema.encodeResult(EntryLine)
+
+interface Replayed {
+  readonly state: JournalState
+  readonly entries: ReadonlyArray<Entry>
+  /** Length of the file up to and including its last newline. */
+  readonly completeBytes: number
+  /** Bytes after the last newline: a line cut mid-append. */
+  readonly tail: Uint8Array<ArrayBuffer>
+}
+
+const replay = (
+  file: string,
+  task: Ids.TaskId,
+  bytes: Uint8Array<ArrayBuffer>
+): Result.Result<Replayed, JournalCorrupt> => {
+  const completeBytes = bytes.lastIndexOf(newline) + 1
+  let state = emptyState(task)
+  const entries: Array<Entry> = []
+  let start = 0
+  let line = 0
+  while (start < completeBytes) {
+    const end = bytes.indexOf(newline, start)
+    line += 1
+    const corrupt = (detail: string) => Result.fail(new JournalCorrupt({ file, line, detail }))
+    let text: string
+    try {
+      text = decoder.decode(bytes.subarray(start, end))
+    } catch {
+      return corrupt("the line is not valid UTF-8")
+    }
+    const decoded = decodeLine(text)
+    if (Result.isFailure(decoded)) return corrupt(decoded.failure.message)
+    const next = advance(state, decoded.success)
+    if (Result.isFailure(next)) return corrupt(next.failure)
+    state = next.success
+    entries.push(decoded.success)
+    start = end + 1
+  }
+  return Result.succeed({ state, entries, completeBytes, tail: bytes.slice(completeBytes) })
+}
+
+/**
+ * Reads every complete entry of a journal without opening it for writing
+ * (and without recovering a cut tail). For inspection and tests.
+ *
+ * @since 0.1.0
+ * @category reading
+ */
+export const readEntries = Effect.fnUntraced(function* (
+  location: JournalLocation
+): Effect.fn.Return<ReadonlyArray<Entry>, JournalCorrupt | JournalIOError, FileSystem.FileSystem | Path.Path> {
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
+  const file = path.resolve(location.folder, fileName(location.task))
+  const bytes = yield* fs
+    .readFile(file)
+    .pipe(Effect.mapError((error) => new JournalIOError({ file, operation: "read", detail: error.message })))
+  const replayed = replay(file, location.task, new Uint8Array(bytes))
+  if (Result.isFailure(replayed)) return yield* replayed.failure
+  return replayed.success.entries
+})
+
+/**
+ * Opens (creating if needed) the journal of a task in a folder and rebuilds
+ * its state. The file handle lives as long as the scope.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const open = Effect.fnUntraced(function* (
+  location: JournalLocation
+): Effect.fn.Return<JournalService, JournalCorrupt | JournalIOError, FileSystem.FileSystem | Path.Path | Scope.Scope> {
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
+  const task = location.task
+  const file = path.resolve(location.folder, fileName(task))
+  const ioError = (operation: string) => (error: { readonly message: string }) =>
+    new JournalIOError({ file, operation, detail: error.message })
+
+  yield* fs.makeDirectory(location.folder, { recursive: true }).pipe(Effect.mapError(ioError("create folder")))
+  const existed = yield* fs.exists(file).pipe(Effect.mapError(ioError("stat")))
+  const replayed = existed
+    ? yield* fs.readFile(file).pipe(
+        Effect.mapError(ioError("read")),
+        Effect.flatMap((bytes) => Effect.fromResult(replay(file, task, new Uint8Array(bytes))))
+      )
+    : { state: emptyState(task), entries: [], completeBytes: 0, tail: new Uint8Array(0) }
+
+  const handle = yield* fs.open(file, { flag: "a" }).pipe(Effect.mapError(ioError("open")))
+  if (!existed) {
+    // A new file's directory entry is only durable once the folder is synced.
+    // Not every platform can open a folder for syncing, so this is best effort.
+    yield* Effect.scoped(fs.open(location.folder, { flag: "r" }).pipe(Effect.flatMap((folder) => folder.sync))).pipe(
+      Effect.ignore
+    )
+  }
+
+  const stateRef = yield* Ref.make(replayed.state)
+  const sizeRef = yield* Ref.make(replayed.completeBytes)
+  const broken = yield* Ref.make(false)
+  const lock = yield* Semaphore.make(1)
+
+  const write = (input: EntryInput): Effect.Effect<Entry, JournalIOError | JournalSequenceError> =>
+    Effect.gen(function* () {
+      if (yield* Ref.get(broken)) {
+        return yield* new JournalIOError({
+          file,
+          operation: "append",
+          detail: "an earlier append failed and could not be rolled back; reopen the journal"
+        })
+      }
+      const state = yield* Ref.get(stateRef)
+      const at = yield* Clock.currentTimeMillis
+      const entry = { ...input, seq: state.entries, at } as Entry
+      const next = advance(state, entry)
+      if (Result.isFailure(next)) {
+        return yield* new JournalSequenceError({ file, entry: entry._tag, detail: next.failure })
+      }
+      const line = encodeLine(entry)
+      if (Result.isFailure(line)) {
+        return yield* new JournalSequenceError({
+          file,
+          entry: entry._tag,
+          detail: `the entry does not match its Schema: ${line.failure.message}`
+        })
+      }
+      const bytes = encoder.encode(`${line.success}\n`)
+      const size = yield* Ref.get(sizeRef)
+      yield* handle.writeAll(bytes).pipe(
+        Effect.andThen(handle.sync),
+        Effect.mapError(ioError("append")),
+        Effect.tapError(() =>
+          // Leave no partial line behind a failed append: later appends would land after it.
+          handle.truncate(size).pipe(
+            Effect.andThen(handle.sync),
+            Effect.catch(() => Ref.set(broken, true))
+          )
+        )
+      )
+      yield* Ref.set(sizeRef, size + bytes.length)
+      yield* Ref.set(stateRef, next.success)
+      return entry
+    }).pipe(Effect.uninterruptible, lock.withPermit)
+
+  if (replayed.tail.length > 0) {
+    yield* handle.truncate(replayed.completeBytes).pipe(Effect.mapError(ioError("truncate cut tail")))
+    const droppedSha256 = yield* sha256Bytes(replayed.tail)
+    yield* write({
+      _tag: "TruncationRecovered",
+      line: replayed.entries.length + 1,
+      keptBytes: replayed.completeBytes,
+      droppedBytes: replayed.tail.length,
+      droppedSha256
+    }).pipe(
+      Effect.catchTag("JournalSequenceError", (error) =>
+        Effect.fail(new JournalIOError({ file, operation: "record cut tail", detail: error.message }))
+      )
+    )
+  }
+
+  const current = (operation: string) =>
+    Effect.flatMap(Ref.get(stateRef), (state) =>
+      Option.match(openTurn(state), {
+        onNone: () => Effect.fail(new NoOpenTurn({ task, operation })),
+        onSome: Effect.succeed
+      })
+    )
+  const turnAfter = (turn: number) =>
+    Effect.map(Ref.get(stateRef), (state) => state.turns.find((candidate) => candidate.turn === turn) as TurnState)
+
+  const openTurnEffect = Effect.gen(function* () {
+    const state = yield* Ref.get(stateRef)
+    const open = openTurn(state)
+    if (Option.isSome(open)) return yield* new TurnAlreadyOpen({ task, turn: open.value.turn })
+    const turn = state.turns.length + 1
+    yield* write({ _tag: "TurnOpened", turn, task })
+    return yield* turnAfter(turn)
+  })
+
+  const resumeTurn = Effect.gen(function* () {
+    const open = yield* current("resume")
+    yield* write({ _tag: "TurnResumed", turn: open.turn })
+    return yield* turnAfter(open.turn)
+  })
+
+  const closeTurn = Effect.gen(function* () {
+    const open = yield* current("close")
+    const unfinished = (reason: TurnUnfinished["reason"]) =>
+      new TurnUnfinished({ task, turn: open.turn, reason, pendingCalls: open.owedCalls.map((call) => call.callId) })
+    if (open.awaitingResponse) return yield* unfinished("AwaitingResponse")
+    if (open.owedCalls.length > 0) return yield* unfinished("ToolResultsMissing")
+    if (!open.answered) return yield* unfinished("NoFinalAnswer")
+    yield* write({ _tag: "TurnClosed", turn: open.turn, steps: open.steps })
+    return yield* turnAfter(open.turn)
+  })
+
+  const abandonTurn = (reason: string) =>
+    Effect.gen(function* () {
+      const open = yield* current("abandon")
+      yield* write({ _tag: "TurnAbandoned", turn: open.turn, steps: open.steps, reason })
+      return yield* turnAfter(open.turn)
+    })
+
+  return {
+    task,
+    file,
+    state: Ref.get(stateRef),
+    append: write,
+    openTurn: openTurnEffect,
+    resumeTurn,
+    closeTurn,
+    abandonTurn
+  }
+})
+
+/**
+ * The journal of one task as a layer. The file stays open for the layer's
+ * lifetime.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (
+  location: JournalLocation
+): Layer.Layer<Journal, JournalCorrupt | JournalIOError, FileSystem.FileSystem | Path.Path> =>
+  Layer.effect(Journal, open(location))

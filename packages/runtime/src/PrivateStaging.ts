@@ -1,0 +1,172 @@
+/**
+ * Write-once staging of private files on the task's private volume.
+ *
+ * A staged file appears at `summaries/<operation>/<step>.txt` all at once or
+ * not at all: its bytes go to a temporary name first, are flushed to disk,
+ * and are then published by hard link, which never replaces an existing
+ * file. So a reader never sees a torn file (not even after the process is
+ * killed mid-write), and of several concurrent stagers of one key exactly one
+ * publishes; the others find its file.
+ *
+ * Staging requires the {@link PrivateSummaries.PrivateSummaries} capability
+ * in its type: there is no way to call it before a private writer was
+ * resolved and validated.
+ *
+ * @since 0.1.0
+ */
+
+import type { Volume } from "@tessera/core"
+import { DurableFiles, Ids } from "@tessera/core"
+import { Effect, FileSystem, Path, Schema } from "effect"
+import * as SecureRandom from "effect/crypto/SecureRandom"
+import type { PlatformError } from "effect/PlatformError"
+import { sha256Bytes } from "./internal/digest.ts"
+import * as PrivateSummaries from "./PrivateSummaries.ts"
+
+/**
+ * Which private file to stage: an operation and a step within it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const StagingKey = Schema.Struct({
+  operation: Ids.OperationId,
+  step: Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }))
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type StagingKey = typeof StagingKey.Type
+
+/**
+ * A staged file: where it is (relative to its volume, and absolute), its size
+ * and SHA-256, and whether this call published it or found it already there
+ * with identical bytes.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface StagedFile {
+  readonly volume: Volume.VolumeRef
+  readonly path: string
+  readonly absolutePath: string
+  readonly size: number
+  readonly sha256: string
+  readonly outcome: "Published" | "AlreadyStaged"
+}
+
+/**
+ * The key was already staged with different bytes. The existing file is left
+ * exactly as it was.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class StagingConflict extends Schema.TaggedError<StagingConflict>()("StagingConflict", {
+  path: Schema.String,
+  existingSize: Schema.Number,
+  existingSha256: Schema.String,
+  stagedSize: Schema.Number,
+  stagedSha256: Schema.String
+}) {
+  override get message(): string {
+    return `${this.path} is already staged with different content (${this.existingSize} bytes, sha256 ${this.existingSha256.slice(0, 12)}); the new ${this.stagedSize} bytes were not written`
+  }
+}
+
+/**
+ * Reading back an already staged file failed.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class StagingReadFailed extends Schema.TaggedError<StagingReadFailed>()("StagingReadFailed", {
+  path: Schema.String,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `could not read the staged file ${this.path}: ${this.detail}`
+  }
+}
+
+/**
+ * Every way staging can fail.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export type StagingError =
+  | StagingConflict
+  | StagingReadFailed
+  | DurableFiles.AlreadyExists
+  | DurableFiles.OutsideWithin
+  | DurableFiles.DurableFileFailure
+
+/**
+ * The path of a key, relative to the private volume.
+ *
+ * @since 0.1.0
+ * @category paths
+ */
+export const relativePath = (key: StagingKey): string => `summaries/${key.operation}/${key.step}.txt`
+
+const encoder = new TextEncoder()
+
+const sameBytes = (a: Uint8Array, b: Uint8Array): boolean =>
+  a.length === b.length && a.every((byte, i) => byte === b[i])
+
+/**
+ * Stages `content` under `key` on the resolved private volume, once.
+ *
+ * Staging the same key again returns the existing file (`AlreadyStaged`)
+ * when the bytes are identical and fails {@link StagingConflict} otherwise.
+ * Concurrent stagers of one key: exactly one publishes, the others return
+ * `AlreadyStaged` or `StagingConflict`. The caller is responsible for
+ * scrubbing: the bytes given are the bytes stored.
+ *
+ * @since 0.1.0
+ * @category staging
+ */
+export const stageOnce = Effect.fn("PrivateStaging.stageOnce")(function* (
+  key: StagingKey,
+  content: string | Uint8Array
+): Effect.fn.Return<
+  StagedFile,
+  StagingError,
+  PrivateSummaries.PrivateSummaries | DurableFiles.DurableFiles | FileSystem.FileSystem | Path.Path
+> {
+  const capability = yield* PrivateSummaries.current
+  const files = yield* DurableFiles.DurableFiles
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
+  const bytes = typeof content === "string" ? encoder.encode(content) : Uint8Array.from(content)
+  const sha256 = yield* sha256Bytes(bytes)
+  const relative = relativePath(key)
+  const folder = path.join(capability.folder, "summaries", key.operation)
+  const finalPath = path.join(folder, `${key.step}.txt`)
+  const tempPath = path.join(folder, `.${key.step}.txt.${SecureRandom.uuidV4Unsafe()}.staging`)
+  const staged = { volume: capability.volume, path: relative, absolutePath: finalPath, size: bytes.length, sha256 }
+
+  yield* files.makeDirectories(folder, { within: capability.folder })
+  yield* files.writeNewFile(tempPath, bytes, { within: capability.folder })
+  const published = yield* files.publishOnce(tempPath, finalPath).pipe(
+    Effect.as(true),
+    Effect.catchTag("AlreadyExists", () => Effect.succeed(false)),
+    // The temp name is ours alone; whatever happens, it must not linger.
+    Effect.onExit(() => fs.remove(tempPath).pipe(Effect.ignore))
+  )
+  if (published) return { ...staged, outcome: "Published" as const }
+
+  const existing = yield* fs
+    .readFile(finalPath)
+    .pipe(Effect.mapError((error: PlatformError) => new StagingReadFailed({ path: finalPath, detail: error.message })))
+  if (sameBytes(existing, bytes)) return { ...staged, outcome: "AlreadyStaged" as const }
+  return yield* new StagingConflict({
+    path: relative,
+    existingSize: existing.length,
+    existingSha256: yield* sha256Bytes(Uint8Array.from(existing)),
+    stagedSize: bytes.length,
+    stagedSha256: sha256
+  })
+})

@@ -1,0 +1,230 @@
+/**
+ * Running a bound task: the stock executor behind the entry gate, with
+ * compaction when the policy arms it, and the public summary entries.
+ *
+ * Every function here runs {@link EntryGate.verify} (or resolves the
+ * private writer, for summaries) before it sends a model request or writes
+ * a journal entry, so a task that needs a writer and has none fails
+ * `Unauthorized` having cost nothing.
+ *
+ * @since 0.1.0
+ */
+import { Ids } from "@tessera/core"
+import { Effect, Option, Schema } from "effect"
+import * as Compaction from "./Compaction.ts"
+import type * as CompactionPolicy from "./CompactionPolicy.ts"
+import * as EntryGate from "./EntryGate.ts"
+import * as Executor from "./Executor.ts"
+import type * as History from "./History.ts"
+import { summarySession } from "./internal/summarySession.ts"
+import { Journal } from "./Journal.ts"
+import type { ToolCallPart } from "./Model.ts"
+import * as PrivateSummaries from "./PrivateSummaries.ts"
+
+const decodeOperation = Schema.decodeUnknownSync(Ids.OperationId)
+
+/**
+ * The summary operation of a turn: `<task>-t<turn>`, so summaries of
+ * different tasks and turns sharing one private volume never collide.
+ *
+ * @since 0.1.0
+ * @category naming
+ */
+export const turnOperation = (task: Ids.TaskId, turn: number, kind = "t"): Ids.OperationId =>
+  decodeOperation(`${task.slice(0, 100)}-${kind}${turn}`)
+
+/**
+ * What compaction can fail with.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type CompactionError = Effect.Error<ReturnType<typeof Compaction.compact>>
+
+/**
+ * What compaction needs besides the capability it is given.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type CompactionRequirements = Exclude<
+  Effect.Services<ReturnType<typeof Compaction.compact>>,
+  PrivateSummaries.PrivateSummaries
+>
+
+/**
+ * The hooks that compact history before every model step (mid-turn too)
+ * under a `Threshold` policy, publishing through `capability`.
+ *
+ * @since 0.1.0
+ * @category hooks
+ */
+export const compactionHooks = (
+  policy: CompactionPolicy.Threshold,
+  capability: PrivateSummaries.PrivateWriterCapability,
+  journal: Journal["Service"]
+): Executor.Hooks<CompactionError, CompactionRequirements> => {
+  const hooks: Executor.Hooks<CompactionError, CompactionRequirements> = {
+    beforeModelStep: (context, history) =>
+      Compaction.compact({
+        history,
+        policy,
+        operation: turnOperation(context.task, context.turn),
+        step: context.step,
+        journal: Option.some(journal),
+        turn: context.turn
+      }).pipe(PrivateSummaries.provide(capability))
+  }
+  return hooks
+}
+
+const withGate = Effect.fnUntraced(function* <E, R>(
+  binding: EntryGate.TaskBinding,
+  entry: EntryGate.EntryPoint,
+  config: Executor.TurnConfig<E, R>
+) {
+  const capability = yield* EntryGate.verify(binding, entry)
+  const gated: Executor.TurnConfig<E | CompactionError, R | CompactionRequirements> = config
+  if (binding.policy._tag === "Disabled" || Option.isNone(capability)) return gated
+  const journal = yield* Journal
+  const compaction = compactionHooks(binding.policy, capability.value, journal)
+  return {
+    ...gated,
+    hooks: Executor.composeHooks<E | CompactionError, R | CompactionRequirements>(compaction, config.hooks ?? {})
+  }
+})
+
+/**
+ * Runs a turn for a bound task: the gate first, then the stock turn, with
+ * compaction hooks when the policy is `Threshold`.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const runTurn = Effect.fn("TaskExecution.runTurn")(function* <E, R>(
+  binding: EntryGate.TaskBinding,
+  history: History.History,
+  config: Executor.TurnConfig<E, R>
+) {
+  const gated = yield* withGate(binding, "Turn", config)
+  return yield* Executor.runTurn(gated, history)
+})
+
+/**
+ * Resumes the task's open turn behind the gate.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const resumeTurn = Effect.fn("TaskExecution.resumeTurn")(function* <E, R>(
+  binding: EntryGate.TaskBinding,
+  history: History.History,
+  config: Executor.TurnConfig<E, R>
+) {
+  const gated = yield* withGate(binding, "ResumeTurn", config)
+  return yield* Executor.resumeTurn(gated, history)
+})
+
+/**
+ * One model step behind the gate, for harnesses that drive steps themselves.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const modelStep = Effect.fn("TaskExecution.modelStep")(function* <E, R>(
+  binding: EntryGate.TaskBinding,
+  config: Executor.TurnConfig<E, R>,
+  context: Executor.StepContext,
+  history: History.History
+) {
+  const gated = yield* withGate(binding, "ModelStep", config)
+  return yield* Executor.modelStep(gated, context, history)
+})
+
+/**
+ * One tool dispatch behind the gate.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const dispatchTools = Effect.fn("TaskExecution.dispatchTools")(function* <E, R>(
+  binding: EntryGate.TaskBinding,
+  config: Executor.TurnConfig<E, R>,
+  context: Executor.StepContext,
+  calls: ReadonlyArray<ToolCallPart>
+) {
+  yield* EntryGate.verify(binding, "ToolDispatch")
+  return yield* Executor.dispatchTools(config, context, calls)
+})
+
+/**
+ * Options of the summary entries. `policy` only shapes the summary requests
+ * (piece size); whatever it is, the private writer is resolved first.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface SummaryOptions {
+  readonly operation?: Ids.OperationId
+  readonly step?: number
+  readonly policy?: CompactionPolicy.CompactionPolicy
+}
+
+/**
+ * A direct summary of `history`: resolves the private writer (independent of
+ * any compaction policy), then journals its admission, asks the model (in
+ * bounded pieces), and stages the scrubbed summary write-once.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const summarize = Effect.fn("TaskExecution.summarize")(function* (
+  binding: EntryGate.TaskBinding,
+  history: History.History,
+  options: SummaryOptions = {}
+) {
+  const journal = yield* Journal
+  const state = yield* journal.state
+  return yield* summarySession(
+    binding,
+    history,
+    {
+      key: {
+        operation: options.operation ?? turnOperation(binding.context.task, state.entries, "summary"),
+        step: options.step ?? 0
+      },
+      policy: options.policy ?? binding.policy,
+      entry: "Summary"
+    },
+    "BeforeAdmission"
+  )
+})
+
+/**
+ * A summary-file turn: resolves the private writer first, runs a turn behind
+ * the gate, and stages the turn's final answer as a summary file.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const runSummaryFileTurn = Effect.fn("TaskExecution.runSummaryFileTurn")(function* <E, R>(
+  binding: EntryGate.TaskBinding,
+  history: History.History,
+  config: Executor.TurnConfig<E, R>,
+  options: SummaryOptions = {}
+) {
+  const capability = yield* PrivateSummaries.resolve(binding.context)
+  const gated = yield* withGate(binding, "SummaryFileTurn", config)
+  const journal = yield* Journal
+  const outcome = yield* Executor.runTurn(gated, history)
+  const published = yield* Compaction.publish({
+    key: {
+      operation: options.operation ?? turnOperation(binding.context.task, outcome.turn, "file"),
+      step: options.step ?? outcome.steps
+    },
+    summary: outcome.text,
+    journal: Option.some(journal),
+    turn: outcome.turn
+  }).pipe(PrivateSummaries.provide(capability))
+  return { outcome, published }
+})

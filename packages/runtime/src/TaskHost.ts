@@ -1,0 +1,86 @@
+/**
+ * A host: a volume store plus the authority that decides which grants may
+ * exist. Scopes (the grants a task holds) are issued here and nowhere else.
+ *
+ * @since 0.1.0
+ */
+import type { Grant, Ids } from "@tessera/core"
+import { HostAuthority } from "@tessera/core/HostAuthority"
+import { Unauthorized } from "@tessera/core/Unauthorized"
+import { Effect, Option } from "effect"
+import * as VolumeStore from "./VolumeStore.ts"
+
+/**
+ * A store and its authority, able to issue scopes.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface TaskHost {
+  readonly store: VolumeStore.VolumeStore
+  readonly authority: HostAuthority["Service"]
+  /**
+   * Issues `task`, running for `agent`, one grant per requested capability.
+   *
+   * Every requested volume must be in the store's custody (else
+   * `Unauthorized` `OutOfCustody`), and the authority must allow every
+   * requested access (else `Unauthorized` `GrantForbidden`, with the
+   * authority's reason as detail). Nothing is issued unless everything is.
+   * A capability that asks for no access grants nothing, though its volume
+   * is still checked.
+   */
+  readonly issueScope: (
+    task: Ids.TaskId,
+    capabilities: ReadonlyArray<Grant.Capability>,
+    agent: Ids.AgentId
+  ) => Effect.Effect<Grant.Scope, Unauthorized | VolumeStore.VolumeMetadataInvalid | VolumeStore.StoreIoError>
+}
+
+/**
+ * A host over an already opened store, with the authority from the context.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (store: VolumeStore.VolumeStore): Effect.Effect<TaskHost, never, HostAuthority> =>
+  Effect.gen(function* () {
+    const authority = yield* HostAuthority
+    const issueScope = (task: Ids.TaskId, capabilities: ReadonlyArray<Grant.Capability>, agent: Ids.AgentId) =>
+      Effect.forEach(capabilities, (capability) =>
+        Effect.gen(function* () {
+          const descriptor = yield* store.custody(capability.volume)
+          if (Option.isNone(descriptor)) {
+            return yield* new Unauthorized({
+              reason: "OutOfCustody",
+              detail: `cannot grant access to a volume outside the custody of store ${store.id}`,
+              task,
+              volume: capability.volume
+            })
+          }
+          const access = [...new Set(capability.access)]
+          for (const one of access) {
+            const refusal = authority.refuse({ task, agent, volume: descriptor.value, access: one })
+            if (Option.isSome(refusal)) {
+              return yield* new Unauthorized({
+                reason: "GrantForbidden",
+                detail: refusal.value,
+                task,
+                volume: capability.volume
+              })
+            }
+          }
+          return access.length === 0 ? [] : [{ task, volume: capability.volume, access }]
+        })
+      ).pipe(Effect.map((grants): Grant.Scope => ({ task, agent, grants: grants.flat() })))
+    const host: TaskHost = { store, authority, issueScope }
+    return host
+  })
+
+/**
+ * Opens the store on `options.root` (see {@link VolumeStore.open}) and
+ * makes a host over it.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const open = (options: VolumeStore.OpenOptions) => VolumeStore.open(options).pipe(Effect.flatMap(make))

@@ -1,0 +1,371 @@
+/**
+ * A volume store on a folder: the facts (kind, owner) about every volume it
+ * holds, and the folder each volume's data lives in.
+ *
+ * Layout under the store root:
+ *
+ * - `store.json`: the store's identity and format version.
+ * - `volumes/<volumeId>/`: a volume's data folder, the only place a task with
+ *   a grant on the volume writes.
+ * - `meta/volumes/<volumeId>.json`: the volume's descriptor. It lives outside
+ *   the data folder, so a task that may write a volume cannot rewrite the
+ *   volume's owner or kind.
+ *
+ * The metadata file is the commit point of a volume: a volume is in custody
+ * exactly when its descriptor is published here. Every fact is re-read from
+ * disk when asked, so a new process (a new store on the same folder) sees the
+ * same facts.
+ *
+ * @since 0.1.0
+ */
+import type { Ids } from "@tessera/core"
+import { Ids as IdSchemas, Unauthorized, Volume } from "@tessera/core"
+import { Effect, FileSystem, Option, Path, Result, Schema, SchemaParser } from "effect"
+import * as SecureRandom from "effect/crypto/SecureRandom"
+import type { PlatformError } from "effect/PlatformError"
+import { decodeJsonText, describePlatformError, publishExclusive, readTextIfExists } from "./internal/storeJson.ts"
+
+/**
+ * The store format this version of the library reads and writes.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const formatVersion = 1
+
+/**
+ * The contents of `store.json`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const StoreManifest = Schema.Struct({
+  format: Schema.Literal(formatVersion),
+  store: IdSchemas.StoreId
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type StoreManifest = typeof StoreManifest.Type
+
+/**
+ * Creating a volume whose id this store already holds. The existing
+ * metadata was left untouched.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class VolumeAlreadyExists extends Schema.TaggedError<VolumeAlreadyExists>()("VolumeAlreadyExists", {
+  ref: Volume.VolumeRef
+}) {
+  override get message(): string {
+    return `volume ${Volume.formatVolumeRef(this.ref)} already exists; its metadata was not changed`
+  }
+}
+
+/**
+ * A volume's metadata file does not decode (bad JSON, a wrong field type, an
+ * unknown kind, a bad owner, or a descriptor that names another volume).
+ * `file` is the file's path and `field` the path of the offending field
+ * inside it (`(root)` for the document itself). Nothing was deleted or
+ * rewritten: the file is left for a person to inspect.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class VolumeMetadataInvalid extends Schema.TaggedError<VolumeMetadataInvalid>()("VolumeMetadataInvalid", {
+  file: Schema.String,
+  field: Schema.String,
+  problem: Schema.String
+}) {
+  override get message(): string {
+    return `invalid volume metadata in ${this.file} at ${this.field}: ${this.problem}`
+  }
+}
+
+/**
+ * The store's `store.json` does not decode. `file` and `field` name the file
+ * and the offending field. Nothing was deleted or rewritten.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class StoreManifestInvalid extends Schema.TaggedError<StoreManifestInvalid>()("StoreManifestInvalid", {
+  file: Schema.String,
+  field: Schema.String,
+  problem: Schema.String
+}) {
+  override get message(): string {
+    return `invalid store manifest ${this.file} at ${this.field}: ${this.problem}`
+  }
+}
+
+/**
+ * The folder already holds a store with another id than the one asked for.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class StoreIdMismatch extends Schema.TaggedError<StoreIdMismatch>()("StoreIdMismatch", {
+  file: Schema.String,
+  expected: IdSchemas.StoreId,
+  found: IdSchemas.StoreId
+}) {
+  override get message(): string {
+    return `${this.file} holds store ${this.found}, not the requested store ${this.expected}`
+  }
+}
+
+/**
+ * The file system refused an operation of the store. `operation` says what
+ * the store was doing, `path` where.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class StoreIoError extends Schema.TaggedError<StoreIoError>()("StoreIoError", {
+  operation: Schema.String,
+  path: Schema.String,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `volume store could not ${this.operation} ${this.path}: ${this.detail}`
+  }
+}
+
+/**
+ * Everything opening a store can fail with.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export type OpenError = StoreManifestInvalid | StoreIdMismatch | StoreIoError
+
+/**
+ * Where a store lives. `storeId` names a new store; for an existing one it
+ * is checked against `store.json` (omit it to accept whatever is there, or
+ * to have a fresh random id chosen for a new store).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface OpenOptions {
+  readonly root: string
+  readonly storeId?: Ids.StoreId
+}
+
+/**
+ * What to create: the volume's id within this store, its kind and its owner.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface CreateVolume {
+  readonly id: Ids.VolumeId
+  readonly kind: Volume.VolumeKind
+  readonly owner: Volume.Owner
+}
+
+/**
+ * A store opened on a folder.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface VolumeStore {
+  /** The store's identity, as recorded in `store.json`. */
+  readonly id: Ids.StoreId
+  /** The store's root folder, absolute. */
+  readonly root: string
+  /**
+   * Registers a volume and creates its data folder. An id that is already
+   * registered fails with {@link VolumeAlreadyExists}; its metadata is never
+   * overwritten, even by a concurrent creator in another process.
+   */
+  readonly create: (volume: CreateVolume) => Effect.Effect<Volume.VolumeRef, VolumeAlreadyExists | StoreIoError>
+  /**
+   * The store's facts about a volume: `None` when the reference names
+   * another store or a volume this store never registered (a data folder
+   * without metadata is not custody).
+   */
+  readonly custody: (
+    ref: Volume.VolumeRef
+  ) => Effect.Effect<Option.Option<Volume.VolumeDescriptor>, VolumeMetadataInvalid | StoreIoError>
+  /**
+   * The data folder of a volume in custody. A volume outside custody fails
+   * `Unauthorized` with reason `OutOfCustody`: no path is ever handed out
+   * for it.
+   */
+  readonly folderOf: (
+    ref: Volume.VolumeRef
+  ) => Effect.Effect<string, Unauthorized.Unauthorized | VolumeMetadataInvalid | StoreIoError>
+  /** Every registered volume, ordered by id. */
+  readonly list: () => Effect.Effect<ReadonlyArray<Volume.VolumeDescriptor>, VolumeMetadataInvalid | StoreIoError>
+}
+
+const manifestName = "store.json"
+
+const ioError = (operation: string, path: string) => (error: PlatformError) =>
+  new StoreIoError({ operation, path, detail: describePlatformError(error) })
+
+const renderJson = (value: unknown): string => `${JSON.stringify(value, null, 2)}\n`
+
+const encodeDescriptor = SchemaParser.encodeSync(Volume.VolumeDescriptor)
+const encodeManifest = SchemaParser.encodeSync(StoreManifest)
+
+const freshStoreId = Effect.sync(() =>
+  Schema.decodeUnknownSync(IdSchemas.StoreId)(`store-${SecureRandom.uuidV4Unsafe()}`)
+)
+
+const readManifest = (fs: FileSystem.FileSystem, file: string) =>
+  readTextIfExists(fs, file).pipe(
+    Effect.mapError(ioError("read", file)),
+    Effect.flatMap(
+      Option.match({
+        onNone: () => Effect.succeed(Option.none<StoreManifest>()),
+        onSome: (text) =>
+          Result.match(decodeJsonText(StoreManifest, text), {
+            onSuccess: (manifest) => Effect.succeed(Option.some(manifest)),
+            onFailure: ({ field, problem }) => Effect.fail(new StoreManifestInvalid({ file, field, problem }))
+          })
+      })
+    )
+  )
+
+/**
+ * Opens the store on `options.root`, creating the folder and its
+ * `store.json` when there is none. An existing `store.json` is only read:
+ * a corrupted one fails with {@link StoreManifestInvalid} and is left as it
+ * is. Two stores opened on the same folder share every fact.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const open = Effect.fn("VolumeStore.open")(function* (options: OpenOptions) {
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
+  const root = path.resolve(options.root)
+  const manifestFile = path.join(root, manifestName)
+  const volumesDir = path.join(root, "volumes")
+  const metaDir = path.join(root, "meta", "volumes")
+
+  let manifest = yield* readManifest(fs, manifestFile)
+  if (Option.isNone(manifest)) {
+    const id = options.storeId ?? (yield* freshStoreId)
+    yield* fs.makeDirectory(root, { recursive: true }).pipe(Effect.mapError(ioError("create the folder", root)))
+    yield* publishExclusive(
+      fs,
+      path,
+      manifestFile,
+      renderJson(encodeManifest({ format: formatVersion, store: id }))
+    ).pipe(Effect.mapError(ioError("write", manifestFile)))
+    // Another process may have created the store first; its manifest wins.
+    manifest = yield* readManifest(fs, manifestFile)
+  }
+  if (Option.isNone(manifest)) {
+    return yield* new StoreIoError({ operation: "read", path: manifestFile, detail: "the manifest vanished" })
+  }
+  const id = manifest.value.store
+  if (options.storeId !== undefined && options.storeId !== id) {
+    return yield* new StoreIdMismatch({ file: manifestFile, expected: options.storeId, found: id })
+  }
+  for (const dir of [volumesDir, metaDir]) {
+    yield* fs.makeDirectory(dir, { recursive: true }).pipe(Effect.mapError(ioError("create the folder", dir)))
+  }
+
+  const metaFileOf = (volume: Ids.VolumeId) => path.join(metaDir, `${volume}.json`)
+  const dataFolderOf = (volume: Ids.VolumeId) => path.join(volumesDir, volume)
+
+  const readDescriptor = (volume: Ids.VolumeId) => {
+    const file = metaFileOf(volume)
+    return readTextIfExists(fs, file).pipe(
+      Effect.mapError(ioError("read", file)),
+      Effect.flatMap(
+        Option.match({
+          onNone: () => Effect.succeed(Option.none<Volume.VolumeDescriptor>()),
+          onSome: (text) => {
+            const decoded = decodeJsonText(Volume.VolumeDescriptor, text)
+            if (Result.isFailure(decoded)) {
+              return Effect.fail(new VolumeMetadataInvalid({ file, ...decoded.failure }))
+            }
+            if (decoded.success.id !== volume) {
+              return Effect.fail(
+                new VolumeMetadataInvalid({
+                  file,
+                  field: "id",
+                  problem: `the file belongs to volume ${volume} but records id ${decoded.success.id}`
+                })
+              )
+            }
+            return Effect.succeed(Option.some(decoded.success))
+          }
+        })
+      )
+    )
+  }
+
+  const create = (volume: CreateVolume) =>
+    Effect.gen(function* () {
+      const ref: Volume.VolumeRef = { store: id, volume: volume.id }
+      const file = metaFileOf(volume.id)
+      const descriptor: Volume.VolumeDescriptor = { id: volume.id, kind: volume.kind, owner: volume.owner }
+      const published = yield* publishExclusive(fs, path, file, renderJson(encodeDescriptor(descriptor))).pipe(
+        Effect.mapError(ioError("write", file))
+      )
+      if (!published) return yield* new VolumeAlreadyExists({ ref })
+      const folder = dataFolderOf(volume.id)
+      yield* fs.makeDirectory(folder, { recursive: true }).pipe(Effect.mapError(ioError("create the folder", folder)))
+      return ref
+    })
+
+  const custody = (ref: Volume.VolumeRef) =>
+    ref.store === id ? readDescriptor(ref.volume) : Effect.succeed(Option.none<Volume.VolumeDescriptor>())
+
+  const folderOf = (ref: Volume.VolumeRef) =>
+    custody(ref).pipe(
+      Effect.flatMap(
+        Option.match({
+          onNone: () =>
+            Effect.fail(
+              new Unauthorized.Unauthorized({
+                reason: "OutOfCustody",
+                detail: `volume ${Volume.formatVolumeRef(ref)} is not in the custody of store ${id}`,
+                volume: ref
+              })
+            ),
+          onSome: () => Effect.succeed(dataFolderOf(ref.volume))
+        })
+      )
+    )
+
+  const list = () =>
+    Effect.gen(function* () {
+      const names = yield* fs.readDirectory(metaDir).pipe(Effect.mapError(ioError("list", metaDir)))
+      const files = names.filter((name) => !name.startsWith(".") && name.endsWith(".json")).sort()
+      return yield* Effect.forEach(files, (name) => {
+        const volume = Schema.decodeUnknownOption(IdSchemas.VolumeId)(name.slice(0, -".json".length))
+        if (Option.isNone(volume)) {
+          return Effect.fail(
+            new VolumeMetadataInvalid({
+              file: path.join(metaDir, name),
+              field: "(file name)",
+              problem: "a metadata file is named <volume id>.json and this name is not a volume id"
+            })
+          )
+        }
+        return readDescriptor(volume.value).pipe(
+          Effect.flatMap(
+            Option.match({
+              // Removed between the listing and the read: no longer registered.
+              onNone: () => Effect.succeed([]),
+              onSome: (descriptor) => Effect.succeed([descriptor])
+            })
+          )
+        )
+      }).pipe(Effect.map((found) => found.flat()))
+    })
+
+  const store: VolumeStore = { id, root, create, custody, folderOf, list }
+  return store
+})

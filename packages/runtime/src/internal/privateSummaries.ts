@@ -1,0 +1,44 @@
+/**
+ * The only place a private-summaries capability is minted. Not exported from
+ * the package (`./internal/*` is blocked in its exports), so code outside the
+ * library can neither name the brand nor call the constructor.
+ */
+import type { Ids, PrivateWriter, Volume } from "@tessera/core"
+
+/** Brand key of the capability; a `unique symbol`, so no other value has its type. */
+export const PrivateSummariesTypeId: unique symbol = Symbol.for("@tessera/runtime/PrivateSummaries")
+
+/** Where the writer came from, in resolution order. */
+export type CapabilitySource = "CreatedPrivate" | "RuntimePrivate" | "OutputBinding"
+
+export interface CapabilityFields {
+  readonly writer: PrivateWriter.VerifiedPrivateWriter
+  readonly folder: string
+  readonly source: CapabilitySource
+}
+
+export interface Capability extends CapabilityFields {
+  readonly [PrivateSummariesTypeId]: typeof PrivateSummariesTypeId
+  readonly task: Ids.TaskId
+  readonly agent: Ids.AgentId
+  readonly volume: Volume.VolumeRef
+}
+
+// A cast can forge the type; it cannot forge membership here, so every
+// writer re-checks that its capability was really minted by the library.
+const minted = new WeakSet<object>()
+
+export const mint = (fields: CapabilityFields): Capability => {
+  const capability: Capability = Object.freeze<Capability>({
+    [PrivateSummariesTypeId]: PrivateSummariesTypeId,
+    task: fields.writer.task,
+    agent: fields.writer.agent,
+    volume: fields.writer.ref,
+    ...fields
+  })
+  minted.add(capability)
+  return capability
+}
+
+export const isMinted = (value: unknown): value is Capability =>
+  typeof value === "object" && value !== null && minted.has(value)

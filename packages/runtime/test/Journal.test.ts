@@ -1,0 +1,389 @@
+import * as nodeFs from "node:fs"
+import * as os from "node:os"
+import * as nodePath from "node:path"
+import { NodeServices } from "@effect/platform-node"
+import { assert, describe, it } from "@effect/vitest"
+import { Ids, Volume } from "@tessera/core"
+import * as Journal from "@tessera/runtime/Journal"
+import { Effect, Exit, FileSystem, Option, Schema } from "effect"
+import * as fc from "fast-check"
+
+const task = Schema.decodeUnknownSync(Ids.TaskId)("task-1")
+const digest = "0".repeat(64)
+
+const tempFolder = Effect.gen(function* () {
+  const fs = yield* FileSystem.FileSystem
+  return yield* fs.makeTempDirectoryScoped({ prefix: "tessera-" })
+})
+
+/** Opens the journal in its own scope, runs `use`, and closes the file again (a "process"). */
+const withJournal = <A, E>(folder: string, use: (journal: Journal.JournalService) => Effect.Effect<A, E>) =>
+  Effect.scoped(Effect.flatMap(Journal.open({ folder, task }), use))
+
+/** A small finished turn with one tool step, written through the public API. */
+const finishedTurn = (journal: Journal.JournalService) =>
+  Effect.gen(function* () {
+    yield* journal.openTurn
+    yield* journal.append({ _tag: "RequestDispatched", turn: 1, step: 1, parts: 2, size: 40, sha256: digest })
+    yield* journal.append({
+      _tag: "ResponseReceived",
+      turn: 1,
+      step: 1,
+      textSize: 0,
+      textSha256: digest,
+      toolCalls: [{ callId: "c1", name: "read" }]
+    })
+    yield* journal.append({
+      _tag: "ToolCalled",
+      turn: 1,
+      step: 1,
+      callId: "c1",
+      name: "read",
+      inputSize: 2,
+      inputSha256: digest
+    })
+    yield* journal.append({
+      _tag: "ToolResulted",
+      turn: 1,
+      step: 1,
+      callId: "c1",
+      name: "read",
+      isError: false,
+      size: 10,
+      sha256: digest
+    })
+    yield* journal.append({ _tag: "RequestDispatched", turn: 1, step: 2, parts: 4, size: 90, sha256: digest })
+    yield* journal.append({
+      _tag: "ResponseReceived",
+      turn: 1,
+      step: 2,
+      textSize: 4,
+      textSha256: digest,
+      toolCalls: []
+    })
+    return yield* journal.closeTurn
+  })
+
+describe("Journal", () => {
+  it.effect("a reopened journal rebuilds exactly the state the writer had", () =>
+    Effect.gen(function* () {
+      const folder = yield* tempFolder
+      const live = yield* withJournal(folder, (journal) =>
+        Effect.gen(function* () {
+          yield* finishedTurn(journal)
+          yield* journal.openTurn
+          yield* journal.append({ _tag: "RequestDispatched", turn: 2, step: 1, parts: 1, size: 5, sha256: digest })
+          return yield* journal.state
+        })
+      )
+      const reopened = yield* withJournal(folder, (journal) => journal.state)
+      assert.deepStrictEqual(reopened, live)
+      assert.strictEqual(reopened.entries, 10)
+      assert.deepStrictEqual(
+        reopened.turns.map((turn) => [turn.turn, turn.status, turn.steps, turn.awaitingResponse]),
+        [
+          [1, "Closed", 2, false],
+          [2, "Open", 1, true]
+        ]
+      )
+      assert.strictEqual(Option.getOrThrow(reopened.lastEntry)._tag, "RequestDispatched")
+    }).pipe(Effect.provide(NodeServices.layer))
+  )
+
+  it.effect("each append is on disk, as a complete line, when it returns", () =>
+    Effect.gen(function* () {
+      const folder = yield* tempFolder
+      const fs = yield* FileSystem.FileSystem
+      yield* withJournal(folder, (journal) =>
+        Effect.gen(function* () {
+          for (let index = 0; index < 3; index++) {
+            yield* journal.append({ _tag: "Admission", operation: `op-${index}`, detail: "ok" })
+            const text = yield* fs.readFileString(journal.file).pipe(Effect.orDie)
+            const lines = text.split("\n")
+            assert.strictEqual(lines.length, index + 2, "one newline-terminated line per append")
+            assert.strictEqual(lines.at(-1), "")
+            assert.include(lines.at(-2) ?? "", `"op-${index}"`)
+          }
+        })
+      )
+    }).pipe(Effect.provide(NodeServices.layer))
+  )
+
+  it.effect("an entry that does not follow the state or its Schema is refused and nothing is written", () =>
+    Effect.gen(function* () {
+      const folder = yield* tempFolder
+      const fs = yield* FileSystem.FileSystem
+      yield* withJournal(folder, (journal) =>
+        Effect.gen(function* () {
+          yield* journal.openTurn
+          const before = yield* fs.readFileString(journal.file).pipe(Effect.orDie)
+          const refused = yield* Effect.flip(
+            journal.append({
+              _tag: "ToolResulted",
+              turn: 1,
+              step: 0,
+              callId: "nobody-asked",
+              name: "x",
+              isError: false,
+              size: 0,
+              sha256: digest
+            })
+          )
+          assert.strictEqual(refused._tag, "JournalSequenceError")
+          assert.include(refused.message, "nobody-asked")
+          const malformed = yield* Effect.flip(
+            journal.append({ _tag: "Admission", turn: 0, operation: "turn", detail: "turn numbers start at 1" })
+          )
+          assert.strictEqual(malformed._tag, "JournalSequenceError")
+          assert.include(malformed.message, "does not match its Schema")
+          const secondOpen = yield* Effect.flip(journal.openTurn)
+          assert.strictEqual(secondOpen._tag, "TurnAlreadyOpen")
+          assert.strictEqual(yield* fs.readFileString(journal.file).pipe(Effect.orDie), before)
+        })
+      )
+    }).pipe(Effect.provide(NodeServices.layer))
+  )
+
+  it.effect("closing an unfinished turn fails with TurnUnfinished naming why, and writes nothing", () =>
+    Effect.gen(function* () {
+      const folder = yield* tempFolder
+      yield* withJournal(folder, (journal) =>
+        Effect.gen(function* () {
+          yield* journal.openTurn
+          const empty = yield* Effect.flip(journal.closeTurn)
+          assert.strictEqual(empty._tag, "TurnUnfinished")
+          if (empty._tag === "TurnUnfinished") assert.strictEqual(empty.reason, "NoFinalAnswer")
+
+          yield* journal.append({ _tag: "RequestDispatched", turn: 1, step: 1, parts: 1, size: 1, sha256: digest })
+          const awaiting = yield* Effect.flip(journal.closeTurn)
+          assert.isTrue(awaiting._tag === "TurnUnfinished" && awaiting.reason === "AwaitingResponse")
+
+          yield* journal.append({
+            _tag: "ResponseReceived",
+            turn: 1,
+            step: 1,
+            textSize: 0,
+            textSha256: digest,
+            toolCalls: [
+              { callId: "a", name: "read" },
+              { callId: "b", name: "read" }
+            ]
+          })
+          yield* journal.append({
+            _tag: "ToolCalled",
+            turn: 1,
+            step: 1,
+            callId: "a",
+            name: "read",
+            inputSize: 0,
+            inputSha256: digest
+          })
+          const missing = yield* Effect.flip(journal.closeTurn)
+          assert.strictEqual(missing._tag, "TurnUnfinished")
+          if (missing._tag === "TurnUnfinished") {
+            assert.strictEqual(missing.reason, "ToolResultsMissing")
+            assert.deepStrictEqual(missing.pendingCalls, ["a", "b"])
+            assert.include(missing.message, "cannot close unfinished turn 1")
+          }
+          const state = yield* journal.state
+          assert.strictEqual(state.entries, 4, "no refused close was written")
+          assert.strictEqual(state.turns[0]?.status, "Open")
+        })
+      )
+    }).pipe(Effect.provide(NodeServices.layer))
+  )
+
+  it.effect("an unfinished turn can be abandoned, after which a new turn opens", () =>
+    Effect.gen(function* () {
+      const folder = yield* tempFolder
+      yield* withJournal(folder, (journal) =>
+        Effect.gen(function* () {
+          yield* journal.openTurn
+          yield* journal.append({ _tag: "RequestDispatched", turn: 1, step: 1, parts: 1, size: 1, sha256: digest })
+          const abandoned = yield* journal.abandonTurn("operator stopped it")
+          assert.strictEqual(abandoned.status, "Abandoned")
+          const noTurn = yield* Effect.flip(journal.closeTurn)
+          assert.strictEqual(noTurn._tag, "NoOpenTurn")
+          const next = yield* journal.openTurn
+          assert.strictEqual(next.turn, 2)
+        })
+      )
+      const reopened = yield* withJournal(folder, (journal) => journal.state)
+      assert.deepStrictEqual(
+        reopened.turns.map((turn) => turn.status),
+        ["Abandoned", "Open"]
+      )
+    }).pipe(Effect.provide(NodeServices.layer))
+  )
+
+  it.effect("a resumed turn counts the unanswered request as lost and continues with the next step", () =>
+    Effect.gen(function* () {
+      const folder = yield* tempFolder
+      yield* withJournal(folder, (journal) =>
+        Effect.gen(function* () {
+          yield* journal.openTurn
+          yield* journal.append({ _tag: "RequestDispatched", turn: 1, step: 1, parts: 1, size: 1, sha256: digest })
+        })
+      )
+      // A new process: the request of step 1 never got its response.
+      yield* withJournal(folder, (journal) =>
+        Effect.gen(function* () {
+          const resumed = yield* journal.resumeTurn
+          assert.strictEqual(resumed.awaitingResponse, false)
+          assert.strictEqual(resumed.resumptions, 1)
+          yield* journal.append({ _tag: "RequestDispatched", turn: 1, step: 2, parts: 1, size: 1, sha256: digest })
+          yield* journal.append({
+            _tag: "ResponseReceived",
+            turn: 1,
+            step: 2,
+            textSize: 2,
+            textSha256: digest,
+            toolCalls: []
+          })
+          const closed = yield* journal.closeTurn
+          assert.strictEqual(closed.status, "Closed")
+          assert.strictEqual(closed.steps, 2)
+        })
+      )
+    }).pipe(Effect.provide(NodeServices.layer))
+  )
+
+  it.effect("records reserved for later issues round-trip through the file", () =>
+    Effect.gen(function* () {
+      const folder = yield* tempFolder
+      const volume = Schema.decodeUnknownSync(Volume.VolumeRef)({ store: "local", volume: "agent-private" })
+      const written = yield* withJournal(folder, (journal) =>
+        Effect.forEach(
+          [
+            { _tag: "Admission", operation: "turn", detail: "private writer resolved" },
+            { _tag: "Rejection", turn: 1, operation: "summary", reason: "Unauthorized", detail: "no writer" },
+            {
+              _tag: "SummaryStaged",
+              operation: "compaction",
+              step: 3,
+              volume,
+              path: "summaries/compaction/3.txt",
+              size: 120,
+              sha256: digest
+            },
+            { _tag: "ArtifactOffloaded", callId: "c9", path: "artifacts/c9.txt", size: 1 << 20, sha256: digest }
+          ] as const,
+          (entry) => journal.append(entry)
+        )
+      )
+      const read = yield* Journal.readEntries({ folder, task })
+      assert.deepStrictEqual(read, written)
+    }).pipe(Effect.provide(NodeServices.layer))
+  )
+
+  it.effect("a corrupt line in the middle fails the open with JournalCorrupt naming the file and the line", () =>
+    Effect.gen(function* () {
+      const folder = yield* tempFolder
+      const fs = yield* FileSystem.FileSystem
+      const file = yield* withJournal(folder, (journal) => Effect.as(finishedTurn(journal), journal.file))
+      const lines = (yield* fs.readFileString(file).pipe(Effect.orDie)).split("\n")
+      const cases: ReadonlyArray<readonly [string, string]> = [
+        ["{ not json", "not JSON"],
+        [JSON.stringify({ _tag: "Mystery", seq: 2, at: 0 }), "unknown entry"],
+        [lines[3]?.replace('"seq":3', '"seq":7') ?? "", "entry out of sequence"]
+      ]
+      for (const [bad, label] of cases) {
+        const damaged = [...lines.slice(0, 3), bad, ...lines.slice(4)].join("\n")
+        yield* fs.writeFileString(file, damaged).pipe(Effect.orDie)
+        const exit = yield* Effect.exit(withJournal(folder, (journal) => journal.state))
+        assert.isTrue(Exit.isFailure(exit), label)
+        const error = yield* Effect.flip(withJournal(folder, (journal) => journal.state))
+        assert.strictEqual(error._tag, "JournalCorrupt", label)
+        if (error._tag === "JournalCorrupt") {
+          assert.strictEqual(error.line, 4, label)
+          assert.strictEqual(error.file, file, label)
+          assert.include(error.message, `line 4`)
+        }
+        // The damaged file is left as it was for inspection.
+        assert.strictEqual(yield* fs.readFileString(file).pipe(Effect.orDie), damaged, label)
+      }
+    }).pipe(Effect.provide(NodeServices.layer))
+  )
+
+  it("a last line cut at any byte offset reopens with every complete entry and a record of the cut", async () => {
+    const scratch = nodeFs.mkdtempSync(nodePath.join(os.tmpdir(), "tessera-"))
+    try {
+      // The template: a finished turn, then an abandon whose reason has multibyte characters, so
+      // cuts also land inside a character.
+      const template = nodePath.join(scratch, "template")
+      const complete = await Effect.runPromise(
+        withJournal(template, (journal) =>
+          Effect.gen(function* () {
+            yield* finishedTurn(journal)
+            yield* journal.openTurn
+            yield* journal.abandonTurn("stopped — naïve ünïcode 🧪 reason")
+            return yield* journal.state
+          })
+        ).pipe(Effect.provide(NodeServices.layer))
+      )
+      const bytes = nodeFs.readFileSync(nodePath.join(template, Journal.fileName(task)))
+      const lastLineStart = bytes.subarray(0, bytes.length - 1).lastIndexOf(0x0a) + 1
+      const lastLineLength = bytes.length - lastLineStart // includes the newline
+      let run = 0
+
+      await fc.assert(
+        fc.asyncProperty(
+          fc.record({ keptOfLastLine: fc.integer({ min: 1, max: lastLineLength - 1 }) }),
+          async ({ keptOfLastLine }) => {
+            run += 1
+            const folder = nodePath.join(scratch, `cut-${run}`)
+            nodeFs.mkdirSync(folder)
+            const cutFile = nodePath.join(folder, Journal.fileName(task))
+            nodeFs.writeFileSync(cutFile, bytes.subarray(0, lastLineStart + keptOfLastLine))
+
+            const program = Effect.gen(function* () {
+              const recovered = yield* withJournal(folder, (journal) => journal.state)
+              const entries = yield* Journal.readEntries({ folder, task })
+              const again = yield* withJournal(folder, (journal) => journal.state)
+              return { recovered, entries, again }
+            })
+            const { again, entries, recovered } = await Effect.runPromise(
+              program.pipe(Effect.provide(NodeServices.layer))
+            )
+
+            const completeEntries = complete.entries - 1
+            assert.strictEqual(entries.length, completeEntries + 1, "every complete entry plus the record of the cut")
+            const record = entries.at(-1)
+            assert.strictEqual(record?._tag, "TruncationRecovered")
+            if (record?._tag === "TruncationRecovered") {
+              assert.strictEqual(record.line, completeEntries + 1)
+              assert.strictEqual(record.keptBytes, lastLineStart)
+              assert.strictEqual(record.droppedBytes, keptOfLastLine)
+            }
+            assert.deepStrictEqual(recovered.truncations, [{ line: completeEntries + 1, droppedBytes: keptOfLastLine }])
+            // The cut dropped the abandon: the second turn is open again, everything before is intact.
+            assert.deepStrictEqual(
+              recovered.turns.map((turn) => turn.status),
+              ["Closed", "Open"]
+            )
+            assert.deepStrictEqual(recovered.turns[0], complete.turns[0])
+            // The repaired file is whole: reopening finds nothing new to recover.
+            assert.deepStrictEqual(again, recovered)
+            assert.strictEqual(nodeFs.readFileSync(cutFile).at(-1), 0x0a)
+          }
+        ),
+        { numRuns: 60 }
+      )
+    } finally {
+      nodeFs.rmSync(scratch, { recursive: true, force: true })
+    }
+  })
+
+  it.effect("a journal opened for another task is refused as corrupt rather than mixed", () =>
+    Effect.gen(function* () {
+      const folder = yield* tempFolder
+      const fs = yield* FileSystem.FileSystem
+      const file = yield* withJournal(folder, (journal) => Effect.as(journal.openTurn, journal.file))
+      const other = Schema.decodeUnknownSync(Ids.TaskId)("task-2")
+      yield* fs.copyFile(file, nodePath.join(folder, Journal.fileName(other))).pipe(Effect.orDie)
+      const error = yield* Effect.flip(Effect.scoped(Journal.open({ folder, task: other })))
+      assert.strictEqual(error._tag, "JournalCorrupt")
+      assert.include(error.message, "task-1")
+    }).pipe(Effect.provide(NodeServices.layer))
+  )
+})

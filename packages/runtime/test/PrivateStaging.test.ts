@@ -1,0 +1,130 @@
+import { spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import { assert, describe, it } from "@effect/vitest"
+import { PrivateStaging, PrivateSummaries } from "@tessera/runtime"
+import { Effect, Option } from "effect"
+import { contentOf } from "./fixtures/stage-content.ts"
+import { operationId, runInWorld, withTempDir } from "./support/world.ts"
+
+const resolvedCapability = (world: Parameters<Parameters<typeof runInWorld>[0]>[0]) =>
+  Effect.gen(function* () {
+    const runtime = yield* world.openRuntime(Option.some(world.privateRef))
+    const scope = yield* world.scopeFor([world.privateRef])
+    const context = yield* runtime.bindTask({ scope, output: Option.none() })
+    return yield* PrivateSummaries.resolve(context)
+  })
+
+const key = { operation: operationId("compaction"), step: 3 }
+
+describe("write-once private staging", () => {
+  it("stages at summaries/<operation>/<step>.txt on the private volume, leaving no temporary file", () =>
+    runInWorld((world) =>
+      Effect.gen(function* () {
+        const capability = yield* resolvedCapability(world)
+        const staged = yield* PrivateStaging.stageOnce(key, "the summary").pipe(PrivateSummaries.provide(capability))
+        assert.strictEqual(staged.path, "summaries/compaction/3.txt")
+        assert.strictEqual(staged.outcome, "Published")
+        assert.strictEqual(staged.size, 11)
+        assert.deepStrictEqual(staged.volume, world.privateRef)
+        assert.strictEqual(fs.readFileSync(staged.absolutePath, "utf8"), "the summary")
+        assert.strictEqual(path.dirname(path.dirname(path.dirname(staged.absolutePath))), capability.folder)
+        assert.deepStrictEqual(fs.readdirSync(path.dirname(staged.absolutePath)), ["3.txt"])
+      })
+    ))
+
+  it("staging identical bytes again returns the existing file; different bytes are a conflict that changes nothing", () =>
+    runInWorld((world) =>
+      Effect.gen(function* () {
+        const capability = yield* resolvedCapability(world)
+        const stage = (text: string) => PrivateStaging.stageOnce(key, text).pipe(PrivateSummaries.provide(capability))
+        const first = yield* stage("the summary")
+        const again = yield* stage("the summary")
+        assert.strictEqual(again.outcome, "AlreadyStaged")
+        assert.strictEqual(again.sha256, first.sha256)
+        const conflict = yield* Effect.flip(stage("another summary"))
+        assert.strictEqual(conflict._tag, "StagingConflict")
+        assert.strictEqual(fs.readFileSync(first.absolutePath, "utf8"), "the summary")
+        assert.deepStrictEqual(fs.readdirSync(path.dirname(first.absolutePath)), ["3.txt"])
+      })
+    ))
+
+  it("64 concurrent stagers of one key: exactly one winner every trial, and the file is the winner's", () =>
+    runInWorld((world) =>
+      Effect.gen(function* () {
+        const capability = yield* resolvedCapability(world)
+        for (let trial = 0; trial < 12; trial++) {
+          const trialKey = { operation: operationId("race"), step: trial }
+          const outcomes = yield* Effect.forEach(
+            Array.from({ length: 64 }, (_, stager) => stager),
+            (stager) =>
+              PrivateStaging.stageOnce(trialKey, `stager ${stager % 8} wrote this summary\n`.repeat(64)).pipe(
+                PrivateSummaries.provide(capability),
+                Effect.map((staged) => ({ stager, outcome: staged.outcome as string })),
+                Effect.catchTag("StagingConflict", () => Effect.succeed({ stager, outcome: "Conflict" }))
+              ),
+            { concurrency: "unbounded" }
+          )
+          const winners = outcomes.filter((o) => o.outcome === "Published")
+          assert.strictEqual(winners.length, 1, `trial ${trial}: ${winners.length} winners`)
+          const winner = winners[0]?.stager ?? -1
+          const file = path.join(capability.folder, "summaries", "race", `${trial}.txt`)
+          const expected = `stager ${winner % 8} wrote this summary\n`.repeat(64)
+          assert.strictEqual(fs.readFileSync(file, "utf8"), expected)
+          for (const o of outcomes) {
+            // Same bytes as the winner: found it; other bytes: a conflict.
+            const same = o.stager % 8 === winner % 8
+            if (o.stager !== winner) assert.strictEqual(o.outcome, same ? "AlreadyStaged" : "Conflict")
+          }
+          assert.deepStrictEqual(
+            fs.readdirSync(path.dirname(file)).sort(),
+            [...Array.from({ length: trial + 1 }, (_, t) => `${t}.txt`)].sort()
+          )
+        }
+      })
+    ))
+
+  it("a process killed at random points while staging leaves each file either absent or whole", () =>
+    withTempDir(async (root) => {
+      const child = fileURLToPath(new URL("./fixtures/stage-child.ts", import.meta.url))
+      const folder = () => {
+        const volumes = path.join(root, "volumes", "researcher-private", "summaries", "killed")
+        return fs.existsSync(volumes) ? volumes : undefined
+      }
+      let inspected = 0
+      let interrupted = 0
+      for (let trial = 0; trial < 5; trial++) {
+        await new Promise<void>((resolve, reject) => {
+          const process_ = spawn(process.execPath, [child, root, "400"], { stdio: ["ignore", "pipe", "pipe"] })
+          let stderr = ""
+          process_.stderr.on("data", (chunk) => {
+            stderr += String(chunk)
+          })
+          process_.stdout.once("data", () => {
+            // Staging has started; kill somewhere in the next few files.
+            setTimeout(() => process_.kill("SIGKILL"), 5 + Math.floor(Math.random() * 120))
+          })
+          process_.once("exit", (code, signal) => {
+            if (signal === "SIGKILL" || code === 0) resolve()
+            else reject(new Error(`child exited ${code}: ${stderr}`))
+          })
+        })
+        const summaries = folder()
+        if (summaries === undefined) continue
+        for (const name of fs.readdirSync(summaries)) {
+          if (name.startsWith(".")) {
+            interrupted++ // a temporary name left by the kill: never a published file
+            continue
+          }
+          const step = Number(name.replace(/\.txt$/, ""))
+          assert.strictEqual(fs.readFileSync(path.join(summaries, name), "utf8"), contentOf(step), `${name} is torn`)
+          inspected++
+        }
+      }
+      assert.isAbove(inspected, 0, "the child never published a file before being killed")
+      // Evidence that kills landed mid-write at least once in the run is
+      // welcome but timing-dependent, so it is reported rather than asserted.
+      if (interrupted === 0) console.info("kill test: no kill landed mid-write this run")
+    }))
+})
