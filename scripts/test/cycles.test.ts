@@ -38,4 +38,20 @@ describe("import cycle check", () => {
       rmSync(folder, { recursive: true, force: true })
     }
   })
+
+  it("allows a type-only import back (erased at compile time), but not a value import", () => {
+    const folder = mkdtempSync(join(tmpdir(), "tessera-cycle-"))
+    try {
+      writeFileSync(
+        join(folder, "a.ts"),
+        'import { b } from "./b.ts"\nexport interface A { readonly n: number }\nexport const a = () => b\n'
+      )
+      writeFileSync(join(folder, "b.ts"), 'import type { A } from "./a.ts"\nexport const b = (x: A) => x.n\n')
+      assert.strictEqual(cruise(folder).status, 0)
+      writeFileSync(join(folder, "b.ts"), 'import { a } from "./a.ts"\nexport const b = () => a\n')
+      assert.notStrictEqual(cruise(folder).status, 0)
+    } finally {
+      rmSync(folder, { recursive: true, force: true })
+    }
+  })
 })

@@ -5,6 +5,10 @@
 /**
  * @since 0.1.0
  */
+export * as DurableFiles from "./DurableFiles.ts"
+/**
+ * @since 0.1.0
+ */
 export * as Grant from "./Grant.ts"
 /**
  * @since 0.1.0

@@ -78,7 +78,7 @@ export const compactionHooks = (
   return hooks
 }
 
-const withGate = Effect.fnUntraced(function* <E, R>(
+const withGate = Effect.fnUntraced(function* <E = never, R = never>(
   binding: EntryGate.TaskBinding,
   entry: EntryGate.EntryPoint,
   config: Executor.TurnConfig<E, R>
@@ -101,7 +101,7 @@ const withGate = Effect.fnUntraced(function* <E, R>(
  * @since 0.1.0
  * @category entries
  */
-export const runTurn = Effect.fn("TaskExecution.runTurn")(function* <E, R>(
+export const runTurn = Effect.fn("TaskExecution.runTurn")(function* <E = never, R = never>(
   binding: EntryGate.TaskBinding,
   history: History.History,
   config: Executor.TurnConfig<E, R>
@@ -116,7 +116,7 @@ export const runTurn = Effect.fn("TaskExecution.runTurn")(function* <E, R>(
  * @since 0.1.0
  * @category entries
  */
-export const resumeTurn = Effect.fn("TaskExecution.resumeTurn")(function* <E, R>(
+export const resumeTurn = Effect.fn("TaskExecution.resumeTurn")(function* <E = never, R = never>(
   binding: EntryGate.TaskBinding,
   history: History.History,
   config: Executor.TurnConfig<E, R>
@@ -131,7 +131,7 @@ export const resumeTurn = Effect.fn("TaskExecution.resumeTurn")(function* <E, R>
  * @since 0.1.0
  * @category entries
  */
-export const modelStep = Effect.fn("TaskExecution.modelStep")(function* <E, R>(
+export const modelStep = Effect.fn("TaskExecution.modelStep")(function* <E = never, R = never>(
   binding: EntryGate.TaskBinding,
   config: Executor.TurnConfig<E, R>,
   context: Executor.StepContext,
@@ -147,7 +147,7 @@ export const modelStep = Effect.fn("TaskExecution.modelStep")(function* <E, R>(
  * @since 0.1.0
  * @category entries
  */
-export const dispatchTools = Effect.fn("TaskExecution.dispatchTools")(function* <E, R>(
+export const dispatchTools = Effect.fn("TaskExecution.dispatchTools")(function* <E = never, R = never>(
   binding: EntryGate.TaskBinding,
   config: Executor.TurnConfig<E, R>,
   context: Executor.StepContext,
@@ -207,7 +207,7 @@ export const summarize = Effect.fn("TaskExecution.summarize")(function* (
  * @since 0.1.0
  * @category entries
  */
-export const runSummaryFileTurn = Effect.fn("TaskExecution.runSummaryFileTurn")(function* <E, R>(
+export const runSummaryFileTurn = Effect.fn("TaskExecution.runSummaryFileTurn")(function* <E = never, R = never>(
   binding: EntryGate.TaskBinding,
   history: History.History,
   config: Executor.TurnConfig<E, R>,

@@ -5,6 +5,18 @@
 /**
  * @since 0.1.0
  */
+export * as Compaction from "./Compaction.ts"
+/**
+ * @since 0.1.0
+ */
+export * as CompactionPolicy from "./CompactionPolicy.ts"
+/**
+ * @since 0.1.0
+ */
+export * as EntryGate from "./EntryGate.ts"
+/**
+ * @since 0.1.0
+ */
 export * as Executor from "./Executor.ts"
 /**
  * @since 0.1.0
@@ -38,6 +50,10 @@ export * as ScriptedModel from "./ScriptedModel.ts"
  * @since 0.1.0
  */
 export * as TaskContext from "./TaskContext.ts"
+/**
+ * @since 0.1.0
+ */
+export * as TaskExecution from "./TaskExecution.ts"
 /**
  * @since 0.1.0
  */

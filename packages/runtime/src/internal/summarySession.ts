@@ -48,7 +48,9 @@ export const summarySession = Effect.fnUntraced(function* (
   // The former ordering: the writer is looked up only once a request is out.
   const resolveAfterDispatch = (request: ModelRequest) =>
     Effect.tap(model.generate(request), () =>
-      Option.isSome(late) ? Effect.void : Effect.map(resolveWriter, (capability) => (late = Option.some(capability)))
+      Option.isSome(late)
+        ? Effect.void
+        : Effect.asVoid(Effect.map(resolveWriter, (capability) => (late = Option.some(capability))))
     )
   const summary = yield* Compaction.summarizeWith(
     timing === "BeforeAdmission" ? model.generate : resolveAfterDispatch,

@@ -1,0 +1,303 @@
+/**
+ * Artifact offload: a result above a size threshold is written under an
+ * artifact root and the caller gets a one-line pointer to put in the model's
+ * context instead.
+ *
+ * The order of the steps is the guarantee:
+ *
+ * 1. Lexical resolution of the target below the root (the target does not
+ *    exist yet, so nothing else can be asked): no absolute path in POSIX or
+ *    Windows form, no `..` escape, no NUL. This runs with or without a policy.
+ * 2. The host's `ArtifactPathPolicy`, when one is provided: the specific
+ *    internal-state check first, then the internal-root check.
+ * 3. Redaction by the host's `ArtifactRedactor`, when one is provided (none
+ *    means verbatim, see `ArtifactRedactor`). Everything after this step (the
+ *    file, the size, the digest, the abstract) comes from the redacted body.
+ * 4. The folders are created, each one only inside a folder already checked to
+ *    be within the real root, and then the real parent is re-checked against
+ *    the real root: a symlink leading out of the root is refused before
+ *    anything is written through it. The policy is asked again with the real
+ *    path.
+ * 5. The file is created exclusively (no replacing, no final symlink) and the
+ *    opened file itself is checked to live under the real root
+ *    (`DurableFiles.writeNewFile`).
+ *
+ * A refused or failed offload is soft: the caller gets its own content back
+ * inline with the typed reason, so the content is never lost. No error carries
+ * any of the content, only paths and codes.
+ *
+ * The root and the file primitives are inputs (the root a parameter, the
+ * primitives the `DurableFiles` service), so a runtime can point the same
+ * function at an agent's private volume.
+ *
+ * @since 0.1.0
+ */
+import { DurableFiles } from "@tessera/core/DurableFiles"
+import { Data, Effect, FileSystem, Option, Path, Schema } from "effect"
+import type { ArtifactPathRejected } from "./ArtifactPath.ts"
+import { resolveRelative } from "./ArtifactPath.ts"
+import type { ArtifactInternalRoot, ArtifactInternalState } from "./ArtifactPathPolicy.ts"
+import { ArtifactPathPolicy, check } from "./ArtifactPathPolicy.ts"
+import { buildAbstract, defaultAbstractBytes, render } from "./ArtifactPointer.ts"
+import type { ArtifactRedactionFailed } from "./ArtifactRedactor.ts"
+import { ArtifactRedactor } from "./ArtifactRedactor.ts"
+
+/**
+ * The target's real location is outside the real artifact root (a folder on
+ * the way is, or was swapped for, a symlink leading out). Nothing was written
+ * through it.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class ArtifactEscapedRoot extends Schema.TaggedError<ArtifactEscapedRoot>()("ArtifactEscapedRoot", {
+  path: Schema.String,
+  root: Schema.String,
+  actual: Schema.String
+}) {
+  override get message(): string {
+    return `artifact ${this.path} would land at ${this.actual}, outside the artifact root ${this.root}`
+  }
+}
+
+/**
+ * The file system refused a step. `code` is the errno code or the platform's
+ * error kind.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class ArtifactWriteFailed extends Schema.TaggedError<ArtifactWriteFailed>()("ArtifactWriteFailed", {
+  path: Schema.String,
+  operation: Schema.String,
+  code: Schema.String
+}) {
+  override get message(): string {
+    return `artifact ${this.path} not written: ${this.operation} failed with ${this.code}`
+  }
+}
+
+/**
+ * Every reason an offload can be refused or fail.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export type OffloadRefusal =
+  | ArtifactPathRejected
+  | ArtifactInternalState
+  | ArtifactInternalRoot
+  | ArtifactRedactionFailed
+  | ArtifactEscapedRoot
+  | ArtifactWriteFailed
+
+/**
+ * The outcome: either the body went to disk and the caller shows `pointer`,
+ * or the caller keeps `content` inline (because it was small enough, then
+ * `reason` is `None`, or because the offload was refused or failed).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type OffloadResult = Data.TaggedEnum<{
+  Offloaded: {
+    readonly pointer: string
+    /** Relative to the artifact root, `/`-separated. */
+    readonly path: string
+    /** Bytes stored (of the redacted body). */
+    readonly size: number
+    /** `sha256:<hex>` of the stored bytes. */
+    readonly digest: string
+  }
+  Inline: {
+    readonly content: string
+    readonly reason: Option.Option<OffloadRefusal>
+  }
+}>
+
+/**
+ * Constructors and matchers for {@link OffloadResult}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const OffloadResult = Data.taggedEnum<OffloadResult>()
+
+/**
+ * What to offload and where.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface OffloadRequest {
+  /** The body, whole or in chunks (joined before redaction, so a secret split across chunks is still caught). */
+  readonly content: string | ReadonlyArray<string>
+  /** Bodies of at most this many UTF-8 bytes stay inline. */
+  readonly threshold: number
+  /** The artifact root folder (created when missing). */
+  readonly root: string
+  /** Relative target below the root, e.g. `tool-results/<call-id>.txt`. */
+  readonly target: string
+  /** The host's read tool, named in the pointer. */
+  readonly readTool: string
+  /** The abstract's budget in UTF-8 bytes; defaults to 240. */
+  readonly abstractBytes?: number
+}
+
+/**
+ * Resolves `target` lexically below `root` and applies the host policy when
+ * one is provided. Returns the absolute (lexical) path and the normalised
+ * relative path. Containment holds without a policy too.
+ *
+ * @since 0.1.0
+ * @category resolution
+ */
+export const resolveTarget = Effect.fnUntraced(function* (root: string, target: string) {
+  const path = yield* Path.Path
+  const relative = yield* Effect.fromResult(resolveRelative(target))
+  const absolute = path.join(path.resolve(root), ...relative.segments)
+  const policy = yield* Effect.serviceOption(ArtifactPathPolicy)
+  if (Option.isSome(policy)) yield* Effect.fromResult(check(policy.value, absolute))
+  return { absolute, relative: relative.relative }
+})
+
+const isWithin = (path: Path.Path, root: string, candidate: string): boolean => {
+  const relative = path.relative(root, candidate)
+  return relative === "" || (relative !== ".." && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative))
+}
+
+const sha256 = (bytes: Uint8Array<ArrayBuffer>) =>
+  Effect.promise(() => crypto.subtle.digest("SHA-256", bytes)).pipe(
+    Effect.map(
+      (digest) => `sha256:${Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("")}`
+    )
+  )
+
+const utf8 = new TextEncoder()
+
+const write = Effect.fnUntraced(function* (request: OffloadRequest, body: string) {
+  const path = yield* Path.Path
+  const fs = yield* FileSystem.FileSystem
+  const files = yield* DurableFiles
+  const { absolute, relative } = yield* resolveTarget(request.root, request.target)
+
+  const redactor = yield* Effect.serviceOption(ArtifactRedactor)
+  const stored = Option.isSome(redactor) ? yield* redactor.value.redact(body) : body
+
+  const writeFailed = (operation: string, code: string) => new ArtifactWriteFailed({ path: relative, operation, code })
+  yield* fs
+    .makeDirectory(request.root, { recursive: true })
+    .pipe(Effect.mapError((error) => writeFailed("makeDirectory", error.reason._tag)))
+  const realRoot = yield* files.realPath(request.root).pipe(Effect.mapError((e) => writeFailed(e.operation, e.code)))
+  const parent = path.dirname(absolute)
+  yield* files
+    .makeDirectories(parent, { within: realRoot })
+    .pipe(
+      Effect.mapError((error) =>
+        error._tag === "OutsideWithin"
+          ? new ArtifactEscapedRoot({ path: relative, root: realRoot, actual: error.actual })
+          : writeFailed(error.operation, error.code)
+      )
+    )
+  const realParent = yield* files.realPath(parent).pipe(Effect.mapError((e) => writeFailed(e.operation, e.code)))
+  const realTarget = path.join(realParent, path.basename(absolute))
+  if (!isWithin(path, realRoot, realParent)) {
+    return yield* new ArtifactEscapedRoot({ path: relative, root: realRoot, actual: realTarget })
+  }
+  const policy = yield* Effect.serviceOption(ArtifactPathPolicy)
+  if (Option.isSome(policy)) yield* Effect.fromResult(check(policy.value, realTarget))
+
+  const bytes = utf8.encode(stored)
+  yield* files.writeNewFile(realTarget, bytes, { within: realRoot }).pipe(
+    Effect.mapError((error) => {
+      switch (error._tag) {
+        case "OutsideWithin":
+          return new ArtifactEscapedRoot({ path: relative, root: realRoot, actual: error.actual })
+        case "AlreadyExists":
+          return writeFailed(error.operation, "EEXIST")
+        case "DurableFileFailure":
+          return writeFailed(error.operation, error.code)
+      }
+    })
+  )
+  const digest = yield* sha256(bytes)
+  const pointer = render({
+    path: relative,
+    bytes: bytes.byteLength,
+    readWith: request.readTool,
+    abstract: buildAbstract(stored, request.abstractBytes ?? defaultAbstractBytes)
+  })
+  return OffloadResult.Offloaded({ pointer, path: relative, size: bytes.byteLength, digest })
+})
+
+/**
+ * Offloads `request.content` when it is larger than the threshold, following
+ * the steps in the module documentation. Never fails: a refusal or failure
+ * comes back as `Inline` with the caller's content and the reason.
+ *
+ * @since 0.1.0
+ * @category offload
+ */
+export const offload = (
+  request: OffloadRequest
+): Effect.Effect<OffloadResult, never, FileSystem.FileSystem | Path.Path | DurableFiles> => {
+  const body = typeof request.content === "string" ? request.content : request.content.join("")
+  if (utf8.encode(body).byteLength <= request.threshold) {
+    return Effect.succeed(OffloadResult.Inline({ content: body, reason: Option.none() }))
+  }
+  return write(request, body).pipe(
+    Effect.catch((reason: OffloadRefusal) =>
+      Effect.succeed(OffloadResult.Inline({ content: body, reason: Option.some(reason) }))
+    )
+  )
+}
+
+/**
+ * What a journal records about an offload: the pointer's facts (path, size,
+ * digest) or the inline size and the refusal's tag and message, never the
+ * payload.
+ *
+ * @since 0.1.0
+ * @category journal
+ */
+export const OffloadRecord = Schema.Union([
+  Schema.TaggedStruct("Offloaded", { path: Schema.String, size: Schema.Number, digest: Schema.String }),
+  Schema.TaggedStruct("Inline", {
+    size: Schema.Number,
+    reason: Schema.optionalKey(Schema.Struct({ tag: Schema.String, message: Schema.String }))
+  })
+])
+/**
+ * @since 0.1.0
+ * @category journal
+ */
+export type OffloadRecord = typeof OffloadRecord.Type
+
+/**
+ * The journal record of an offload result.
+ *
+ * @since 0.1.0
+ * @category journal
+ */
+export const toRecord = (result: OffloadResult): OffloadRecord =>
+  OffloadResult.$match(result, {
+    Offloaded: ({ digest, path, size }): OffloadRecord => ({ _tag: "Offloaded", path, size, digest }),
+    Inline: ({ content, reason }): OffloadRecord =>
+      Option.match(reason, {
+        onNone: () => ({ _tag: "Inline", size: utf8.encode(content).byteLength }),
+        onSome: (error) => ({
+          _tag: "Inline",
+          size: utf8.encode(content).byteLength,
+          reason: { tag: error._tag, message: error.message }
+        })
+      })
+  })
+
+/**
+ * Whether an offload stored the body. A convenience for callers that branch
+ * on the outcome without matching.
+ *
+ * @since 0.1.0
+ * @category guards
+ */
+export const isOffloaded = OffloadResult.$is("Offloaded")

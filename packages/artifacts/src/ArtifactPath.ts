@@ -1,0 +1,90 @@
+/**
+ * Lexical resolution of an artifact target below an artifact root.
+ *
+ * The target does not exist yet when an offload is planned, so its real path
+ * cannot be asked for: the first line of defence is purely lexical and runs
+ * with or without a host policy. It accepts only a relative path that stays
+ * below the root once `.` and `..` are applied, whichever separator (`/` or
+ * `\`) the caller used. Symlinks are dealt with later, by the real-path checks
+ * of the offload itself.
+ *
+ * @since 0.1.0
+ */
+import { Result, Schema } from "effect"
+
+/**
+ * Why a target was refused:
+ *
+ * - `Empty`: no file name is left once `.` and empty segments are dropped.
+ * - `NulByte`: the target contains a NUL character, which no file system accepts
+ *   and which some APIs silently truncate at.
+ * - `Absolute`: a POSIX absolute path (`/x`), a rooted Windows path (`\x`), a
+ *   UNC path (`\\server\share`, `//server`) or a drive path (`C:\x`, `C:x`); a
+ *   drive designator is refused in any segment, since Windows would read it as
+ *   one (or as an alternate data stream) wherever it appears.
+ * - `Traversal`: a `..` segment climbs above the root.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const ArtifactPathProblem = Schema.Literals(["Empty", "NulByte", "Absolute", "Traversal"])
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ArtifactPathProblem = typeof ArtifactPathProblem.Type
+
+/**
+ * The target is not a relative path that stays below the artifact root.
+ * Nothing was created.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class ArtifactPathRejected extends Schema.TaggedError<ArtifactPathRejected>()("ArtifactPathRejected", {
+  target: Schema.String,
+  problem: ArtifactPathProblem
+}) {
+  override get message(): string {
+    return `artifact target ${JSON.stringify(this.target)} rejected (${this.problem}): it must be a relative path that stays below the artifact root`
+  }
+}
+
+/**
+ * A target that passed lexical resolution: its normalised segments and the
+ * same path joined with `/`, which is how pointers name it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ArtifactRelativePath {
+  readonly segments: ReadonlyArray<string>
+  readonly relative: string
+}
+
+const drivePrefix = /^[A-Za-z]:/
+
+/**
+ * Resolves `target` lexically below an (unnamed) root.
+ *
+ * @since 0.1.0
+ * @category resolution
+ */
+export const resolveRelative = (target: string): Result.Result<ArtifactRelativePath, ArtifactPathRejected> => {
+  const refuse = (problem: ArtifactPathProblem) => Result.fail(new ArtifactPathRejected({ target, problem }))
+  if (target.includes("\0")) return refuse("NulByte")
+  if (target.startsWith("/") || target.startsWith("\\") || drivePrefix.test(target)) return refuse("Absolute")
+  const segments: Array<string> = []
+  for (const segment of target.split(/[\\/]/)) {
+    if (segment === "" || segment === ".") continue
+    if (drivePrefix.test(segment)) return refuse("Absolute")
+    if (segment === "..") {
+      if (segments.length === 0) return refuse("Traversal")
+      segments.pop()
+      continue
+    }
+    segments.push(segment)
+  }
+  if (segments.length === 0) return refuse("Empty")
+  return Result.succeed({ segments, relative: segments.join("/") })
+}

@@ -1,0 +1,164 @@
+/**
+ * Durable, containment-checked file primitives that Effect's `FileSystem`
+ * does not offer: exclusive creation that never follows a final symlink and
+ * checks where the opened file really lives, write-once publication by hard
+ * link, and folder syncs.
+ *
+ * Artifact offload and write-once summary staging write agent content into
+ * folders an agent can influence (it may plant symlinks), so every write
+ * names the folder it must stay `within`, and the check is made on what was
+ * actually opened, not on a path string that can change underneath.
+ *
+ * The service is platform-neutral; `@tessera/node` provides the Node.js layer.
+ *
+ * @since 0.1.0
+ */
+import type { Effect } from "effect"
+import { Context, Schema } from "effect"
+
+/**
+ * Which primitive failed, so a log reader can tell a failed publish from a
+ * failed write without parsing the message.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const DurableFileOperation = Schema.Literals([
+  "realPath",
+  "makeDirectories",
+  "writeNewFile",
+  "publishOnce",
+  "syncDirectory"
+])
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type DurableFileOperation = typeof DurableFileOperation.Type
+
+/**
+ * The target already exists. Nothing was replaced: exclusive creation and
+ * publication never overwrite, and a symlink at the target counts as existing.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class AlreadyExists extends Schema.TaggedError<AlreadyExists>()("AlreadyExists", {
+  operation: DurableFileOperation,
+  path: Schema.String
+}) {
+  override get message(): string {
+    return `${this.operation}: ${this.path} already exists and was left untouched`
+  }
+}
+
+/**
+ * What was opened or would be created does not really live under the folder
+ * it had to stay within (typically a symlinked folder pointing elsewhere).
+ * Anything this operation had created outside was removed before failing.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class OutsideWithin extends Schema.TaggedError<OutsideWithin>()("OutsideWithin", {
+  operation: DurableFileOperation,
+  path: Schema.String,
+  within: Schema.String,
+  actual: Schema.String
+}) {
+  override get message(): string {
+    return `${this.operation}: ${this.path} resolves to ${this.actual}, which is outside ${this.within}`
+  }
+}
+
+/**
+ * The operating system refused an operation. `code` is the errno code
+ * (`ENOENT`, `EACCES`, `ELOOP`, ...) or `UNKNOWN` when the platform gave none.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class DurableFileFailure extends Schema.TaggedError<DurableFileFailure>()("DurableFileFailure", {
+  operation: DurableFileOperation,
+  path: Schema.String,
+  code: Schema.String,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `${this.operation}: ${this.path} failed with ${this.code}: ${this.detail}`
+  }
+}
+
+/**
+ * Options for operations that must stay inside one folder.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface WithinOptions {
+  /** The folder the result must really live under (resolved to its real path by the operation). */
+  readonly within: string
+}
+
+/**
+ * Options for {@link DurableFilesShape.writeNewFile}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface WriteNewFileOptions extends WithinOptions {
+  /** Permission bits for the new file; defaults to `0o600` because the content is usually private. */
+  readonly mode?: number
+}
+
+/**
+ * The primitives.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface DurableFilesShape {
+  /** The canonical path with every symlink resolved; the path must exist. */
+  readonly realPath: (path: string) => Effect.Effect<string, DurableFileFailure>
+  /**
+   * Creates every missing folder of `path` below `options.within` (which must
+   * exist), and fails with {@link OutsideWithin} when an existing component
+   * leads out of `within`. A folder is only ever created inside a folder that
+   * was already checked to be within, so nothing is created outside.
+   */
+  readonly makeDirectories: (
+    path: string,
+    options: WithinOptions
+  ) => Effect.Effect<void, OutsideWithin | DurableFileFailure>
+  /**
+   * Creates `path` exclusively (never replaces, never follows a final
+   * symlink), checks that the opened file really lives under
+   * `options.within` (removing it and failing otherwise), writes all bytes,
+   * flushes them to disk, closes the file and syncs its folder. On any
+   * failure after creation the partial file is removed.
+   */
+  readonly writeNewFile: (
+    path: string,
+    bytes: Uint8Array,
+    options: WriteNewFileOptions
+  ) => Effect.Effect<void, AlreadyExists | OutsideWithin | DurableFileFailure>
+  /**
+   * Publishes a fully written `tempPath` at `finalPath` by hard link, so the
+   * final name appears atomically with complete content, and never replaces
+   * an existing final file: of several concurrent publishers exactly one
+   * wins, the others fail with {@link AlreadyExists} and their temp file is
+   * left untouched for them to inspect or remove. On success the temp name is
+   * removed and the final folder is synced.
+   */
+  readonly publishOnce: (tempPath: string, finalPath: string) => Effect.Effect<void, AlreadyExists | DurableFileFailure>
+  /** Flushes a folder's entries (new, renamed or removed names) to disk. */
+  readonly syncDirectory: (path: string) => Effect.Effect<void, DurableFileFailure>
+}
+
+/**
+ * The durable file primitives, provided by a platform package.
+ *
+ * @since 0.1.0
+ * @category services
+ */
+export class DurableFiles extends Context.Service<DurableFiles, DurableFilesShape>()("@tessera/core/DurableFiles") {}

@@ -1,0 +1,244 @@
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { assert, describe, it } from "@effect/vitest"
+import { ArtifactRedactor } from "@tessera/artifacts"
+import { CompactionPolicy, EntryGate, Model, PrivateSummaries, TaskExecution } from "@tessera/runtime"
+import { Effect, Layer, Option } from "effect"
+import {
+  isSummaryRequest,
+  journalBytes,
+  journalFolder,
+  requests,
+  requestText,
+  start,
+  taskText,
+  tools,
+  turnLayer
+} from "./support/turns.ts"
+import { agent, runInWorld, task } from "./support/world.ts"
+
+const produceCall = (id: string, size: number, fill: string) => Model.toolCall(id, "produce", { size, fill })
+
+const boundWithPrivate = (
+  world: Parameters<Parameters<typeof runInWorld>[0]>[0],
+  policy?: CompactionPolicy.CompactionPolicy
+) =>
+  Effect.gen(function* () {
+    const runtime = yield* world.openRuntime(Option.some(world.privateRef))
+    const scope = yield* world.scopeFor([world.privateRef])
+    const context = yield* runtime.bindTask({ scope, output: Option.none() })
+    return yield* EntryGate.bind(context, policy === undefined ? {} : { policy })
+  })
+
+describe("compaction in a stock turn", () => {
+  it("four_request_turn: two large tool results, no output volume: exactly 4 requests, the last starts with a summary file on the agent-owned private volume", () =>
+    runInWorld((world) =>
+      Effect.gen(function* () {
+        const big = 20_000
+        const binding = yield* boundWithPrivate(
+          world,
+          CompactionPolicy.threshold({ measure: "bytes", limit: 30_000, keepRecent: 1_000, pieceLimit: 200_000 })
+        )
+        const script = (request: Model.ModelRequest, index: number) =>
+          isSummaryRequest(request)
+            ? Model.response({ text: "Both reports were produced: report A is all 'a', report B is all 'b'." })
+            : index === 0
+              ? Model.response({ toolCalls: [produceCall("c1", big, "a")] })
+              : index === 1
+                ? Model.response({ toolCalls: [produceCall("c2", big, "b")] })
+                : Model.response({ text: "Report A is all 'a' and report B is all 'b'." })
+        const { outcome, sent } = yield* Effect.gen(function* () {
+          const outcome = yield* TaskExecution.runTurn(binding, start, { tools, maxSteps: 8 })
+          return { outcome, sent: yield* requests }
+        }).pipe(Effect.provide(turnLayer(world, task, script)))
+
+        assert.strictEqual(sent.length, 4)
+        assert.isTrue(isSummaryRequest(sent[2] as Model.ModelRequest), "the third request is the summary request")
+        assert.strictEqual(outcome.text, "Report A is all 'a' and report B is all 'b'.")
+        const last = sent[3] as Model.ModelRequest
+        const first = last.parts[0]
+        assert.strictEqual(first?._tag, "FileReference")
+        if (first?._tag !== "FileReference") return
+        assert.match(first.path, /^summaries\/task-1-t1\/3\.txt$/)
+        assert.deepStrictEqual(first.volume, world.privateRef)
+        const facts = yield* world.host.store.custody(first.volume)
+        assert.isTrue(Option.isSome(facts))
+        if (Option.isSome(facts)) {
+          assert.strictEqual(facts.value.kind, "AgentPrivate")
+          assert.deepStrictEqual(facts.value.owner, { _tag: "Agent", agent })
+        }
+        const lastText = requestText(last)
+        assert.notInclude(lastText, "a".repeat(1_000), "the big result A is gone from the final request")
+        assert.notInclude(lastText, "b".repeat(1_000), "the big result B is gone from the final request")
+        assert.include(lastText, taskText, "the user's task is still there")
+        const folder = yield* world.host.store.folderOf(world.privateRef)
+        assert.strictEqual(
+          fs.readFileSync(path.join(folder, first.path), "utf8"),
+          "Both reports were produced: report A is all 'a', report B is all 'b'."
+        )
+        // The journal says a summary was staged, and where; never what it says.
+        const journal = journalBytes(yield* journalFolder(world), task)
+        assert.include(journal, '"_tag":"SummaryStaged"')
+        assert.include(journal, first.path)
+        assert.notInclude(journal, "Both reports were produced")
+      })
+    ))
+
+  it("three_successive_compactions: the task is in every request, the third summary request builds on the second summary, a result without line breaks compacts", () =>
+    runInWorld((world) =>
+      Effect.gen(function* () {
+        const binding = yield* boundWithPrivate(
+          world,
+          CompactionPolicy.threshold({ measure: "bytes", limit: 10_000, keepRecent: 0, pieceLimit: 100_000 })
+        )
+        let summaries = 0
+        let calls = 0
+        const noBreaks = "n".repeat(6_000)
+        const script = (request: Model.ModelRequest) => {
+          if (isSummaryRequest(request)) {
+            summaries++
+            return Model.response({ text: `summary number ${summaries}` })
+          }
+          calls++
+          if (calls > 7) return Model.response({ text: "done" })
+          // The fourth result has no line break at all; the others have many.
+          const fill = calls === 4 ? "n" : "line of a report\n"
+          return Model.response({ toolCalls: [produceCall(`c${calls}`, calls === 4 ? 6_000 : 360, fill)] })
+        }
+        const sent = yield* Effect.gen(function* () {
+          yield* TaskExecution.runTurn(binding, start, { tools, maxSteps: 20 })
+          return yield* requests
+        }).pipe(Effect.provide(turnLayer(world, task, script)))
+
+        const summaryRequests = sent.filter(isSummaryRequest)
+        assert.isAtLeast(summaryRequests.length, 3)
+        for (const request of sent) assert.include(requestText(request), taskText)
+        assert.include(requestText(summaryRequests[2] as Model.ModelRequest), "summary number 2")
+        assert.include(requestText(summaryRequests[1] as Model.ModelRequest), "summary number 1")
+        const afterCompaction = sent.slice(sent.indexOf(summaryRequests.at(-1) as Model.ModelRequest) + 1)
+        assert.isAbove(afterCompaction.length, 0)
+        for (const request of afterCompaction) assert.notInclude(requestText(request), noBreaks)
+        assert.isTrue(
+          summaryRequests.some((request) => requestText(request).includes(noBreaks)),
+          "the result without line breaks went into a summary request"
+        )
+      })
+    ))
+
+  it("summaries are scrubbed by the host's redactor before they touch disk, and the next request carries the scrubbed text", () =>
+    runInWorld((world) =>
+      Effect.gen(function* () {
+        const binding = yield* boundWithPrivate(
+          world,
+          CompactionPolicy.threshold({ measure: "bytes", limit: 5_000, keepRecent: 0, pieceLimit: 100_000 })
+        )
+        const script = (request: Model.ModelRequest, index: number) =>
+          isSummaryRequest(request)
+            ? Model.response({ text: "the token is SECRET-7731, keep it" })
+            : index === 0
+              ? Model.response({ toolCalls: [produceCall("c1", 6_000, "x")] })
+              : Model.response({ text: "done" })
+        const redactor = ArtifactRedactor.layer({
+          redact: (body) => Effect.succeed(body.replaceAll("SECRET-7731", "[REDACTED]"))
+        })
+        const sent = yield* Effect.gen(function* () {
+          yield* TaskExecution.runTurn(binding, start, { tools, maxSteps: 8 })
+          return yield* requests
+        }).pipe(Effect.provide(Layer.merge(turnLayer(world, task, script), redactor)))
+        const folder = yield* world.host.store.folderOf(world.privateRef)
+        const staged = fs.readFileSync(path.join(folder, "summaries", "task-1-t1", "2.txt"), "utf8")
+        assert.strictEqual(staged, "the token is [REDACTED], keep it")
+        const last = requestText(sent.at(-1) as Model.ModelRequest)
+        assert.include(last, "the token is [REDACTED], keep it")
+        assert.notInclude(last, "SECRET-7731")
+      })
+    ))
+})
+
+describe("the entry gate and the default policy", () => {
+  it("a runtime opened without a private volume runs without compaction by default and completes its turn", () =>
+    runInWorld((world) =>
+      Effect.gen(function* () {
+        const runtime = yield* world.openRuntime(Option.none(), [])
+        const context = yield* runtime.bindTask({ scope: yield* world.scopeFor([]), output: Option.none() })
+        const binding = yield* EntryGate.bind(context)
+        assert.strictEqual(binding.policy._tag, "Disabled")
+        const script = [
+          Model.response({ toolCalls: [produceCall("c1", 50_000, "a")] }),
+          Model.response({ toolCalls: [produceCall("c2", 50_000, "b")] }),
+          Model.response({ text: "done" })
+        ]
+        const { outcome, sent } = yield* Effect.gen(function* () {
+          const outcome = yield* TaskExecution.runTurn(binding, start, { tools, maxSteps: 8 })
+          return { outcome, sent: yield* requests }
+        }).pipe(Effect.provide(turnLayer(world, task, script)))
+        assert.strictEqual(outcome.text, "done")
+        assert.strictEqual(sent.length, 3)
+        assert.isFalse(sent.some(isSummaryRequest))
+      })
+    ))
+
+  it("the default policy is Threshold where the capability resolves", () =>
+    runInWorld((world) =>
+      Effect.gen(function* () {
+        const binding = yield* boundWithPrivate(world)
+        assert.deepStrictEqual(binding.policy, CompactionPolicy.defaultThreshold)
+      })
+    ))
+
+  it("arming Threshold without a private volume is Unauthorized before any new model request; with the private volume the same turn completes", () =>
+    runInWorld((world) =>
+      Effect.gen(function* () {
+        const armed = CompactionPolicy.threshold({ measure: "bytes", limit: 5_000, keepRecent: 0 })
+        // Each turn: one large tool result, then an answer (summary requests aside).
+        let turnRequests = 0
+        const script = (request: Model.ModelRequest) => {
+          if (isSummaryRequest(request)) return Model.response({ text: "summary" })
+          turnRequests++
+          return turnRequests % 2 === 1
+            ? Model.response({ toolCalls: [produceCall(`c${turnRequests}`, 6_000, "a")] })
+            : Model.response({ text: "done" })
+        }
+
+        const runtime = yield* world.openRuntime(Option.none(), [])
+        const context = yield* runtime.bindTask({ scope: yield* world.scopeFor([]), output: Option.none() })
+        const counts = yield* Effect.gen(function* () {
+          // Some history first, so there are requests whose count must not move.
+          const disabled = yield* EntryGate.bind(context)
+          yield* TaskExecution.runTurn(disabled, start, { tools, maxSteps: 8 })
+          const before = (yield* requests).length
+          const atBind = yield* Effect.flip(EntryGate.bind(context, { policy: armed }))
+          // A binding made by hand skips `bind`; the turn's own gate still refuses it.
+          const atTurn = yield* Effect.flip(
+            TaskExecution.runTurn({ context, policy: armed }, start, { tools, maxSteps: 8 })
+          )
+          return { before, after: (yield* requests).length, atBind, atTurn }
+        }).pipe(Effect.provide(turnLayer(world, task, script)))
+        assert.strictEqual(counts.before, 2)
+        assert.strictEqual(counts.after, 2)
+        assert.strictEqual(counts.atBind._tag, "Unauthorized")
+        assert.strictEqual(counts.atTurn._tag, "Unauthorized")
+        if (counts.atTurn._tag === "Unauthorized") {
+          assert.strictEqual(counts.atTurn.reason, "NoPrivateWriter")
+          assert.include(counts.atTurn.message, "Turn: compaction is armed (Threshold)")
+        }
+
+        // The same scenario on a runtime opened with the private volume completes.
+        const withPrivate = yield* boundWithPrivate(world, armed)
+        const outcome = yield* TaskExecution.runTurn(withPrivate, start, { tools, maxSteps: 8 }).pipe(
+          Effect.provide(turnLayer(world, task, script))
+        )
+        assert.strictEqual(outcome.text, "done")
+      })
+    ))
+
+  it("the runtime's private capability is what compaction publishes through", () =>
+    runInWorld((world) =>
+      Effect.gen(function* () {
+        const binding = yield* boundWithPrivate(world)
+        const capability = yield* PrivateSummaries.resolve(binding.context)
+        assert.strictEqual(capability.source, "RuntimePrivate")
+        assert.strictEqual(capability.folder, yield* world.host.store.folderOf(world.privateRef))
+      })
+    ))
+})

@@ -1,0 +1,54 @@
+/**
+ * Turn scenarios on a real world: the task's journal on the store's journal
+ * volume, a scripted model, and a `produce` tool whose result size the
+ * script chooses.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import type { Ids } from "@tessera/core"
+import { Compaction, History, Journal, Model, ScriptedModel, Tool } from "@tessera/runtime"
+import { Effect, Layer, Schema } from "effect"
+import { platformLayer, type World } from "./world.ts"
+
+export const produce = Tool.make({
+  name: "produce",
+  description: "Produces a result of the given size, made of one repeated character",
+  input: Schema.Struct({ size: Schema.Int, fill: Schema.String }),
+  handler: ({ fill, size }) => Effect.succeed(fill.repeat(size))
+})
+
+export const tools = Tool.registry(produce)
+
+export const taskText = "Collect the two reports and tell me what they say."
+export const taskParts: ReadonlyArray<Model.Part> = [Model.text("user", taskText)]
+export const start = History.make(taskParts)
+
+/** The journal volume's folder (the host writes the journal; the task holds no grant on it). */
+export const journalFolder = (world: World) => world.host.store.folderOf(world.journalRef)
+
+/** A scripted model and the task's journal on the world's journal volume. */
+export const turnLayer = (world: World, task: Ids.TaskId, script: ScriptedModel.Script) =>
+  Layer.unwrap(
+    Effect.map(journalFolder(world), (folder) =>
+      Layer.merge(ScriptedModel.layer(script), Journal.layer({ folder, task }))
+    )
+  ).pipe(Layer.provideMerge(platformLayer))
+
+export const requests = Effect.flatMap(
+  Effect.service(ScriptedModel.ScriptedModelRecorder),
+  (recorder) => recorder.requests
+)
+
+export const isSummaryRequest = (request: Model.ModelRequest): boolean => {
+  const first = request.parts[0]
+  return first?._tag === "Text" && first.role === "system" && first.text.startsWith("Summarize the work so far")
+}
+
+/** Every text a request carries, joined: for "does this request contain X" checks. */
+export const requestText = (request: Model.ModelRequest): string => request.parts.map(Compaction.renderPart).join("\n")
+
+/** The raw bytes of the task's journal file ("" when it was never created). */
+export const journalBytes = (folder: string, task: Ids.TaskId): string => {
+  const file = path.join(folder, Journal.fileName(task))
+  return fs.existsSync(file) ? fs.readFileSync(file, "utf8") : ""
+}
