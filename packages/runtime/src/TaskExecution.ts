@@ -9,17 +9,19 @@
  *
  * @since 0.1.0
  */
-import { Ids } from "@tessera/core"
-import { Effect, Option, Schema } from "effect"
+import { Ids, Unauthorized } from "@tessera/core"
+import { Effect, Option, Path, Schema } from "effect"
 import * as Compaction from "./Compaction.ts"
 import type * as CompactionPolicy from "./CompactionPolicy.ts"
 import * as EntryGate from "./EntryGate.ts"
 import * as Executor from "./Executor.ts"
 import type * as History from "./History.ts"
 import { summarySession } from "./internal/summarySession.ts"
+import type { JournalIOError, JournalSequenceError } from "./Journal.ts"
 import { Journal } from "./Journal.ts"
 import type { ToolCallPart } from "./Model.ts"
 import * as PrivateSummaries from "./PrivateSummaries.ts"
+import * as ToolResultOffload from "./ToolResultOffload.ts"
 
 const decodeOperation = Schema.decodeUnknownSync(Ids.OperationId)
 
@@ -78,20 +80,81 @@ export const compactionHooks = (
   return hooks
 }
 
-const withGate = Effect.fnUntraced(function* <E = never, R = never>(
+/**
+ * A turn's configuration: the stock executor's, plus optional offload of
+ * large tool results.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ExecutionConfig<E = never, R = never> extends Executor.TurnConfig<E, R> {
+  readonly offload?: ToolResultOffload.OffloadConfig
+}
+
+const offloadTarget = Effect.fnUntraced(function* (
   binding: EntryGate.TaskBinding,
   entry: EntryGate.EntryPoint,
-  config: Executor.TurnConfig<E, R>
+  config: ToolResultOffload.OffloadConfig,
+  armed: Option.Option<PrivateSummaries.PrivateWriterCapability>
+) {
+  const context = binding.context
+  if (config.destination === "Private") {
+    const capability = Option.isSome(armed)
+      ? armed.value
+      : yield* PrivateSummaries.resolve(context).pipe(
+          Effect.mapError((error) =>
+            error._tag === "Unauthorized"
+              ? new Unauthorized.Unauthorized({
+                  reason: error.reason,
+                  detail: `${entry}: private offload needs a private writer, but ${error.detail}`,
+                  task: context.task
+                })
+              : error
+          )
+        )
+    return yield* ToolResultOffload.privateTarget.pipe(PrivateSummaries.provide(capability))
+  }
+  if (Option.isNone(context.output)) {
+    return yield* new Unauthorized.Unauthorized({
+      reason: "MissingWriteGrant",
+      detail: `${entry}: offload to Output needs an output binding, and the task has none`,
+      task: context.task
+    })
+  }
+  const volume = context.output.value.ref
+  const path = yield* Path.Path
+  const folder = yield* context.runtime.host.store.folderOf(volume)
+  return { volume, root: path.join(folder, ToolResultOffload.artifactFolder) }
+})
+
+type GatedError = CompactionError | JournalIOError | JournalSequenceError
+type GatedRequirements = CompactionRequirements | ToolResultOffload.OffloadRequirements
+
+const withGate = Effect.fnUntraced(function* <E, R>(
+  binding: EntryGate.TaskBinding,
+  entry: EntryGate.EntryPoint,
+  config: ExecutionConfig<E, R>
 ) {
   const capability = yield* EntryGate.verify(binding, entry)
-  const gated: Executor.TurnConfig<E | CompactionError, R | CompactionRequirements> = config
-  if (binding.policy._tag === "Disabled" || Option.isNone(capability)) return gated
+  const target =
+    config.offload === undefined
+      ? Option.none()
+      : Option.some(yield* offloadTarget(binding, entry, config.offload, capability))
   const journal = yield* Journal
-  const compaction = compactionHooks(binding.policy, capability.value, journal)
-  return {
-    ...gated,
-    hooks: Executor.composeHooks<E | CompactionError, R | CompactionRequirements>(compaction, config.hooks ?? {})
+  const hooks: Array<Executor.Hooks<E | GatedError, R | GatedRequirements>> = []
+  if (binding.policy._tag === "Threshold" && Option.isSome(capability)) {
+    hooks.push(compactionHooks(binding.policy, capability.value, journal))
   }
+  if (config.offload !== undefined && Option.isSome(target)) {
+    hooks.push(ToolResultOffload.offloadHooks(config.offload, target.value, journal))
+  }
+  if (config.hooks !== undefined) hooks.push(config.hooks)
+  const gated: Executor.TurnConfig<E | GatedError, R | GatedRequirements> = {
+    tools: config.tools,
+    maxSteps: config.maxSteps,
+    hooks: Executor.composeHooks(...hooks)
+  }
+  return gated
 })
 
 /**
@@ -104,7 +167,7 @@ const withGate = Effect.fnUntraced(function* <E = never, R = never>(
 export const runTurn = Effect.fn("TaskExecution.runTurn")(function* <E = never, R = never>(
   binding: EntryGate.TaskBinding,
   history: History.History,
-  config: Executor.TurnConfig<E, R>
+  config: ExecutionConfig<E, R>
 ) {
   const gated = yield* withGate(binding, "Turn", config)
   return yield* Executor.runTurn(gated, history)
@@ -119,7 +182,7 @@ export const runTurn = Effect.fn("TaskExecution.runTurn")(function* <E = never, 
 export const resumeTurn = Effect.fn("TaskExecution.resumeTurn")(function* <E = never, R = never>(
   binding: EntryGate.TaskBinding,
   history: History.History,
-  config: Executor.TurnConfig<E, R>
+  config: ExecutionConfig<E, R>
 ) {
   const gated = yield* withGate(binding, "ResumeTurn", config)
   return yield* Executor.resumeTurn(gated, history)
@@ -133,7 +196,7 @@ export const resumeTurn = Effect.fn("TaskExecution.resumeTurn")(function* <E = n
  */
 export const modelStep = Effect.fn("TaskExecution.modelStep")(function* <E = never, R = never>(
   binding: EntryGate.TaskBinding,
-  config: Executor.TurnConfig<E, R>,
+  config: ExecutionConfig<E, R>,
   context: Executor.StepContext,
   history: History.History
 ) {
@@ -149,7 +212,7 @@ export const modelStep = Effect.fn("TaskExecution.modelStep")(function* <E = nev
  */
 export const dispatchTools = Effect.fn("TaskExecution.dispatchTools")(function* <E = never, R = never>(
   binding: EntryGate.TaskBinding,
-  config: Executor.TurnConfig<E, R>,
+  config: ExecutionConfig<E, R>,
   context: Executor.StepContext,
   calls: ReadonlyArray<ToolCallPart>
 ) {
@@ -210,7 +273,7 @@ export const summarize = Effect.fn("TaskExecution.summarize")(function* (
 export const runSummaryFileTurn = Effect.fn("TaskExecution.runSummaryFileTurn")(function* <E = never, R = never>(
   binding: EntryGate.TaskBinding,
   history: History.History,
-  config: Executor.TurnConfig<E, R>,
+  config: ExecutionConfig<E, R>,
   options: SummaryOptions = {}
 ) {
   const capability = yield* PrivateSummaries.resolve(binding.context)

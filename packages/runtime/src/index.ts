@@ -65,4 +65,8 @@ export * as Tool from "./Tool.ts"
 /**
  * @since 0.1.0
  */
+export * as ToolResultOffload from "./ToolResultOffload.ts"
+/**
+ * @since 0.1.0
+ */
 export * as VolumeStore from "./VolumeStore.ts"
