@@ -31,7 +31,7 @@ import * as PrivateSummaries from "./PrivateSummaries.ts"
  */
 export const StagingKey = Schema.Struct({
   operation: Ids.OperationId,
-  step: Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }))
+  step: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }))
 })
 /**
  * @since 0.1.0

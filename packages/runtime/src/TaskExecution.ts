@@ -254,7 +254,7 @@ export const summarize = Effect.fn("TaskExecution.summarize")(function* (
     {
       key: {
         operation: options.operation ?? turnOperation(binding.context.task, state.entries, "summary"),
-        step: options.step ?? 0
+        step: options.step ?? 1
       },
       policy: options.policy ?? binding.policy,
       entry: "Summary"

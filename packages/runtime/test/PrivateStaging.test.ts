@@ -55,7 +55,7 @@ describe("write-once private staging", () => {
       Effect.gen(function* () {
         const capability = yield* resolvedCapability(world)
         for (let trial = 0; trial < 12; trial++) {
-          const trialKey = { operation: operationId("race"), step: trial }
+          const trialKey = { operation: operationId("race"), step: trial + 1 }
           const outcomes = yield* Effect.forEach(
             Array.from({ length: 64 }, (_, stager) => stager),
             (stager) =>
@@ -69,7 +69,7 @@ describe("write-once private staging", () => {
           const winners = outcomes.filter((o) => o.outcome === "Published")
           assert.strictEqual(winners.length, 1, `trial ${trial}: ${winners.length} winners`)
           const winner = winners[0]?.stager ?? -1
-          const file = path.join(capability.folder, "summaries", "race", `${trial}.txt`)
+          const file = path.join(capability.folder, "summaries", "race", `${trial + 1}.txt`)
           const expected = `stager ${winner % 8} wrote this summary\n`.repeat(64)
           assert.strictEqual(fs.readFileSync(file, "utf8"), expected)
           for (const o of outcomes) {
@@ -79,7 +79,7 @@ describe("write-once private staging", () => {
           }
           assert.deepStrictEqual(
             fs.readdirSync(path.dirname(file)).sort(),
-            [...Array.from({ length: trial + 1 }, (_, t) => `${t}.txt`)].sort()
+            [...Array.from({ length: trial + 1 }, (_, t) => `${t + 1}.txt`)].sort()
           )
         }
       })

@@ -1,0 +1,193 @@
+import { assert, describe, it } from "@effect/vitest"
+import { CompactionPolicy, EntryGate, History, Model, TaskExecution } from "@tessera/runtime"
+import { Effect, Option } from "effect"
+import * as fc from "fast-check"
+// The summary session with a pluggable writer timing is internal (the
+// package blocks `./internal/*`); the negative control reaches it by path.
+import { summarySession } from "../src/internal/summarySession.js"
+import { journalBytes, journalFolder, requests, taskParts, tools, turnLayer } from "./support/turns.ts"
+import { makeWorld, operationId, platformLayer, taskId, type World, withTempDir } from "./support/world.ts"
+
+interface RoundSpec {
+  readonly kind: "text" | "tool"
+  readonly size: number
+  readonly lineBreaks: boolean
+}
+
+const roundArbitrary: fc.Arbitrary<RoundSpec> = fc.record({
+  kind: fc.constantFrom("text" as const, "tool" as const),
+  size: fc.integer({ min: 0, max: 20_000 }),
+  lineBreaks: fc.boolean()
+})
+
+const historyOf = (rounds: ReadonlyArray<RoundSpec>): History.History =>
+  rounds.reduce((history, round, index) => {
+    const body = round.lineBreaks
+      ? "a line of output\n".repeat(Math.ceil(round.size / 17) + 1).slice(0, Math.max(1, round.size))
+      : "x".repeat(Math.max(1, round.size))
+    return History.append(
+      history,
+      round.kind === "text"
+        ? [Model.text("assistant", body)]
+        : [
+            Model.toolCall(`c${index}`, "produce", { size: round.size, fill: "x" }),
+            Model.toolResult({ callId: `c${index}`, name: "produce", content: body, isError: false })
+          ]
+    )
+  }, History.make(taskParts))
+
+type Entry = "summarize" | "summaryFileTurn"
+type PolicyChoice = "Disabled" | "Threshold"
+
+const policyOf = (choice: PolicyChoice): CompactionPolicy.CompactionPolicy =>
+  choice === "Disabled" ? CompactionPolicy.disabled : CompactionPolicy.threshold({ measure: "bytes", limit: 1_000 })
+
+/** A writerless task (runtime opened without a private volume, no output), bound with `Disabled`. */
+const writerlessBinding = (world: World, task: ReturnType<typeof taskId>) =>
+  Effect.gen(function* () {
+    const runtime = yield* world.openRuntime(Option.none(), [])
+    const context = yield* runtime.bindTask({ scope: yield* world.scopeFor([], task), output: Option.none() })
+    return yield* EntryGate.bind(context, { policy: CompactionPolicy.disabled })
+  })
+
+const runEntry = (
+  entry: Entry,
+  binding: EntryGate.TaskBinding,
+  history: History.History,
+  policy: CompactionPolicy.CompactionPolicy
+) =>
+  entry === "summarize"
+    ? Effect.asVoid(TaskExecution.summarize(binding, history, { policy }))
+    : Effect.asVoid(TaskExecution.runSummaryFileTurn(binding, history, { tools, maxSteps: 4 }, { policy }))
+
+const withWorld = <A>(body: (world: World) => Promise<A>) =>
+  withTempDir(async (dir) => body(await Effect.runPromise(makeWorld(dir).pipe(Effect.provide(platformLayer)))))
+
+describe("summary entries resolve the private writer before anything else", () => {
+  it("writerless_summary_entries: any history, any summary text, both entries, Disabled or Threshold: Unauthorized, zero model requests, zero journal writes", () =>
+    withWorld(async (world) => {
+      let run = 0
+      await fc.assert(
+        fc.asyncProperty(
+          fc.record({
+            rounds: fc.array(roundArbitrary, { maxLength: 6 }),
+            summary: fc.string({ maxLength: 200 }),
+            entry: fc.constantFrom<Entry>("summarize", "summaryFileTurn"),
+            policy: fc.constantFrom<PolicyChoice>("Disabled", "Threshold")
+          }),
+          async ({ entry, policy, rounds, summary }) => {
+            const task = taskId(`writerless-${run++}`)
+            const outcome = await Effect.runPromise(
+              Effect.gen(function* () {
+                const binding = yield* writerlessBinding(world, task)
+                const result = yield* Effect.result(runEntry(entry, binding, historyOf(rounds), policyOf(policy)))
+                return { result, sent: (yield* requests).length }
+              }).pipe(Effect.provide(turnLayer(world, task, () => Model.response({ text: summary }))))
+            )
+            const journal = journalBytes(await Effect.runPromise(journalFolder(world)), task)
+            return (
+              outcome.result._tag === "Failure" &&
+              outcome.result.failure._tag === "Unauthorized" &&
+              outcome.sent === 0 &&
+              journal === ""
+            )
+          }
+        ),
+        { numRuns: 40 }
+      )
+    }))
+
+  it("negative control: the former ordering (writer resolved after dispatch) sends exactly one request before Unauthorized", () =>
+    withWorld(async (world) => {
+      const task = taskId("former-ordering")
+      const outcome = await Effect.runPromise(
+        Effect.gen(function* () {
+          const binding = yield* writerlessBinding(world, task)
+          const history = historyOf([
+            { kind: "tool", size: 3_000, lineBreaks: true },
+            { kind: "text", size: 500, lineBreaks: false }
+          ])
+          const error = yield* Effect.flip(
+            summarySession(
+              binding,
+              history,
+              {
+                key: { operation: operationId("former"), step: 1 },
+                policy: CompactionPolicy.disabled,
+                entry: "Summary"
+              },
+              "AfterFirstDispatch"
+            )
+          )
+          return { error, sent: (yield* requests).length }
+        }).pipe(Effect.provide(turnLayer(world, task, () => Model.response({ text: "a summary" }))))
+      )
+      assert.strictEqual(outcome.error._tag, "Unauthorized")
+      assert.strictEqual(outcome.sent, 1)
+    }))
+
+  it("the same session with the writer resolved first sends nothing", () =>
+    withWorld(async (world) => {
+      const task = taskId("current-ordering")
+      const outcome = await Effect.runPromise(
+        Effect.gen(function* () {
+          const binding = yield* writerlessBinding(world, task)
+          const error = yield* Effect.flip(
+            summarySession(
+              binding,
+              historyOf([{ kind: "tool", size: 3_000, lineBreaks: true }]),
+              {
+                key: { operation: operationId("current"), step: 1 },
+                policy: CompactionPolicy.disabled,
+                entry: "Summary"
+              },
+              "BeforeAdmission"
+            )
+          )
+          return { error, sent: (yield* requests).length }
+        }).pipe(Effect.provide(turnLayer(world, task, () => Model.response({ text: "a summary" }))))
+      )
+      assert.strictEqual(outcome.error._tag, "Unauthorized")
+      assert.strictEqual(outcome.sent, 0)
+    }))
+})
+
+describe("summaries of long histories", () => {
+  it("a history larger than one summary request is summarized in bounded pieces, each building on the last, none dropped", () =>
+    withWorld(async (world) => {
+      const task = taskId("long-history")
+      const rounds: ReadonlyArray<RoundSpec> = [
+        { kind: "tool", size: 9_000, lineBreaks: false },
+        { kind: "text", size: 3_000, lineBreaks: true },
+        { kind: "tool", size: 12_000, lineBreaks: true }
+      ]
+      let index = 0
+      const outcome = await Effect.runPromise(
+        Effect.gen(function* () {
+          const runtime = yield* world.openRuntime(Option.some(world.privateRef))
+          const context = yield* runtime.bindTask({
+            scope: yield* world.scopeFor([world.privateRef], task),
+            output: Option.none()
+          })
+          const binding = yield* EntryGate.bind(context)
+          const published = yield* TaskExecution.summarize(binding, historyOf(rounds), {
+            policy: CompactionPolicy.threshold({ measure: "bytes", limit: 1_000, pieceLimit: 4_000 })
+          })
+          return { published, sent: yield* requests }
+        }).pipe(Effect.provide(turnLayer(world, task, () => Model.response({ text: `summary ${++index}` }))))
+      )
+      const historyBytes = rounds.reduce((total, round) => total + round.size, 0)
+      assert.isAtLeast(outcome.sent.length, Math.ceil(historyBytes / 4_000))
+      outcome.sent.forEach((request, i) => {
+        const last = request.parts.at(-1)
+        assert.isTrue(last?._tag === "Text" && last.text.includes(`part ${i + 1} of ${outcome.sent.length}`))
+        // The piece itself stays within the bound (its header aside).
+        const piece = last?._tag === "Text" ? last.text.slice(last.text.indexOf("\n") + 1) : ""
+        assert.isAtMost(new TextEncoder().encode(piece).length, 4_000)
+        if (i > 0) {
+          assert.isTrue(request.parts.some((part) => part._tag === "Text" && part.text.includes(`summary ${i}`)))
+        }
+      })
+      assert.strictEqual(outcome.published.text, `summary ${outcome.sent.length}`)
+    }))
+})
