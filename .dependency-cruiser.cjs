@@ -1,6 +1,6 @@
 // Import rules `npm test` enforces: no cycles between modules, and package
 // dependencies that point one way (core <- artifacts <- runtime <- node).
-const layers = ["core", "artifacts", "runtime", "testing", "node"]
+const layers = ["core", "artifacts", "runtime", "node"]
 const below = (name) => layers.slice(layers.indexOf(name) + 1)
 
 /** @type {import('dependency-cruiser').IConfiguration} */
