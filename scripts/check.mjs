@@ -25,7 +25,7 @@ const steps = [
   [
     "import cycles and package direction (dependency-cruiser)",
     bin("depcruise"),
-    ["--config", ".dependency-cruiser.cjs", "--output-type", "err", "packages", "examples", "scripts"]
+    ["--config", ".dependency-cruiser.cjs", "--output-type", "err", "packages", "examples", "scripts", "bench"]
   ],
   ["tests, property tests and example smoke runs (vitest)", bin("vitest"), ["run", ...process.argv.slice(2)]]
 ]

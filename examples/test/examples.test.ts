@@ -32,4 +32,27 @@ describe("examples run as smoke tests", () => {
       }
     })
   }
+
+  it("demo.ts shows offload, compaction, the four-request turn and the refusals", () => {
+    const scratch = mkdtempSync(join(tmpdir(), "tessera-demo-test-"))
+    try {
+      const result = spawnSync(process.execPath, [join(folder, "demo.ts")], {
+        cwd: scratch,
+        encoding: "utf8",
+        env: { ...process.env, TESSERA_DEMO_DIR: scratch },
+        timeout: 120_000
+      })
+      assert.strictEqual(result.status, 0, result.stderr)
+      const out = result.stdout
+      assert.match(out, /\[artifact\] path="tool-results\/research-t1-s1-log-north\.txt"/)
+      assert.match(out, /starts with summaries\/research-t1\//)
+      assert.match(out, /exactly 4 model requests; the last starts with summaries\/four-requests-t1\/3\.txt/)
+      assert.match(out, /NotOwnerBound/)
+      assert.match(out, /model requests sent before the refusal: 0/)
+      assert.match(out, /leaked credentials in them: none \(redacted\)/)
+      assert.notInclude(out, "AKIAIOSFODNN7EXAMPLE")
+    } finally {
+      rmSync(scratch, { recursive: true, force: true })
+    }
+  })
 })

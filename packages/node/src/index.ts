@@ -5,4 +5,24 @@
 /**
  * @since 0.1.0
  */
+export * as Inspector from "./Inspector.ts"
+/**
+ * @since 0.1.0
+ */
+export * as JournalForbiddingHost from "./JournalForbiddingHost.ts"
+/**
+ * @since 0.1.0
+ */
+export * as LocalHarness from "./LocalHarness.ts"
+/**
+ * @since 0.1.0
+ */
+export * as NamespaceLock from "./NamespaceLock.ts"
+/**
+ * @since 0.1.0
+ */
 export * as NodeDurableFiles from "./NodeDurableFiles.ts"
+/**
+ * @since 0.1.0
+ */
+export * as StateNamespace from "./StateNamespace.ts"

@@ -206,10 +206,21 @@ export interface SummaryInput {
 }
 
 /**
+ * A written summary and the number of summary requests it took.
+ *
+ * @since 0.1.0
+ * @category summarizing
+ */
+export interface SummaryOutcome {
+  readonly text: string
+  readonly requests: number
+}
+
+/**
  * {@link summarize} with an explicit `generate` (a wrapped or instrumented
  * model). Sends exactly one request per piece, in order, each building on
  * the summary so far (starting from `previousSummary`); returns the final
- * summary text.
+ * summary text and how many requests were sent.
  *
  * @since 0.1.0
  * @category summarizing
@@ -217,7 +228,7 @@ export interface SummaryInput {
 export const summarizeWith = <E, R>(
   generate: (request: ModelRequest) => Effect.Effect<ModelResponse, E, R>,
   input: SummaryInput
-): Effect.Effect<string, E, R> =>
+): Effect.Effect<SummaryOutcome, E, R> =>
   Effect.gen(function* () {
     const all = pieces(input.rounds, input.pieceBytes)
     let summary = input.previousSummary
@@ -233,7 +244,7 @@ export const summarizeWith = <E, R>(
       )
       summary = Option.some(response.text)
     }
-    return Option.getOrElse(summary, () => "")
+    return { text: Option.getOrElse(summary, () => ""), requests: all.length }
   }).pipe(Effect.withSpan("Compaction.summarize", { attributes: { "tessera.summary.rounds": input.rounds.length } }))
 
 /**
@@ -243,7 +254,7 @@ export const summarizeWith = <E, R>(
  * @since 0.1.0
  * @category summarizing
  */
-export const summarize = (input: SummaryInput): Effect.Effect<string, ModelError, Model> =>
+export const summarize = (input: SummaryInput): Effect.Effect<SummaryOutcome, ModelError, Model> =>
   Effect.flatMap(Effect.service(Model), (model) => summarizeWith(model.generate, input))
 
 /**
@@ -274,6 +285,7 @@ export const publish = Effect.fn("Compaction.publish")(function* (options: {
   readonly summary: string
   readonly journal: Option.Option<Journal["Service"]>
   readonly turn?: number
+  readonly requests?: number
 }) {
   const redactor = yield* Effect.serviceOption(ArtifactRedactor.ArtifactRedactor)
   const scrubbed = Option.isSome(redactor) ? yield* redactor.value.redact(options.summary) : options.summary
@@ -284,6 +296,7 @@ export const publish = Effect.fn("Compaction.publish")(function* (options: {
       ...(options.turn === undefined ? {} : { turn: options.turn }),
       step: options.key.step,
       operation: options.key.operation,
+      ...(options.requests === undefined ? {} : { requests: options.requests }),
       volume: staged.volume,
       path: staged.path,
       size: staged.size,
@@ -341,7 +354,8 @@ export const compact = Effect.fn("Compaction.compact")(function* (options: {
   })
   const published = yield* publish({
     key: { operation: options.operation, step: options.step },
-    summary,
+    summary: summary.text,
+    requests: summary.requests,
     journal: options.journal,
     ...(options.turn === undefined ? {} : { turn: options.turn })
   })

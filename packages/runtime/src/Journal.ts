@@ -236,6 +236,8 @@ export const SummaryStaged = Schema.TaggedStruct("SummaryStaged", {
   turn: Schema.optionalKey(Ordinal),
   step: Schema.optionalKey(Ordinal),
   operation: Schema.String,
+  /** How many summary requests the model was sent to write it (one per piece of history). */
+  requests: Schema.optionalKey(Count),
   volume: Volume.VolumeRef,
   path: Schema.String,
   size: Count,

@@ -62,7 +62,10 @@ export const summarySession = Effect.fnUntraced(function* (
     }
   )
   const capability = Option.isSome(early) ? early.value : Option.isSome(late) ? late.value : yield* resolveWriter
-  return yield* Compaction.publish({ key: options.key, summary, journal: Option.some(journal) }).pipe(
-    PrivateSummaries.provide(capability)
-  )
+  return yield* Compaction.publish({
+    key: options.key,
+    summary: summary.text,
+    requests: summary.requests,
+    journal: Option.some(journal)
+  }).pipe(PrivateSummaries.provide(capability))
 })

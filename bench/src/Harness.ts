@@ -1,0 +1,161 @@
+/**
+ * The measuring harness: warm-up and repetitions, median and spread, peak
+ * memory, and child processes that isolate each memory measurement.
+ *
+ * Peak memory is the process's resident-set high-water mark
+ * (`process.resourceUsage().maxRSS`), which only ever grows; that is why
+ * every figure that reports it runs in a fresh child process of its own.
+ */
+import { spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+
+/** Median, quartiles and extremes of a list of samples. */
+export interface Stats {
+  readonly n: number
+  readonly median: number
+  readonly q1: number
+  readonly q3: number
+  readonly min: number
+  readonly max: number
+}
+
+const quantile = (sorted: ReadonlyArray<number>, q: number): number => {
+  if (sorted.length === 0) return Number.NaN
+  const at = (sorted.length - 1) * q
+  const low = Math.floor(at)
+  const high = Math.ceil(at)
+  const a = sorted[low] ?? Number.NaN
+  const b = sorted[high] ?? Number.NaN
+  return a + (b - a) * (at - low)
+}
+
+export const stats = (samples: ReadonlyArray<number>): Stats => {
+  const sorted = [...samples].sort((a, b) => a - b)
+  return {
+    n: sorted.length,
+    median: quantile(sorted, 0.5),
+    q1: quantile(sorted, 0.25),
+    q3: quantile(sorted, 0.75),
+    min: sorted[0] ?? Number.NaN,
+    max: sorted.at(-1) ?? Number.NaN
+  }
+}
+
+/** How many unrecorded warm-up runs precede how many recorded repetitions. */
+export interface Plan {
+  readonly warmup: number
+  readonly reps: number
+}
+
+/** Runs `body` `warmup` times unrecorded, then `reps` times; returns each repetition's milliseconds. */
+export const repeat = async (plan: Plan, body: (rep: number) => Promise<void> | void): Promise<Array<number>> => {
+  for (let i = 0; i < plan.warmup; i++) await body(-1 - i)
+  const samples: Array<number> = []
+  for (let i = 0; i < plan.reps; i++) {
+    const started = performance.now()
+    await body(i)
+    samples.push(performance.now() - started)
+  }
+  return samples
+}
+
+/** Peak resident set size of this process so far, in bytes. */
+export const peakRss = (): number => process.resourceUsage().maxRSS * 1024
+
+/** Heap in use after a full collection (needs `--expose-gc`; otherwise as found). */
+export const retainedHeap = (): number => {
+  const gc = (globalThis as { gc?: () => void }).gc
+  if (gc !== undefined) {
+    gc()
+    gc()
+  }
+  return process.memoryUsage().heapUsed
+}
+
+/** Where a benchmark writes: a folder on the disk (real fsync) or on tmpfs (fsync costs nothing). */
+export type Medium = "disk" | "memory"
+
+const memoryRoot = "/dev/shm"
+
+export const mediumAvailable = (medium: Medium): boolean => medium === "disk" || fs.existsSync(memoryRoot)
+
+/** A fresh folder on the medium; the caller removes it with {@link removeDir}. */
+export const makeTempDir = (medium: Medium): string =>
+  fs.mkdtempSync(path.join(medium === "disk" ? os.tmpdir() : memoryRoot, "tessera-bench-"))
+
+export const removeDir = (dir: string): void => fs.rmSync(dir, { recursive: true, force: true })
+
+export const withTempDir = async <A>(medium: Medium, body: (dir: string) => Promise<A>): Promise<A> => {
+  const dir = makeTempDir(medium)
+  try {
+    return await body(dir)
+  } finally {
+    removeDir(dir)
+  }
+}
+
+const childEntry = path.join(path.dirname(fileURLToPath(import.meta.url)), "child.ts")
+
+/** Options of one isolated run. */
+export interface ChildOptions {
+  /** V8 old-space cap in MiB, so that every memory figure runs under the same limit. */
+  readonly maxOldSpaceMiB?: number
+  /** Writes a V8 CPU profile into this folder. */
+  readonly cpuProfileDir?: string
+}
+
+/**
+ * Runs one benchmark job in a fresh Node process and returns the JSON it
+ * printed as its last line of output.
+ */
+export const runChild = <A>(job: string, args: unknown, options: ChildOptions = {}): Promise<A> =>
+  new Promise((resolve, reject) => {
+    const flags = [
+      "--expose-gc",
+      `--max-old-space-size=${options.maxOldSpaceMiB ?? 4096}`,
+      ...(options.cpuProfileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${options.cpuProfileDir}`])
+    ]
+    const child = spawn(process.execPath, [...flags, childEntry, job, JSON.stringify(args)], {
+      stdio: ["ignore", "pipe", "inherit"]
+    })
+    let out = ""
+    child.stdout.setEncoding("utf8")
+    child.stdout.on("data", (chunk: string) => {
+      out += chunk
+    })
+    child.on("error", reject)
+    child.on("close", (code) => {
+      const last = out.trim().split("\n").at(-1) ?? ""
+      if (code !== 0) {
+        reject(new Error(`benchmark job ${job} exited with code ${code}: ${out.slice(-2000)}`))
+        return
+      }
+      try {
+        resolve(JSON.parse(last) as A)
+      } catch (error) {
+        reject(new Error(`benchmark job ${job} printed no result: ${String(error)}: ${out.slice(-2000)}`))
+      }
+    })
+  })
+
+export const formatMs = (ms: number): string =>
+  ms >= 100 ? ms.toFixed(0) : ms >= 10 ? ms.toFixed(1) : ms >= 1 ? ms.toFixed(2) : ms.toFixed(3)
+
+export const formatBytes = (bytes: number): string =>
+  bytes >= 1024 * 1024 * 1024
+    ? `${(bytes / 1024 ** 3).toFixed(2)} GiB`
+    : bytes >= 1024 * 1024
+      ? `${(bytes / 1024 ** 2).toFixed(1)} MiB`
+      : bytes >= 1024
+        ? `${(bytes / 1024).toFixed(1)} KiB`
+        : `${bytes} B`
+
+export const formatStats = (s: Stats, unit = " ms"): string =>
+  `${formatMs(s.median)}${unit} (IQR ${formatMs(s.q1)}–${formatMs(s.q3)}, min ${formatMs(s.min)}, max ${formatMs(s.max)}, n=${s.n})`
+
+export const log = (line: string): void => {
+  process.stderr.write(`[bench] ${line}\n`)
+}

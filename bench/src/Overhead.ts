@@ -1,0 +1,109 @@
+/**
+ * Runtime overhead per step: the stock executor (scripted model, one small
+ * tool result per step, journal with a synced append per entry) against a
+ * bare loop that appends the very same journal lines with the same
+ * durability (write, then fsync, per line) and does nothing else.
+ *
+ * The bare loop replays the bytes the executor wrote, so both sides write
+ * identical lines; the difference is everything the runtime does per step.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { CompactionPolicy, Journal, Model, TaskExecution, Tool } from "@tessera/runtime"
+import { Effect } from "effect"
+import { type Medium, makeTempDir, type Plan, removeDir, type Stats, stats } from "./Harness.ts"
+import { logText, makeWorld, platformLayer, produce, resultBody, start, task, turnLayer } from "./World.ts"
+
+export interface OverheadArgs {
+  readonly medium: Medium
+  readonly steps: number
+  readonly plan: Plan
+}
+
+export interface OverheadResult {
+  readonly medium: Medium
+  readonly steps: number
+  readonly executorMs: Stats
+  readonly bareMs: Stats
+  readonly executorStepsPerSecond: number
+  readonly bareStepsPerSecond: number
+  readonly ratio: number
+  readonly linesPerStep: number
+}
+
+const resultSize = 1_024
+
+const executorTurn = async (root: string, steps: number) => {
+  const world = await Effect.runPromise(makeWorld(root, CompactionPolicy.disabled).pipe(Effect.provide(platformLayer)))
+  const tools = Tool.registry(produce(resultBody(logText(resultSize))))
+  let calls = 0
+  const generate = () =>
+    Effect.sync(() => {
+      calls++
+      return calls < steps
+        ? Model.response({ toolCalls: [Model.toolCall(`call-${calls}`, "produce", { size: resultSize })] })
+        : Model.response({ text: "done" })
+    })
+  const layer = turnLayer(world.journalFolder, generate)
+  const started = performance.now()
+  await Effect.runPromise(
+    TaskExecution.runTurn(world.binding, start, { tools, maxSteps: steps }).pipe(Effect.provide(layer))
+  )
+  const ms = performance.now() - started
+  const lines = fs
+    .readFileSync(path.join(world.journalFolder, Journal.fileName(task)))
+    .toString("utf8")
+    .split("\n")
+    .filter((line) => line.length > 0)
+    .map((line) => Buffer.from(`${line}\n`))
+  return { ms, lines }
+}
+
+const bareLoop = (root: string, lines: ReadonlyArray<Buffer>): number => {
+  const file = path.join(root, "bare.jsonl")
+  const started = performance.now()
+  const fd = fs.openSync(file, "a")
+  try {
+    for (const line of lines) {
+      fs.writeSync(fd, line)
+      fs.fsyncSync(fd)
+    }
+  } finally {
+    fs.closeSync(fd)
+  }
+  return performance.now() - started
+}
+
+export const run = async (args: OverheadArgs): Promise<OverheadResult> => {
+  const executor: Array<number> = []
+  const bare: Array<number> = []
+  let linesPerStep = 0
+  for (let rep = -args.plan.warmup; rep < args.plan.reps; rep++) {
+    const root = makeTempDir(args.medium)
+    try {
+      const turn = await executorTurn(path.join(root, "store"), args.steps)
+      const bareMs = bareLoop(root, turn.lines)
+      linesPerStep = turn.lines.length / args.steps
+      if (rep >= 0) {
+        executor.push(turn.ms)
+        bare.push(bareMs)
+      }
+    } finally {
+      removeDir(root)
+    }
+  }
+  const executorMs = stats(executor)
+  const bareMs = stats(bare)
+  const executorStepsPerSecond = (args.steps * 1000) / executorMs.median
+  const bareStepsPerSecond = (args.steps * 1000) / bareMs.median
+  return {
+    medium: args.medium,
+    steps: args.steps,
+    executorMs,
+    bareMs,
+    executorStepsPerSecond,
+    bareStepsPerSecond,
+    ratio: executorStepsPerSecond / bareStepsPerSecond,
+    linesPerStep
+  }
+}

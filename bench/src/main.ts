@@ -1,0 +1,297 @@
+/**
+ * `npm run bench`: runs every benchmark, each in its own Node process, prints
+ * the numbers, and writes `docs/performance.md` and
+ * `docs/performance-context.svg`.
+ */
+import { execSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import type { ContextBoundResult } from "./ContextBound.ts"
+import { onOffload, onPolicy, resultSize } from "./ContextBound.ts"
+import { formatBytes, formatMs, formatStats, log, runChild } from "./Harness.ts"
+import type { ReopenResult } from "./JournalReopen.ts"
+import type { OffloadResult } from "./OffloadThroughput.ts"
+import type { OverheadResult } from "./Overhead.ts"
+import { contextPlot } from "./Plot.ts"
+import type { SideResult } from "./SideBySide.ts"
+import { sidePolicy } from "./SideBySide.ts"
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..")
+const docs = path.join(root, "docs")
+const benchStarted = performance.now()
+
+const versionOf = (pkg: string): string => {
+  const file = path.join(root, "bench", "node_modules", ...pkg.split("/"), "package.json")
+  return (JSON.parse(fs.readFileSync(file, "utf8")) as { version: string }).version
+}
+
+const timed = async <A>(label: string, body: () => Promise<A>): Promise<A> => {
+  const started = performance.now()
+  log(`${label} ...`)
+  const result = await body()
+  log(`${label}: ${((performance.now() - started) / 1000).toFixed(1)} s`)
+  return result
+}
+
+const largestUpTo = (result: ContextBoundResult, step: number): number =>
+  result.requestSizes.reduce((max, [at, size]) => (at <= step ? Math.max(max, size) : max), 0)
+const sizeAt = (result: ContextBoundResult, step: number): number =>
+  result.requestSizes.find(([at]) => at === step)?.[1] ?? Number.NaN
+
+const ratio = (a: number, b: number): string => (a / b).toFixed(2)
+const verdict = (ok: boolean): string => (ok ? "**met**" : "**missed**")
+
+// ---------------------------------------------------------------- runs
+const offSteps = 200
+const on10k = await timed("context bound, on, 10,000 steps", () =>
+  runChild<ContextBoundResult>("context-bound", { mode: "on", steps: 10_000, medium: "disk" })
+)
+const on1k = await timed("context bound, on, 1,000 steps", () =>
+  runChild<ContextBoundResult>("context-bound", { mode: "on", steps: 1_000, medium: "disk" })
+)
+const off = await timed(`context bound, off, ${offSteps} steps`, () =>
+  runChild<ContextBoundResult>("context-bound", { mode: "off", steps: offSteps, medium: "disk" })
+)
+const overheadDisk = await timed("runtime overhead, disk", () =>
+  runChild<OverheadResult>("overhead", { medium: "disk", steps: 200, plan: { warmup: 1, reps: 5 } })
+)
+const overheadMemory = await timed("runtime overhead, tmpfs", () =>
+  runChild<OverheadResult>("overhead", { medium: "memory", steps: 500, plan: { warmup: 1, reps: 5 } })
+)
+const offload = await timed("offload throughput", () =>
+  runChild<OffloadResult>("offload", { medium: "disk", plan: { warmup: 3, reps: 15 } })
+)
+const reopen = await timed("journal reopen", () =>
+  runChild<ReopenResult>("reopen", { medium: "disk", entries: 100_000, plan: { warmup: 1, reps: 5 } })
+)
+const sideArgs = { warmupSteps: 60, steps: 300 }
+const sides: Array<SideResult> = []
+sides.push(
+  await timed("side by side: langchain (default trim)", () => runChild<SideResult>("side-langchain", sideArgs))
+)
+sides.push(
+  await timed("side by side: langchain (trim 100,000)", () =>
+    runChild<SideResult>("side-langchain", { ...sideArgs, trimTokensToSummarize: 100_000 })
+  )
+)
+sides.push(
+  await timed("side by side: tessera, tmpfs", () =>
+    runChild<SideResult>("side-tessera", { ...sideArgs, medium: "memory" })
+  )
+)
+sides.push(
+  await timed("side by side: tessera, disk", () =>
+    runChild<SideResult>("side-tessera", { ...sideArgs, medium: "disk" })
+  )
+)
+const totalSeconds = (performance.now() - benchStarted) / 1000
+
+// ---------------------------------------------------------------- report
+const cpus = os.cpus()
+const versions = {
+  node: process.version,
+  effect: versionOf("effect"),
+  langchain: versionOf("langchain"),
+  langchainCore: versionOf("@langchain/core")
+}
+const commit = (() => {
+  try {
+    return execSync("git rev-parse --short HEAD", { cwd: root, encoding: "utf8" }).trim()
+  } catch {
+    return "unknown"
+  }
+})()
+
+const perStepOff = (sizeAt(off, offSteps) - sizeAt(off, 100)) / (offSteps - 100)
+const offAt = (step: number) => sizeAt(off, 100) + perStepOff * (step - 100)
+const largest100 = largestUpTo(on10k, 100)
+const largest10k = largestUpTo(on10k, 10_000)
+const contextOk = largest10k <= 1.1 * largest100
+const memoryOk = on10k.peakRss <= 1.2 * on1k.peakRss
+const overheadOk = overheadDisk.ratio >= 0.8
+const variant = (name: string) => offload.variants.find((v) => v.name === name)
+const offRedactor = variant("offload, default redactor")
+const offNone = variant("offload, no redactor")
+const rawScan = variant("raw write + same regex scan")
+const raw = variant("raw write")
+const redactorRatio = offRedactor && rawScan ? offRedactor.mibPerSecond / rawScan.mibPerSecond : Number.NaN
+const noneRatio = offNone && raw ? offNone.mibPerSecond / raw.mibPerSecond : Number.NaN
+const [lcDefault, lcFull, oursMemory, oursDisk] = sides as [SideResult, SideResult, SideResult, SideResult]
+
+const md: Array<string> = []
+md.push("# Performance")
+md.push("")
+md.push(
+  "Generated by `npm run bench` (which runs `pnpm --filter @tessera/bench run bench`, i.e. `node bench/src/main.ts`). " +
+    "Do not edit by hand; rerun the command. Each benchmark runs in its own Node process (`--expose-gc --max-old-space-size=4096`), " +
+    "so every peak-memory figure is that process's own resident-set high-water mark (`process.resourceUsage().maxRSS`)."
+)
+md.push("")
+md.push("## Setup")
+md.push("")
+md.push(`- Commit: \`${commit}\`; run at ${new Date().toISOString()}; whole run took ${totalSeconds.toFixed(0)} s.`)
+md.push(
+  `- Node ${versions.node}, effect ${versions.effect}, langchain ${versions.langchain}, @langchain/core ${versions.langchainCore}.`
+)
+md.push(
+  `- Machine: ${cpus.length} × ${cpus[0]?.model ?? "unknown CPU"}, ${formatBytes(os.totalmem())} memory, ${os.type()} ${os.release()}. ` +
+    `"disk" is a folder under \`${os.tmpdir()}\` (fsync reaches the device); "tmpfs" is \`/dev/shm\` (fsync returns at once).`
+)
+md.push(
+  "- Spread: median with interquartile range (IQR), minimum and maximum over the repetitions. Timings on a shared 2-core machine vary; the medians are what the targets are checked against."
+)
+md.push("")
+md.push("## Summary of targets")
+md.push("")
+md.push("| Target | Measured | Verdict |")
+md.push("| --- | --- | --- |")
+md.push(
+  `| Context: largest request up to step 10,000 <= 1.1x up to step 100 | ${formatBytes(largest10k)} vs ${formatBytes(largest100)} = ${ratio(largest10k, largest100)}x | ${verdict(contextOk)} |`
+)
+md.push(
+  `| Context: peak memory at 10,000 steps <= 1.2x at 1,000 | ${formatBytes(on10k.peakRss)} vs ${formatBytes(on1k.peakRss)} = ${ratio(on10k.peakRss, on1k.peakRss)}x | ${verdict(memoryOk)} |`
+)
+md.push(
+  `| Runtime overhead: >= 0.8x bare loop steps/s (same fsync durability) | ${overheadDisk.executorStepsPerSecond.toFixed(0)} vs ${overheadDisk.bareStepsPerSecond.toFixed(0)} steps/s = ${overheadDisk.ratio.toFixed(2)}x | ${verdict(overheadOk)} |`
+)
+md.push(
+  `| Offload with default redactor >= 0.5x raw write + same regex scan | ${redactorRatio.toFixed(2)}x | ${verdict(redactorRatio >= 0.5)} |`
+)
+md.push(`| Offload with no redactor >= 0.8x raw write | ${noneRatio.toFixed(2)}x | ${verdict(noneRatio >= 0.8)} |`)
+md.push(
+  `| Journal reopen >= 0.5x raw split-and-parse | ${reopen.ratio.toFixed(2)}x | ${verdict(reopen.ratio >= 0.5)} |`
+)
+const stepRatio = oursMemory.step.median / lcDefault.step.median
+const sumRatio = oursMemory.summarizationStep.median / lcDefault.summarizationStep.median
+md.push(
+  `| vs LangChain: per-step time <= 0.3x (durability matched: journal on tmpfs) | ${formatMs(oursMemory.step.median)} ms vs ${formatMs(lcDefault.step.median)} ms = ${stepRatio.toFixed(2)}x | ${verdict(stepRatio <= 0.3)} |`
+)
+md.push(
+  `| vs LangChain: per-summarization-step time <= 0.3x | ${formatMs(oursMemory.summarizationStep.median)} ms vs ${formatMs(lcDefault.summarizationStep.median)} ms = ${sumRatio.toFixed(2)}x | ${verdict(sumRatio <= 0.3)} |`
+)
+md.push(
+  `| vs LangChain: lower peak memory | ${formatBytes(oursMemory.peakRss)} vs ${formatBytes(lcDefault.peakRss)} | ${verdict(oursMemory.peakRss < lcDefault.peakRss)} |`
+)
+md.push("")
+
+md.push("## Context bound")
+md.push("")
+md.push(
+  `One turn on the scripted model; every step calls a tool whose result is ${resultSize.toLocaleString("en")} bytes of log text. ` +
+    `"On": \`offload: ${JSON.stringify(onOffload)}\` and compaction policy \`${JSON.stringify(onPolicy)}\` (bound reached before step 100). ` +
+    `"Off": policy \`Disabled\`, no offload; run to ${offSteps} steps only, because every request carries every earlier result ` +
+    "(the run is quadratic in time) and the growth is exactly linear, so larger step counts are extrapolated from it. " +
+    "Request size is the executor's own measure from the journal's `RequestDispatched` entries (UTF-8 bytes of the canonical JSON request); the journal is on disk with fsync per append."
+)
+md.push("")
+md.push(
+  "| Run | Steps | Wall time | Request at step 100 | Request at last step | Largest up to 100 | Largest overall | Summaries | Offloaded | Largest summary request | Peak RSS | Heap after GC |"
+)
+md.push("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+for (const r of [on1k, on10k, off]) {
+  md.push(
+    `| ${r.mode} | ${r.steps.toLocaleString("en")} | ${(r.wallMs / 1000).toFixed(1)} s | ${formatBytes(sizeAt(r, 100))} | ${formatBytes(sizeAt(r, r.steps))} | ${formatBytes(largestUpTo(r, 100))} | ${formatBytes(largestUpTo(r, r.steps))} | ${r.summaryRequests} | ${r.offloaded} | ${formatBytes(r.largestSummaryRequest)} | ${formatBytes(r.peakRss)} | ${formatBytes(r.retainedHeap)} |`
+  )
+}
+md.push("")
+md.push(
+  `Off, extrapolated (measured growth ${formatBytes(perStepOff)} per step): request at step 1,000 ≈ ${formatBytes(offAt(1_000))}, at step 10,000 ≈ ${formatBytes(offAt(10_000))} ` +
+    `(${ratio(offAt(10_000), sizeAt(off, 100))}x step 100), against ${formatBytes(largest10k)} with offload and compaction on. ` +
+    `Per step with both on: ${formatMs(on10k.wallMs / on10k.steps)} ms (10,000 steps in ${(on10k.wallMs / 1000).toFixed(0)} s, five synced journal appends and one synced artifact file per step).`
+)
+if (!on10k.offloadAvailable) md.push("", "**The runtime has no `offload` option: the on runs used compaction only.**")
+md.push("")
+md.push("![Request size against step number](performance-context.svg)")
+md.push("")
+
+md.push("## Runtime overhead per step")
+md.push("")
+md.push(
+  "The stock executor (`TaskExecution.runTurn`, scripted model, one 1 KiB tool result per step, compaction disabled, journal with a synced append per entry) " +
+    "against a bare loop that appends the very same journal lines (the bytes the executor wrote) with `writeSync` + `fsyncSync` per line and does nothing else."
+)
+md.push("")
+md.push(
+  "| Medium | Steps per run | Executor per run | Bare loop per run | Executor steps/s | Bare steps/s | Ratio | Journal lines per step |"
+)
+md.push("| --- | ---: | --- | --- | ---: | ---: | ---: | ---: |")
+for (const r of [overheadDisk, overheadMemory]) {
+  md.push(
+    `| ${r.medium === "disk" ? "disk (fsync)" : "tmpfs"} | ${r.steps} | ${formatStats(r.executorMs)} | ${formatStats(r.bareMs)} | ${r.executorStepsPerSecond.toFixed(0)} | ${r.bareStepsPerSecond.toFixed(0)} | ${r.ratio.toFixed(2)}x | ${r.linesPerStep} |`
+  )
+}
+md.push("")
+
+md.push("## Offload throughput")
+md.push("")
+md.push(
+  `1 MiB results (log text with a credential-looking line every 64 KiB; the default redactor finds ${offload.redactedMatches}) through \`ArtifactOffload.offload\` ` +
+    "(threshold 0, on disk), against a raw write with the same durability as `NodeDurableFiles.writeNewFile` (create exclusively, write, fsync the file, close, fsync the folder), and that raw write after the default redactor's regex scan."
+)
+md.push("")
+md.push("| Variant | Time per 1 MiB | MiB/s |")
+md.push("| --- | --- | ---: |")
+for (const v of offload.variants) md.push(`| ${v.name} | ${formatStats(v.ms)} | ${v.mibPerSecond.toFixed(1)} |`)
+md.push("")
+
+md.push("## Journal reopen")
+md.push("")
+md.push(
+  `A journal of ${reopen.entries.toLocaleString("en")} entries (${formatBytes(reopen.fileBytes)}, turns of 100 tool steps) opened with \`Journal.open\` (read, Schema-decode every line, replay the state) against \`readFileSync\` + \`split("\\n")\` + \`JSON.parse\` per line.`
+)
+md.push("")
+md.push("| Reader | Time | Ratio (raw / journal) |")
+md.push("| --- | --- | ---: |")
+md.push(`| Journal.open | ${formatStats(reopen.journalMs)} | ${reopen.ratio.toFixed(2)}x |`)
+md.push(`| raw split + JSON.parse | ${formatStats(reopen.rawMs)} | |`)
+md.push("")
+
+md.push("## Side by side with LangChain")
+md.push("")
+md.push(
+  `Scenario: every step the model asks for one tool call whose result is 51,200 characters; history is summarized at 100,000 estimated tokens (characters / 4) keeping the last 6 messages. ` +
+    `${sideArgs.warmupSteps} warm-up steps, then ${sideArgs.steps} measured steps, in one process per row. ` +
+    "Both sides are driven by a scripted model that keeps nothing it receives (LangChain: a `BaseChatModel` subclass with `bindTools`). " +
+    `LangChain: \`createAgent({ model, tools, middleware: [summarizationMiddleware({ model, trigger: { tokens: 100000 }, keep: { messages: 6 } })] })\`, no checkpointer. ` +
+    `Ours: \`TaskExecution.runTurn\` with policy \`${JSON.stringify(sidePolicy)}\` (keeps exactly the last 3 rounds = 6 messages) and no offload. ` +
+    "Durability is matched by putting our journal and private volume on tmpfs: the same code runs (every entry encoded, checked and written, every summary staged write-once), but nothing survives a machine crash, like LangChain's in-memory state; the disk row shows the cost of real durability. " +
+    "A step is the time from one agent model call to the next; a summarization step is one during which history was summarized."
+)
+md.push("")
+md.push(
+  'Note on LangChain\'s default: it trims the history to `trimTokensToSummarize` (default 4,000 tokens) before summarizing; one 51,200-character result (12,800 tokens) never fits, so in this scenario it sends **no** summary request and replaces the history with "Previous conversation was too long to summarize." ' +
+    "The second row sets `trimTokensToSummarize: 100000`, so that LangChain, like ours, sends the summarized history to the model."
+)
+md.push("")
+md.push("| Side | Per step | Per summarization step | Summarizations | Summary requests | Peak RSS | Heap after GC |")
+md.push("| --- | --- | --- | ---: | ---: | ---: | ---: |")
+for (const s of sides) {
+  md.push(
+    `| ${s.side} | ${formatStats(s.step)} | ${formatStats(s.summarizationStep)} | ${s.summaries} | ${s.summaryRequests} | ${formatBytes(s.peakRss)} | ${formatBytes(s.retainedHeap)} |`
+  )
+}
+md.push("")
+md.push(
+  `Ratios (ours on tmpfs / LangChain default): per step ${stepRatio.toFixed(2)}x, per summarization step ${sumRatio.toFixed(2)}x, peak memory ${ratio(oursMemory.peakRss, lcDefault.peakRss)}x. ` +
+    `Against LangChain summarizing the full history: per step ${(oursMemory.step.median / lcFull.step.median).toFixed(2)}x, per summarization step ${(oursMemory.summarizationStep.median / lcFull.summarizationStep.median).toFixed(2)}x. ` +
+    `Ours with the journal on disk: per step ${formatMs(oursDisk.step.median)} ms, per summarization step ${formatMs(oursDisk.summarizationStep.median)} ms.`
+)
+md.push("")
+const notesFile = path.join(root, "bench", "NOTES.md")
+if (fs.existsSync(notesFile)) md.push(fs.readFileSync(notesFile, "utf8").trim(), "")
+
+fs.mkdirSync(docs, { recursive: true })
+fs.writeFileSync(path.join(docs, "performance.md"), `${md.join("\n")}\n`)
+fs.writeFileSync(
+  path.join(docs, "performance-context.svg"),
+  contextPlot({
+    on: on10k.requestSizes,
+    off: off.requestSizes,
+    offPerStep: perStepOff,
+    offFrom: [100, sizeAt(off, 100)]
+  })
+)
+process.stdout.write(`${md.join("\n")}\n`)
+log(`wrote docs/performance.md and docs/performance-context.svg in ${totalSeconds.toFixed(0)} s`)

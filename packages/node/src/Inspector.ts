@@ -1,0 +1,408 @@
+/**
+ * The inspector: what a namespace (task) folder holds, read without changing
+ * anything, and rendered as text for people.
+ *
+ * {@link inspect} reads through the runtime's own readers (`VolumeStore.open`
+ * for the store and its volume facts, `Journal.readEntries` for journals), so
+ * the inspector decodes exactly what the runtime would and reports the same
+ * typed errors, each naming the file. Before it opens the store it checks
+ * that the folder is a complete store (a folder, with `store.json` and
+ * `meta/volumes/`), because opening a store on a folder without one would
+ * create it, and an inspector must never write.
+ *
+ * {@link render} and {@link formatEntry} are pure functions of the data, so
+ * they are tested without a file system.
+ *
+ * What is shown:
+ *
+ * - the store id and every volume with its kind and owner;
+ * - each task journal (`<task>.jsonl` on a `Journal` volume), one line per
+ *   entry: sequence number, time, tag and the entry's key fields;
+ * - summaries (files under `summaries/` on `AgentPrivate` volumes) and
+ *   artifacts (every other file on a volume), with their sizes.
+ *
+ * With a task filter only that task's journal is shown, and only the
+ * summaries and artifacts its journal records.
+ *
+ * @since 0.1.0
+ */
+import { Ids, Volume } from "@tessera/core"
+import { Journal, VolumeStore } from "@tessera/runtime"
+import type { FileSystem as FileSystemNs } from "effect"
+import { Effect, FileSystem, Option, Path, Schema } from "effect"
+
+/**
+ * The folder cannot be inspected as a store: it is missing, not a folder,
+ * or not (completely) a Tessera store. Nothing was created or changed.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class NotAStoreFolder extends Schema.TaggedError<NotAStoreFolder>()("NotAStoreFolder", {
+  path: Schema.String,
+  problem: Schema.String
+}) {
+  override get message(): string {
+    return `${this.path}: ${this.problem}`
+  }
+}
+
+/**
+ * A task was asked for and no journal volume holds its journal.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class TaskNotFound extends Schema.TaggedError<TaskNotFound>()("TaskNotFound", {
+  task: Schema.String,
+  searched: Schema.Array(Schema.String)
+}) {
+  override get message(): string {
+    return `no journal for task ${this.task} in ${this.searched.length === 0 ? "(no journal volume)" : this.searched.join(", ")}`
+  }
+}
+
+/**
+ * A file below a volume's data folder, reading failed for it. Names the file.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class InspectIoError extends Schema.TaggedError<InspectIoError>()("InspectIoError", {
+  path: Schema.String,
+  operation: Schema.String,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `${this.path}: could not ${this.operation}: ${this.detail}`
+  }
+}
+
+/**
+ * Everything {@link inspect} can fail with; every one names the file or
+ * folder at fault.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export type InspectError =
+  | NotAStoreFolder
+  | TaskNotFound
+  | InspectIoError
+  | VolumeStore.OpenError
+  | VolumeStore.VolumeMetadataInvalid
+  | Journal.JournalCorrupt
+  | Journal.JournalIOError
+
+/**
+ * A file on a volume: its path relative to the volume's data folder
+ * (`/`-separated) and its size in bytes.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface VolumeFile {
+  readonly volume: Ids.VolumeId
+  readonly path: string
+  readonly size: number
+}
+
+/**
+ * A volume and its data folder.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface VolumeReport {
+  readonly descriptor: Volume.VolumeDescriptor
+  readonly folder: string
+}
+
+/**
+ * One task's journal and its entries.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface JournalReport {
+  readonly task: Ids.TaskId
+  readonly volume: Ids.VolumeId
+  readonly file: string
+  readonly entries: ReadonlyArray<Journal.Entry>
+}
+
+/**
+ * Everything the inspector found.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Report {
+  readonly root: string
+  readonly store: Ids.StoreId
+  readonly task: Option.Option<Ids.TaskId>
+  readonly volumes: ReadonlyArray<VolumeReport>
+  readonly journals: ReadonlyArray<JournalReport>
+  readonly summaries: ReadonlyArray<VolumeFile>
+  readonly artifacts: ReadonlyArray<VolumeFile>
+}
+
+/**
+ * Options of {@link inspect}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface InspectOptions {
+  /** Show only this task's journal, and the summaries and artifacts it records. */
+  readonly task?: Ids.TaskId
+}
+
+const decodeTaskId = Schema.decodeUnknownOption(Ids.TaskId)
+
+const isSummary = (descriptor: Volume.VolumeDescriptor, file: string): boolean =>
+  descriptor.kind === "AgentPrivate" && file.startsWith("summaries/")
+
+/**
+ * Reads a namespace folder. Never writes: the folder is checked to be a
+ * complete store before the store is opened.
+ *
+ * @since 0.1.0
+ * @category reading
+ */
+export const inspect = Effect.fnUntraced(function* (
+  folder: string,
+  options: InspectOptions = {}
+): Effect.fn.Return<Report, InspectError, FileSystemNs.FileSystem | Path.Path> {
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
+  const root = path.resolve(folder)
+  const kindOf = (target: string) =>
+    fs.stat(target).pipe(
+      Effect.map((info) => Option.some(info.type)),
+      Effect.catchIf(
+        (error) => error.reason._tag === "NotFound",
+        () => Effect.succeed(Option.none<FileSystemNs.File.Type>())
+      ),
+      Effect.mapError((error) => new InspectIoError({ path: target, operation: "stat", detail: error.message }))
+    )
+
+  const rootKind = yield* kindOf(root)
+  if (Option.isNone(rootKind)) return yield* new NotAStoreFolder({ path: root, problem: "no such folder" })
+  if (rootKind.value !== "Directory") {
+    return yield* new NotAStoreFolder({ path: root, problem: `not a folder (it is a ${rootKind.value})` })
+  }
+  const manifest = path.join(root, "store.json")
+  if (Option.isNone(yield* kindOf(manifest))) {
+    return yield* new NotAStoreFolder({
+      path: manifest,
+      problem: "missing: the folder is not a Tessera store (expected store.json, volumes/ and meta/volumes/)"
+    })
+  }
+  for (const required of [path.join(root, "meta", "volumes"), path.join(root, "volumes")]) {
+    const kind = yield* kindOf(required)
+    if (Option.isNone(kind) || kind.value !== "Directory") {
+      return yield* new NotAStoreFolder({
+        path: required,
+        problem: "missing or not a folder: the store is incomplete"
+      })
+    }
+  }
+
+  const store = yield* VolumeStore.open({ root })
+  const descriptors = yield* store.list()
+  const volumes: Array<VolumeReport> = []
+  const journals: Array<JournalReport> = []
+  const files: Array<VolumeFile> = []
+  for (const descriptor of descriptors) {
+    const volumeFolder = yield* store
+      .folderOf({ store: store.id, volume: descriptor.id })
+      .pipe(
+        Effect.catchTag("Unauthorized", (error) =>
+          Effect.fail(new InspectIoError({ path: root, operation: "locate a volume", detail: error.message }))
+        )
+      )
+    volumes.push({ descriptor, folder: volumeFolder })
+    for (const file of yield* listFiles(volumeFolder)) {
+      const task = descriptor.kind === "Journal" ? journalTask(file.path) : Option.none()
+      if (Option.isSome(task)) {
+        if (options.task !== undefined && options.task !== task.value) continue
+        const entries = yield* Journal.readEntries({ folder: volumeFolder, task: task.value })
+        journals.push({ task: task.value, volume: descriptor.id, file: path.join(volumeFolder, file.path), entries })
+        continue
+      }
+      files.push({ volume: descriptor.id, path: file.path, size: file.size })
+    }
+  }
+  if (options.task !== undefined && journals.length === 0) {
+    return yield* new TaskNotFound({
+      task: options.task,
+      searched: volumes.filter((volume) => volume.descriptor.kind === "Journal").map((volume) => volume.folder)
+    })
+  }
+  const recorded = recordedFiles(journals)
+  const shown =
+    options.task === undefined ? files : files.filter((file) => recorded.has(`${file.volume}\u0000${file.path}`))
+  const kinds = new Map(descriptors.map((descriptor) => [descriptor.id, descriptor]))
+  const summary = (file: VolumeFile) => {
+    const descriptor = kinds.get(file.volume)
+    return descriptor !== undefined && isSummary(descriptor, file.path)
+  }
+  const report: Report = {
+    root,
+    store: store.id,
+    task: Option.fromUndefinedOr(options.task),
+    volumes,
+    journals,
+    summaries: shown.filter(summary),
+    artifacts: shown.filter((file) => !summary(file))
+  }
+  return report
+})
+
+/** `<task>.jsonl` at the top of a journal volume names a task's journal. */
+const journalTask = (file: string): Option.Option<Ids.TaskId> => {
+  if (file.includes("/") || !file.endsWith(".jsonl")) return Option.none()
+  return decodeTaskId(file.slice(0, -".jsonl".length))
+}
+
+/** `<volume>\0<path>` of every file the journals record (summaries staged, artifacts offloaded). */
+const recordedFiles = (journals: ReadonlyArray<JournalReport>): ReadonlySet<string> => {
+  const keys = new Set<string>()
+  for (const journal of journals) {
+    for (const entry of journal.entries) {
+      if (entry._tag === "SummaryStaged") keys.add(`${entry.volume.volume}\u0000${entry.path}`)
+      if (entry._tag === "ArtifactOffloaded" && entry.volume !== undefined) {
+        keys.add(`${entry.volume.volume}\u0000${entry.path}`)
+      }
+    }
+  }
+  return keys
+}
+
+/** Every regular file below `folder` (symlinks are listed, never followed), sorted by path. */
+const listFiles = Effect.fnUntraced(function* (folder: string) {
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
+  const io = (target: string, operation: string) => (error: { readonly message: string }) =>
+    new InspectIoError({ path: target, operation, detail: error.message })
+  const names = yield* fs.readDirectory(folder, { recursive: true }).pipe(Effect.mapError(io(folder, "list")))
+  const found: Array<{ readonly path: string; readonly size: number }> = []
+  for (const name of [...names].sort()) {
+    const full = path.join(folder, name)
+    const info = yield* fs.lstat(full).pipe(Effect.mapError(io(full, "stat")))
+    if (info.type === "Directory") continue
+    found.push({ path: name.split(path.sep).join("/"), size: Number(info.size) })
+  }
+  return found
+})
+
+const short = (digest: string): string => digest.slice(0, 12)
+
+const fields = (entry: Journal.Entry): string => {
+  const turn = "turn" in entry && entry.turn !== undefined ? `turn=${entry.turn}` : undefined
+  const step = "step" in entry && entry.step !== undefined ? `step=${entry.step}` : undefined
+  const parts = (...rest: ReadonlyArray<string | undefined>) =>
+    [turn, step, ...rest].filter((part) => part !== undefined).join(" ")
+  switch (entry._tag) {
+    case "TurnOpened":
+      return parts(`task=${entry.task}`)
+    case "TurnResumed":
+      return parts()
+    case "RequestDispatched":
+      return parts(`parts=${entry.parts}`, `size=${entry.size}`, `sha256=${short(entry.sha256)}`)
+    case "ResponseReceived":
+      return parts(
+        `text=${entry.textSize}B`,
+        `calls=[${entry.toolCalls.map((call) => `${call.callId}:${call.name}`).join(", ")}]`
+      )
+    case "ModelFailed":
+      return parts(`reason=${entry.reason}`, `detail=${JSON.stringify(entry.detail)}`)
+    case "ToolCalled":
+      return parts(`call=${entry.callId}`, `tool=${entry.name}`, `input=${entry.inputSize}B`)
+    case "ToolResulted":
+      return parts(
+        `call=${entry.callId}`,
+        `tool=${entry.name}`,
+        `size=${entry.size}`,
+        entry.isError ? `error=${entry.failure ?? "yes"}` : undefined
+      )
+    case "TurnClosed":
+      return parts(`steps=${entry.steps}`)
+    case "TurnAbandoned":
+      return parts(`steps=${entry.steps}`, `reason=${JSON.stringify(entry.reason)}`)
+    case "TruncationRecovered":
+      return parts(`line=${entry.line}`, `kept=${entry.keptBytes}B`, `dropped=${entry.droppedBytes}B`)
+    case "Admission":
+      return parts(`operation=${entry.operation}`, `detail=${JSON.stringify(entry.detail)}`)
+    case "Rejection":
+      return parts(`operation=${entry.operation}`, `reason=${entry.reason}`, `detail=${JSON.stringify(entry.detail)}`)
+    case "SummaryStaged":
+      return parts(
+        `operation=${entry.operation}`,
+        `file=${Volume.formatVolumeRef(entry.volume)}:${entry.path}`,
+        `size=${entry.size}`
+      )
+    case "ArtifactOffloaded":
+      return parts(
+        entry.callId === undefined ? undefined : `call=${entry.callId}`,
+        `file=${entry.volume === undefined ? "" : `${Volume.formatVolumeRef(entry.volume)}:`}${entry.path}`,
+        `size=${entry.size}`
+      )
+  }
+}
+
+/**
+ * One journal entry on one line: `#seq  time  tag  key fields`. Bodies are
+ * never in the journal, so nothing private can appear here.
+ *
+ * @since 0.1.0
+ * @category rendering
+ */
+export const formatEntry = (entry: Journal.Entry): string =>
+  `#${String(entry.seq).padStart(3, " ")}  ${new Date(entry.at).toISOString()}  ${entry._tag.padEnd(19, " ")} ${fields(entry)}`.trimEnd()
+
+/**
+ * A size for people: bytes below 1 KiB, else KiB or MiB with one decimal,
+ * always followed by the exact byte count.
+ *
+ * @since 0.1.0
+ * @category rendering
+ */
+export const formatSize = (bytes: number): string =>
+  bytes < 1024
+    ? `${bytes} B`
+    : bytes < 1024 * 1024
+      ? `${(bytes / 1024).toFixed(1)} KiB (${bytes} B)`
+      : `${(bytes / (1024 * 1024)).toFixed(1)} MiB (${bytes} B)`
+
+const fileLines = (files: ReadonlyArray<VolumeFile>): ReadonlyArray<string> =>
+  files.length === 0 ? ["  (none)"] : files.map((file) => `  ${file.volume}:${file.path}  ${formatSize(file.size)}`)
+
+/**
+ * The whole report as text.
+ *
+ * @since 0.1.0
+ * @category rendering
+ */
+export const render = (report: Report): string => {
+  const lines: Array<string> = [
+    `store ${report.store} at ${report.root}`,
+    ...Option.match(report.task, { onNone: () => [], onSome: (task) => [`(task ${task} only)`] }),
+    "",
+    `volumes (${report.volumes.length}):`,
+    ...report.volumes.map(
+      ({ descriptor }) =>
+        `  ${descriptor.id.padEnd(24, " ")} ${descriptor.kind.padEnd(12, " ")} owned by ${Volume.formatOwner(descriptor.owner)}`
+    ),
+    ""
+  ]
+  if (report.journals.length === 0) lines.push("journals: (none)", "")
+  for (const journal of report.journals) {
+    lines.push(`journal of task ${journal.task} (${journal.entries.length} entries, ${journal.file}):`)
+    lines.push(...journal.entries.map((entry) => `  ${formatEntry(entry)}`), "")
+  }
+  lines.push(`summaries (${report.summaries.length}):`, ...fileLines(report.summaries), "")
+  lines.push(`artifacts (${report.artifacts.length}):`, ...fileLines(report.artifacts))
+  return `${lines.join("\n")}\n`
+}

@@ -1,0 +1,151 @@
+/**
+ * A host whose authority forbids task grants on journal storage
+ * (`HostAuthority.forbidJournalGrants`), and which therefore runs without a
+ * private volume and without compaction.
+ *
+ * Such a host keeps nothing of an agent's private content: its runtime is
+ * opened with `private: Option.none()`, so the private-summaries capability
+ * never resolves for its tasks. What follows by construction:
+ *
+ * - the default compaction policy of its tasks is `Disabled`: turns run
+ *   without compaction and complete;
+ * - arming compaction explicitly (`EntryGate.bind(context, { policy:
+ *   CompactionPolicy.threshold(...) })`) is refused at entry with
+ *   `Unauthorized`, before any model request and before the journal file is
+ *   even opened;
+ * - issuing any task a grant on the journal volume fails `Unauthorized` with
+ *   reason `GrantForbidden`: the host writes its journal itself.
+ *
+ * It lives in a state namespace like the local harness (locked the same
+ * way), with two volumes: `journal` (`Journal`, host) and `output`
+ * (`Output`, host).
+ *
+ * @since 0.1.0
+ */
+import type { ArtifactPathPolicy } from "@tessera/artifacts"
+import type { Grant, Ids } from "@tessera/core"
+import { HostAuthority, Volume } from "@tessera/core"
+import type { TaskHost } from "@tessera/runtime"
+import { FilesystemTaskRuntime } from "@tessera/runtime"
+import type { FileSystem, Path, Scope } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
+import { type HostTasks, makeHostTasks } from "./internal/hostTasks.ts"
+import type { OpenError } from "./LocalHarness.ts"
+import { defaultRuntimeTask, journalVolumeId, makePathPolicy, outputVolumeId } from "./LocalHarness.ts"
+import type * as NamespaceLock from "./NamespaceLock.ts"
+import * as StateNamespace from "./StateNamespace.ts"
+
+/**
+ * Options of {@link open}: the namespace, the agent its tasks run for, and
+ * optionally the state folder, stale-lock recovery and the runtime's task id
+ * (defaults to `harness`). The authority is not an option: it is always
+ * `HostAuthority.forbidJournalGrants`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface OpenOptions extends StateNamespace.OpenOptions {
+  readonly agent: Ids.AgentId
+  readonly runtimeTask?: Ids.TaskId
+}
+
+/**
+ * An open journal-forbidding host.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface JournalForbiddingHostService extends HostTasks {
+  readonly namespace: Ids.StoreId
+  readonly agent: Ids.AgentId
+  readonly folder: string
+  readonly lock: NamespaceLock.HeldLock
+  /** The host, with the journal-forbidding authority. */
+  readonly host: TaskHost.TaskHost
+  /** The runtime, opened with no private volume (`privateVolume` is `None`). */
+  readonly runtime: FilesystemTaskRuntime.FilesystemTaskRuntime
+  readonly volumes: { readonly journal: Volume.VolumeRef; readonly output: Volume.VolumeRef }
+  readonly journalFolder: string
+  /** Internal root: the namespace folder except the output data folder. */
+  readonly pathPolicy: ArtifactPathPolicy.ArtifactPathPolicyShape
+  /**
+   * Issues `task` read and write on the output volume (and nothing on the
+   * journal), binds it, and passes the entry gate: the default policy is
+   * `Disabled`; an explicit `Threshold` fails `Unauthorized`.
+   */
+  readonly bindTask: HostTasks["bindTask"]
+  /** The task's journal on the journal volume, written by the host. */
+  readonly journalLayer: HostTasks["journalLayer"]
+  /** Binds `task` (refusals fail before the journal is opened) and runs `body` with its journal. */
+  readonly withTask: HostTasks["withTask"]
+}
+
+/**
+ * The host as a service.
+ *
+ * @since 0.1.0
+ * @category services
+ */
+export class JournalForbiddingHost extends Context.Service<JournalForbiddingHost, JournalForbiddingHostService>()(
+  "@tessera/node/JournalForbiddingHost"
+) {}
+
+/**
+ * Opens the host for the current scope.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const open = Effect.fnUntraced(function* (
+  options: OpenOptions
+): Effect.fn.Return<JournalForbiddingHostService, OpenError, FileSystem.FileSystem | Path.Path | Scope.Scope> {
+  const opened = yield* StateNamespace.open(options, HostAuthority.forbidJournalGrants)
+  const { host } = opened
+  const journal = yield* StateNamespace.ensureVolume(host.store, {
+    id: journalVolumeId,
+    kind: "Journal",
+    owner: Volume.hostOwner
+  })
+  const output = yield* StateNamespace.ensureVolume(host.store, {
+    id: outputVolumeId,
+    kind: "Output",
+    owner: Volume.hostOwner
+  })
+  const grants: ReadonlyArray<Grant.Capability> = [{ volume: output, access: ["read", "write"] }]
+  const scope = yield* host.issueScope(options.runtimeTask ?? defaultRuntimeTask, grants, options.agent)
+  const runtime = yield* FilesystemTaskRuntime.fromHost(host, {
+    private: Option.none(),
+    scope,
+    output: Option.some(output)
+  })
+  const journalFolder = yield* host.store.folderOf(journal)
+  const pathPolicy = yield* makePathPolicy(opened, {
+    artifactFolders: [yield* host.store.folderOf(output)],
+    journalFolder
+  })
+  const tasks = makeHostTasks({ runtime, agent: options.agent, taskVolumes: [output], journalFolder, pathPolicy })
+  const service: JournalForbiddingHostService = {
+    ...tasks,
+    namespace: opened.namespace,
+    agent: options.agent,
+    folder: opened.folder,
+    lock: opened.lock,
+    host,
+    runtime,
+    volumes: { journal, output },
+    journalFolder,
+    pathPolicy
+  }
+  return service
+})
+
+/**
+ * The host as a layer (namespace released when the layer is torn down).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (
+  options: OpenOptions
+): Layer.Layer<JournalForbiddingHost, OpenError, FileSystem.FileSystem | Path.Path> =>
+  Layer.effect(JournalForbiddingHost, open(options))

@@ -1,0 +1,275 @@
+/**
+ * The local harness: a state namespace on this machine with the standard
+ * volumes, and a runtime whose private volume is the agent's scratch volume.
+ *
+ * Opening a harness (see {@link open}):
+ *
+ * 1. takes the namespace's lock for the scope (see `StateNamespace` and
+ *    `NamespaceLock`): one runtime per namespace at a time, a typed
+ *    `NamespaceInUse` naming the holder otherwise, and a typed
+ *    `StaleNamespaceLock` for a lock a crashed process left;
+ * 2. makes sure the standard volumes exist: `<agent>-scratch`
+ *    (`AgentPrivate`, owned by the agent), `journal` (`Journal`, owned by the
+ *    host) and `output` (`Output`, owned by the host);
+ * 3. issues the runtime's scope (read and write on scratch and output; never
+ *    on the journal, which only the host writes) and opens
+ *    `FilesystemTaskRuntime.fromHost` with the scratch volume as its private
+ *    volume, so compaction has an owner-bound writer by default.
+ *
+ * Everything lives in the namespace folder, so removing that folder removes
+ * the harness's state. Tests always pass `stateDir`.
+ *
+ * @since 0.1.0
+ */
+import { ArtifactPathPolicy } from "@tessera/artifacts"
+import type { Grant } from "@tessera/core"
+import { HostAuthority, Ids, Volume } from "@tessera/core"
+import type { TaskHost, VolumeStore } from "@tessera/runtime"
+import { FilesystemTaskRuntime } from "@tessera/runtime"
+import type { Scope } from "effect"
+import { Context, Effect, FileSystem, Layer, Option, Path, Schema } from "effect"
+import { type HostTasks, makeHostTasks } from "./internal/hostTasks.ts"
+import type * as NamespaceLock from "./NamespaceLock.ts"
+import * as StateNamespace from "./StateNamespace.ts"
+
+/**
+ * Options of {@link open}.
+ *
+ * - `namespace`: the state namespace (an identifier; also the store id).
+ * - `agent`: the agent whose scratch volume becomes the private volume.
+ * - `stateDir`: where namespaces live; defaults to
+ *   `StateNamespace.defaultStateDir`.
+ * - `recoverStaleLock`: replace a lock left by a dead process of this host.
+ * - `authority`: the host's authority; defaults to `HostAuthority.permissive`
+ *   (the harness only ever grants its tasks scratch and output).
+ * - `runtimeTask`: the task id the runtime's own scope is issued to;
+ *   defaults to `harness`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface OpenOptions extends StateNamespace.OpenOptions {
+  readonly agent: Ids.AgentId
+  readonly authority?: Layer.Layer<HostAuthority.HostAuthority>
+  readonly runtimeTask?: Ids.TaskId
+}
+
+/**
+ * The standard volumes of a harness.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface HarnessVolumes {
+  /** `AgentPrivate`, owned by the agent: the runtime's private volume. */
+  readonly scratch: Volume.VolumeRef
+  /** `Journal`, owned by the host: task journals, written by the host only. */
+  readonly journal: Volume.VolumeRef
+  /** `Output`, owned by the host: the tasks' public results. */
+  readonly output: Volume.VolumeRef
+}
+
+/**
+ * An open harness. Valid until the scope it was opened in closes (which
+ * releases the namespace).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface LocalHarnessService extends HostTasks {
+  readonly namespace: Ids.StoreId
+  readonly agent: Ids.AgentId
+  /** The state folder, absolute. */
+  readonly stateDir: string
+  /** The namespace folder (the store root), absolute; what the inspector reads. */
+  readonly folder: string
+  readonly lock: NamespaceLock.HeldLock
+  readonly host: TaskHost.TaskHost
+  readonly runtime: FilesystemTaskRuntime.FilesystemTaskRuntime
+  readonly volumes: HarnessVolumes
+  /** The journal volume's data folder: `Journal.layer({ folder: journalFolder, task })`. */
+  readonly journalFolder: string
+  /**
+   * The artifact path policy of this harness: the namespace folder is the
+   * internal root, except the scratch and output data folders (where
+   * artifacts belong); the store's manifest and metadata, the lock and the
+   * journal folder are internal state. `withTask` provides it.
+   */
+  readonly pathPolicy: ArtifactPathPolicy.ArtifactPathPolicyShape
+  /**
+   * Issues `task` (running for the harness's agent) read and write grants
+   * on scratch and output, binds it to the runtime, and passes it through
+   * the entry gate (`EntryGate.bind`; default policy: `Threshold`, since the
+   * scratch volume resolves as private writer).
+   */
+  readonly bindTask: HostTasks["bindTask"]
+  /** The task's journal on the journal volume. */
+  readonly journalLayer: HostTasks["journalLayer"]
+  /**
+   * Binds `task` and runs `body` with the task's `Journal` and the
+   * harness's `ArtifactPathPolicy` provided. A refused binding fails before
+   * the journal file is opened.
+   */
+  readonly withTask: HostTasks["withTask"]
+}
+
+/**
+ * The harness as a service, for programs that receive it from a layer.
+ *
+ * @since 0.1.0
+ * @category services
+ */
+export class LocalHarness extends Context.Service<LocalHarness, LocalHarnessService>()("@tessera/node/LocalHarness") {}
+
+/**
+ * Everything {@link open} can fail with.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export type OpenError =
+  | StateNamespace.OpenError
+  | StateNamespace.VolumeConflict
+  | VolumeStore.VolumeMetadataInvalid
+  | VolumeStore.StoreIoError
+  | FilesystemTaskRuntime.BindError
+
+const decodeVolumeId = Schema.decodeUnknownSync(Ids.VolumeId)
+const decodeTaskId = Schema.decodeUnknownSync(Ids.TaskId)
+
+/**
+ * The scratch volume's id for an agent: `<agent>-scratch` (the agent id cut
+ * to 100 characters so the result stays an identifier).
+ *
+ * @since 0.1.0
+ * @category naming
+ */
+export const scratchVolumeId = (agent: Ids.AgentId): Ids.VolumeId => decodeVolumeId(`${agent.slice(0, 100)}-scratch`)
+
+/**
+ * @since 0.1.0
+ * @category naming
+ */
+export const journalVolumeId: Ids.VolumeId = decodeVolumeId("journal")
+
+/**
+ * @since 0.1.0
+ * @category naming
+ */
+export const outputVolumeId: Ids.VolumeId = decodeVolumeId("output")
+
+/**
+ * @since 0.1.0
+ * @category naming
+ */
+export const defaultRuntimeTask: Ids.TaskId = decodeTaskId("harness")
+
+/**
+ * Opens the harness for the current scope (see the module documentation).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const open = Effect.fnUntraced(function* (
+  options: OpenOptions
+): Effect.fn.Return<LocalHarnessService, OpenError, FileSystem.FileSystem | Path.Path | Scope.Scope> {
+  const opened = yield* StateNamespace.open(options, options.authority ?? HostAuthority.permissive)
+  const { host } = opened
+  const agent = options.agent
+  const scratch = yield* StateNamespace.ensureVolume(host.store, {
+    id: scratchVolumeId(agent),
+    kind: "AgentPrivate",
+    owner: Volume.agentOwner(agent)
+  })
+  const journal = yield* StateNamespace.ensureVolume(host.store, {
+    id: journalVolumeId,
+    kind: "Journal",
+    owner: Volume.hostOwner
+  })
+  const output = yield* StateNamespace.ensureVolume(host.store, {
+    id: outputVolumeId,
+    kind: "Output",
+    owner: Volume.hostOwner
+  })
+  const grants: ReadonlyArray<Grant.Capability> = [
+    { volume: scratch, access: ["read", "write"] },
+    { volume: output, access: ["read", "write"] }
+  ]
+  const scope = yield* host.issueScope(options.runtimeTask ?? defaultRuntimeTask, grants, agent)
+  const runtime = yield* FilesystemTaskRuntime.fromHost(host, {
+    private: Option.some(scratch),
+    scope,
+    output: Option.some(output)
+  })
+  const journalFolder = yield* host.store.folderOf(journal)
+  const pathPolicy = yield* makePathPolicy(opened, {
+    artifactFolders: [yield* host.store.folderOf(scratch), yield* host.store.folderOf(output)],
+    journalFolder
+  })
+  const tasks = makeHostTasks({ runtime, agent, taskVolumes: [scratch, output], journalFolder, pathPolicy })
+  const harness: LocalHarnessService = {
+    ...tasks,
+    namespace: opened.namespace,
+    agent,
+    stateDir: opened.stateDir,
+    folder: opened.folder,
+    lock: opened.lock,
+    host,
+    runtime,
+    volumes: { scratch, journal, output },
+    journalFolder,
+    pathPolicy
+  }
+  return harness
+})
+
+/**
+ * The harness as a layer: opened when the layer is built, released (the
+ * namespace unlocked) when it is torn down.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (options: OpenOptions): Layer.Layer<LocalHarness, OpenError, FileSystem.FileSystem | Path.Path> =>
+  Layer.effect(LocalHarness, open(options))
+
+/**
+ * The artifact path policy of a namespace: the namespace folder is internal
+ * except below `artifactFolders`; the manifest, metadata, lock and journal
+ * folder are internal state. Both the lexical and the real form of every
+ * location are checked, since the offload asks with both.
+ *
+ * @since 0.1.0
+ * @category policies
+ */
+export const makePathPolicy = Effect.fnUntraced(function* (
+  opened: StateNamespace.StateNamespace,
+  locations: { readonly artifactFolders: ReadonlyArray<string>; readonly journalFolder: string }
+) {
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
+  const both = (location: string) =>
+    fs.realPath(location).pipe(
+      Effect.map((real) => (real === location ? [location] : [location, real])),
+      Effect.orElseSucceed(() => [location])
+    )
+  const roots = yield* both(opened.folder)
+  const exempt = (yield* Effect.forEach(locations.artifactFolders, both)).flat()
+  const state = (yield* Effect.forEach(
+    [
+      path.join(opened.folder, "store.json"),
+      path.join(opened.folder, "meta"),
+      opened.lock.file,
+      `${opened.lock.file}.recovery`,
+      locations.journalFolder
+    ],
+    (location) => both(location)
+  )).flat()
+  const policy: ArtifactPathPolicy.ArtifactPathPolicyShape = {
+    isInternalState: (absolute) => state.some((location) => ArtifactPathPolicy.isAtOrBelow(location, absolute)),
+    isUnderInternalRoot: (absolute) =>
+      roots.some((root) => ArtifactPathPolicy.isAtOrBelow(root, absolute)) &&
+      !exempt.some((folder) => ArtifactPathPolicy.isAtOrBelow(folder, absolute))
+  }
+  return policy
+})

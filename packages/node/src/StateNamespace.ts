@@ -1,0 +1,199 @@
+/**
+ * A state namespace: one volume-store folder on this machine, held by one
+ * process at a time.
+ *
+ * Layout: `<stateDir>/<namespace>/` is the store root (`store.json`,
+ * `volumes/`, `meta/`, see `VolumeStore`), plus `namespace.lock` while a
+ * process holds it (see {@link NamespaceLock}). The store's id is the
+ * namespace, so two namespaces never share volume references.
+ *
+ * Hosts built on it (`LocalHarness`, `JournalForbiddingHost`) open the
+ * namespace, make sure their standard volumes exist, and bind a runtime.
+ *
+ * @since 0.1.0
+ */
+import { homedir } from "node:os"
+import * as nodePath from "node:path"
+import type { HostAuthority } from "@tessera/core"
+import { Ids, Volume } from "@tessera/core"
+import type { VolumeStore } from "@tessera/runtime"
+import { TaskHost } from "@tessera/runtime"
+import type { Layer, Scope } from "effect"
+import { Effect, FileSystem, Option, Path, Schema } from "effect"
+import * as NamespaceLock from "./NamespaceLock.ts"
+
+/**
+ * Where state lives when no folder is given: `$XDG_STATE_HOME/tessera` when
+ * `XDG_STATE_HOME` is set to an absolute path (the XDG Base Directory rule:
+ * a relative value is ignored), else `<home>/.local/state/tessera`. A pure
+ * function of its inputs; {@link defaultStateDir} feeds it this process's.
+ *
+ * @since 0.1.0
+ * @category locations
+ */
+export const stateDirFor = (input: { readonly xdgStateHome: string | undefined; readonly home: string }): string =>
+  input.xdgStateHome !== undefined && nodePath.isAbsolute(input.xdgStateHome)
+    ? nodePath.join(input.xdgStateHome, "tessera")
+    : nodePath.join(input.home, ".local", "state", "tessera")
+
+/**
+ * {@link stateDirFor} for this process's environment and home folder. Only
+ * used when a caller passes no `stateDir`.
+ *
+ * @since 0.1.0
+ * @category locations
+ */
+export const defaultStateDir: Effect.Effect<string> = Effect.sync(() =>
+  stateDirFor({ xdgStateHome: process.env.XDG_STATE_HOME, home: homedir() })
+)
+
+/**
+ * The lock file's name inside the namespace folder.
+ *
+ * @since 0.1.0
+ * @category locations
+ */
+export const lockFileName = "namespace.lock"
+
+/**
+ * A namespace name that cannot be a folder name: it must be an identifier
+ * (letters, digits, `_`, `-`; at most 128; not starting with `.`).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class InvalidNamespace extends Schema.TaggedError<InvalidNamespace>()("InvalidNamespace", {
+  namespace: Schema.String,
+  problem: Schema.String
+}) {
+  override get message(): string {
+    return `invalid namespace ${JSON.stringify(this.namespace)}: ${this.problem}`
+  }
+}
+
+/**
+ * A standard volume already exists with another kind or owner than the host
+ * needs (for example created by hand, or by another agent whose id shares a
+ * long prefix). Its metadata was left untouched.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class VolumeConflict extends Schema.TaggedError<VolumeConflict>()("VolumeConflict", {
+  volume: Volume.VolumeRef,
+  expected: Volume.VolumeDescriptor,
+  found: Volume.VolumeDescriptor
+}) {
+  override get message(): string {
+    return `volume ${Volume.formatVolumeRef(this.volume)} exists as ${this.found.kind} owned by ${Volume.formatOwner(this.found.owner)}, but this host needs ${this.expected.kind} owned by ${Volume.formatOwner(this.expected.owner)}`
+  }
+}
+
+/**
+ * Options of {@link open}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface OpenOptions {
+  /** The namespace; also the store id. */
+  readonly namespace: string
+  /** The state folder; defaults to {@link defaultStateDir}. */
+  readonly stateDir?: string
+  /** Replace a lock left by a dead process of this host (see `NamespaceLock`). */
+  readonly recoverStaleLock?: boolean
+}
+
+/**
+ * An opened, locked namespace.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface StateNamespace {
+  readonly namespace: Ids.StoreId
+  /** The state folder, absolute. */
+  readonly stateDir: string
+  /** The namespace folder (the store root), absolute. */
+  readonly folder: string
+  readonly lock: NamespaceLock.HeldLock
+  readonly host: TaskHost.TaskHost
+}
+
+/**
+ * Everything {@link open} can fail with.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export type OpenError = InvalidNamespace | NamespaceLock.LockError | VolumeStore.OpenError
+
+/**
+ * Takes the namespace's lock for the current scope, then opens (creating when
+ * needed) its store and a host over it with `authority`. The lock is taken
+ * before the store is touched, so a second process never reads or writes a
+ * store another one holds.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const open = Effect.fnUntraced(function* (
+  options: OpenOptions,
+  authority: Layer.Layer<HostAuthority.HostAuthority>
+): Effect.fn.Return<StateNamespace, OpenError, FileSystem.FileSystem | Path.Path | Scope.Scope> {
+  const namespace = yield* Schema.decodeUnknownEffect(Ids.StoreId)(options.namespace).pipe(
+    Effect.mapError((error) => new InvalidNamespace({ namespace: options.namespace, problem: error.message }))
+  )
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
+  const stateDir = path.resolve(options.stateDir ?? (yield* defaultStateDir))
+  const folder = path.join(stateDir, namespace)
+  yield* fs
+    .makeDirectory(folder, { recursive: true })
+    .pipe(
+      Effect.mapError(
+        (error) => new NamespaceLock.NamespaceLockIoError({ file: folder, operation: "create", detail: error.message })
+      )
+    )
+  const lock = yield* NamespaceLock.acquire(
+    path.join(folder, lockFileName),
+    options.recoverStaleLock === true ? { recoverStale: true } : {}
+  )
+  const host = yield* TaskHost.open({ root: folder, storeId: namespace }).pipe(Effect.provide(authority))
+  const opened: StateNamespace = { namespace, stateDir, folder, lock, host }
+  return opened
+})
+
+/**
+ * Makes sure the store holds `volume` with exactly this kind and owner:
+ * creates it when missing, accepts it when it matches, and fails
+ * {@link VolumeConflict} otherwise.
+ *
+ * @since 0.1.0
+ * @category volumes
+ */
+export const ensureVolume = Effect.fnUntraced(function* (
+  store: VolumeStore.VolumeStore,
+  volume: VolumeStore.CreateVolume
+): Effect.fn.Return<Volume.VolumeRef, VolumeConflict | VolumeStore.VolumeMetadataInvalid | VolumeStore.StoreIoError> {
+  const ref: Volume.VolumeRef = { store: store.id, volume: volume.id }
+  const expected: Volume.VolumeDescriptor = { id: volume.id, kind: volume.kind, owner: volume.owner }
+  let found = yield* store.custody(ref)
+  if (Option.isNone(found)) {
+    const created = yield* store.create(volume).pipe(
+      Effect.as(true),
+      Effect.catchTag("VolumeAlreadyExists", () => Effect.succeed(false))
+    )
+    if (created) return ref
+    found = yield* store.custody(ref)
+  }
+  if (Option.isSome(found) && !sameFacts(found.value, expected)) {
+    return yield* new VolumeConflict({ volume: ref, expected, found: found.value })
+  }
+  return ref
+})
+
+const sameFacts = (a: Volume.VolumeDescriptor, b: Volume.VolumeDescriptor): boolean =>
+  a.kind === b.kind &&
+  a.owner._tag === b.owner._tag &&
+  (a.owner._tag === "Host" || (b.owner._tag === "Agent" && a.owner.agent === b.owner.agent))

@@ -1,0 +1,47 @@
+import { readdirSync, readFileSync } from "node:fs"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { assert, describe, it } from "@effect/vitest"
+
+const root = fileURLToPath(new URL("../..", import.meta.url))
+
+/** Markdown files whose TypeScript snippets must come from tested files. */
+const documents = [
+  "README.md",
+  ...readdirSync(join(root, "docs"))
+    .filter((name) => name.endsWith(".md"))
+    .map((name) => `docs/${name}`)
+]
+
+/**
+ * A snippet is a ```ts block preceded by `<!-- snippet: <file>#<region> -->`;
+ * it must equal the `// #region <region>` ... `// #endregion <region>` lines of
+ * that file, which is an example run by the examples smoke test.
+ */
+const snippetPattern = /<!-- snippet: ([^#\s]+)#([\w-]+) -->\n```ts\n([\s\S]*?)```/g
+const anyTsBlock = /```ts\n/g
+
+const region = (file: string, name: string): string | undefined => {
+  const text = readFileSync(join(root, file), "utf8")
+  const start = text.indexOf(`// #region ${name}\n`)
+  const end = text.indexOf(`// #endregion ${name}`)
+  if (start < 0 || end < start) return undefined
+  return text.slice(start + `// #region ${name}\n`.length, end)
+}
+
+describe("documentation snippets", () => {
+  for (const document of documents) {
+    it(`${document}: every TypeScript snippet is extracted from a tested example`, () => {
+      const text = readFileSync(join(root, document), "utf8")
+      const snippets = [...text.matchAll(snippetPattern)]
+      const blocks = [...text.matchAll(anyTsBlock)]
+      assert.strictEqual(snippets.length, blocks.length, `${document} has a ts block without a snippet marker`)
+      for (const [, file, name, body] of snippets) {
+        assert.isTrue(file?.startsWith("examples/"), `${file} is not an example (examples are run by npm test)`)
+        const source = region(file ?? "", name ?? "")
+        assert.isDefined(source, `${file} has no region ${name}`)
+        assert.strictEqual(body, source, `${document}: snippet ${file}#${name} differs from the file`)
+      }
+    })
+  }
+})
