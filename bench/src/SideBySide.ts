@@ -73,7 +73,7 @@ export const run = async (args: SideArgs): Promise<SideResult> => {
     let summaries = 0
     const runConversation = async (steps: number, clock: StepClock | undefined) => {
       const world = await Effect.runPromise(
-        makeWorld(root + `/${steps}-${Math.random()}`, sidePolicy).pipe(Effect.provide(platformLayer))
+        makeWorld(`${root}/${steps}-${Math.random()}`, sidePolicy).pipe(Effect.provide(platformLayer))
       )
       const tools = Tool.registry(produce((call) => body(call)))
       let calls = 0

@@ -95,11 +95,35 @@ const whitespace = /^\s+$/u
  * @category format
  */
 export const buildAbstract = (body: string, maxBytes: number = defaultAbstractBytes): string => {
+  // Segmenting costs time in the length of what is segmented, and bodies can
+  // be megabytes; a window a few times the budget almost always suffices and
+  // grows when whitespace runs eat it.
+  let window = Math.min(body.length, maxBytes * 4 + 64)
+  for (;;) {
+    const abstract = abstractOfPrefix(body.slice(0, window), maxBytes, window >= body.length)
+    if (abstract !== undefined) return abstract
+    window = Math.min(body.length, window * 4)
+  }
+}
+
+/**
+ * The abstract of `prefix`, or `undefined` when the prefix ran out before the
+ * budget did and more of the body exists (`complete` false). The last
+ * segment of an incomplete prefix may be a cut grapheme cluster, so it is
+ * never used.
+ */
+const abstractOfPrefix = (prefix: string, maxBytes: number, complete: boolean): string | undefined => {
   const pieces: Array<{ readonly text: string; readonly bytes: number }> = []
   let used = 0
   let spacePending = false
   let truncated = false
-  for (const { segment } of new Intl.Segmenter(undefined, { granularity: "grapheme" }).segment(body)) {
+  const segments = new Intl.Segmenter(undefined, { granularity: "grapheme" }).segment(prefix)[Symbol.iterator]()
+  let current = segments.next()
+  while (!current.done) {
+    const next = segments.next()
+    if (next.done && !complete) return undefined
+    const segment = current.value.segment
+    current = next
     if (whitespace.test(segment)) {
       spacePending = pieces.length > 0
       continue
@@ -114,7 +138,7 @@ export const buildAbstract = (body: string, maxBytes: number = defaultAbstractBy
     pieces.push({ text, bytes })
     used += bytes
   }
-  if (!truncated) return pieces.map((piece) => piece.text).join("")
+  if (!truncated) return complete ? pieces.map((piece) => piece.text).join("") : undefined
   while (used + ellipsisBytes > maxBytes) {
     const dropped = pieces.pop()
     if (dropped === undefined) break

@@ -8,7 +8,7 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect, Layer, Ref } from "effect"
+import { Context, Effect, Layer } from "effect"
 import type { ModelRequest, ModelResponse } from "./Model.ts"
 import { Model, ModelError } from "./Model.ts"
 
@@ -65,31 +65,33 @@ const reply = (
  * @since 0.1.0
  * @category constructors
  */
-export const make = Effect.fnUntraced(function* (script: Script) {
-  const received = yield* Ref.make<ReadonlyArray<ModelRequest>>([])
-  const generate = (request: ModelRequest): Effect.Effect<ModelResponse, ModelError> =>
-    Ref.modify(received, (all) => [all.length, [...all, request]] as const).pipe(
-      Effect.flatMap((index) => {
-        if (typeof script === "function") return Effect.suspend(() => reply(script(request, index)))
-        const scripted = script[index]
-        return scripted === undefined
-          ? Effect.fail(
-              new ModelError({
-                reason: "ScriptExhausted",
-                detail: `the script holds ${script.length} response(s) and request ${index + 1} arrived`
-              })
-            )
-          : reply(scripted)
+export const make = (script: Script) =>
+  Effect.sync(() => {
+    // Appending in place keeps recording linear over long runs; readers get a copy.
+    const received: Array<ModelRequest> = []
+    const generate = (request: ModelRequest): Effect.Effect<ModelResponse, ModelError> =>
+      Effect.sync(() => received.push(request) - 1).pipe(
+        Effect.flatMap((index) => {
+          if (typeof script === "function") return Effect.suspend(() => reply(script(request, index)))
+          const scripted = script[index]
+          return scripted === undefined
+            ? Effect.fail(
+                new ModelError({
+                  reason: "ScriptExhausted",
+                  detail: `the script holds ${script.length} response(s) and request ${index + 1} arrived`
+                })
+              )
+            : reply(scripted)
+        })
+      )
+    return {
+      model: Model.of({ generate }),
+      recorder: ScriptedModelRecorder.of({
+        requests: Effect.sync(() => received.slice()),
+        count: Effect.sync(() => received.length)
       })
-    )
-  return {
-    model: Model.of({ generate }),
-    recorder: ScriptedModelRecorder.of({
-      requests: Ref.get(received),
-      count: Effect.map(Ref.get(received), (all) => all.length)
-    })
-  }
-})
+    }
+  })
 
 /**
  * The scripted model as a layer providing both {@link Model} and

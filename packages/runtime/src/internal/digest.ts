@@ -34,10 +34,18 @@ export const measureText = (text: string): Effect.Effect<Measure> => {
  * measure only feeds the journal's size and digest.
  */
 export const canonicalJson = (value: unknown): string => {
+  // Plain JSON.stringify is several times faster than with a replacer, and
+  // gives the same text whenever it succeeds (it throws on a bigint).
   try {
-    return JSON.stringify(value, (_key, inner: unknown) => (typeof inner === "bigint" ? `${inner}n` : inner)) ?? "null"
+    return JSON.stringify(value) ?? "null"
   } catch {
-    return String(value)
+    try {
+      return (
+        JSON.stringify(value, (_key, inner: unknown) => (typeof inner === "bigint" ? `${inner}n` : inner)) ?? "null"
+      )
+    } catch {
+      return String(value)
+    }
   }
 }
 
