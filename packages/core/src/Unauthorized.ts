@@ -18,6 +18,8 @@ import { VolumeRef } from "./Volume.ts"
  * - `MissingWriteGrant` / `MissingReadGrant`: the task holds no such grant.
  * - `GrantForbidden`: the host authority does not allow that grant at all.
  * - `NoPrivateWriter`: the task needs a private writer and none resolves.
+ * - `ScopeNotIssued`: the scope was not issued by this runtime's host (built
+ *   by hand, or issued by another host), so its grants are not trusted.
  *
  * @since 0.1.0
  * @category models
@@ -30,7 +32,8 @@ export const UnauthorizedReason = Schema.Literals([
   "MissingWriteGrant",
   "MissingReadGrant",
   "GrantForbidden",
-  "NoPrivateWriter"
+  "NoPrivateWriter",
+  "ScopeNotIssued"
 ])
 /**
  * @since 0.1.0

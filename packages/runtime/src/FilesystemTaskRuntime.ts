@@ -31,8 +31,11 @@ import type * as VolumeStore from "./VolumeStore.ts"
  *   content (summaries), or `Option.none()` for a runtime without one. When
  *   it is `Some`, the volume must be in custody, `AgentPrivate`, owned by
  *   the scope's agent, and write-granted to the scope's task.
- * - `scope`: the runtime's scope, issued by the host
- *   ({@link TaskHost.TaskHost.issueScope}).
+ * - `scope`: the runtime's scope, issued by a host over the same store
+ *   ({@link TaskHost.TaskHost.issueScope}); any other scope (built by hand,
+ *   copied, or issued for another store) fails `Unauthorized`
+ *   `ScopeNotIssued`, so grants cannot bypass the host authority. Task
+ *   scopes given to `bindTask` are held to the same rule.
  * - `output`: an optional output volume; it must be in custody and
  *   write-granted to the scope's task.
  *

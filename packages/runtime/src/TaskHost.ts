@@ -8,6 +8,7 @@ import type { Grant, Ids } from "@tessera/core"
 import { HostAuthority } from "@tessera/core/HostAuthority"
 import { Unauthorized } from "@tessera/core/Unauthorized"
 import { Effect, Option } from "effect"
+import { issuedFor, recordIssued } from "./internal/issuedScopes.ts"
 import * as VolumeStore from "./VolumeStore.ts"
 
 /**
@@ -34,6 +35,13 @@ export interface TaskHost {
     capabilities: ReadonlyArray<Grant.Capability>,
     agent: Ids.AgentId
   ) => Effect.Effect<Grant.Scope, Unauthorized | VolumeStore.VolumeMetadataInvalid | VolumeStore.StoreIoError>
+  /**
+   * Whether `scope` was issued for this host's store (the very value an
+   * `issueScope` over this store returned). Runtimes over the store accept
+   * no other scope, so grants cannot be forged past the authority by
+   * building a scope by hand.
+   */
+  readonly issued: (scope: Grant.Scope) => boolean
 }
 
 /**
@@ -71,8 +79,14 @@ export const make = (store: VolumeStore.VolumeStore): Effect.Effect<TaskHost, ne
           }
           return access.length === 0 ? [] : [{ task, volume: capability.volume, access }]
         })
-      ).pipe(Effect.map((grants): Grant.Scope => ({ task, agent, grants: grants.flat() })))
-    const host: TaskHost = { store, authority, issueScope }
+      ).pipe(
+        Effect.map((grants) => {
+          const scope: Grant.Scope = Object.freeze({ task, agent, grants: Object.freeze(grants.flat()) })
+          recordIssued(scope, store.id)
+          return scope
+        })
+      )
+    const host: TaskHost = { store, authority, issueScope, issued: (scope) => issuedFor(scope, store.id) }
     return host
   })
 

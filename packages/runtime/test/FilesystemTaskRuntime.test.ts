@@ -127,19 +127,17 @@ const matrixWorld = (dir: string) => {
           const ref = yield* hostA.store.create({ id, kind: c.kind, owner: ownerOf(c.owner) })
           return { hostA, ref, scope: yield* hostA.issueScope(task, capabilities(ref), agent) }
         }
+        // No host grants access to a volume outside its custody (issuing
+        // fails), and a runtime accepts only scopes issued for its own store,
+        // so out-of-custody cases run with a scope issued without that grant.
         case "out: another store": {
           const ref = yield* hostB.store.create({ id, kind: c.kind, owner: ownerOf(c.owner) })
-          return { hostA, ref, scope: yield* hostB.issueScope(task, capabilities(ref), agent) }
+          return { hostA, ref, scope: yield* hostA.issueScope(task, [], agent) }
         }
         case "out: unregistered id": {
           fs.mkdirSync(path.join(rootA, "volumes", id), { recursive: true })
           const ref: Volume.VolumeRef = { store: hostA.store.id, volume: id }
-          const scope: Grant.Scope = {
-            task,
-            agent,
-            grants: access.length === 0 ? [] : [{ task, volume: ref, access }]
-          }
-          return { hostA, ref, scope }
+          return { hostA, ref, scope: yield* hostA.issueScope(task, [], agent) }
         }
       }
     })
@@ -370,15 +368,23 @@ describe("FilesystemTaskRuntime output binding and authority", () => {
     withTempDir(async (dir) => {
       const { host } = await run(journalWorld(path.join(dir, "a")))
       const elsewhere = await run(journalWorld(path.join(dir, "b")))
-      const foreignScope = await run(elsewhere.host.issueScope(task, [capability(elsewhere.output, ["write"])], agent))
+      // This store's host cannot grant the other store's volume, so the
+      // runtime's scope holds no grant on it: custody is what refuses it.
+      const scope = await run(host.issueScope(task, [], agent))
       const reason = await outcomeOf(
         FilesystemTaskRuntime.fromHost(host, {
           private: Option.none(),
-          scope: foreignScope,
+          scope,
           output: Option.some(elsewhere.output)
         })
       )
       assert.strictEqual(reason, "OutOfCustody")
+      // A scope issued by the other store's host is not accepted here at all.
+      const foreignScope = await run(elsewhere.host.issueScope(task, [capability(elsewhere.output, ["write"])], agent))
+      const foreign = await outcomeOf(
+        FilesystemTaskRuntime.fromHost(host, { private: Option.none(), scope: foreignScope })
+      )
+      assert.strictEqual(foreign, "ScopeNotIssued")
     }))
 
   it("with forbidJournalGrants, issuing a grant on the journal volume is GrantForbidden; permissive issues it", () =>
@@ -497,13 +503,32 @@ describe("FilesystemTaskRuntime.bindTask", () => {
             scope,
             output: Option.some(output)
           })
-          // The same grants, issued to another task, do not count for this one.
+          // Another task, issued no grant on the output, inherits nothing.
           const otherTask = taskId("task-2")
-          return yield* runtime.bindTask({
-            scope: { task: otherTask, agent, grants: scope.grants }
-          })
+          return yield* runtime.bindTask({ scope: yield* host.issueScope(otherTask, [], agent) })
         })
       )
       assert.strictEqual(reason, "MissingWriteGrant")
+    }))
+
+  it("a scope built by hand (not issued by a host) is Unauthorized ScopeNotIssued at open, fromHost and bindTask", () =>
+    withTempDir(async (dir) => {
+      const { host, journal, output } = await run(journalWorld(dir))
+      // On a host that forbids journal grants, a hand-built scope claims one anyway.
+      const forged: Grant.Scope = { task, agent, grants: [{ task, volume: journal, access: ["read", "write"] }] }
+      const forbidding = runWith(HostAuthority.forbidJournalGrants)
+      const atOpen = await forbidding(
+        Effect.flip(FilesystemTaskRuntime.open({ root: dir, private: Option.none(), scope: forged }))
+      )
+      assert.strictEqual(atOpen._tag === "Unauthorized" ? atOpen.reason : atOpen._tag, "ScopeNotIssued")
+      assert.strictEqual(
+        await outcomeOf(FilesystemTaskRuntime.fromHost(host, { private: Option.none(), scope: forged })),
+        "ScopeNotIssued"
+      )
+      // A copy of an issued scope is not the issued scope either.
+      const issued = await run(host.issueScope(task, [capability(output, ["write"])], agent))
+      const runtime = await run(FilesystemTaskRuntime.fromHost(host, { private: Option.none(), scope: issued }))
+      assert.strictEqual(await outcomeOf(runtime.bindTask({ scope: { ...issued } })), "ScopeNotIssued")
+      assert.strictEqual(await outcomeOf(runtime.bindTask({ scope: issued })), "accepted")
     }))
 })

@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Volume } from "@tessera/core"
 import { PrivateStaging, PrivateSummaries } from "@tessera/runtime"
 import { Cause, Effect, Exit, Option } from "effect"
-import { agent, agentId, operationId, runInWorld, volumeId } from "./support/world.ts"
+import { agent, agentId, operationId, runInWorld, task, volumeId } from "./support/world.ts"
 
 describe("PrivateSummaries.resolve", () => {
   it("prefers the task's created private content over the runtime's private volume", () =>
@@ -66,8 +66,7 @@ describe("PrivateSummaries.resolve", () => {
     runInWorld((world) =>
       Effect.gen(function* () {
         const runtime = yield* world.openRuntime(Option.some(world.privateRef))
-        const scope = yield* world.scopeFor([])
-        const foreign = { ...scope, agent: agentId("reviewer") }
+        const foreign = yield* world.host.issueScope(task, [], agentId("reviewer"))
         const context = yield* runtime.bindTask({ scope: foreign, output: Option.none() })
         const error = yield* Effect.flip(PrivateSummaries.resolve(context))
         assert.isTrue(error._tag === "Unauthorized" && error.reason === "NoPrivateWriter")

@@ -12,6 +12,7 @@
 import type { Grant, Volume } from "@tessera/core"
 import type { PrivateWriterVerdict } from "@tessera/core/PrivateWriter"
 import { checkOutputBinding } from "@tessera/core/PrivateWriter"
+import { Unauthorized } from "@tessera/core/Unauthorized"
 import { Effect, Option } from "effect"
 import type * as FilesystemTaskRuntime from "../FilesystemTaskRuntime.ts"
 import type * as TaskContext from "../TaskContext.ts"
@@ -22,6 +23,17 @@ export const RuntimeTypeId: unique symbol = Symbol.for("@tessera/runtime/Filesys
 
 /** Marks task contexts made here; not importable from outside the package. */
 export const TaskContextTypeId: unique symbol = Symbol.for("@tessera/runtime/TaskContext")
+
+const requireIssued = (host: TaskHost, scope: Grant.Scope) =>
+  host.issued(scope)
+    ? Effect.void
+    : Effect.fail(
+        new Unauthorized({
+          reason: "ScopeNotIssued",
+          detail: `the scope of task ${scope.task} was not issued by this runtime's host; issue it with host.issueScope`,
+          task: scope.task
+        })
+      )
 
 const bindOutput = (host: TaskHost, scope: Grant.Scope, output: Option.Option<Volume.VolumeRef>) =>
   Option.match(output, {
@@ -44,6 +56,7 @@ export const bindRuntime = (
 ): Effect.Effect<FilesystemTaskRuntime.FilesystemTaskRuntime, FilesystemTaskRuntime.BindError> =>
   Effect.gen(function* () {
     const scope = options.scope
+    yield* requireIssued(host, scope)
     const privateVolume = yield* Option.match(options.private, {
       onNone: () => Effect.succeed(Option.none()),
       onSome: (ref) =>
@@ -61,7 +74,8 @@ export const bindRuntime = (
       privateVolume,
       output,
       bindTask: (task) =>
-        bindOutput(host, task.scope, task.output ?? Option.map(output, (binding) => binding.ref)).pipe(
+        requireIssued(host, task.scope).pipe(
+          Effect.andThen(bindOutput(host, task.scope, task.output ?? Option.map(output, (binding) => binding.ref))),
           Effect.map((taskOutput) => {
             const context: TaskContext.TaskContext = {
               [TaskContextTypeId]: TaskContextTypeId,

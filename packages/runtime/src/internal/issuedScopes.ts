@@ -1,0 +1,16 @@
+/**
+ * Scopes issued by a host, remembered by identity together with the store
+ * they were issued for. A runtime over a store accepts only scopes issued for
+ * that store, by any host over it (`FilesystemTaskRuntime.open` opens its own
+ * host on the store, so the issuing host instance may differ); a scope built
+ * by hand was never issued and is refused.
+ */
+import type { Grant, Ids } from "@tessera/core"
+
+const issued = new WeakMap<Grant.Scope, Ids.StoreId>()
+
+export const recordIssued = (scope: Grant.Scope, store: Ids.StoreId): void => {
+  issued.set(scope, store)
+}
+
+export const issuedFor = (scope: Grant.Scope, store: Ids.StoreId): boolean => issued.get(scope) === store
