@@ -52,7 +52,7 @@ const heading = (text: string) => console.log(`\n== ${text} ${"=".repeat(Math.ma
 const requestBytes = (request: Model.ModelRequest) => Compaction.measureParts("bytes", request.parts)
 const describeRequest = (request: Model.ModelRequest): string => {
   const first = request.parts[0]
-  if (first?._tag === "Text" && first.text.startsWith("Summarize the work so far")) return "summary request"
+  if (Compaction.isSummaryRequest(request)) return "summary request"
   if (first?._tag === "FileReference") return `starts with ${first.path}`
   return `${request.parts.length} parts`
 }

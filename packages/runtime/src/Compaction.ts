@@ -166,6 +166,19 @@ export const summaryInstruction =
   "Build on the previous summary when one is given; do not drop what it established."
 
 /**
+ * Whether a request is a summary request (it opens with
+ * {@link summaryInstruction}), for harnesses and scripted models that answer
+ * summary requests differently from the turn's own.
+ *
+ * @since 0.1.0
+ * @category requests
+ */
+export const isSummaryRequest = (request: ModelRequest): boolean => {
+  const first = request.parts[0]
+  return first?._tag === "Text" && first.role === "system" && first.text === summaryInstruction
+}
+
+/**
  * One summary request: the instruction, the user's original task, the
  * previous summary (if any) and one piece of history.
  *

@@ -2,7 +2,7 @@
  * Turn scenarios for the node package's tests: a `produce` tool whose result
  * size the script chooses, and the scripted model.
  */
-import { History, Model, ScriptedModel, Tool } from "@tessera/runtime"
+import { Compaction, History, Model, ScriptedModel, Tool } from "@tessera/runtime"
 import { Effect, Schema } from "effect"
 
 export const produce = Tool.make({
@@ -19,10 +19,7 @@ export const start = History.make([Model.text("user", taskText)])
 
 export const produceCall = (id: string, size: number, fill: string) => Model.toolCall(id, "produce", { size, fill })
 
-export const isSummaryRequest = (request: Model.ModelRequest): boolean => {
-  const first = request.parts[0]
-  return first?._tag === "Text" && first.role === "system" && first.text.startsWith("Summarize the work so far")
-}
+export const isSummaryRequest = Compaction.isSummaryRequest
 
 /** Two large tool results, then an answer; summary requests get a fixed summary. */
 export const twoReports = (big: number): ScriptedModel.Script => {

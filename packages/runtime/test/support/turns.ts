@@ -39,10 +39,7 @@ export const requests = Effect.flatMap(
   (recorder) => recorder.requests
 )
 
-export const isSummaryRequest = (request: Model.ModelRequest): boolean => {
-  const first = request.parts[0]
-  return first?._tag === "Text" && first.role === "system" && first.text.startsWith("Summarize the work so far")
-}
+export const isSummaryRequest = Compaction.isSummaryRequest
 
 /** Every text a request carries, joined: for "does this request contain X" checks. */
 export const requestText = (request: Model.ModelRequest): string => request.parts.map(Compaction.renderPart).join("\n")
