@@ -55,4 +55,26 @@ describe("examples run as smoke tests", () => {
       rmSync(scratch, { recursive: true, force: true })
     }
   })
+
+  it("host-policy.ts scrubs with the host's own rules and refuses the host's state with the specific error", () => {
+    const scratch = mkdtempSync(join(tmpdir(), "tessera-host-policy-test-"))
+    try {
+      const result = spawnSync(process.execPath, [join(folder, "host-policy.ts")], {
+        cwd: scratch,
+        encoding: "utf8",
+        env: { ...process.env, TESSERA_EXAMPLE_DIR: scratch },
+        timeout: 120_000
+      })
+      assert.strictEqual(result.status, 0, result.stderr)
+      assert.include(result.stdout, "[REDACTED:registered-secret]")
+      assert.include(result.stdout, "[REDACTED:internal-ticket-token]")
+      assert.include(result.stdout, "stored file leaks the password: no")
+      assert.include(result.stdout, "stored file leaks the ticket token: no")
+      assert.include(result.stdout, "refused (ArtifactInternalState)")
+      assert.include(result.stdout, "credentials.json was created: no")
+      assert.notInclude(result.stdout, "s3cret-db-pass")
+    } finally {
+      rmSync(scratch, { recursive: true, force: true })
+    }
+  })
 })
