@@ -127,8 +127,21 @@ const offloadTarget = Effect.fnUntraced(function* (
   return { volume, root: path.join(folder, ToolResultOffload.artifactFolder) }
 })
 
-type GatedError = CompactionError | JournalIOError | JournalSequenceError
-type GatedRequirements = CompactionRequirements | ToolResultOffload.OffloadRequirements
+/**
+ * What the gate's own hooks (compaction, offload) add to a turn's errors.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type GatedError = CompactionError | JournalIOError | JournalSequenceError
+
+/**
+ * What the gate's own hooks add to a turn's requirements.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type GatedRequirements = CompactionRequirements | ToolResultOffload.OffloadRequirements
 
 const withGate = Effect.fnUntraced(function* <E, R>(
   binding: EntryGate.TaskBinding,
