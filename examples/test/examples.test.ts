@@ -51,6 +51,14 @@ describe("examples run as smoke tests", () => {
       assert.match(out, /model requests sent before the refusal: 0/)
       assert.match(out, /leaked credentials in them: none \(redacted\)/)
       assert.notInclude(out, "AKIAIOSFODNN7EXAMPLE")
+      // The inspector renders the demo's folder.
+      const stateFolder = /state folder:\s+(\S+)/.exec(out)?.[1] ?? ""
+      const inspector = fileURLToPath(new URL("../../packages/node/bin/tessera-inspect.ts", import.meta.url))
+      const inspected = spawnSync(process.execPath, [inspector, stateFolder], { encoding: "utf8", timeout: 60_000 })
+      assert.strictEqual(inspected.status, 0, inspected.stderr)
+      assert.include(inspected.stdout, "researcher-scratch       AgentPrivate owned by agent researcher")
+      assert.include(inspected.stdout, "summaries/four-requests-t1/3.txt")
+      assert.include(inspected.stdout, "ArtifactOffloaded")
     } finally {
       rmSync(scratch, { recursive: true, force: true })
     }
