@@ -24,14 +24,14 @@
  */
 import type { ArtifactPathPolicy } from "@tessera/artifacts"
 import type { Grant, Ids } from "@tessera/core"
-import { HostAuthority, Volume } from "@tessera/core"
+import { HostAuthority, type Volume } from "@tessera/core"
 import type { TaskHost } from "@tessera/runtime"
 import { FilesystemTaskRuntime } from "@tessera/runtime"
 import type { FileSystem, Path, Scope } from "effect"
 import { Context, Effect, Layer, Option } from "effect"
 import { type HostTasks, makeHostTasks } from "./internal/hostTasks.ts"
 import type { OpenError } from "./LocalHarness.ts"
-import { defaultRuntimeTask, journalVolumeId, makePathPolicy, outputVolumeId } from "./LocalHarness.ts"
+import { defaultRuntimeTask, ensureHostVolumes, makePathPolicy } from "./LocalHarness.ts"
 import type * as NamespaceLock from "./NamespaceLock.ts"
 import * as StateNamespace from "./StateNamespace.ts"
 
@@ -101,16 +101,7 @@ export const open = Effect.fnUntraced(function* (
 ): Effect.fn.Return<JournalForbiddingHostService, OpenError, FileSystem.FileSystem | Path.Path | Scope.Scope> {
   const opened = yield* StateNamespace.open(options, HostAuthority.forbidJournalGrants)
   const { host } = opened
-  const journal = yield* StateNamespace.ensureVolume(host.store, {
-    id: journalVolumeId,
-    kind: "Journal",
-    owner: Volume.hostOwner
-  })
-  const output = yield* StateNamespace.ensureVolume(host.store, {
-    id: outputVolumeId,
-    kind: "Output",
-    owner: Volume.hostOwner
-  })
+  const { journal, output } = yield* ensureHostVolumes(host.store)
   const grants: ReadonlyArray<Grant.Capability> = [{ volume: output, access: ["read", "write"] }]
   const scope = yield* host.issueScope(options.runtimeTask ?? defaultRuntimeTask, grants, options.agent)
   const runtime = yield* FilesystemTaskRuntime.fromHost(host, {

@@ -159,6 +159,28 @@ export const journalVolumeId: Ids.VolumeId = decodeVolumeId("journal")
 export const outputVolumeId: Ids.VolumeId = decodeVolumeId("output")
 
 /**
+ * Ensures the host-owned volumes every local host keeps: the `Journal`
+ * volume and the `Output` volume (created when missing, checked when
+ * present).
+ *
+ * @since 0.1.0
+ * @category volumes
+ */
+export const ensureHostVolumes = Effect.fnUntraced(function* (store: VolumeStore.VolumeStore) {
+  const journal = yield* StateNamespace.ensureVolume(store, {
+    id: journalVolumeId,
+    kind: "Journal",
+    owner: Volume.hostOwner
+  })
+  const output = yield* StateNamespace.ensureVolume(store, {
+    id: outputVolumeId,
+    kind: "Output",
+    owner: Volume.hostOwner
+  })
+  return { journal, output }
+})
+
+/**
  * @since 0.1.0
  * @category naming
  */
@@ -181,16 +203,7 @@ export const open = Effect.fnUntraced(function* (
     kind: "AgentPrivate",
     owner: Volume.agentOwner(agent)
   })
-  const journal = yield* StateNamespace.ensureVolume(host.store, {
-    id: journalVolumeId,
-    kind: "Journal",
-    owner: Volume.hostOwner
-  })
-  const output = yield* StateNamespace.ensureVolume(host.store, {
-    id: outputVolumeId,
-    kind: "Output",
-    owner: Volume.hostOwner
-  })
+  const { journal, output } = yield* ensureHostVolumes(host.store)
   const grants: ReadonlyArray<Grant.Capability> = [
     { volume: scratch, access: ["read", "write"] },
     { volume: output, access: ["read", "write"] }
