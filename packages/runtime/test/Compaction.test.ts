@@ -232,6 +232,37 @@ describe("the entry gate and the default policy", () => {
       })
     ))
 
+  it("every gated entry refuses an armed writerless binding before any model request or journal write", () =>
+    runInWorld((world) =>
+      Effect.gen(function* () {
+        const runtime = yield* world.openRuntime(Option.none(), [])
+        const context = yield* runtime.bindTask({ scope: yield* world.scopeFor([]), output: Option.none() })
+        // Made by hand: `EntryGate.bind` would already refuse it.
+        const armed: EntryGate.TaskBinding = { context, policy: CompactionPolicy.threshold() }
+        const config = { tools, maxSteps: 4 }
+        const stepContext = { task, turn: 1, step: 1 }
+        const entries = {
+          runTurn: Effect.asVoid(TaskExecution.runTurn(armed, start, config)),
+          resumeTurn: Effect.asVoid(TaskExecution.resumeTurn(armed, start, config)),
+          modelStep: Effect.asVoid(TaskExecution.modelStep(armed, config, stepContext, start)),
+          dispatchTools: Effect.asVoid(
+            TaskExecution.dispatchTools(armed, config, stepContext, [produceCall("c1", 10, "a")])
+          ),
+          summarize: Effect.asVoid(TaskExecution.summarize(armed, start)),
+          runSummaryFileTurn: Effect.asVoid(TaskExecution.runSummaryFileTurn(armed, start, config))
+        }
+        for (const [name, entry] of Object.entries(entries)) {
+          const { error, sent } = yield* Effect.gen(function* () {
+            const error = yield* Effect.flip(entry)
+            return { error, sent: (yield* requests).length }
+          }).pipe(Effect.provide(turnLayer(world, task, () => Model.response({ text: "never" }))))
+          assert.strictEqual(error._tag, "Unauthorized", name)
+          assert.strictEqual(sent, 0, name)
+          assert.strictEqual(journalBytes(yield* journalFolder(world), task), "", name)
+        }
+      })
+    ))
+
   it("the runtime's private capability is what compaction publishes through", () =>
     runInWorld((world) =>
       Effect.gen(function* () {
