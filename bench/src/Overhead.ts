@@ -6,6 +6,10 @@
  *
  * The bare loop replays the bytes the executor wrote, so both sides write
  * identical lines; the difference is everything the runtime does per step.
+ * It blocks the event loop in `writeSync` + `fsyncSync`; a second bare loop
+ * does the same appends asynchronously (`fs.write` + `fs.fsync`, each
+ * awaited, as any non-blocking writer must), which is the floor for a
+ * journal that does not stall the process while the disk syncs.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -25,9 +29,14 @@ export interface OverheadResult {
   readonly steps: number
   readonly executorMs: Stats
   readonly bareMs: Stats
+  readonly bareAsyncMs: Stats
   readonly executorStepsPerSecond: number
   readonly bareStepsPerSecond: number
+  readonly bareAsyncStepsPerSecond: number
+  /** Executor against the blocking bare loop. */
   readonly ratio: number
+  /** Executor against the asynchronous bare loop. */
+  readonly asyncRatio: number
   readonly linesPerStep: number
 }
 
@@ -74,19 +83,40 @@ const bareLoop = (root: string, lines: ReadonlyArray<Buffer>): number => {
   return performance.now() - started
 }
 
+const callback = (start: (done: (error: NodeJS.ErrnoException | null) => void) => void): Promise<void> =>
+  new Promise((resolve, reject) => start((error) => (error === null ? resolve() : reject(error))))
+
+const bareAsyncLoop = async (root: string, lines: ReadonlyArray<Buffer>): Promise<number> => {
+  const file = path.join(root, "bare-async.jsonl")
+  const started = performance.now()
+  const fd = fs.openSync(file, "a")
+  try {
+    for (const line of lines) {
+      await callback((done) => fs.write(fd, line, 0, line.length, null, done))
+      await callback((done) => fs.fsync(fd, done))
+    }
+  } finally {
+    fs.closeSync(fd)
+  }
+  return performance.now() - started
+}
+
 export const run = async (args: OverheadArgs): Promise<OverheadResult> => {
   const executor: Array<number> = []
   const bare: Array<number> = []
+  const bareAsync: Array<number> = []
   let linesPerStep = 0
   for (let rep = -args.plan.warmup; rep < args.plan.reps; rep++) {
     const root = makeTempDir(args.medium)
     try {
       const turn = await executorTurn(path.join(root, "store"), args.steps)
       const bareMs = bareLoop(root, turn.lines)
+      const bareAsyncMs = await bareAsyncLoop(root, turn.lines)
       linesPerStep = turn.lines.length / args.steps
       if (rep >= 0) {
         executor.push(turn.ms)
         bare.push(bareMs)
+        bareAsync.push(bareAsyncMs)
       }
     } finally {
       removeDir(root)
@@ -94,16 +124,21 @@ export const run = async (args: OverheadArgs): Promise<OverheadResult> => {
   }
   const executorMs = stats(executor)
   const bareMs = stats(bare)
+  const bareAsyncMs = stats(bareAsync)
   const executorStepsPerSecond = (args.steps * 1000) / executorMs.median
   const bareStepsPerSecond = (args.steps * 1000) / bareMs.median
+  const bareAsyncStepsPerSecond = (args.steps * 1000) / bareAsyncMs.median
   return {
     medium: args.medium,
     steps: args.steps,
     executorMs,
     bareMs,
+    bareAsyncMs,
     executorStepsPerSecond,
     bareStepsPerSecond,
+    bareAsyncStepsPerSecond,
     ratio: executorStepsPerSecond / bareStepsPerSecond,
+    asyncRatio: executorStepsPerSecond / bareAsyncStepsPerSecond,
     linesPerStep
   }
 }

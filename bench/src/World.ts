@@ -12,7 +12,7 @@
  */
 import { NodeServices } from "@effect/platform-node"
 import { HostAuthority, Ids, Volume } from "@tessera/core"
-import { NodeDurableFiles } from "@tessera/node"
+import { NodeDigest, NodeDurableFiles } from "@tessera/node"
 import type { CompactionPolicy } from "@tessera/runtime"
 import {
   type EntryGate,
@@ -30,8 +30,17 @@ export const agent = Schema.decodeUnknownSync(Ids.AgentId)("researcher")
 export const task = Schema.decodeUnknownSync(Ids.TaskId)("bench-task")
 const volumeId = Schema.decodeUnknownSync(Ids.VolumeId)
 
-/** Node file system and paths, durable files, and a host authority that allows every grant. */
-export const platformLayer = Layer.mergeAll(NodeServices.layer, NodeDurableFiles.layer, HostAuthority.permissive)
+/**
+ * Node file system and paths, durable files, the `node:crypto` digest (what a
+ * Node host provides; without it the runtime measures with WebCrypto), and a
+ * host authority that allows every grant.
+ */
+export const platformLayer = Layer.mergeAll(
+  NodeServices.layer,
+  NodeDurableFiles.layer,
+  NodeDigest.layer,
+  HostAuthority.permissive
+)
 
 export type Platform = Layer.Success<typeof platformLayer>
 

@@ -3,7 +3,7 @@
  * the numbers, and writes `docs/performance.md` and
  * `docs/performance-context.svg`.
  */
-import { execSync } from "node:child_process"
+import { execSync, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -140,39 +140,77 @@ md.push(
     `"disk" is a folder under \`${os.tmpdir()}\` (fsync reaches the device); "tmpfs" is \`/dev/shm\` (fsync returns at once).`
 )
 md.push(
+  "- Every run provides the Node host's digest (`NodeDigest.layer`, synchronous `node:crypto` SHA-256) as the runtime's `Digest`, as a Node host would; without it the runtime measures with WebCrypto."
+)
+md.push(
   "- Spread: median with interquartile range (IQR), minimum and maximum over the repetitions. Timings on a shared 2-core machine vary; the medians are what the targets are checked against."
 )
 md.push("")
 md.push("## Summary of targets")
 md.push("")
-md.push("| Target | Measured | Verdict |")
-md.push("| --- | --- | --- |")
 md.push(
-  `| Context: largest request up to step 10,000 <= 1.1x up to step 100 | ${formatBytes(largest10k)} vs ${formatBytes(largest100)} = ${ratio(largest10k, largest100)}x | ${verdict(contextOk)} |`
+  "Each miss names its measured cause (from `node --cpu-prof` profiles; details in the last section). A cause is shown only for a miss."
 )
-md.push(
-  `| Context: peak memory at 10,000 steps <= 1.2x at 1,000 | ${formatBytes(on10k.peakRss)} vs ${formatBytes(on1k.peakRss)} = ${ratio(on10k.peakRss, on1k.peakRss)}x | ${verdict(memoryOk)} |`
+md.push("")
+md.push("| Target | Measured | Verdict | Measured cause of the miss |")
+md.push("| --- | --- | --- | --- |")
+const target = (name: string, measured: string, ok: boolean, cause: string) =>
+  md.push(`| ${name} | ${measured} | ${verdict(ok)} | ${ok ? "" : cause} |`)
+target(
+  "Context: largest request up to step 10,000 <= 1.1x up to step 100",
+  `${formatBytes(largest10k)} vs ${formatBytes(largest100)} = ${ratio(largest10k, largest100)}x`,
+  contextOk,
+  "see Context bound"
 )
-md.push(
-  `| Runtime overhead: >= 0.8x bare loop steps/s (same fsync durability) | ${overheadDisk.executorStepsPerSecond.toFixed(0)} vs ${overheadDisk.bareStepsPerSecond.toFixed(0)} steps/s = ${overheadDisk.ratio.toFixed(2)}x | ${verdict(overheadOk)} |`
+target(
+  "Context: peak memory at 10,000 steps <= 1.2x at 1,000",
+  `${formatBytes(on10k.peakRss)} vs ${formatBytes(on1k.peakRss)} = ${ratio(on10k.peakRss, on1k.peakRss)}x`,
+  memoryOk,
+  "see Context bound"
 )
-md.push(
-  `| Offload with default redactor >= 0.5x raw write + same regex scan | ${redactorRatio.toFixed(2)}x | ${verdict(redactorRatio >= 0.5)} |`
+target(
+  "Runtime overhead: >= 0.8x bare loop steps/s (same fsync durability)",
+  `${overheadDisk.executorStepsPerSecond.toFixed(0)} vs ${overheadDisk.bareStepsPerSecond.toFixed(0)} steps/s = ${overheadDisk.ratio.toFixed(2)}x`,
+  overheadOk,
+  `The journal appends asynchronously (Effect \`FileSystem\`: a thread-pool round trip for the write, another for the fsync), the bare loop blocks the event loop in \`writeSync\` + \`fsyncSync\`; an asynchronous bare loop with the same appends reaches ${overheadDisk.bareAsyncStepsPerSecond.toFixed(0)} steps/s, and the executor is at ${overheadDisk.asyncRatio.toFixed(2)}x of that. The rest is the Effect run loop and spans.`
 )
-md.push(`| Offload with no redactor >= 0.8x raw write | ${noneRatio.toFixed(2)}x | ${verdict(noneRatio >= 0.8)} |`)
-md.push(
-  `| Journal reopen >= 0.5x raw split-and-parse | ${reopen.ratio.toFixed(2)}x | ${verdict(reopen.ratio >= 0.5)} |`
+target(
+  "Offload with default redactor >= 0.5x raw write + same regex scan",
+  `${redactorRatio.toFixed(2)}x`,
+  redactorRatio >= 0.5,
+  "The no-redactor costs below, on top of the same redaction."
+)
+target(
+  "Offload with no redactor >= 0.8x raw write",
+  `${noneRatio.toFixed(2)}x`,
+  noneRatio >= 0.8,
+  "WebCrypto SHA-256 of the stored bytes (about 3 ms per MiB on Node, mostly on the main thread; `@tessera/artifacts` sits below the runtime's `Digest`), and `NodeDurableFiles.writeNewFile`: ten asynchronous, descriptor-checked steps against four blocking calls."
+)
+target(
+  "Journal reopen >= 0.5x raw split-and-parse",
+  `${reopen.ratio.toFixed(2)}x`,
+  reopen.ratio >= 0.5,
+  "Schema decoding of every entry (about 100 ms per 100,000 entries, half of it the field checks) and the garbage collection the decoded values cost; reading and `JSON.parse` are what the baseline does too."
 )
 const stepRatio = oursMemory.step.median / lcDefault.step.median
 const sumRatio = oursMemory.summarizationStep.median / lcDefault.summarizationStep.median
-md.push(
-  `| vs LangChain: per-step time <= 0.3x (durability matched: journal on tmpfs) | ${formatMs(oursMemory.step.median)} ms vs ${formatMs(lcDefault.step.median)} ms = ${stepRatio.toFixed(2)}x | ${verdict(stepRatio <= 0.3)} |`
+target(
+  "vs LangChain: per-step time <= 0.3x (durability matched: journal on tmpfs)",
+  `${formatMs(oursMemory.step.median)} ms vs ${formatMs(lcDefault.step.median)} ms = ${stepRatio.toFixed(2)}x`,
+  stepRatio <= 0.3,
+  "Compaction planning renders and UTF-8-encodes the whole history every step (`Compaction.plan` → `measureParts`), plus four asynchronous journal appends per step."
 )
-md.push(
-  `| vs LangChain: per-summarization-step time <= 0.3x | ${formatMs(oursMemory.summarizationStep.median)} ms vs ${formatMs(lcDefault.summarizationStep.median)} ms = ${sumRatio.toFixed(2)}x | ${verdict(sumRatio <= 0.3)} |`
+target(
+  "vs LangChain: per-summarization-step time <= 0.3x",
+  `${formatMs(oursMemory.summarizationStep.median)} ms vs ${formatMs(lcDefault.summarizationStep.median)} ms = ${sumRatio.toFixed(2)}x`,
+  sumRatio <= 0.3,
+  "`Compaction.pieces` re-encodes the growing piece for every round it adds (quadratic in the summarized history); staging the summary write-once adds file steps LangChain does not take."
 )
-md.push(
-  `| vs LangChain: lower peak memory | ${formatBytes(oursMemory.peakRss)} vs ${formatBytes(lcDefault.peakRss)} | ${verdict(oursMemory.peakRss < lcDefault.peakRss)} |`
+target(
+  "vs LangChain: lower peak memory",
+  `${formatBytes(oursMemory.peakRss)} vs ${formatBytes(lcDefault.peakRss)}`,
+  oursMemory.peakRss < lcDefault.peakRss,
+  "see Side by side"
 )
 md.push("")
 
@@ -183,7 +221,7 @@ md.push(
     `"On": \`offload: ${JSON.stringify(onOffload)}\` and compaction policy \`${JSON.stringify(onPolicy)}\` (bound reached before step 100). ` +
     `"Off": policy \`Disabled\`, no offload; run to ${offSteps} steps only, because every request carries every earlier result ` +
     "(the run is quadratic in time) and the growth is exactly linear, so larger step counts are extrapolated from it. " +
-    "Request size is the executor's own measure from the journal's `RequestDispatched` entries (UTF-8 bytes of the canonical JSON request); the journal is on disk with fsync per append."
+    "Request size is the executor's own measure from the journal's `RequestDispatched` entries (UTF-8 bytes of the request's canonical JSON, composed from per-part measures); the journal is on disk with fsync per append."
 )
 md.push("")
 md.push(
@@ -210,16 +248,17 @@ md.push("## Runtime overhead per step")
 md.push("")
 md.push(
   "The stock executor (`TaskExecution.runTurn`, scripted model, one 1 KiB tool result per step, compaction disabled, journal with a synced append per entry) " +
-    "against a bare loop that appends the very same journal lines (the bytes the executor wrote) with `writeSync` + `fsyncSync` per line and does nothing else."
+    "against a bare loop that appends the very same journal lines (the bytes the executor wrote) with `writeSync` + `fsyncSync` per line and does nothing else (the target's baseline), " +
+    "and against the same appends done asynchronously (`fs.write` + `fs.fsync`, each awaited: what any writer that does not block the process pays)."
 )
 md.push("")
 md.push(
-  "| Medium | Steps per run | Executor per run | Bare loop per run | Executor steps/s | Bare steps/s | Ratio | Journal lines per step |"
+  "| Medium | Steps per run | Executor per run | Bare loop per run | Async bare loop per run | Executor steps/s | Bare steps/s | Async bare steps/s | Ratio | Ratio to async | Journal lines per step |"
 )
-md.push("| --- | ---: | --- | --- | ---: | ---: | ---: | ---: |")
+md.push("| --- | ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
 for (const r of [overheadDisk, overheadMemory]) {
   md.push(
-    `| ${r.medium === "disk" ? "disk (fsync)" : "tmpfs"} | ${r.steps} | ${formatStats(r.executorMs)} | ${formatStats(r.bareMs)} | ${r.executorStepsPerSecond.toFixed(0)} | ${r.bareStepsPerSecond.toFixed(0)} | ${r.ratio.toFixed(2)}x | ${r.linesPerStep} |`
+    `| ${r.medium === "disk" ? "disk (fsync)" : "tmpfs"} | ${r.steps} | ${formatStats(r.executorMs)} | ${formatStats(r.bareMs)} | ${formatStats(r.bareAsyncMs)} | ${r.executorStepsPerSecond.toFixed(0)} | ${r.bareStepsPerSecond.toFixed(0)} | ${r.bareAsyncStepsPerSecond.toFixed(0)} | ${r.ratio.toFixed(2)}x | ${r.asyncRatio.toFixed(2)}x | ${r.linesPerStep} |`
   )
 }
 md.push("")
@@ -239,7 +278,7 @@ md.push("")
 md.push("## Journal reopen")
 md.push("")
 md.push(
-  `A journal of ${reopen.entries.toLocaleString("en")} entries (${formatBytes(reopen.fileBytes)}, turns of 100 tool steps) opened with \`Journal.open\` (read, Schema-decode every line, replay the state) against \`readFileSync\` + \`split("\\n")\` + \`JSON.parse\` per line.`
+  `A journal of ${reopen.entries.toLocaleString("en")} entries (${formatBytes(reopen.fileBytes)}, turns of 100 tool steps) opened with \`Journal.open\` (read, \`JSON.parse\` and Schema-decode every line, replay the state) against \`readFileSync\` + \`split("\\n")\` + \`JSON.parse\` per line.`
 )
 md.push("")
 md.push("| Reader | Time | Ratio (raw / journal) |")
@@ -283,7 +322,14 @@ const notesFile = path.join(root, "bench", "NOTES.md")
 if (fs.existsSync(notesFile)) md.push(fs.readFileSync(notesFile, "utf8").trim(), "")
 
 fs.mkdirSync(docs, { recursive: true })
-fs.writeFileSync(path.join(docs, "performance.md"), `${md.join("\n")}\n`)
+const reportFile = path.join(docs, "performance.md")
+fs.writeFileSync(reportFile, `${md.join("\n")}\n`)
+// The repository's formatter aligns the Markdown tables; without it the report is still valid, only unaligned.
+const biome = path.join(root, "node_modules", ".bin", "biome")
+if (fs.existsSync(biome)) {
+  const formatted = spawnSync(biome, ["format", "--write", reportFile], { cwd: root, stdio: "ignore" })
+  if (formatted.status !== 0) log(`biome format exited with ${formatted.status}; docs/performance.md left unformatted`)
+}
 fs.writeFileSync(
   path.join(docs, "performance-context.svg"),
   contextPlot({

@@ -175,6 +175,15 @@ const sha256 = (bytes: Uint8Array<ArrayBuffer>) =>
 
 const utf8 = new TextEncoder()
 
+/**
+ * Whether `text` takes more than `limit` UTF-8 bytes. A UTF-16 code unit
+ * takes one to three UTF-8 bytes (a surrogate pair, two units, takes four),
+ * so only a text whose length lies between a third of the limit and the
+ * limit needs encoding; a large body is never copied just to be measured.
+ */
+const exceedsBytes = (text: string, limit: number): boolean =>
+  text.length > limit ? true : text.length * 3 <= limit ? false : utf8.encode(text).byteLength > limit
+
 const write = Effect.fnUntraced(function* (request: OffloadRequest, body: string) {
   const path = yield* Path.Path
   const fs = yield* FileSystem.FileSystem
@@ -208,7 +217,7 @@ const write = Effect.fnUntraced(function* (request: OffloadRequest, body: string
   if (Option.isSome(policy)) yield* Effect.fromResult(check(policy.value, realTarget))
 
   const bytes = utf8.encode(stored)
-  yield* files.writeNewFile(realTarget, bytes, { within: realRoot }).pipe(
+  const written = files.writeNewFile(realTarget, bytes, { within: realRoot }).pipe(
     Effect.mapError((error) => {
       switch (error._tag) {
         case "OutsideWithin":
@@ -220,7 +229,9 @@ const write = Effect.fnUntraced(function* (request: OffloadRequest, body: string
       }
     })
   )
-  const digest = yield* sha256(bytes)
+  // The digest does not depend on the write: whatever part of WebCrypto's
+  // work runs off the main thread overlaps the file system steps.
+  const [, digest] = yield* Effect.all([written, sha256(bytes)], { concurrency: 2 })
   const pointer = render({
     path: relative,
     bytes: bytes.byteLength,
@@ -242,7 +253,7 @@ export const offload = (
   request: OffloadRequest
 ): Effect.Effect<OffloadResult, never, FileSystem.FileSystem | Path.Path | DurableFiles> => {
   const body = typeof request.content === "string" ? request.content : request.content.join("")
-  if (utf8.encode(body).byteLength <= request.threshold) {
+  if (!exceedsBytes(body, request.threshold)) {
     return Effect.succeed(OffloadResult.Inline({ content: body, reason: Option.none() }))
   }
   return write(request, body).pipe(

@@ -106,9 +106,9 @@ export interface LocalHarnessService extends HostTasks {
   /** The task's journal on the journal volume. */
   readonly journalLayer: HostTasks["journalLayer"]
   /**
-   * Binds `task` and runs `body` with the task's `Journal` and the
-   * harness's `ArtifactPathPolicy` provided. A refused binding fails before
-   * the journal file is opened.
+   * Binds `task` and runs `body` with the task's `Journal`, the harness's
+   * `ArtifactPathPolicy` and the `node:crypto` digest provided. A refused
+   * binding fails before the journal file is opened.
    */
   readonly withTask: HostTasks["withTask"]
 }

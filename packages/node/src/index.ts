@@ -21,6 +21,10 @@ export * as NamespaceLock from "./NamespaceLock.ts"
 /**
  * @since 0.1.0
  */
+export * as NodeDigest from "./NodeDigest.ts"
+/**
+ * @since 0.1.0
+ */
 export * as NodeDurableFiles from "./NodeDurableFiles.ts"
 /**
  * @since 0.1.0

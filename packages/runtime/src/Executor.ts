@@ -28,7 +28,7 @@
 import { Ids } from "@tessera/core"
 import { Effect, Option, Schema } from "effect"
 import * as History from "./History.ts"
-import { measureJson, measureText } from "./internal/digest.ts"
+import { measureJson, measureRequest, measureText } from "./internal/digest.ts"
 import type {
   JournalIOError,
   JournalSequenceError,
@@ -245,7 +245,7 @@ export const modelStep = <E = never, R = never>(
     const { step, turn } = context
     const current = hooks.beforeModelStep === undefined ? history : yield* hooks.beforeModelStep(context, history)
     const request: ModelRequest = { parts: History.toParts(current), tools: config.tools.specs }
-    const measured = yield* measureJson(request)
+    const measured = yield* measureRequest(request)
     yield* Effect.annotateCurrentSpan({
       "tessera.request.parts": request.parts.length,
       "tessera.request.size": measured.size

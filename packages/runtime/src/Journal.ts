@@ -33,7 +33,7 @@ import { Ids, Volume } from "@tessera/core"
 import type { Scope } from "effect"
 import { Clock, Context, Effect, FileSystem, Layer, Option, Path, Ref, Result, Schema, Semaphore } from "effect"
 import { sha256Bytes } from "./internal/digest.ts"
-import { advance, emptyState } from "./internal/journalState.ts"
+import { advance, emptyState, makeReplay } from "./internal/journalState.ts"
 import { ToolFailure } from "./Tool.ts"
 
 const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
@@ -66,8 +66,21 @@ export const TurnOpened = Schema.TaggedStruct("TurnOpened", { ...header, turn: O
 export const TurnResumed = Schema.TaggedStruct("TurnResumed", { ...header, turn: Ordinal })
 
 /**
- * A model request left: how many parts, how many bytes (canonical JSON of
- * the request) and their digest. Not the body.
+ * A model request left: how many parts, how many bytes, and a digest. Not
+ * the body.
+ *
+ * Both are composed from per-part measures, so that a step costs work in
+ * proportion to its new parts rather than to the whole history (a part is
+ * measured once, when first sent). With `c(x)` the canonical JSON of `x`
+ * (`JSON.stringify`, a bigint written as `<digits>n`) and `h(x)` the
+ * lowercase hex SHA-256 of `x`'s UTF-8 bytes:
+ *
+ * - `size` is the UTF-8 byte length of `{"parts":[c(p1),c(p2),...],"tools":c(tools)}`,
+ *   which for a plain JSON request is exactly the length of `JSON.stringify(request)`.
+ * - `sha256` is `h(h(c(p1)) + h(c(p2)) + ... + h(c(tools)))`: the SHA-256 of
+ *   the concatenated hex digests of each part in request order, then of the
+ *   tool specs. Two requests have the same digest exactly when they have the
+ *   same parts in the same order and the same tools.
  *
  * @since 0.1.0
  * @category entries
@@ -556,11 +569,12 @@ export const fileName = (task: Ids.TaskId): string => `${task}.jsonl`
 const newline = 0x0a
 const encoder = new TextEncoder()
 const decoder = new TextDecoder("utf-8", { fatal: true })
-const decodeLine = Schema.decodeUnknownResult(EntryLine)
+const decodeEntry = Schema.decodeUnknownResult(Entry)
 const encodeLine = Schema.encodeResult(EntryLine)
 
 interface Replayed {
   readonly state: JournalState
+  /** Every complete entry, when asked for (reopening needs only the state). */
   readonly entries: ReadonlyArray<Entry>
   /** Length of the file up to and including its last newline. */
   readonly completeBytes: number
@@ -568,13 +582,19 @@ interface Replayed {
   readonly tail: Uint8Array<ArrayBuffer>
 }
 
+/**
+ * Decodes and folds every complete line in one synchronous pass: each line
+ * is decoded as UTF-8, parsed with `JSON.parse`, checked against the entry
+ * Schema, and applied by the same transition function that guards appends.
+ */
 const replay = (
   file: string,
   task: Ids.TaskId,
-  bytes: Uint8Array<ArrayBuffer>
+  bytes: Uint8Array,
+  keepEntries: boolean
 ): Result.Result<Replayed, JournalCorrupt> => {
   const completeBytes = bytes.lastIndexOf(newline) + 1
-  let state = emptyState(task)
+  const fold = makeReplay(task)
   const entries: Array<Entry> = []
   let start = 0
   let line = 0
@@ -582,21 +602,23 @@ const replay = (
     const end = bytes.indexOf(newline, start)
     line += 1
     const corrupt = (detail: string) => Result.fail(new JournalCorrupt({ file, line, detail }))
-    let text: string
+    let json: unknown
     try {
-      text = decoder.decode(bytes.subarray(start, end))
-    } catch {
-      return corrupt("the line is not valid UTF-8")
+      // Line by line: cheaper than decoding the whole file into one large string.
+      json = JSON.parse(decoder.decode(bytes.subarray(start, end)))
+    } catch (error) {
+      return corrupt(
+        error instanceof SyntaxError ? `the line is not JSON: ${error.message}` : "the line is not valid UTF-8"
+      )
     }
-    const decoded = decodeLine(text)
+    const decoded = decodeEntry(json)
     if (Result.isFailure(decoded)) return corrupt(decoded.failure.message)
-    const next = advance(state, decoded.success)
-    if (Result.isFailure(next)) return corrupt(next.failure)
-    state = next.success
-    entries.push(decoded.success)
+    const refused = fold.add(decoded.success)
+    if (refused !== undefined) return corrupt(refused)
+    if (keepEntries) entries.push(decoded.success)
     start = end + 1
   }
-  return Result.succeed({ state, entries, completeBytes, tail: bytes.slice(completeBytes) })
+  return Result.succeed({ state: fold.state(), entries, completeBytes, tail: bytes.slice(completeBytes) })
 }
 
 /**
@@ -615,7 +637,7 @@ export const readEntries = Effect.fnUntraced(function* (
   const bytes = yield* fs
     .readFile(file)
     .pipe(Effect.mapError((error) => new JournalIOError({ file, operation: "read", detail: error.message })))
-  const replayed = replay(file, location.task, new Uint8Array(bytes))
+  const replayed = replay(file, location.task, bytes, true)
   if (Result.isFailure(replayed)) return yield* replayed.failure
   return replayed.success.entries
 })
@@ -642,7 +664,7 @@ export const open = Effect.fnUntraced(function* (
   const replayed = existed
     ? yield* fs.readFile(file).pipe(
         Effect.mapError(ioError("read")),
-        Effect.flatMap((bytes) => Effect.fromResult(replay(file, task, new Uint8Array(bytes))))
+        Effect.flatMap((bytes) => Effect.fromResult(replay(file, task, bytes, false)))
       )
     : { state: emptyState(task), entries: [], completeBytes: 0, tail: new Uint8Array(0) }
 
@@ -707,7 +729,7 @@ export const open = Effect.fnUntraced(function* (
     const droppedSha256 = yield* sha256Bytes(replayed.tail)
     yield* write({
       _tag: "TruncationRecovered",
-      line: replayed.entries.length + 1,
+      line: replayed.state.entries + 1,
       keptBytes: replayed.completeBytes,
       droppedBytes: replayed.tail.length,
       droppedSha256

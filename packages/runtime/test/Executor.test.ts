@@ -5,6 +5,8 @@ import * as nodePath from "node:path"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Ids, Volume } from "@tessera/core"
+import * as NodeDigest from "@tessera/node/NodeDigest"
+import * as Digest from "@tessera/runtime/Digest"
 import * as Executor from "@tessera/runtime/Executor"
 import * as History from "@tessera/runtime/History"
 import * as Journal from "@tessera/runtime/Journal"
@@ -153,13 +155,15 @@ describe("stock executor", () => {
             "TurnClosed"
           ]
         )
-        // Sizes and digests describe exactly what was sent and seen, checked with an independent SHA-256.
+        // Sizes and digests describe exactly what was sent and seen, checked with an independent SHA-256:
+        // a request's size is the length of its JSON, its digest the SHA-256 of its parts' digests, then the tools'.
         const dispatched = written.filter((entry) => entry._tag === "RequestDispatched")
         sent.forEach((request, index) => {
           const body = JSON.stringify(request)
+          const composed = [...request.parts, request.tools].map((item) => sha256(JSON.stringify(item))).join("")
           assert.deepStrictEqual(
             dispatched[index] && [dispatched[index].parts, dispatched[index].size, dispatched[index].sha256],
-            [request.parts.length, bytes(body), sha256(body)]
+            [request.parts.length, bytes(body), sha256(composed)]
           )
         })
         const resulted = written.filter((entry) => entry._tag === "ToolResulted")
@@ -602,6 +606,74 @@ describe("stock executor", () => {
         ),
         ["read", "c1", 1, bytes("contents of a")]
       )
+    }).pipe(Effect.provide(NodeServices.layer))
+  )
+})
+
+/** A digest that counts what it is asked to hash, then hashes with `node:crypto`. */
+const countingDigest = () => {
+  const counts = { calls: 0, bytes: 0 }
+  const digest: Digest.DigestShape = {
+    sha256: (bytes) => {
+      counts.calls += 1
+      counts.bytes += bytes.length
+      return NodeDigest.nodeCrypto.sha256(bytes)
+    },
+    measureText: (text) => {
+      counts.calls += 1
+      counts.bytes += bytes(text)
+      return NodeDigest.nodeCrypto.measureText(text)
+    }
+  }
+  return { counts, layer: Layer.succeed(Digest.Digest)(digest) }
+}
+
+/** The entries of a journal without their timestamps, which differ from run to run. */
+const timeless = (written: ReadonlyArray<Journal.Entry>) => written.map(({ at: _at, ...rest }) => rest)
+
+describe("measuring", () => {
+  const script = (steps: number, size: number) => [
+    ...Array.from({ length: steps }, (_, index) =>
+      Model.response({
+        text: index % 2 === 0 ? "" : `step ${index}`,
+        toolCalls: [call(`c${index}`, "produce", { size })]
+      })
+    ),
+    Model.response({ text: "done" })
+  ]
+
+  it.effect("a host's Digest replaces the WebCrypto default and journals the very same sizes and digests", () =>
+    Effect.gen(function* () {
+      const byDefault = yield* tempFolder
+      const byHost = yield* tempFolder
+      const counting = countingDigest()
+      const turn = Executor.runTurn({ tools, maxSteps: 10 }, start)
+      yield* turn.pipe(Effect.provide(services(byDefault, script(4, 3000))))
+      yield* turn.pipe(Effect.provide(services(byHost, script(4, 3000))), Effect.provide(counting.layer))
+      assert.isAbove(counting.counts.calls, 0, "the provided digest was the one used")
+      const expected = timeless(yield* entries(byDefault))
+      assert.deepStrictEqual(timeless(yield* entries(byHost)), expected)
+      assert.strictEqual(expected.filter((entry) => entry._tag === "RequestDispatched").length, 5)
+    }).pipe(Effect.provide(NodeServices.layer))
+  )
+
+  it.effect("a request's parts are hashed once each, so the bytes hashed per step do not grow with the history", () =>
+    Effect.gen(function* () {
+      const folder = yield* tempFolder
+      const counting = countingDigest()
+      const steps = 30
+      const size = 10_000
+      const sent = yield* Executor.runTurn({ tools, maxSteps: steps + 1 }, start).pipe(
+        Effect.andThen(requests),
+        Effect.provide(services(folder, script(steps, size))),
+        Effect.provide(counting.layer)
+      )
+      // Hashing whole requests would hash every earlier result again at every step.
+      const wholeRequests = sent.reduce((total, request) => total + bytes(JSON.stringify(request)), 0)
+      const results = steps * size
+      assert.isAbove(wholeRequests, 10 * results, "the scenario is one where whole-request hashing is quadratic")
+      // Each result is hashed twice (as the tool result, and inside its request part), plus 64 bytes per part per request.
+      assert.isBelow(counting.counts.bytes, 3 * results)
     }).pipe(Effect.provide(NodeServices.layer))
   )
 })

@@ -305,6 +305,29 @@ describe("Journal", () => {
     }).pipe(Effect.provide(NodeServices.layer))
   )
 
+  it.effect("a middle line that is not valid UTF-8 fails the open with JournalCorrupt naming that line", () =>
+    Effect.gen(function* () {
+      const folder = yield* tempFolder
+      const file = yield* withJournal(folder, (journal) => Effect.as(finishedTurn(journal), journal.file))
+      const lines = nodeFs.readFileSync(file).toString("utf8").split("\n")
+      // Line 4 keeps its JSON shape, but one byte inside a string can start no UTF-8 character.
+      const [before = "", after = ""] = (lines[3] ?? "").split('"read"')
+      const damaged = Buffer.concat([
+        Buffer.from(`${lines.slice(0, 3).join("\n")}\n${before}"re`),
+        Buffer.from([0xff]),
+        Buffer.from(`d"${after}\n${lines.slice(4).join("\n")}`)
+      ])
+      nodeFs.writeFileSync(file, damaged)
+      const error = yield* Effect.flip(withJournal(folder, (journal) => journal.state))
+      assert.strictEqual(error._tag, "JournalCorrupt")
+      if (error._tag === "JournalCorrupt") {
+        assert.deepStrictEqual([error.file, error.line], [file, 4])
+        assert.include(error.detail, "UTF-8")
+      }
+      assert.deepStrictEqual(nodeFs.readFileSync(file), damaged, "the damaged file is left as it was")
+    }).pipe(Effect.provide(NodeServices.layer))
+  )
+
   it("a last line cut at any byte offset reopens with every complete entry and a record of the cut", async () => {
     const scratch = nodeFs.mkdtempSync(nodePath.join(os.tmpdir(), "tessera-"))
     try {

@@ -11,6 +11,7 @@ import type { FilesystemTaskRuntime } from "@tessera/runtime"
 import { EntryGate, Journal } from "@tessera/runtime"
 import type { FileSystem, Path } from "effect"
 import { Effect, Layer } from "effect"
+import * as NodeDigest from "../NodeDigest.ts"
 
 /** What a host's task helpers need. */
 export interface HostTasksInput {
@@ -63,7 +64,11 @@ export const makeHostTasks = (input: HostTasksInput): HostTasks => {
     // Bind first: a refused binding must not even create the journal file.
     bindTask(task, options).pipe(
       Effect.flatMap((binding) =>
-        body(binding).pipe(Effect.provide(Layer.merge(journalLayer(task), ArtifactPathPolicy.layer(input.pathPolicy))))
+        body(binding).pipe(
+          Effect.provide(
+            Layer.mergeAll(journalLayer(task), ArtifactPathPolicy.layer(input.pathPolicy), NodeDigest.layer)
+          )
+        )
       )
     )
   return { bindTask, journalLayer, withTask }

@@ -2,6 +2,12 @@
  * The journal's transition function. The same function guards every append
  * and replays the file on reopen, which is what makes a reopened journal's
  * state equal to the writer's.
+ *
+ * {@link transition} says what an entry changes; {@link advance} applies
+ * that to an immutable state (appends, whose states are handed out), and
+ * {@link makeReplay} applies it in place to one private state (reopen, where
+ * no intermediate state is ever seen), so replaying a long journal does not
+ * copy the list of turns once per entry.
  */
 import type { Ids } from "@tessera/core"
 import { Option, Result } from "effect"
@@ -17,21 +23,35 @@ export const emptyState = (task: Ids.TaskId): JournalState => ({
 
 type Step = Result.Result<JournalState, string>
 
+type Truncation = JournalState["truncations"][number]
+
+/** What one entry changes besides the entry count and the last entry. */
+type Change =
+  | { readonly _tag: "None" }
+  | { readonly _tag: "OpenTurnUpdated"; readonly turn: TurnState }
+  | { readonly _tag: "TurnAdded"; readonly turn: TurnState }
+  | { readonly _tag: "TruncationAdded"; readonly truncation: Truncation }
+
+/** The parts of a state a transition reads. */
+type View = Pick<JournalState, "task" | "turns" | "truncations">
+
+const none: Result.Result<Change, string> = Result.succeed({ _tag: "None" })
+
 const withTurn = (
-  state: JournalState,
+  state: View,
   turn: number,
   update: (open: TurnState) => Result.Result<TurnState, string>
-): Step => {
+): Result.Result<Change, string> => {
   const last = state.turns.at(-1)
   if (last === undefined || last.status !== "Open") return Result.fail(`turn ${turn} is not open`)
   if (last.turn !== turn) return Result.fail(`turn ${turn} is not the open turn (${last.turn})`)
-  return Result.map(update(last), (next) => ({ ...state, turns: [...state.turns.slice(0, -1), next] }))
+  return Result.map(update(last), (next): Change => ({ _tag: "OpenTurnUpdated", turn: next }))
 }
 
 const requireStep = (open: TurnState, step: number): Result.Result<void, string> =>
   step === open.steps ? Result.succeed(undefined) : Result.fail(`step ${step} is not the current step ${open.steps}`)
 
-const transition = (state: JournalState, entry: Entry): Step => {
+const transition = (state: View, entry: Entry): Result.Result<Change, string> => {
   switch (entry._tag) {
     case "TurnOpened": {
       if (entry.task !== state.task)
@@ -52,7 +72,7 @@ const transition = (state: JournalState, entry: Entry): Step => {
         modelFailures: 0,
         resumptions: 0
       }
-      return Result.succeed({ ...state, turns: [...state.turns, opened] })
+      return Result.succeed({ _tag: "TurnAdded", turn: opened })
     }
     case "TurnResumed":
       return withTurn(state, entry.turn, (open) =>
@@ -134,23 +154,91 @@ const transition = (state: JournalState, entry: Entry): Step => {
       return withTurn(state, entry.turn, (open) => Result.succeed({ ...open, status: "Abandoned" }))
     case "TruncationRecovered":
       return Result.succeed({
-        ...state,
-        truncations: [...state.truncations, { line: entry.line, droppedBytes: entry.droppedBytes }]
+        _tag: "TruncationAdded",
+        truncation: { line: entry.line, droppedBytes: entry.droppedBytes }
       })
     case "Admission":
     case "Rejection":
     case "SummaryStaged":
     case "ArtifactOffloaded":
-      return Result.succeed(state)
+      return none
   }
 }
 
+const outOfSequence = (entry: Entry, entries: number): string | undefined =>
+  entry.seq === entries ? undefined : `entry ${entry.seq} found where entry ${entries} belongs`
+
 /** Applies one entry, or says why it cannot follow the state. */
 export const advance = (state: JournalState, entry: Entry): Step => {
-  if (entry.seq !== state.entries) return Result.fail(`entry ${entry.seq} found where entry ${state.entries} belongs`)
-  return Result.map(transition(state, entry), (next) => ({
-    ...next,
-    entries: state.entries + 1,
-    lastEntry: Option.some(entry)
-  }))
+  const misplaced = outOfSequence(entry, state.entries)
+  if (misplaced !== undefined) return Result.fail(misplaced)
+  return Result.map(transition(state, entry), (change) => {
+    let turns = state.turns
+    let truncations = state.truncations
+    switch (change._tag) {
+      case "OpenTurnUpdated":
+        turns = state.turns.with(-1, change.turn)
+        break
+      case "TurnAdded":
+        turns = [...state.turns, change.turn]
+        break
+      case "TruncationAdded":
+        truncations = [...state.truncations, change.truncation]
+        break
+      case "None":
+        break
+    }
+    return { task: state.task, entries: state.entries + 1, lastEntry: Option.some(entry), turns, truncations }
+  })
+}
+
+/**
+ * A fold for replaying a file: `add` applies each entry in order through
+ * the same checks and transition as {@link advance} (returning why an entry
+ * cannot follow, and then changing nothing), and `state` gives the state
+ * after the entries added so far, equal to folding them with `advance`.
+ */
+export interface Replay {
+  readonly add: (entry: Entry) => string | undefined
+  readonly state: () => JournalState
+}
+
+export const makeReplay = (task: Ids.TaskId): Replay => {
+  const turns: Array<TurnState> = []
+  const truncations: Array<Truncation> = []
+  const view: View = { task, turns, truncations }
+  let entries = 0
+  let last: Entry | undefined
+  return {
+    add: (entry) => {
+      const misplaced = outOfSequence(entry, entries)
+      if (misplaced !== undefined) return misplaced
+      const next = transition(view, entry)
+      if (Result.isFailure(next)) return next.failure
+      const change = next.success
+      switch (change._tag) {
+        case "OpenTurnUpdated":
+          turns[turns.length - 1] = change.turn
+          break
+        case "TurnAdded":
+          turns.push(change.turn)
+          break
+        case "TruncationAdded":
+          truncations.push(change.truncation)
+          break
+        case "None":
+          break
+      }
+      entries += 1
+      last = entry
+      return undefined
+    },
+    state: () => ({
+      task,
+      entries,
+      lastEntry: last === undefined ? Option.none() : Option.some(last),
+      turns: turns.slice(),
+      truncations: truncations.slice()
+    })
+  }
 }

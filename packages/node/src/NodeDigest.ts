@@ -1,0 +1,38 @@
+/**
+ * The runtime's `Digest` on `node:crypto`: synchronous SHA-256, so that
+ * measuring a request, a response or a tool result costs no round trip
+ * through a worker thread (the WebCrypto default needs one per digest).
+ *
+ * The digests are the standard SHA-256, byte for byte the same as the
+ * default's; providing this layer changes speed only.
+ *
+ * @since 0.1.0
+ */
+import { createHash } from "node:crypto"
+import { Digest } from "@tessera/runtime"
+import { Effect, Layer } from "effect"
+
+/**
+ * The `node:crypto` implementation. Texts are hashed and sized without
+ * first copying them into a byte array.
+ *
+ * @since 0.1.0
+ * @category implementations
+ */
+export const nodeCrypto: Digest.DigestShape = {
+  sha256: (bytes) => Effect.sync(() => createHash("sha256").update(bytes).digest("hex")),
+  measureText: (text) =>
+    Effect.sync(() => ({
+      size: Buffer.byteLength(text, "utf8"),
+      sha256: createHash("sha256").update(text, "utf8").digest("hex")
+    }))
+}
+
+/**
+ * Provides {@link nodeCrypto} as the runtime's `Digest`. Adds no
+ * requirement and satisfies none: without it the WebCrypto default is used.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer: Layer.Layer<never> = Layer.succeed(Digest.Digest)(nodeCrypto)
