@@ -21,7 +21,7 @@
  *
  * @since 0.1.0
  */
-import { ArtifactRedactor } from "@tessera/artifacts"
+import { ArtifactPointer, ArtifactRedactor } from "@tessera/artifacts"
 import type { DurableFiles, Ids } from "@tessera/core"
 import { Effect, type FileSystem, Option, type Path } from "effect"
 import * as CompactionPolicy from "./CompactionPolicy.ts"
@@ -62,7 +62,19 @@ export const renderPart = (part: Part): string => {
  * @category measuring
  */
 export const measureParts = (measure: CompactionPolicy.SizeMeasure, parts: ReadonlyArray<Part>): number =>
-  parts.reduce((total, part) => total + CompactionPolicy.measureText(measure, renderPart(part)), 0)
+  parts.reduce((total, part) => total + CompactionPolicy.fromBytes(measure, renderedBytes(part)), 0)
+
+// Parts are immutable values that a history keeps reusing, so each one is
+// rendered and counted once, not once per model step.
+const renderedSizes = new WeakMap<Part, number>()
+
+const renderedBytes = (part: Part): number => {
+  const known = renderedSizes.get(part)
+  if (known !== undefined) return known
+  const bytes = ArtifactPointer.utf8Length(renderPart(part))
+  renderedSizes.set(part, bytes)
+  return bytes
+}
 
 /**
  * What to compact: the leading rounds to summarize, and how many there are.
@@ -100,7 +112,6 @@ export const plan = (history: History.History, policy: CompactionPolicy.Threshol
   return summarized.length === 0 ? Option.none() : Option.some({ summarized, keptRounds: kept })
 }
 
-const encoder = new TextEncoder()
 const segmenter = new Intl.Segmenter(undefined, { granularity: "grapheme" })
 
 /**
@@ -116,7 +127,7 @@ export const cutText = (body: string, maxBytes: number): ReadonlyArray<string> =
   let current = ""
   let currentBytes = 0
   for (const { segment } of segmenter.segment(body)) {
-    const bytes = encoder.encode(segment).length
+    const bytes = ArtifactPointer.utf8Length(segment)
     if (currentBytes + bytes > maxBytes && current.length > 0) {
       pieces.push(current)
       current = ""
@@ -140,16 +151,22 @@ export const cutText = (body: string, maxBytes: number): ReadonlyArray<string> =
 export const pieces = (rounds: ReadonlyArray<ReadonlyArray<Part>>, maxBytes: number): ReadonlyArray<string> => {
   const out: Array<string> = []
   let current = ""
+  let currentBytes = 0
   for (const round of rounds) {
     const rendered = `${round.map(renderPart).join("\n")}\n`
-    if (encoder.encode(current + rendered).length <= maxBytes) {
+    const bytes = ArtifactPointer.utf8Length(rendered)
+    if (currentBytes + bytes <= maxBytes) {
       current += rendered
+      currentBytes += bytes
       continue
     }
     if (current.length > 0) out.push(current)
     current = ""
-    if (encoder.encode(rendered).length <= maxBytes) current = rendered
-    else out.push(...cutText(rendered, maxBytes))
+    currentBytes = 0
+    if (bytes <= maxBytes) {
+      current = rendered
+      currentBytes = bytes
+    } else out.push(...cutText(rendered, maxBytes))
   }
   if (current.length > 0) out.push(current)
   return out

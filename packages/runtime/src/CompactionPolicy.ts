@@ -8,6 +8,7 @@
  *
  * @since 0.1.0
  */
+import { ArtifactPointer } from "@tessera/artifacts"
 import { Schema } from "effect"
 
 const PositiveInt = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }))
@@ -110,7 +111,14 @@ export const threshold = (options: Partial<Omit<Threshold, "_tag">> = {}): Thres
  */
 export const disabled: Disabled = Disabled.make({})
 
-const encoder = new TextEncoder()
+/**
+ * A size in UTF-8 bytes, in the policy's unit.
+ *
+ * @since 0.1.0
+ * @category measuring
+ */
+export const fromBytes = (measure: SizeMeasure, bytes: number): number =>
+  measure === "bytes" ? bytes : Math.ceil(bytes / 4)
 
 /**
  * The size of a text in the policy's unit.
@@ -118,10 +126,8 @@ const encoder = new TextEncoder()
  * @since 0.1.0
  * @category measuring
  */
-export const measureText = (measure: SizeMeasure, text: string): number => {
-  const bytes = encoder.encode(text).length
-  return measure === "bytes" ? bytes : Math.ceil(bytes / 4)
-}
+export const measureText = (measure: SizeMeasure, text: string): number =>
+  fromBytes(measure, ArtifactPointer.utf8Length(text))
 
 /**
  * How many UTF-8 bytes a size in the policy's unit allows.
