@@ -32,6 +32,7 @@
  *
  * @since 0.1.0
  */
+import * as Digest from "@tessera/core/Digest"
 import { DurableFiles } from "@tessera/core/DurableFiles"
 import { Data, Effect, FileSystem, Option, Path, Schema } from "effect"
 import type { ArtifactPathRejected } from "./ArtifactPath.ts"
@@ -166,12 +167,9 @@ const isWithin = (path: Path.Path, root: string, candidate: string): boolean => 
   return relative === "" || (relative !== ".." && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative))
 }
 
-const sha256 = (bytes: Uint8Array<ArrayBuffer>) =>
-  Effect.promise(() => crypto.subtle.digest("SHA-256", bytes)).pipe(
-    Effect.map(
-      (digest) => `sha256:${Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("")}`
-    )
-  )
+// The host's Digest (node:crypto in Node hosts, WebCrypto by default).
+const sha256 = (bytes: Uint8Array) =>
+  Digest.Digest.use((digest) => digest.sha256(bytes)).pipe(Effect.map((hex) => `sha256:${hex}`))
 
 const utf8 = new TextEncoder()
 

@@ -5,6 +5,10 @@
 /**
  * @since 0.1.0
  */
+export * as Digest from "./Digest.ts"
+/**
+ * @since 0.1.0
+ */
 export * as DurableFiles from "./DurableFiles.ts"
 /**
  * @since 0.1.0

@@ -1,5 +1,5 @@
 /**
- * The runtime's `Digest` on `node:crypto`: synchronous SHA-256, so that
+ * The `Digest` on `node:crypto`: synchronous SHA-256, so that
  * measuring a request, a response or a tool result costs no round trip
  * through a worker thread (the WebCrypto default needs one per digest).
  *
@@ -9,7 +9,7 @@
  * @since 0.1.0
  */
 import { createHash } from "node:crypto"
-import { Digest } from "@tessera/runtime"
+import { Digest } from "@tessera/core"
 import { Effect, Layer } from "effect"
 
 /**

@@ -13,10 +13,6 @@ export * as CompactionPolicy from "./CompactionPolicy.ts"
 /**
  * @since 0.1.0
  */
-export * as Digest from "./Digest.ts"
-/**
- * @since 0.1.0
- */
 export * as EntryGate from "./EntryGate.ts"
 /**
  * @since 0.1.0

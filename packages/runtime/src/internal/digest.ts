@@ -2,12 +2,13 @@
  * Sizes and SHA-256 digests of what the journal describes but never stores,
  * computed with the {@link Digest} in the context (WebCrypto by default).
  */
+
+import type { Measure } from "@tessera/core/Digest"
+import { Digest } from "@tessera/core/Digest"
 import { Effect } from "effect"
-import type { Measure } from "../Digest.ts"
-import { Digest } from "../Digest.ts"
 import type { ModelRequest } from "../Model.ts"
 
-export type { Measure } from "../Digest.ts"
+export type { Measure } from "@tessera/core/Digest"
 
 /** SHA-256 of raw bytes, as 64 lowercase hex digits. */
 export const sha256Bytes = (bytes: Uint8Array): Effect.Effect<string> => Digest.use((digest) => digest.sha256(bytes))

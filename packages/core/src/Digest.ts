@@ -77,6 +77,6 @@ export const webCrypto: DigestShape = {
  * @since 0.1.0
  * @category services
  */
-export const Digest: Context.Reference<DigestShape> = Context.Reference<DigestShape>("@tessera/runtime/Digest", {
+export const Digest: Context.Reference<DigestShape> = Context.Reference<DigestShape>("@tessera/core/Digest", {
   defaultValue: () => webCrypto
 })
