@@ -83,12 +83,17 @@ export const verify = Effect.fn("EntryGate.verify")(function* (binding: TaskBind
  * @category gate
  */
 export const bind = Effect.fn("EntryGate.bind")(function* (context: TaskContext, options: BindOptions = {}) {
-  const policy =
-    options.policy ??
-    (Option.isSome(yield* PrivateSummaries.resolveOption(context))
-      ? (options.threshold ?? CompactionPolicy.defaultThreshold)
-      : CompactionPolicy.disabled)
+  if (options.policy !== undefined) {
+    const binding: TaskBinding = { context, policy: options.policy }
+    yield* verify(binding, "Bind")
+    return binding
+  }
+  // The default is decided by whether the capability resolves, which is the
+  // gate's own question: answered once, it needs no second resolution.
+  const resolved = yield* PrivateSummaries.resolveOption(context)
+  const policy = Option.isSome(resolved)
+    ? (options.threshold ?? CompactionPolicy.defaultThreshold)
+    : CompactionPolicy.disabled
   const binding: TaskBinding = { context, policy }
-  yield* verify(binding, "Bind")
   return binding
 })

@@ -146,9 +146,12 @@ export type GatedRequirements = CompactionRequirements | ToolResultOffload.Offlo
 const withGate = Effect.fnUntraced(function* <E, R>(
   binding: EntryGate.TaskBinding,
   entry: EntryGate.EntryPoint,
-  config: ExecutionConfig<E, R>
+  config: ExecutionConfig<E, R>,
+  resolved: Option.Option<PrivateSummaries.PrivateWriterCapability> = Option.none()
 ) {
-  const capability = yield* EntryGate.verify(binding, entry)
+  // An entry that already resolved the writer has passed the gate's question.
+  const capability =
+    Option.isSome(resolved) && binding.policy._tag === "Threshold" ? resolved : yield* EntryGate.verify(binding, entry)
   const target =
     config.offload === undefined
       ? Option.none()
@@ -290,7 +293,7 @@ export const runSummaryFileTurn = Effect.fn("TaskExecution.runSummaryFileTurn")(
   options: SummaryOptions = {}
 ) {
   const capability = yield* PrivateSummaries.resolve(binding.context)
-  const gated = yield* withGate(binding, "SummaryFileTurn", config)
+  const gated = yield* withGate(binding, "SummaryFileTurn", config, Option.some(capability))
   const journal = yield* Journal
   const outcome = yield* Executor.runTurn(gated, history)
   const published = yield* Compaction.publish({
