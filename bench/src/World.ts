@@ -12,7 +12,7 @@
  */
 import { NodeServices } from "@effect/platform-node"
 import { HostAuthority, Ids, Volume } from "@tessera/core"
-import { NodeDigest, NodeDurableFiles } from "@tessera/node"
+import { NodeDigest, NodeDurableFiles, NodeJournalFile } from "@tessera/node"
 import type { CompactionPolicy } from "@tessera/runtime"
 import {
   type EntryGate,
@@ -39,6 +39,7 @@ export const platformLayer = Layer.mergeAll(
   NodeServices.layer,
   NodeDurableFiles.layer,
   NodeDigest.layer,
+  NodeJournalFile.layer,
   HostAuthority.permissive
 )
 

@@ -29,4 +29,8 @@ export * as NodeDurableFiles from "./NodeDurableFiles.ts"
 /**
  * @since 0.1.0
  */
+export * as NodeJournalFile from "./NodeJournalFile.ts"
+/**
+ * @since 0.1.0
+ */
 export * as StateNamespace from "./StateNamespace.ts"

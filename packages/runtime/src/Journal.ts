@@ -12,7 +12,9 @@
  * - **Durable appends.** An append returns only after its line and newline
  *   were written and the file was synced. An append that cannot follow the
  *   journal's state (a result for a call nobody made, a second open turn) is
- *   refused before anything is written.
+ *   refused before anything is written. How the file is written and synced
+ *   (on worker threads by default, blocking in the Node host) is the
+ *   `JournalFile` reference's; every implementation keeps this contract.
  * - **Reopen rebuilds state.** Opening an existing journal replays every
  *   entry through the same transition function that guards appends, so the
  *   state of a reopened journal equals the state the writer had.
@@ -34,6 +36,7 @@ import type { Scope } from "effect"
 import { Clock, Context, Effect, FileSystem, Layer, Option, Path, Ref, Result, Schema, Semaphore } from "effect"
 import { sha256Bytes } from "./internal/digest.ts"
 import { advance, emptyState, makeReplay } from "./internal/journalState.ts"
+import * as JournalFile from "./JournalFile.ts"
 import { ToolFailure } from "./Tool.ts"
 
 const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
@@ -77,10 +80,11 @@ export const TurnResumed = Schema.TaggedStruct("TurnResumed", { ...header, turn:
  *
  * - `size` is the UTF-8 byte length of `{"parts":[c(p1),c(p2),...],"tools":c(tools)}`,
  *   which for a plain JSON request is exactly the length of `JSON.stringify(request)`.
- * - `sha256` is `h(h(c(p1)) + h(c(p2)) + ... + h(c(tools)))`: the SHA-256 of
- *   the concatenated hex digests of each part in request order, then of the
- *   tool specs. Two requests have the same digest exactly when they have the
- *   same parts in the same order and the same tools.
+ * - `sha256` is a hash chain: with `k0` the empty text and
+ *   `ki = h(k(i-1) + h(c(pi)))` for each part in request order, it is
+ *   `h(kn + h(c(tools)))`. Two requests have the same digest exactly when
+ *   they have the same parts in the same order and the same tools, and a
+ *   step hashes only the parts that are new since the previous request.
  *
  * @since 0.1.0
  * @category entries
@@ -668,7 +672,8 @@ export const open = Effect.fnUntraced(function* (
       )
     : { state: emptyState(task), entries: [], completeBytes: 0, tail: new Uint8Array(0) }
 
-  const handle = yield* fs.open(file, { flag: "a" }).pipe(Effect.mapError(ioError("open")))
+  const journalFile = yield* JournalFile.JournalFile
+  const handle = yield* journalFile.openAppend(file).pipe(Effect.mapError(ioError("open")))
   if (!existed) {
     // A new file's directory entry is only durable once the folder is synced.
     // Not every platform can open a folder for syncing, so this is best effort.
@@ -708,15 +713,11 @@ export const open = Effect.fnUntraced(function* (
       }
       const bytes = encoder.encode(`${line.success}\n`)
       const size = yield* Ref.get(sizeRef)
-      yield* handle.writeAll(bytes).pipe(
-        Effect.andThen(handle.sync),
+      yield* handle.append(bytes).pipe(
         Effect.mapError(ioError("append")),
         Effect.tapError(() =>
           // Leave no partial line behind a failed append: later appends would land after it.
-          handle.truncate(size).pipe(
-            Effect.andThen(handle.sync),
-            Effect.catch(() => Ref.set(broken, true))
-          )
+          handle.truncate(size).pipe(Effect.catch(() => Ref.set(broken, true)))
         )
       )
       yield* Ref.set(sizeRef, size + bytes.length)

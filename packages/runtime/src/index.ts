@@ -33,6 +33,11 @@ export * as Journal from "./Journal.ts"
 /**
  * @since 0.1.0
  */
+export * as JournalFile from "./JournalFile.ts"
+
+/**
+ * @since 0.1.0
+ */
 export * as Model from "./Model.ts"
 /**
  * @since 0.1.0

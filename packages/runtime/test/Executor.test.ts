@@ -156,14 +156,14 @@ describe("stock executor", () => {
           ]
         )
         // Sizes and digests describe exactly what was sent and seen, checked with an independent SHA-256:
-        // a request's size is the length of its JSON, its digest the SHA-256 of its parts' digests, then the tools'.
+        // a request's size is the length of its JSON, its digest the hash chain over its parts' digests closed by the tools'.
         const dispatched = written.filter((entry) => entry._tag === "RequestDispatched")
         sent.forEach((request, index) => {
           const body = JSON.stringify(request)
-          const composed = [...request.parts, request.tools].map((item) => sha256(JSON.stringify(item))).join("")
+          const chain = request.parts.reduce((link, part) => sha256(link + sha256(JSON.stringify(part))), "")
           assert.deepStrictEqual(
             dispatched[index] && [dispatched[index].parts, dispatched[index].size, dispatched[index].sha256],
-            [request.parts.length, bytes(body), sha256(composed)]
+            [request.parts.length, bytes(body), sha256(chain + sha256(JSON.stringify(request.tools)))]
           )
         })
         const resulted = written.filter((entry) => entry._tag === "ToolResulted")

@@ -5,7 +5,8 @@ import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Ids, Volume } from "@tessera/core"
 import * as Journal from "@tessera/runtime/Journal"
-import { Effect, Exit, FileSystem, Option, Schema } from "effect"
+import * as JournalFile from "@tessera/runtime/JournalFile"
+import { Effect, Exit, FileSystem, Layer, Option, Schema } from "effect"
 import * as fc from "fast-check"
 
 const task = Schema.decodeUnknownSync(Ids.TaskId)("task-1")
@@ -396,6 +397,88 @@ describe("Journal", () => {
       nodeFs.rmSync(scratch, { recursive: true, force: true })
     }
   })
+
+  /**
+   * The default journal file, except that the append with index `tearAt`
+   * (0-based, counted over this opening) writes only half of its bytes and
+   * then fails, like a full disk; `truncateFails` makes the cut-back fail too.
+   */
+  const tearing = (tearAt: number, truncateFails: boolean): JournalFile.JournalFileShape => ({
+    openAppend: (file) =>
+      Effect.map(JournalFile.fileSystem.openAppend(file), (handle) => {
+        let appends = 0
+        return {
+          append: (bytes) =>
+            appends++ === tearAt
+              ? handle
+                  .append(bytes.subarray(0, Math.floor(bytes.length / 2)))
+                  .pipe(
+                    Effect.andThen(
+                      Effect.fail(new JournalFile.JournalFileError({ operation: "append", detail: "ENOSPC" }))
+                    )
+                  )
+              : handle.append(bytes),
+          truncate: (size) =>
+            truncateFails
+              ? Effect.fail(new JournalFile.JournalFileError({ operation: "truncate", detail: "EIO" }))
+              : handle.truncate(size)
+        }
+      })
+  })
+
+  it.effect(
+    "a failed append leaves no torn line: the file is cut back to its last entry and the journal continues",
+    () =>
+      Effect.gen(function* () {
+        const folder = yield* tempFolder
+        const fs = yield* FileSystem.FileSystem
+        const torn = Layer.succeed(JournalFile.JournalFile)(tearing(1, false))
+        const { file, state } = yield* withJournal(folder, (journal) =>
+          Effect.gen(function* () {
+            yield* journal.append({ _tag: "Admission", operation: "op-0", detail: "ok" })
+            const error = yield* Effect.flip(journal.append({ _tag: "Admission", operation: "op-1", detail: "torn" }))
+            assert.strictEqual(error._tag, "JournalIOError")
+            assert.include(error.message, "ENOSPC")
+            const text = yield* fs.readFileString(journal.file).pipe(Effect.orDie)
+            assert.deepStrictEqual(text.split("\n").length, 2, "only the first line, whole, is left")
+            yield* journal.append({ _tag: "Admission", operation: "op-2", detail: "ok" })
+            return { file: journal.file, state: yield* journal.state }
+          })
+        ).pipe(Effect.provide(torn))
+        assert.strictEqual(state.entries, 2)
+        const entries = yield* Journal.readEntries({ folder, task })
+        assert.deepStrictEqual(
+          entries.map((entry) => (entry._tag === "Admission" ? [entry.seq, entry.operation] : [])),
+          [
+            [0, "op-0"],
+            [1, "op-2"]
+          ]
+        )
+        assert.deepStrictEqual(yield* withJournal(folder, (journal) => journal.state), state)
+        assert.isFalse((yield* fs.readFileString(file).pipe(Effect.orDie)).includes("torn"))
+      }).pipe(Effect.provide(NodeServices.layer))
+  )
+
+  it.effect(
+    "when a failed append cannot be cut back, every later append is refused and a reopen recovers the cut",
+    () =>
+      Effect.gen(function* () {
+        const folder = yield* tempFolder
+        const torn = Layer.succeed(JournalFile.JournalFile)(tearing(1, true))
+        yield* withJournal(folder, (journal) =>
+          Effect.gen(function* () {
+            yield* journal.append({ _tag: "Admission", operation: "op-0", detail: "ok" })
+            yield* Effect.flip(journal.append({ _tag: "Admission", operation: "op-1", detail: "torn" }))
+            const refused = yield* Effect.flip(journal.append({ _tag: "Admission", operation: "op-2", detail: "ok" }))
+            assert.strictEqual(refused._tag, "JournalIOError")
+            assert.include(refused.message, "reopen the journal")
+          })
+        ).pipe(Effect.provide(torn))
+        const reopened = yield* withJournal(folder, (journal) => journal.state)
+        assert.strictEqual(reopened.entries, 2, "the first entry and the record of the cut")
+        assert.strictEqual(reopened.truncations.length, 1)
+      }).pipe(Effect.provide(NodeServices.layer))
+  )
 
   it.effect("a journal opened for another task is refused as corrupt rather than mixed", () =>
     Effect.gen(function* () {

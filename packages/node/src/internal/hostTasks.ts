@@ -12,6 +12,7 @@ import { EntryGate, Journal } from "@tessera/runtime"
 import type { FileSystem, Path } from "effect"
 import { Effect, Layer } from "effect"
 import * as NodeDigest from "../NodeDigest.ts"
+import * as NodeJournalFile from "../NodeJournalFile.ts"
 
 /** What a host's task helpers need. */
 export interface HostTasksInput {
@@ -66,7 +67,11 @@ export const makeHostTasks = (input: HostTasksInput): HostTasks => {
       Effect.flatMap((binding) =>
         body(binding).pipe(
           Effect.provide(
-            Layer.mergeAll(journalLayer(task), ArtifactPathPolicy.layer(input.pathPolicy), NodeDigest.layer)
+            Layer.mergeAll(
+              journalLayer(task).pipe(Layer.provide(NodeJournalFile.layer)),
+              ArtifactPathPolicy.layer(input.pathPolicy),
+              NodeDigest.layer
+            )
           )
         )
       )

@@ -59,6 +59,27 @@ const measureOnce = (value: object): Effect.Effect<void> =>
 const requestFrameBytes = 21
 
 /**
+ * A request prefix ending at some part: the SHA-256 chain and the byte count
+ * of the parts so far (commas included). It records the link it was computed
+ * from, so a cached link is reused only when the very same prefix precedes it.
+ */
+interface Link {
+  readonly previous: Link | undefined
+  readonly chain: string
+  readonly size: number
+}
+
+const links = new WeakMap<object, Link>()
+
+const extend = (previous: Link | undefined, part: object): Effect.Effect<Link> =>
+  Effect.map(measureText(`${previous?.chain ?? ""}${(measured.get(part) as Measure).sha256}`), ({ sha256 }) => {
+    const size = (previous === undefined ? 0 : previous.size + 1) + (measured.get(part) as Measure).size
+    const link: Link = { previous, chain: sha256, size }
+    links.set(part, link)
+    return link
+  })
+
+/**
  * The measure of a request, composed from the measures of its parts and of
  * its tool specs (see `RequestDispatched` in `Journal.ts` for the
  * definition):
@@ -66,27 +87,34 @@ const requestFrameBytes = 21
  * - size: the UTF-8 length of `{"parts":[p1,p2,...],"tools":t}`, where each
  *   `pi` and `t` is the canonical JSON of that part and of the tool specs;
  *   for a plain JSON request that is exactly `JSON.stringify(request)`.
- * - sha256: SHA-256 of the ASCII text made of the hex SHA-256 of each part's
- *   canonical JSON in request order, followed by the hex SHA-256 of the tool
- *   specs' canonical JSON.
+ * - sha256: a hash chain over the parts' digests in request order, closed by
+ *   the tool specs' digest.
  *
- * A step therefore costs work in proportion to its new parts, not to the
- * whole history.
+ * The chain up to each part is cached with that part, so a step hashes only
+ * its new parts; the prefix that is reused is checked link by link (a part
+ * sent after a different prefix gets a new link).
  */
-export const measureRequest = (request: ModelRequest): Effect.Effect<Measure> => {
-  const items: ReadonlyArray<object> = [...request.parts, request.tools]
-  const unmeasured = items.filter((item) => !measured.has(item))
-  const compose = Effect.suspend(() => {
-    let size = requestFrameBytes + Math.max(request.parts.length - 1, 0)
-    let digests = ""
-    for (const item of items) {
-      const measure = measured.get(item) as Measure
-      size += measure.size
-      digests += measure.sha256
+export const measureRequest = (request: ModelRequest): Effect.Effect<Measure> =>
+  Effect.suspend(() => {
+    const items: ReadonlyArray<object> = [...request.parts, request.tools]
+    const unmeasured = items.filter((item) => !measured.has(item))
+    let reused: Link | undefined
+    let next = 0
+    for (; next < request.parts.length; next++) {
+      const link = links.get(request.parts[next] as object)
+      if (link === undefined || link.previous !== reused) break
+      reused = link
     }
-    return Effect.map(measureText(digests), (combined) => ({ size, sha256: combined.sha256 }))
+    const chained = Effect.gen(function* () {
+      let last = reused
+      for (let index = next; index < request.parts.length; index++) {
+        last = yield* extend(last, request.parts[index] as object)
+      }
+      const tools = measured.get(request.tools) as Measure
+      const closed = yield* measureText(`${last?.chain ?? ""}${tools.sha256}`)
+      return { size: requestFrameBytes + (last?.size ?? 0) + tools.size, sha256: closed.sha256 }
+    })
+    return unmeasured.length === 0
+      ? chained
+      : Effect.andThen(Effect.forEach(unmeasured, measureOnce, { discard: true }), chained)
   })
-  return unmeasured.length === 0
-    ? compose
-    : Effect.andThen(Effect.forEach(unmeasured, measureOnce, { discard: true }), compose)
-}

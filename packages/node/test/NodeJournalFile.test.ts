@@ -1,0 +1,72 @@
+import * as nodeFs from "node:fs"
+import * as nodePath from "node:path"
+import { NodeServices } from "@effect/platform-node"
+import { assert, describe, it } from "@effect/vitest"
+import { Ids } from "@tessera/core"
+import * as NodeJournalFile from "@tessera/node/NodeJournalFile"
+import * as Journal from "@tessera/runtime/Journal"
+import * as JournalFile from "@tessera/runtime/JournalFile"
+import { Effect, FileSystem, Layer, Schema } from "effect"
+
+const task = Schema.decodeUnknownSync(Ids.TaskId)("task-1")
+const encoder = new TextEncoder()
+
+const implementations: ReadonlyArray<readonly [string, JournalFile.JournalFileShape]> = [
+  ["the default (Effect FileSystem)", JournalFile.fileSystem],
+  ["the blocking Node implementation", NodeJournalFile.blocking]
+]
+
+describe.each(implementations)("journal file contract: %s", (_name, implementation) => {
+  it.effect("appends land at the end in order, truncation cuts and later appends follow the cut", () =>
+    Effect.gen(function* () {
+      const fs = yield* FileSystem.FileSystem
+      const folder = yield* fs.makeTempDirectoryScoped({ prefix: "tessera-" })
+      const file = nodePath.join(folder, "log.jsonl")
+      nodeFs.writeFileSync(file, "existing\n")
+      yield* Effect.scoped(
+        Effect.gen(function* () {
+          const handle = yield* implementation.openAppend(file)
+          yield* handle.append(encoder.encode("one\n"))
+          assert.strictEqual(nodeFs.readFileSync(file, "utf8"), "existing\none\n")
+          yield* handle.append(encoder.encode("two, half"))
+          yield* handle.truncate("existing\none\n".length)
+          yield* handle.append(encoder.encode("three\n"))
+        })
+      )
+      assert.strictEqual(nodeFs.readFileSync(file, "utf8"), "existing\none\nthree\n")
+    }).pipe(Effect.provide(NodeServices.layer))
+  )
+
+  it.effect("a file that cannot be opened fails with a typed JournalFileError", () =>
+    Effect.gen(function* () {
+      const fs = yield* FileSystem.FileSystem
+      const folder = yield* fs.makeTempDirectoryScoped({ prefix: "tessera-" })
+      const error = yield* Effect.flip(Effect.scoped(implementation.openAppend(nodePath.join(folder, "missing", "x"))))
+      assert.strictEqual(error._tag, "JournalFileError")
+      assert.strictEqual(error.operation, "open")
+    }).pipe(Effect.provide(NodeServices.layer))
+  )
+
+  it.effect("a journal written through it reopens (through either implementation) to the writer's state", () =>
+    Effect.gen(function* () {
+      const fs = yield* FileSystem.FileSystem
+      const folder = yield* fs.makeTempDirectoryScoped({ prefix: "tessera-" })
+      const using = Layer.succeed(JournalFile.JournalFile)(implementation)
+      const live = yield* Effect.scoped(
+        Effect.gen(function* () {
+          const journal = yield* Journal.open({ folder, task })
+          yield* journal.openTurn
+          yield* journal.abandonTurn("stopped")
+          yield* journal.openTurn
+          return yield* journal.state
+        })
+      ).pipe(Effect.provide(using))
+      for (const [, reader] of implementations) {
+        const reopened = yield* Effect.scoped(Effect.flatMap(Journal.open({ folder, task }), (j) => j.state)).pipe(
+          Effect.provide(Layer.succeed(JournalFile.JournalFile)(reader))
+        )
+        assert.deepStrictEqual(reopened, live)
+      }
+    }).pipe(Effect.provide(NodeServices.layer))
+  )
+})

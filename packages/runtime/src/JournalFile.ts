@@ -1,0 +1,102 @@
+/**
+ * How a journal writes its file: the one open, append-only descriptor behind
+ * `Journal.open`, whose appends are durable when they return.
+ *
+ * {@link JournalFile} is a `Context.Reference`: it needs no layer and adds no
+ * requirement of its own. The default goes through Effect's `FileSystem`,
+ * which runs every write and every sync on the platform's worker threads, so
+ * the process keeps serving other fibers while the device works, at the cost
+ * of two thread round trips per append. A host may provide another
+ * implementation; `@tessera/node` has a blocking one (`NodeJournalFile`) that
+ * writes and syncs on the calling thread, which is faster whenever nothing
+ * else in the process needs to run during an append.
+ *
+ * Every implementation keeps the same contract, so the journal's guarantees
+ * (durable appends, a failed append rolled back to the last complete line)
+ * do not depend on the choice.
+ *
+ * @since 0.1.0
+ */
+import type { Scope } from "effect"
+import { Context, Effect, FileSystem, Schema } from "effect"
+
+/**
+ * A journal file operation failed. `operation` says which (`open`, `append`,
+ * `truncate`) and `detail` carries the platform's message.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class JournalFileError extends Schema.TaggedError<JournalFileError>()("JournalFileError", {
+  operation: Schema.Literals(["open", "append", "truncate"]),
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `${this.operation} failed: ${this.detail}`
+  }
+}
+
+/**
+ * An open journal file.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface AppendHandle {
+  /**
+   * Writes every byte at the end of the file and syncs the file before
+   * succeeding. On failure some of the bytes may have been written; the
+   * journal truncates them away.
+   */
+  readonly append: (bytes: Uint8Array) => Effect.Effect<void, JournalFileError>
+  /** Cuts the file to `size` bytes and syncs it. */
+  readonly truncate: (size: number) => Effect.Effect<void, JournalFileError>
+}
+
+/**
+ * What an implementation provides: opening a file for appending (creating
+ * it if missing) for the lifetime of a scope. The file is closed when the
+ * scope closes.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface JournalFileShape {
+  readonly openAppend: (
+    file: string
+  ) => Effect.Effect<AppendHandle, JournalFileError, FileSystem.FileSystem | Scope.Scope>
+}
+
+const fail = (operation: JournalFileError["operation"]) => (error: { readonly message: string }) =>
+  new JournalFileError({ operation, detail: error.message })
+
+/**
+ * The portable implementation on Effect's `FileSystem`: the write and the
+ * sync of an append each run on a worker thread.
+ *
+ * @since 0.1.0
+ * @category implementations
+ */
+export const fileSystem: JournalFileShape = {
+  openAppend: (file) =>
+    Effect.gen(function* () {
+      const fs = yield* FileSystem.FileSystem
+      const handle = yield* fs.open(file, { flag: "a" }).pipe(Effect.mapError(fail("open")))
+      return {
+        append: (bytes) => handle.writeAll(bytes).pipe(Effect.andThen(handle.sync), Effect.mapError(fail("append"))),
+        truncate: (size) => handle.truncate(size).pipe(Effect.andThen(handle.sync), Effect.mapError(fail("truncate")))
+      }
+    })
+}
+
+/**
+ * The journal file implementation in use; {@link fileSystem} unless a host
+ * provides another (`Layer.succeed(JournalFile)(implementation)`).
+ *
+ * @since 0.1.0
+ * @category services
+ */
+export const JournalFile: Context.Reference<JournalFileShape> = Context.Reference<JournalFileShape>(
+  "@tessera/runtime/JournalFile",
+  { defaultValue: () => fileSystem }
+)

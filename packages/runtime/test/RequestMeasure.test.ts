@@ -1,0 +1,74 @@
+import { createHash } from "node:crypto"
+import { assert, describe, it } from "@effect/vitest"
+import * as NodeDigest from "@tessera/node/NodeDigest"
+import * as Model from "@tessera/runtime/Model"
+import { Effect } from "effect"
+import * as fc from "fast-check"
+// The request measure is internal (the package blocks `./internal/*`); the test reaches it by path.
+import { measureRequest } from "../src/internal/digest.js"
+
+const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex")
+
+/** The definition in `RequestDispatched`'s documentation, computed from scratch. */
+const expected = (request: Model.ModelRequest) => ({
+  size: Buffer.byteLength(JSON.stringify(request), "utf8"),
+  sha256: sha256(
+    request.parts.reduce((link, part) => sha256(link + sha256(JSON.stringify(part))), "") +
+      sha256(JSON.stringify(request.tools))
+  )
+})
+
+// A small pool of part objects, reused across requests in any order, so that
+// cached prefixes are shared, broken, re-extended and revisited. Every run
+// gets fresh objects: nothing cached by an earlier run applies, and a failing
+// sequence shrinks to the requests that break it.
+const makePool = (): ReadonlyArray<Model.Part> =>
+  ["a", "b", "c", "dé", "e", "f"].map((body) => Model.text("user", body))
+const size = makePool().length
+const tools: Model.ModelRequest["tools"] = []
+
+// Synchronous node:crypto, so each measure can run with runSync.
+const measure = (request: Model.ModelRequest) =>
+  Effect.runSync(measureRequest(request).pipe(Effect.provide(NodeDigest.layer)))
+
+describe("request measure", () => {
+  it("property: a sequence of requests over shared part objects measures as if each were measured from scratch", () =>
+    fc.assert(
+      fc.property(
+        fc.array(fc.array(fc.integer({ min: 0, max: size - 1 }), { maxLength: 8 }), {
+          minLength: 1,
+          maxLength: 12
+        }),
+        (requests) => {
+          const pool = makePool()
+          for (const indexes of requests) {
+            const request: Model.ModelRequest = { parts: indexes.map((index) => pool[index] as Model.Part), tools }
+            const measured = measure(request)
+            assert.deepStrictEqual(
+              { size: measured.size, sha256: measured.sha256 },
+              expected(request),
+              `request [${indexes.join(", ")}]`
+            )
+          }
+        }
+      ),
+      { numRuns: 300 }
+    ))
+
+  it("a part sent after a prefix that changed is not measured with its old link", () => {
+    // [x, y, z], then [w, x, y] relinks x and y, then [x, y', ...] relinks x alone: y keeps
+    // a link whose predecessor is x's older link, which must not be reused for [x, y, z].
+    const [x, y, z, w, other] = makePool() as [Model.Part, Model.Part, Model.Part, Model.Part, Model.Part]
+    const sequence: ReadonlyArray<ReadonlyArray<Model.Part>> = [
+      [x, y, z],
+      [w, x, y],
+      [x, other],
+      [x, y, z]
+    ]
+    for (const parts of sequence) {
+      const request: Model.ModelRequest = { parts, tools }
+      const measured = measure(request)
+      assert.deepStrictEqual({ size: measured.size, sha256: measured.sha256 }, expected(request))
+    }
+  })
+})
