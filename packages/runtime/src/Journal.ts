@@ -33,7 +33,7 @@
  */
 import { Ids, Volume } from "@tessera/core"
 import type { Scope } from "effect"
-import { Clock, Context, Effect, FileSystem, Layer, Option, Path, Ref, Result, Schema, Semaphore } from "effect"
+import { Clock, Context, Effect, FileSystem, Layer, Option, Path, Result, Schema, Semaphore } from "effect"
 import { sha256Bytes } from "./internal/digest.ts"
 import { advance, emptyState, makeReplay } from "./internal/journalState.ts"
 import * as JournalFile from "./JournalFile.ts"
@@ -682,47 +682,73 @@ export const open = Effect.fnUntraced(function* (
     )
   }
 
-  const stateRef = yield* Ref.make(replayed.state)
-  const sizeRef = yield* Ref.make(replayed.completeBytes)
-  const broken = yield* Ref.make(false)
+  // Appends run one at a time under `lock`, and only they replace these; a
+  // reader outside the lock always sees a complete value.
+  let state = replayed.state
+  let size = replayed.completeBytes
+  let broken = false
   const lock = yield* Semaphore.make(1)
 
-  const write = (input: EntryInput): Effect.Effect<Entry, JournalIOError | JournalSequenceError> =>
-    Effect.gen(function* () {
-      if (yield* Ref.get(broken)) {
-        return yield* new JournalIOError({
+  /** The entry, the state after it and its line, or why it cannot be appended; no I/O. */
+  const prepare = (
+    input: EntryInput,
+    at: number
+  ): Result.Result<
+    { readonly entry: Entry; readonly next: JournalState; readonly bytes: Uint8Array },
+    JournalIOError | JournalSequenceError
+  > => {
+    if (broken) {
+      return Result.fail(
+        new JournalIOError({
           file,
           operation: "append",
           detail: "an earlier append failed and could not be rolled back; reopen the journal"
         })
-      }
-      const state = yield* Ref.get(stateRef)
-      const at = yield* Clock.currentTimeMillis
-      const entry = { ...input, seq: state.entries, at } as Entry
-      const next = advance(state, entry)
-      if (Result.isFailure(next)) {
-        return yield* new JournalSequenceError({ file, entry: entry._tag, detail: next.failure })
-      }
-      const line = encodeLine(entry)
-      if (Result.isFailure(line)) {
-        return yield* new JournalSequenceError({
+      )
+    }
+    const entry = { ...input, seq: state.entries, at } as Entry
+    const next = advance(state, entry)
+    if (Result.isFailure(next)) {
+      return Result.fail(new JournalSequenceError({ file, entry: entry._tag, detail: next.failure }))
+    }
+    const line = encodeLine(entry)
+    if (Result.isFailure(line)) {
+      return Result.fail(
+        new JournalSequenceError({
           file,
           entry: entry._tag,
           detail: `the entry does not match its Schema: ${line.failure.message}`
         })
-      }
-      const bytes = encoder.encode(`${line.success}\n`)
-      const size = yield* Ref.get(sizeRef)
-      yield* handle.append(bytes).pipe(
-        Effect.mapError(ioError("append")),
-        Effect.tapError(() =>
-          // Leave no partial line behind a failed append: later appends would land after it.
-          handle.truncate(size).pipe(Effect.catch(() => Ref.set(broken, true)))
-        )
       )
-      yield* Ref.set(sizeRef, size + bytes.length)
-      yield* Ref.set(stateRef, next.success)
-      return entry
+    }
+    return Result.succeed({ entry, next: next.success, bytes: encoder.encode(`${line.success}\n`) })
+  }
+
+  const write = (input: EntryInput): Effect.Effect<Entry, JournalIOError | JournalSequenceError> =>
+    Clock.clockWith((clock) => {
+      const prepared = prepare(input, clock.currentTimeMillisUnsafe())
+      if (Result.isFailure(prepared)) return Effect.fail(prepared.failure)
+      const { bytes, entry, next } = prepared.success
+      return handle.append(bytes).pipe(
+        Effect.matchEffect({
+          onSuccess: () =>
+            Effect.sync(() => {
+              size += bytes.length
+              state = next
+              return entry
+            }),
+          onFailure: (error) =>
+            // Leave no partial line behind a failed append: later appends would land after it.
+            handle.truncate(size).pipe(
+              Effect.catch(() =>
+                Effect.sync(() => {
+                  broken = true
+                })
+              ),
+              Effect.andThen(Effect.fail(ioError("append")(error)))
+            )
+        })
+      )
     }).pipe(Effect.uninterruptible, lock.withPermit)
 
   if (replayed.tail.length > 0) {
@@ -741,18 +767,18 @@ export const open = Effect.fnUntraced(function* (
     )
   }
 
+  const currentState = Effect.sync(() => state)
   const current = (operation: string) =>
-    Effect.flatMap(Ref.get(stateRef), (state) =>
+    Effect.suspend(() =>
       Option.match(openTurn(state), {
         onNone: () => Effect.fail(new NoOpenTurn({ task, operation })),
         onSome: Effect.succeed
       })
     )
   const turnAfter = (turn: number) =>
-    Effect.map(Ref.get(stateRef), (state) => state.turns.find((candidate) => candidate.turn === turn) as TurnState)
+    Effect.sync(() => state.turns.find((candidate) => candidate.turn === turn) as TurnState)
 
   const openTurnEffect = Effect.gen(function* () {
-    const state = yield* Ref.get(stateRef)
     const open = openTurn(state)
     if (Option.isSome(open)) return yield* new TurnAlreadyOpen({ task, turn: open.value.turn })
     const turn = state.turns.length + 1
@@ -787,7 +813,7 @@ export const open = Effect.fnUntraced(function* (
   return {
     task,
     file,
-    state: Ref.get(stateRef),
+    state: currentState,
     append: write,
     openTurn: openTurnEffect,
     resumeTurn,

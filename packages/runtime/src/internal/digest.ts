@@ -58,26 +58,31 @@ const measureOnce = (value: object): Effect.Effect<void> =>
 /** `{"parts":[` and `],"tools":` and `}`: the bytes the request's JSON adds around its parts and tools. */
 const requestFrameBytes = 21
 
-/**
- * A request prefix ending at some part: the SHA-256 chain and the byte count
- * of the parts so far (commas included). It records the link it was computed
- * from, so a cached link is reused only when the very same prefix precedes it.
- */
+/** The hash chain and byte count (commas included) of a request's parts up to one of them. */
 interface Link {
-  readonly previous: Link | undefined
   readonly chain: string
   readonly size: number
 }
 
-const links = new WeakMap<object, Link>()
+/**
+ * The parts of the last request measured for a conversation and the link at
+ * each of them. Keyed by the request's first part: concurrent tasks start
+ * their requests with different parts, so each keeps its own.
+ */
+interface Memo {
+  readonly parts: ReadonlyArray<object>
+  readonly links: ReadonlyArray<Link>
+}
 
-const extend = (previous: Link | undefined, part: object): Effect.Effect<Link> =>
-  Effect.map(measureText(`${previous?.chain ?? ""}${(measured.get(part) as Measure).sha256}`), ({ sha256 }) => {
-    const size = (previous === undefined ? 0 : previous.size + 1) + (measured.get(part) as Measure).size
-    const link: Link = { previous, chain: sha256, size }
-    links.set(part, link)
-    return link
-  })
+const memos = new WeakMap<object, Memo>()
+
+const extend = (previous: Link | undefined, part: object): Effect.Effect<Link> => {
+  const measure = measured.get(part) as Measure
+  return Effect.map(measureText(`${previous?.chain ?? ""}${measure.sha256}`), ({ sha256 }) => ({
+    chain: sha256,
+    size: (previous === undefined ? 0 : previous.size + 1) + measure.size
+  }))
+}
 
 /**
  * The measure of a request, composed from the measures of its parts and of
@@ -90,26 +95,28 @@ const extend = (previous: Link | undefined, part: object): Effect.Effect<Link> =
  * - sha256: a hash chain over the parts' digests in request order, closed by
  *   the tool specs' digest.
  *
- * The chain up to each part is cached with that part, so a step hashes only
- * its new parts; the prefix that is reused is checked link by link (a part
- * sent after a different prefix gets a new link).
+ * The chain up to each part of the previous request is kept, so a step
+ * hashes only the parts after the prefix it shares (by object identity) with
+ * the previous request of the same conversation.
  */
 export const measureRequest = (request: ModelRequest): Effect.Effect<Measure> =>
   Effect.suspend(() => {
-    const items: ReadonlyArray<object> = [...request.parts, request.tools]
-    const unmeasured = items.filter((item) => !measured.has(item))
-    let reused: Link | undefined
-    let next = 0
-    for (; next < request.parts.length; next++) {
-      const link = links.get(request.parts[next] as object)
-      if (link === undefined || link.previous !== reused) break
-      reused = link
+    const parts: ReadonlyArray<object> = request.parts
+    const memo = parts.length > 0 ? memos.get(parts[0] as object) : undefined
+    // The prefix shared with the conversation's previous request, by identity: its links still hold.
+    let shared = 0
+    if (memo !== undefined) {
+      const limit = Math.min(memo.parts.length, parts.length)
+      while (shared < limit && memo.parts[shared] === parts[shared]) shared++
     }
+    const links: Array<Link> = memo === undefined ? [] : memo.links.slice(0, shared)
+    const unmeasured = [...parts.slice(shared), request.tools].filter((item) => !measured.has(item))
     const chained = Effect.gen(function* () {
-      let last = reused
-      for (let index = next; index < request.parts.length; index++) {
-        last = yield* extend(last, request.parts[index] as object)
+      for (let index = shared; index < parts.length; index++) {
+        links.push(yield* extend(links.at(-1), parts[index] as object))
       }
+      if (parts.length > 0) memos.set(parts[0] as object, { parts, links })
+      const last = links.at(-1)
       const tools = measured.get(request.tools) as Measure
       const closed = yield* measureText(`${last?.chain ?? ""}${tools.sha256}`)
       return { size: requestFrameBytes + (last?.size ?? 0) + tools.size, sha256: closed.sha256 }
