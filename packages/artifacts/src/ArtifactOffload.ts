@@ -167,9 +167,9 @@ const isWithin = (path: Path.Path, root: string, candidate: string): boolean => 
   return relative === "" || (relative !== ".." && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative))
 }
 
-// The host's Digest (node:crypto in Node hosts, WebCrypto by default).
-const sha256 = (bytes: Uint8Array) =>
-  Digest.Digest.use((digest) => digest.sha256(bytes)).pipe(Effect.map((hex) => `sha256:${hex}`))
+// Size and SHA-256 of the stored text's UTF-8 bytes, with the host's Digest (node:crypto in Node hosts,
+// WebCrypto by default).
+const measureText = (text: string) => Digest.Digest.use((digest) => digest.measureText(text))
 
 const utf8 = new TextEncoder()
 
@@ -192,10 +192,18 @@ const write = Effect.fnUntraced(function* (request: OffloadRequest, body: string
   const stored = Option.isSome(redactor) ? yield* redactor.value.redact(body) : body
 
   const writeFailed = (operation: string, code: string) => new ArtifactWriteFailed({ path: relative, operation, code })
-  yield* fs
-    .makeDirectory(request.root, { recursive: true })
-    .pipe(Effect.mapError((error) => writeFailed("makeDirectory", error.reason._tag)))
-  const realRoot = yield* files.realPath(request.root).pipe(Effect.mapError((e) => writeFailed(e.operation, e.code)))
+  // The root is created only when it is missing (usually it exists after the first offload).
+  const realRoot = yield* files.realPath(request.root).pipe(
+    Effect.catchTag("DurableFileFailure", (missing) =>
+      missing.code === "ENOENT"
+        ? fs.makeDirectory(request.root, { recursive: true }).pipe(
+            Effect.mapError((error) => writeFailed("makeDirectory", error.reason._tag)),
+            Effect.andThen(files.realPath(request.root))
+          )
+        : Effect.fail(missing)
+    ),
+    Effect.mapError((error) => (error._tag === "DurableFileFailure" ? writeFailed(error.operation, error.code) : error))
+  )
   const parent = path.dirname(absolute)
   yield* files
     .makeDirectories(parent, { within: realRoot })
@@ -214,8 +222,7 @@ const write = Effect.fnUntraced(function* (request: OffloadRequest, body: string
   const policy = yield* Effect.serviceOption(ArtifactPathPolicy)
   if (Option.isSome(policy)) yield* Effect.fromResult(check(policy.value, realTarget))
 
-  const bytes = utf8.encode(stored)
-  const written = files.writeNewFile(realTarget, bytes, { within: realRoot }).pipe(
+  const written = files.writeNewFile(realTarget, stored, { within: realRoot }).pipe(
     Effect.mapError((error) => {
       switch (error._tag) {
         case "OutsideWithin":
@@ -227,16 +234,16 @@ const write = Effect.fnUntraced(function* (request: OffloadRequest, body: string
       }
     })
   )
-  // The digest does not depend on the write: whatever part of WebCrypto's
-  // work runs off the main thread overlaps the file system steps.
-  const [, digest] = yield* Effect.all([written, sha256(bytes)], { concurrency: 2 })
+  // The measure does not depend on the write: it runs while the file is
+  // written and synced (which wait on the device, not on this thread).
+  const [, measure] = yield* Effect.all([written, measureText(stored)], { concurrency: 2 })
   const pointer = render({
     path: relative,
-    bytes: bytes.byteLength,
+    bytes: measure.size,
     readWith: request.readTool,
     abstract: buildAbstract(stored, request.abstractBytes ?? defaultAbstractBytes)
   })
-  return OffloadResult.Offloaded({ pointer, path: relative, size: bytes.byteLength, digest })
+  return OffloadResult.Offloaded({ pointer, path: relative, size: measure.size, digest: `sha256:${measure.sha256}` })
 })
 
 /**

@@ -112,12 +112,15 @@ export const buildAbstract = (body: string, maxBytes: number = defaultAbstractBy
  * segment of an incomplete prefix may be a cut grapheme cluster, so it is
  * never used.
  */
+// Building a segmenter costs more than segmenting an abstract's window; one serves every call.
+const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" })
+
 const abstractOfPrefix = (prefix: string, maxBytes: number, complete: boolean): string | undefined => {
   const pieces: Array<{ readonly text: string; readonly bytes: number }> = []
   let used = 0
   let spacePending = false
   let truncated = false
-  const segments = new Intl.Segmenter(undefined, { granularity: "grapheme" }).segment(prefix)[Symbol.iterator]()
+  const segments = graphemes.segment(prefix)[Symbol.iterator]()
   let current = segments.next()
   while (!current.done) {
     const next = segments.next()

@@ -133,13 +133,15 @@ export interface DurableFilesShape {
   /**
    * Creates `path` exclusively (never replaces, never follows a final
    * symlink), checks that the opened file really lives under
-   * `options.within` (removing it and failing otherwise), writes all bytes,
+   * `options.within` (removing it and failing otherwise), writes all bytes
+   * (a string is written as its UTF-8 encoding, which spares the caller a
+   * copy of a large text),
    * flushes them to disk, closes the file and syncs its folder. On any
    * failure after creation the partial file is removed.
    */
   readonly writeNewFile: (
     path: string,
-    bytes: Uint8Array,
+    bytes: Uint8Array | string,
     options: WriteNewFileOptions
   ) => Effect.Effect<void, AlreadyExists | OutsideWithin | DurableFileFailure>
   /**

@@ -13,11 +13,17 @@
  * new file whose name was swapped again before the check could find it. Only
  * the descriptor-path variant guarantees nothing is ever created outside.
  *
+ * Name operations (resolving, opening, creating, linking, removing) are made
+ * with Node's synchronous calls: they are answered from the kernel's caches
+ * in microseconds, less than a round trip to a worker thread, and running
+ * them back to back also leaves a racing fiber no turn between a check and
+ * the step that relies on it. Writing data and syncing wait for the device,
+ * so they run on worker threads and the process keeps running meanwhile (the
+ * artifact offload hashes the body while its file is written and synced).
+ *
  * @since 0.1.0
  */
-import { constants, existsSync } from "node:fs"
-import type { FileHandle } from "node:fs/promises"
-import * as fsp from "node:fs/promises"
+import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import type {
   DurableFileOperation,
@@ -43,10 +49,14 @@ export interface NodeDurableFilesOptions {
   readonly descriptorPaths?: boolean
 }
 
-const O_NOFOLLOW = constants.O_NOFOLLOW ?? 0
-const O_DIRECTORY = constants.O_DIRECTORY ?? 0
-const createFlags = constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY | O_NOFOLLOW
-const directoryFlags = constants.O_RDONLY | O_DIRECTORY
+const O_NOFOLLOW = fs.constants.O_NOFOLLOW ?? 0
+const O_DIRECTORY = fs.constants.O_DIRECTORY ?? 0
+// Where the platform has O_SYNC, a write returns only once its data and the
+// file's metadata are on the device (what a write followed by fsync gives),
+// so writing and syncing a new file is one worker-thread job, not two.
+const O_SYNC = fs.constants.O_SYNC ?? 0
+const createFlags = fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_WRONLY | O_NOFOLLOW | O_SYNC
+const directoryFlags = fs.constants.O_RDONLY | O_DIRECTORY
 
 const errnoCode = (error: unknown): string => {
   if (typeof error === "object" && error !== null && "code" in error && typeof error.code === "string") {
@@ -74,7 +84,48 @@ const isWithin = (root: string, candidate: string): boolean => {
   )
 }
 
-const closeQuietly = (handle: FileHandle): Promise<void> => handle.close().catch(() => undefined)
+const closeQuietly = (fd: number): void => {
+  try {
+    fs.closeSync(fd)
+  } catch {
+    // Closing can only fail for a descriptor that is already gone.
+  }
+}
+
+/** Runs a callback-style call on a worker thread. */
+const onWorker = (start: (done: (error: NodeJS.ErrnoException | null) => void) => void): Promise<void> =>
+  new Promise((resolve, reject) => start((error) => (error === null ? resolve() : reject(error))))
+
+const writeAll = async (fd: number, content: Uint8Array | string): Promise<void> => {
+  const writeFrom = (bytes: Uint8Array, offset: number) =>
+    new Promise<number>((resolve, reject) =>
+      fs.write(fd, bytes, offset, bytes.byteLength - offset, null, (error, written) =>
+        error === null ? resolve(written) : reject(error)
+      )
+    )
+  let bytes: Uint8Array
+  let offset = 0
+  if (typeof content === "string") {
+    // Node encodes a string outside the JavaScript heap; only a short write needs the bytes here.
+    offset = await new Promise<number>((resolve, reject) =>
+      fs.write(fd, content, null, "utf8", (error, written) => (error === null ? resolve(written) : reject(error)))
+    )
+    if (offset === Buffer.byteLength(content, "utf8")) return
+    bytes = Buffer.from(content, "utf8")
+  } else {
+    bytes = content
+  }
+  while (offset < bytes.byteLength) offset += await writeFrom(bytes, offset)
+}
+
+const syncFolder = async (path: string): Promise<void> => {
+  const fd = fs.openSync(path, directoryFlags)
+  try {
+    await onWorker((done) => fs.fsync(fd, done))
+  } finally {
+    closeQuietly(fd)
+  }
+}
 
 /**
  * Builds the primitives.
@@ -83,95 +134,111 @@ const closeQuietly = (handle: FileHandle): Promise<void> => handle.close().catch
  * @category constructors
  */
 export const make = (options: NodeDurableFilesOptions = {}): DurableFilesShape => {
-  const descriptorPaths = options.descriptorPaths ?? existsSync("/proc/self/fd")
+  const descriptorPaths = options.descriptorPaths ?? fs.existsSync("/proc/self/fd")
 
-  const descriptorPath = (handle: FileHandle): string => `/proc/self/fd/${handle.fd}`
+  const descriptorPath = (fd: number): string => `/proc/self/fd/${fd}`
 
   /** The path to use for creating `name` inside an opened folder. */
-  const childOf = (folder: FileHandle, folderPath: string, name: string): string =>
+  const childOf = (folder: number, folderPath: string, name: string): string =>
     descriptorPaths ? `${descriptorPath(folder)}/${name}` : nodePath.join(folderPath, name)
 
   /** Where an opened folder really is. */
-  const folderLocation = (folder: FileHandle, folderPath: string): Promise<string> =>
-    descriptorPaths ? fsp.readlink(descriptorPath(folder)) : fsp.realpath(folderPath)
+  const folderLocation = (folder: number, folderPath: string): string =>
+    descriptorPaths ? fs.readlinkSync(descriptorPath(folder)) : fs.realpathSync(folderPath)
 
   /**
    * Where an opened file really is: its descriptor's link on Linux; elsewhere
    * the real path of its name, accepted only if that name still denotes the
    * very file we hold open (same device and inode).
    */
-  const fileLocation = async (file: FileHandle, path: string): Promise<string | undefined> => {
-    if (descriptorPaths) return fsp.readlink(descriptorPath(file))
-    const candidate = nodePath.join(await fsp.realpath(nodePath.dirname(path)), nodePath.basename(path))
-    const [held, named] = await Promise.all([file.stat(), fsp.lstat(candidate)])
+  const fileLocation = (file: number, path: string): string | undefined => {
+    if (descriptorPaths) return fs.readlinkSync(descriptorPath(file))
+    const candidate = nodePath.join(fs.realpathSync(nodePath.dirname(path)), nodePath.basename(path))
+    const held = fs.fstatSync(file)
+    const named = fs.lstatSync(candidate)
     return held.dev === named.dev && held.ino === named.ino ? candidate : undefined
+  }
+
+  /** Removes `location` only if it still names the file we hold open, so a swapped-in file is never deleted. */
+  const removeIfSame = (file: number, location: string): void => {
+    const held = fs.fstatSync(file)
+    const named = fs.lstatSync(location, { throwIfNoEntry: false })
+    if (named !== undefined && held.dev === named.dev && held.ino === named.ino) {
+      try {
+        fs.unlinkSync(location)
+      } catch {
+        // Already gone: nothing of ours is left under that name.
+      }
+    }
   }
 
   const run = <A>(
     operation: DurableFileOperation,
     path: string,
-    body: () => Promise<A>
+    body: () => A | Promise<A>
   ): Effect.Effect<A, AlreadyExists | OutsideWithin | DurableFileFailure> =>
     Effect.tryPromise({
-      try: body,
+      try: async () => body(),
       catch: (error) => (isOurError(error) ? error : failure(operation, path, error))
     })
 
-  const realWithin = async (operation: DurableFileOperation, within: string): Promise<string> => {
+  const realWithin = (operation: DurableFileOperation, within: string): string => {
     try {
-      return await fsp.realpath(within)
+      return fs.realpathSync(within)
     } catch (error) {
       throw failure(operation, within, error)
     }
   }
 
-  const syncFolder = async (path: string): Promise<void> => {
-    const handle = await fsp.open(path, directoryFlags)
-    try {
-      await handle.sync()
-    } finally {
-      await closeQuietly(handle)
-    }
-  }
-
   const realPath: DurableFilesShape["realPath"] = (path) =>
-    Effect.tryPromise({ try: () => fsp.realpath(path), catch: (error) => failure("realPath", path, error) })
+    Effect.try({ try: () => fs.realpathSync(path), catch: (error) => failure("realPath", path, error) })
 
   const makeDirectories: DurableFilesShape["makeDirectories"] = (path, { within }: WithinOptions) =>
-    run("makeDirectories", path, async () => {
-      const root = await realWithin("makeDirectories", within)
-      const target = nodePath.resolve(path)
-      // The caller may name the target through `within` as given or through its real path.
-      const relativeTo = (base: string) => (isWithin(base, target) ? nodePath.relative(base, target) : undefined)
-      const relative = relativeTo(nodePath.resolve(within)) ?? relativeTo(root)
-      if (relative === undefined) {
-        throw new OutsideWithin({ operation: "makeDirectories", path, within: root, actual: target })
-      }
-      let folder = await fsp.open(root, directoryFlags)
-      let folderPath = root
-      try {
-        for (const name of relative.split(nodePath.sep).filter((part) => part !== "")) {
-          const child = childOf(folder, folderPath, name)
-          await fsp.mkdir(child).catch((error: unknown) => {
-            if (errnoCode(error) !== "EEXIST") throw error
-          })
-          const next = await fsp.open(child, directoryFlags)
-          const location = await folderLocation(next, nodePath.join(folderPath, name)).catch(async (error: unknown) => {
-            await closeQuietly(next)
-            throw error
-          })
-          if (!isWithin(root, location)) {
-            await closeQuietly(next)
-            throw new OutsideWithin({ operation: "makeDirectories", path, within: root, actual: location })
-          }
-          await closeQuietly(folder)
-          folder = next
-          folderPath = location
+    Effect.try({
+      try: () => {
+        const root = realWithin("makeDirectories", within)
+        const target = nodePath.resolve(path)
+        // The caller may name the target through `within` as given or through its real path.
+        const relativeTo = (base: string) => (isWithin(base, target) ? nodePath.relative(base, target) : undefined)
+        const relative = relativeTo(nodePath.resolve(within)) ?? relativeTo(root)
+        if (relative === undefined) {
+          throw new OutsideWithin({ operation: "makeDirectories", path, within: root, actual: target })
         }
-      } finally {
-        await closeQuietly(folder)
-      }
-    }).pipe(Effect.catchTag("AlreadyExists", (error) => Effect.fail(failure("makeDirectories", path, error))))
+        let folder = fs.openSync(root, directoryFlags)
+        let folderPath = root
+        try {
+          for (const name of relative.split(nodePath.sep).filter((part) => part !== "")) {
+            const child = childOf(folder, folderPath, name)
+            try {
+              fs.mkdirSync(child)
+            } catch (error) {
+              if (errnoCode(error) !== "EEXIST") throw error
+            }
+            const next = fs.openSync(child, directoryFlags)
+            let location: string
+            try {
+              location = folderLocation(next, nodePath.join(folderPath, name))
+            } catch (error) {
+              closeQuietly(next)
+              throw error
+            }
+            if (!isWithin(root, location)) {
+              closeQuietly(next)
+              throw new OutsideWithin({ operation: "makeDirectories", path, within: root, actual: location })
+            }
+            closeQuietly(folder)
+            folder = next
+            folderPath = location
+          }
+        } finally {
+          closeQuietly(folder)
+        }
+      },
+      catch: (error) =>
+        error instanceof OutsideWithin || error instanceof DurableFileFailure
+          ? error
+          : failure("makeDirectories", path, error)
+    })
 
   const writeNewFile: DurableFilesShape["writeNewFile"] = (
     path,
@@ -179,12 +246,13 @@ export const make = (options: NodeDurableFilesOptions = {}): DurableFilesShape =
     { mode = 0o600, within }: WriteNewFileOptions
   ) =>
     run("writeNewFile", path, async () => {
-      const root = await realWithin("writeNewFile", within)
+      // Everything up to the first write is synchronous: no other fiber runs between the checks.
+      const root = realWithin("writeNewFile", within)
       const folderPath = nodePath.dirname(path)
       const name = nodePath.basename(path)
-      const folder = await fsp.open(folderPath, directoryFlags)
+      const folder = fs.openSync(folderPath, directoryFlags)
       try {
-        const folderReal = await folderLocation(folder, folderPath)
+        const folderReal = folderLocation(folder, folderPath)
         if (!isWithin(root, folderReal)) {
           throw new OutsideWithin({
             operation: "writeNewFile",
@@ -194,56 +262,44 @@ export const make = (options: NodeDurableFilesOptions = {}): DurableFilesShape =
           })
         }
         const target = childOf(folder, folderPath, name)
-        let file: FileHandle
+        let file: number
         try {
-          file = await fsp.open(target, createFlags, mode)
+          file = fs.openSync(target, createFlags, mode)
         } catch (error) {
           // O_EXCL reports any existing name, a symlink included, as EEXIST.
           if (errnoCode(error) === "EEXIST") throw new AlreadyExists({ operation: "writeNewFile", path })
           throw error
         }
         try {
-          const actual = await fileLocation(file, path)
+          const actual = fileLocation(file, path)
           if (actual === undefined || !isWithin(root, actual)) {
-            if (actual !== undefined) await removeIfSame(file, actual)
+            if (actual !== undefined) removeIfSame(file, actual)
             throw new OutsideWithin({ operation: "writeNewFile", path, within: root, actual: actual ?? "(moved)" })
           }
-          let offset = 0
-          while (offset < bytes.byteLength) {
-            const { bytesWritten } = await file.write(bytes, offset, bytes.byteLength - offset, null)
-            offset += bytesWritten
-          }
-          await file.sync()
+          await writeAll(file, bytes)
+          if (O_SYNC === 0) await onWorker((done) => fs.fsync(file, done))
         } catch (error) {
           // Remove the partial file, but only while its name still denotes it.
-          if (!(error instanceof OutsideWithin)) await removeIfSame(file, target)
-          await closeQuietly(file)
+          if (!(error instanceof OutsideWithin)) removeIfSame(file, target)
+          closeQuietly(file)
           throw error
         }
-        await file.close()
-        await folder.sync()
+        fs.closeSync(file)
+        await onWorker((done) => fs.fsync(folder, done))
       } finally {
-        await closeQuietly(folder)
+        closeQuietly(folder)
       }
     })
-
-  /** Removes `location` only if it still names the file we hold open, so a swapped-in file is never deleted. */
-  const removeIfSame = async (file: FileHandle, location: string): Promise<void> => {
-    const [held, named] = await Promise.all([file.stat(), fsp.lstat(location).catch(() => undefined)])
-    if (named !== undefined && held.dev === named.dev && held.ino === named.ino) {
-      await fsp.unlink(location).catch(() => undefined)
-    }
-  }
 
   const publishOnce: DurableFilesShape["publishOnce"] = (tempPath, finalPath) =>
     run("publishOnce", finalPath, async () => {
       try {
-        await fsp.link(tempPath, finalPath)
+        fs.linkSync(tempPath, finalPath)
       } catch (error) {
         if (errnoCode(error) === "EEXIST") throw new AlreadyExists({ operation: "publishOnce", path: finalPath })
         throw error
       }
-      await fsp.unlink(tempPath)
+      fs.unlinkSync(tempPath)
       const finalFolder = nodePath.dirname(finalPath)
       const tempFolder = nodePath.dirname(tempPath)
       await syncFolder(finalFolder)
