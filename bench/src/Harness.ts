@@ -55,6 +55,7 @@ export const repeat = async (plan: Plan, body: (rep: number) => Promise<void> | 
   for (let i = 0; i < plan.warmup; i++) await body(-1 - i)
   const samples: Array<number> = []
   for (let i = 0; i < plan.reps; i++) {
+    collectGarbage()
     const started = performance.now()
     await body(i)
     samples.push(performance.now() - started)
@@ -64,6 +65,15 @@ export const repeat = async (plan: Plan, body: (rep: number) => Promise<void> | 
 
 /** Peak resident set size of this process so far, in bytes. */
 export const peakRss = (): number => process.resourceUsage().maxRSS * 1024
+
+/**
+ * A full collection where `--expose-gc` allows it (every benchmark child has
+ * it): a timed sample then starts on a clean heap instead of paying for the
+ * garbage an earlier sample, or another variant, left behind.
+ */
+export const collectGarbage = (): void => {
+  ;(globalThis as { gc?: () => void }).gc?.()
+}
 
 /** Heap in use after a full collection (needs `--expose-gc`; otherwise as found). */
 export const retainedHeap = (): number => {

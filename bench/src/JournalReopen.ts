@@ -11,7 +11,7 @@ import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Journal } from "@tessera/runtime"
-import { Effect } from "effect"
+import { Effect, ManagedRuntime } from "effect"
 import { type Medium, makeTempDir, type Plan, removeDir, repeat, type Stats, stats } from "./Harness.ts"
 import { platformLayer, task } from "./World.ts"
 
@@ -110,13 +110,14 @@ export const run = async (args: ReopenArgs): Promise<ReopenResult> => {
     const written = await Effect.runPromise(writeJournal(scratch, args.entries).pipe(Effect.provide(platformLayer)))
     const file = path.join(root, Journal.fileName(task))
     fs.copyFileSync(path.join(scratch, Journal.fileName(task)), file)
-    const reopen = Effect.scoped(Effect.flatMap(Journal.open({ folder: root, task }), (journal) => journal.state)).pipe(
-      Effect.provide(platformLayer)
-    )
+    const reopen = Effect.scoped(Effect.flatMap(Journal.open({ folder: root, task }), (journal) => journal.state))
+    // Built once, as a host builds its runtime: a sample is the open, not the layer's construction.
+    const runtime = ManagedRuntime.make(platformLayer)
     let reopened = 0
     const journalSamples = await repeat(args.plan, async () => {
-      reopened = (await Effect.runPromise(reopen)).entries
+      reopened = (await runtime.runPromise(reopen)).entries
     })
+    await runtime.dispose()
     let parsed = 0
     const rawSamples = await repeat(args.plan, () => {
       parsed = rawParse(file)

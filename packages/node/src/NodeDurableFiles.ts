@@ -144,7 +144,7 @@ export const make = (options: NodeDurableFilesOptions = {}): DurableFilesShape =
 
   /** Where an opened folder really is. */
   const folderLocation = (folder: number, folderPath: string): string =>
-    descriptorPaths ? fs.readlinkSync(descriptorPath(folder)) : fs.realpathSync(folderPath)
+    descriptorPaths ? fs.readlinkSync(descriptorPath(folder)) : fs.realpathSync.native(folderPath)
 
   /**
    * Where an opened file really is: its descriptor's link on Linux; elsewhere
@@ -153,7 +153,7 @@ export const make = (options: NodeDurableFilesOptions = {}): DurableFilesShape =
    */
   const fileLocation = (file: number, path: string): string | undefined => {
     if (descriptorPaths) return fs.readlinkSync(descriptorPath(file))
-    const candidate = nodePath.join(fs.realpathSync(nodePath.dirname(path)), nodePath.basename(path))
+    const candidate = nodePath.join(fs.realpathSync.native(nodePath.dirname(path)), nodePath.basename(path))
     const held = fs.fstatSync(file)
     const named = fs.lstatSync(candidate)
     return held.dev === named.dev && held.ino === named.ino ? candidate : undefined
@@ -184,14 +184,14 @@ export const make = (options: NodeDurableFilesOptions = {}): DurableFilesShape =
 
   const realWithin = (operation: DurableFileOperation, within: string): string => {
     try {
-      return fs.realpathSync(within)
+      return fs.realpathSync.native(within)
     } catch (error) {
       throw failure(operation, within, error)
     }
   }
 
   const realPath: DurableFilesShape["realPath"] = (path) =>
-    Effect.try({ try: () => fs.realpathSync(path), catch: (error) => failure("realPath", path, error) })
+    Effect.try({ try: () => fs.realpathSync.native(path), catch: (error) => failure("realPath", path, error) })
 
   const makeDirectories: DurableFilesShape["makeDirectories"] = (path, { within }: WithinOptions) =>
     Effect.try({

@@ -17,7 +17,7 @@
 
 import type { Volume } from "@tessera/core"
 import { DurableFiles, Ids } from "@tessera/core"
-import { Effect, FileSystem, Path, Schema } from "effect"
+import { Effect, Exit, FileSystem, Path, Schema } from "effect"
 import * as SecureRandom from "effect/crypto/SecureRandom"
 import type { PlatformError } from "effect/PlatformError"
 import { sha256Bytes } from "./internal/digest.ts"
@@ -153,8 +153,10 @@ export const stageOnce = Effect.fn("PrivateStaging.stageOnce")(function* (
   const published = yield* files.publishOnce(tempPath, finalPath).pipe(
     Effect.as(true),
     Effect.catchTag("AlreadyExists", () => Effect.succeed(false)),
-    // The temp name is ours alone; whatever happens, it must not linger.
-    Effect.onExit(() => fs.remove(tempPath).pipe(Effect.ignore))
+    // The temp name is ours alone and must not linger; a successful publish has already removed it.
+    Effect.onExit((exit) =>
+      Exit.isSuccess(exit) && exit.value ? Effect.void : fs.remove(tempPath).pipe(Effect.ignore)
+    )
   )
   if (published) return { ...staged, outcome: "Published" as const }
 
