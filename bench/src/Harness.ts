@@ -63,6 +63,40 @@ export const repeat = async (plan: Plan, body: (rep: number) => Promise<void> | 
   return samples
 }
 
+/**
+ * Runs several variants round-robin: each repetition runs every variant once,
+ * starting one further along the list each time, so a slow spell of a shared
+ * machine (or of its disk) falls on all of them alike. Warm-up rounds are not
+ * recorded. Returns each variant's milliseconds per repetition, in order.
+ */
+export const interleave = async <K extends string>(
+  plan: Plan,
+  variants: Record<K, (rep: number) => Promise<void> | void>
+): Promise<Record<K, Array<number>>> => {
+  const names = Object.keys(variants) as Array<K>
+  const samples = Object.fromEntries(names.map((name) => [name, [] as Array<number>])) as Record<K, Array<number>>
+  for (let rep = -plan.warmup; rep < plan.reps; rep++) {
+    for (let offset = 0; offset < names.length; offset++) {
+      const name = names[(offset + rep + plan.warmup) % names.length] as K
+      collectGarbage()
+      const started = performance.now()
+      await variants[name](rep)
+      const ms = performance.now() - started
+      if (rep >= 0) samples[name].push(ms)
+    }
+  }
+  return samples
+}
+
+/**
+ * The median over repetitions of `baseline[i] / measured[i]`: how fast the
+ * measured variant ran against the baseline under the same conditions (1 is
+ * as fast, 0.5 half as fast). Pairing each repetition with its own baseline
+ * keeps drift between repetitions out of the ratio.
+ */
+export const pairedRatio = (measured: ReadonlyArray<number>, baseline: ReadonlyArray<number>): number =>
+  stats(measured.map((ms, index) => (baseline[index] ?? Number.NaN) / ms)).median
+
 /** Peak resident set size of this process so far, in bytes. */
 export const peakRss = (): number => process.resourceUsage().maxRSS * 1024
 

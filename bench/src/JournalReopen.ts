@@ -12,7 +12,16 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { Journal } from "@tessera/runtime"
 import { Effect, ManagedRuntime } from "effect"
-import { type Medium, makeTempDir, type Plan, removeDir, repeat, type Stats, stats } from "./Harness.ts"
+import {
+  interleave,
+  type Medium,
+  makeTempDir,
+  type Plan,
+  pairedRatio,
+  removeDir,
+  type Stats,
+  stats
+} from "./Harness.ts"
 import { platformLayer, task } from "./World.ts"
 
 export interface ReopenArgs {
@@ -114,26 +123,28 @@ export const run = async (args: ReopenArgs): Promise<ReopenResult> => {
     // Built once, as a host builds its runtime: a sample is the open, not the layer's construction.
     const runtime = ManagedRuntime.make(platformLayer)
     let reopened = 0
-    const journalSamples = await repeat(args.plan, async () => {
-      reopened = (await runtime.runPromise(reopen)).entries
+    let parsed = 0
+    const samples = await interleave(args.plan, {
+      journal: async () => {
+        reopened = (await runtime.runPromise(reopen)).entries
+      },
+      raw: () => {
+        parsed = rawParse(file)
+      }
     })
     await runtime.dispose()
-    let parsed = 0
-    const rawSamples = await repeat(args.plan, () => {
-      parsed = rawParse(file)
-    })
     if (reopened !== written || parsed !== written) {
       throw new Error(`wrote ${written} entries, reopened ${reopened}, parsed ${parsed}`)
     }
-    const journalMs = stats(journalSamples)
-    const rawMs = stats(rawSamples)
+    const journalMs = stats(samples.journal)
+    const rawMs = stats(samples.raw)
     return {
       medium: args.medium,
       entries: written,
       fileBytes: fs.statSync(file).size,
       journalMs,
       rawMs,
-      ratio: rawMs.median / journalMs.median
+      ratio: pairedRatio(samples.journal, samples.raw)
     }
   } finally {
     removeDir(root)

@@ -10,7 +10,16 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { ArtifactOffload, DefaultRedactor } from "@tessera/artifacts"
 import { Layer, ManagedRuntime } from "effect"
-import { type Medium, makeTempDir, type Plan, removeDir, repeat, type Stats, stats } from "./Harness.ts"
+import {
+  interleave,
+  type Medium,
+  makeTempDir,
+  type Plan,
+  pairedRatio,
+  removeDir,
+  type Stats,
+  stats
+} from "./Harness.ts"
 import { logText, platformLayer } from "./World.ts"
 
 export const resultBytes = 1024 * 1024
@@ -31,7 +40,19 @@ export interface OffloadResult {
   readonly bytes: number
   readonly variants: ReadonlyArray<OffloadVariant>
   readonly redactedMatches: number
+  /** Offload with the default redactor against raw write + scan, paired per repetition. */
+  readonly defaultRedactorRatio: number
+  /** Offload without a redactor against the raw write, paired per repetition. */
+  readonly noRedactorRatio: number
 }
+
+const variantNames = [
+  "offload, default redactor",
+  "offload, no redactor",
+  "raw write + same regex scan",
+  "raw write"
+] as const
+type VariantName = (typeof variantNames)[number]
 
 /** 1 MiB of log text with a credential-looking line every 64 KiB, so the redactor has work to do. */
 export const body = (): string => {
@@ -69,14 +90,6 @@ export const run = async (args: OffloadArgs): Promise<OffloadResult> => {
   const plain = ManagedRuntime.make(platformLayer)
   const redacting = ManagedRuntime.make(Layer.merge(platformLayer, DefaultRedactor.layer()))
   try {
-    const variants: Array<OffloadVariant> = []
-    const measure = async (name: string, once: (target: string) => Promise<void> | void) => {
-      const folder = path.join(root, name)
-      fs.mkdirSync(folder, { recursive: true })
-      const samples = await repeat(args.plan, (rep) => once(path.join(folder, `r${rep + args.plan.warmup}.txt`)))
-      const ms = stats(samples)
-      variants.push({ name, ms, mibPerSecond: resultBytes / 1024 / 1024 / (ms.median / 1000) })
-    }
     const offloadWith = (redact: boolean) => async (target: string) => {
       const effect = ArtifactOffload.offload({
         content,
@@ -88,11 +101,35 @@ export const run = async (args: OffloadArgs): Promise<OffloadResult> => {
       const outcome = await (redact ? redacting : plain).runPromise(effect)
       if (!ArtifactOffload.isOffloaded(outcome)) throw new Error(`offload kept the result inline: ${outcome._tag}`)
     }
-    await measure("offload, no redactor", offloadWith(false))
-    await measure("offload, default redactor", offloadWith(true))
-    await measure("raw write + same regex scan", (target) => rawWrite(target, redactor.redactText(content)))
-    await measure("raw write", (target) => rawWrite(target, content))
-    return { medium: args.medium, bytes: resultBytes, variants, redactedMatches }
+    const bodies: Record<VariantName, (target: string) => Promise<void> | void> = {
+      "offload, default redactor": offloadWith(true),
+      "offload, no redactor": offloadWith(false),
+      "raw write + same regex scan": (target) => rawWrite(target, redactor.redactText(content)),
+      "raw write": (target) => rawWrite(target, content)
+    }
+    const folderOf = (name: VariantName) => path.join(root, name.replace(/[^a-z]+/g, "-"))
+    for (const name of variantNames) fs.mkdirSync(folderOf(name))
+    const samples = await interleave(
+      args.plan,
+      Object.fromEntries(
+        variantNames.map((name) => [
+          name,
+          (rep: number) => bodies[name](path.join(folderOf(name), `r${rep + args.plan.warmup}.txt`))
+        ])
+      ) as Record<VariantName, (rep: number) => Promise<void> | void>
+    )
+    const variants = variantNames.map((name): OffloadVariant => {
+      const ms = stats(samples[name])
+      return { name, ms, mibPerSecond: resultBytes / 1024 / 1024 / (ms.median / 1000) }
+    })
+    return {
+      medium: args.medium,
+      bytes: resultBytes,
+      variants,
+      redactedMatches,
+      defaultRedactorRatio: pairedRatio(samples["offload, default redactor"], samples["raw write + same regex scan"]),
+      noRedactorRatio: pairedRatio(samples["offload, no redactor"], samples["raw write"])
+    }
   } finally {
     await plain.dispose()
     await redacting.dispose()

@@ -15,7 +15,16 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { CompactionPolicy, Journal, Model, TaskExecution, Tool } from "@tessera/runtime"
 import { Effect } from "effect"
-import { collectGarbage, type Medium, makeTempDir, type Plan, removeDir, type Stats, stats } from "./Harness.ts"
+import {
+  collectGarbage,
+  type Medium,
+  makeTempDir,
+  type Plan,
+  pairedRatio,
+  removeDir,
+  type Stats,
+  stats
+} from "./Harness.ts"
 import { logText, makeWorld, platformLayer, produce, resultBody, start, task, turnLayer } from "./World.ts"
 
 export interface OverheadArgs {
@@ -33,7 +42,7 @@ export interface OverheadResult {
   readonly executorStepsPerSecond: number
   readonly bareStepsPerSecond: number
   readonly bareAsyncStepsPerSecond: number
-  /** Executor against the blocking bare loop. */
+  /** Executor against the blocking bare loop: the median over repetitions of bare time / executor time. */
   readonly ratio: number
   /** Executor against the asynchronous bare loop. */
   readonly asyncRatio: number
@@ -140,8 +149,8 @@ export const run = async (args: OverheadArgs): Promise<OverheadResult> => {
     executorStepsPerSecond,
     bareStepsPerSecond,
     bareAsyncStepsPerSecond,
-    ratio: executorStepsPerSecond / bareStepsPerSecond,
-    asyncRatio: executorStepsPerSecond / bareAsyncStepsPerSecond,
+    ratio: pairedRatio(executor, bare),
+    asyncRatio: pairedRatio(executor, bareAsync),
     linesPerStep
   }
 }

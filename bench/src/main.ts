@@ -55,16 +55,16 @@ const off = await timed(`context bound, off, ${offSteps} steps`, () =>
   runChild<ContextBoundResult>("context-bound", { mode: "off", steps: offSteps, medium: "disk" })
 )
 const overheadDisk = await timed("runtime overhead, disk", () =>
-  runChild<OverheadResult>("overhead", { medium: "disk", steps: 200, plan: { warmup: 1, reps: 5 } })
+  runChild<OverheadResult>("overhead", { medium: "disk", steps: 200, plan: { warmup: 3, reps: 9 } })
 )
 const overheadMemory = await timed("runtime overhead, tmpfs", () =>
-  runChild<OverheadResult>("overhead", { medium: "memory", steps: 500, plan: { warmup: 1, reps: 5 } })
+  runChild<OverheadResult>("overhead", { medium: "memory", steps: 500, plan: { warmup: 3, reps: 9 } })
 )
 const offload = await timed("offload throughput", () =>
   runChild<OffloadResult>("offload", { medium: "disk", plan: { warmup: 3, reps: 15 } })
 )
 const reopen = await timed("journal reopen", () =>
-  runChild<ReopenResult>("reopen", { medium: "disk", entries: 100_000, plan: { warmup: 1, reps: 5 } })
+  runChild<ReopenResult>("reopen", { medium: "disk", entries: 100_000, plan: { warmup: 1, reps: 9 } })
 )
 const sideArgs = { warmupSteps: 60, steps: 300 }
 const sides: Array<SideResult> = []
@@ -111,13 +111,8 @@ const largest10k = largestUpTo(on10k, 10_000)
 const contextOk = largest10k <= 1.1 * largest100
 const memoryOk = on10k.peakRss <= 1.2 * on1k.peakRss
 const overheadOk = overheadDisk.ratio >= 0.8
-const variant = (name: string) => offload.variants.find((v) => v.name === name)
-const offRedactor = variant("offload, default redactor")
-const offNone = variant("offload, no redactor")
-const rawScan = variant("raw write + same regex scan")
-const raw = variant("raw write")
-const redactorRatio = offRedactor && rawScan ? offRedactor.mibPerSecond / rawScan.mibPerSecond : Number.NaN
-const noneRatio = offNone && raw ? offNone.mibPerSecond / raw.mibPerSecond : Number.NaN
+const redactorRatio = offload.defaultRedactorRatio
+const noneRatio = offload.noRedactorRatio
 const [lcDefault, lcFull, oursMemory, oursDisk] = sides as [SideResult, SideResult, SideResult, SideResult]
 
 const md: Array<string> = []
