@@ -14,7 +14,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { CompactionPolicy, Journal, Model, TaskExecution, Tool } from "@tessera/runtime"
-import { Effect } from "effect"
+import { Effect, ManagedRuntime } from "effect"
 import {
   collectGarbage,
   type Medium,
@@ -62,12 +62,13 @@ const executorTurn = async (root: string, steps: number) => {
         ? Model.response({ toolCalls: [Model.toolCall(`call-${calls}`, "produce", { size: resultSize })] })
         : Model.response({ text: "done" })
     })
-  const layer = turnLayer(world.journalFolder, generate)
+  // The journal is opened (and the layer built) before the clock starts: a step's cost, not a task's.
+  const runtime = ManagedRuntime.make(turnLayer(world.journalFolder, generate))
+  await runtime.runPromise(Effect.void)
   const started = performance.now()
-  await Effect.runPromise(
-    TaskExecution.runTurn(world.binding, start, { tools, maxSteps: steps }).pipe(Effect.provide(layer))
-  )
+  await runtime.runPromise(TaskExecution.runTurn(world.binding, start, { tools, maxSteps: steps }))
   const ms = performance.now() - started
+  await runtime.dispose()
   const lines = fs
     .readFileSync(path.join(world.journalFolder, Journal.fileName(task)))
     .toString("utf8")

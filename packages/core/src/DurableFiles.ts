@@ -109,6 +109,13 @@ export interface WithinOptions {
 export interface WriteNewFileOptions extends WithinOptions {
   /** Permission bits for the new file; defaults to `0o600` because the content is usually private. */
   readonly mode?: number
+  /**
+   * Whether to sync the folder so the new name itself survives a crash;
+   * defaults to `true`. Only a temporary name that is published right after
+   * (by {@link DurableFilesShape.publishOnce}, which syncs the final folder)
+   * can skip it: the content is synced either way.
+   */
+  readonly syncFolder?: boolean
 }
 
 /**
@@ -135,9 +142,9 @@ export interface DurableFilesShape {
    * symlink), checks that the opened file really lives under
    * `options.within` (removing it and failing otherwise), writes all bytes
    * (a string is written as its UTF-8 encoding, which spares the caller a
-   * copy of a large text),
-   * flushes them to disk, closes the file and syncs its folder. On any
-   * failure after creation the partial file is removed.
+   * copy of a large text), flushes them to disk, closes the file and syncs
+   * its folder (unless `options.syncFolder` is `false`). On any failure
+   * after creation the partial file is removed.
    */
   readonly writeNewFile: (
     path: string,

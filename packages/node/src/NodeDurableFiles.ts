@@ -243,7 +243,7 @@ export const make = (options: NodeDurableFilesOptions = {}): DurableFilesShape =
   const writeNewFile: DurableFilesShape["writeNewFile"] = (
     path,
     bytes,
-    { mode = 0o600, within }: WriteNewFileOptions
+    { mode = 0o600, syncFolder: syncItsFolder = true, within }: WriteNewFileOptions
   ) =>
     run("writeNewFile", path, async () => {
       // Everything up to the first write is synchronous: no other fiber runs between the checks.
@@ -285,7 +285,7 @@ export const make = (options: NodeDurableFilesOptions = {}): DurableFilesShape =
           throw error
         }
         fs.closeSync(file)
-        await onWorker((done) => fs.fsync(folder, done))
+        if (syncItsFolder) await onWorker((done) => fs.fsync(folder, done))
       } finally {
         closeQuietly(folder)
       }
