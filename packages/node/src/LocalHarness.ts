@@ -103,11 +103,12 @@ export interface LocalHarnessService extends HostTasks {
    * scratch volume resolves as private writer).
    */
   readonly bindTask: HostTasks["bindTask"]
-  /** The task's journal on the journal volume. */
+  /** The task's journal on the journal volume, written with the blocking `NodeJournalFile`. */
   readonly journalLayer: HostTasks["journalLayer"]
   /**
-   * Binds `task` and runs `body` with the task's `Journal`, the harness's
-   * `ArtifactPathPolicy` and the `node:crypto` digest provided. A refused
+   * Binds `task` and runs `body` with the task's `Journal` (written with the
+   * blocking `NodeJournalFile`), the harness's `ArtifactPathPolicy` and the
+   * `node:crypto` digest provided. A refused
    * binding fails before the journal file is opened.
    */
   readonly withTask: HostTasks["withTask"]

@@ -56,7 +56,9 @@ export const makeHostTasks = (input: HostTasksInput): HostTasks => {
         Effect.flatMap((scope) => input.runtime.bindTask({ scope })),
         Effect.flatMap((context) => EntryGate.bind(context, options))
       )
-  const journalLayer = (task: Ids.TaskId) => Journal.layer({ folder: input.journalFolder, task })
+  // One task per process at a time: a blocking sync costs less than a worker round trip.
+  const journalLayer = (task: Ids.TaskId) =>
+    Journal.layer({ folder: input.journalFolder, task }).pipe(Layer.provide(NodeJournalFile.layer))
   const withTask = <A, E, R>(
     task: Ids.TaskId,
     body: (binding: EntryGate.TaskBinding) => Effect.Effect<A, E, R>,
@@ -67,11 +69,7 @@ export const makeHostTasks = (input: HostTasksInput): HostTasks => {
       Effect.flatMap((binding) =>
         body(binding).pipe(
           Effect.provide(
-            Layer.mergeAll(
-              journalLayer(task).pipe(Layer.provide(NodeJournalFile.layer)),
-              ArtifactPathPolicy.layer(input.pathPolicy),
-              NodeDigest.layer
-            )
+            Layer.mergeAll(journalLayer(task), ArtifactPathPolicy.layer(input.pathPolicy), NodeDigest.layer)
           )
         )
       )
