@@ -67,20 +67,35 @@ const reopen = await timed("journal reopen", () =>
   runChild<ReopenResult>("reopen", { medium: "disk", entries: 100_000, plan: { warmup: 1, reps: 9 } })
 )
 const sideArgs = { warmupSteps: 60, steps: 300 }
-const sides: Array<SideResult> = []
-sides.push(
-  await timed("side by side: langchain (default trim)", () => runChild<SideResult>("side-langchain", sideArgs))
-)
-sides.push(
-  await timed("side by side: langchain (trim 100,000)", () =>
-    runChild<SideResult>("side-langchain", { ...sideArgs, trimTokensToSummarize: 100_000 })
-  )
-)
-sides.push(
-  await timed("side by side: tessera, tmpfs", () =>
-    runChild<SideResult>("side-tessera", { ...sideArgs, medium: "memory" })
-  )
-)
+const sideRounds = 3
+/** The round at the median of `key`: each side's figures come from its median round, not one run. */
+const medianRound = (runs: ReadonlyArray<SideResult>, key: (run: SideResult) => number): SideResult =>
+  [...runs].sort((a, b) => key(a) - key(b))[Math.floor(runs.length / 2)] as SideResult
+const combineRounds = (runs: ReadonlyArray<SideResult>): SideResult => ({
+  ...medianRound(runs, (run) => run.step.median),
+  summarizationStep: medianRound(runs, (run) => run.summarizationStep.median).summarizationStep,
+  peakRss: medianRound(runs, (run) => run.peakRss).peakRss,
+  retainedHeap: medianRound(runs, (run) => run.retainedHeap).retainedHeap
+})
+const sideJobs: ReadonlyArray<{ readonly label: string; readonly run: () => Promise<SideResult> }> = [
+  {
+    label: "langchain (default trim)",
+    run: () => runChild<SideResult>("side-langchain", sideArgs)
+  },
+  {
+    label: "langchain (trim 100,000)",
+    run: () => runChild<SideResult>("side-langchain", { ...sideArgs, trimTokensToSummarize: 100_000 })
+  },
+  { label: "tessera, tmpfs", run: () => runChild<SideResult>("side-tessera", { ...sideArgs, medium: "memory" }) }
+]
+// Rounds alternate the sides, so a slow spell of the machine does not fall on one side only.
+const sideRuns: Array<Array<SideResult>> = sideJobs.map(() => [])
+for (let round = 1; round <= sideRounds; round++) {
+  for (const [index, job] of sideJobs.entries()) {
+    sideRuns[index]?.push(await timed(`side by side: ${job.label}, round ${round} of ${sideRounds}`, job.run))
+  }
+}
+const sides: Array<SideResult> = sideRuns.map(combineRounds)
 sides.push(
   await timed("side by side: tessera, disk", () =>
     runChild<SideResult>("side-tessera", { ...sideArgs, medium: "disk" })
@@ -289,7 +304,7 @@ md.push("## Side by side with LangChain")
 md.push("")
 md.push(
   `Scenario: every step the model asks for one tool call whose result is 51,200 characters; history is summarized at 100,000 estimated tokens (characters / 4) keeping the last 6 messages. ` +
-    `${sideArgs.warmupSteps} warm-up steps, then ${sideArgs.steps} measured steps, in one process per row. ` +
+    `${sideArgs.warmupSteps} warm-up steps, then ${sideArgs.steps} measured steps, in one process per run; the first three rows ran ${sideRounds} rounds each, alternating sides, and each of their figures is the median round's (the disk row ran once). ` +
     "Both sides are driven by a scripted model that keeps nothing it receives (LangChain: a `BaseChatModel` subclass with `bindTools`). " +
     `LangChain: \`createAgent({ model, tools, middleware: [summarizationMiddleware({ model, trigger: { tokens: 100000 }, keep: { messages: 6 } })] })\`, no checkpointer. ` +
     `Ours: \`TaskExecution.runTurn\` with policy \`${JSON.stringify(sidePolicy)}\` (keeps exactly the last 3 rounds = 6 messages) and no offload. ` +
