@@ -55,7 +55,6 @@ export const repeat = async (plan: Plan, body: (rep: number) => Promise<void> | 
   for (let i = 0; i < plan.warmup; i++) await body(-1 - i)
   const samples: Array<number> = []
   for (let i = 0; i < plan.reps; i++) {
-    collectGarbage()
     const started = performance.now()
     await body(i)
     samples.push(performance.now() - started)
@@ -78,7 +77,6 @@ export const interleave = async <K extends string>(
   for (let rep = -plan.warmup; rep < plan.reps; rep++) {
     for (let offset = 0; offset < names.length; offset++) {
       const name = names[(offset + rep + plan.warmup) % names.length] as K
-      collectGarbage()
       const started = performance.now()
       await variants[name](rep)
       const ms = performance.now() - started
@@ -99,15 +97,6 @@ export const pairedRatio = (measured: ReadonlyArray<number>, baseline: ReadonlyA
 
 /** Peak resident set size of this process so far, in bytes. */
 export const peakRss = (): number => process.resourceUsage().maxRSS * 1024
-
-/**
- * A full collection where `--expose-gc` allows it (every benchmark child has
- * it): a timed sample then starts on a clean heap instead of paying for the
- * garbage an earlier sample, or another variant, left behind.
- */
-export const collectGarbage = (): void => {
-  ;(globalThis as { gc?: () => void }).gc?.()
-}
 
 /** Heap in use after a full collection (needs `--expose-gc`; otherwise as found). */
 export const retainedHeap = (): number => {

@@ -15,16 +15,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { CompactionPolicy, Journal, Model, TaskExecution, Tool } from "@tessera/runtime"
 import { Effect, ManagedRuntime } from "effect"
-import {
-  collectGarbage,
-  type Medium,
-  makeTempDir,
-  type Plan,
-  pairedRatio,
-  removeDir,
-  type Stats,
-  stats
-} from "./Harness.ts"
+import { type Medium, makeTempDir, type Plan, pairedRatio, removeDir, type Stats, stats } from "./Harness.ts"
 import { logText, makeWorld, platformLayer, produce, resultBody, start, task, turnLayer } from "./World.ts"
 
 export interface OverheadArgs {
@@ -119,11 +110,8 @@ export const run = async (args: OverheadArgs): Promise<OverheadResult> => {
   for (let rep = -args.plan.warmup; rep < args.plan.reps; rep++) {
     const root = makeTempDir(args.medium)
     try {
-      collectGarbage()
       const turn = await executorTurn(path.join(root, "store"), args.steps)
-      collectGarbage()
       const bareMs = bareLoop(root, turn.lines)
-      collectGarbage()
       const bareAsyncMs = await bareAsyncLoop(root, turn.lines)
       linesPerStep = turn.lines.length / args.steps
       if (rep >= 0) {

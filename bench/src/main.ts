@@ -153,7 +153,7 @@ md.push(
   "- Every run provides the Node host's digest (`NodeDigest.layer`, synchronous `node:crypto` SHA-256) as the runtime's `Digest`, as a Node host would; without it the runtime measures with WebCrypto."
 )
 md.push(
-  "- Spread: median with interquartile range (IQR), minimum and maximum over the repetitions. Every timed sample starts after a full garbage collection. Timings on a shared 2-core machine vary (this disk's fsync latency drifts by a factor of two within minutes), so compared variants run round-robin within each repetition and the ratios checked against the targets are medians of per-repetition ratios; the side-by-side rows run in separate processes and compare medians."
+  "- Spread: median with interquartile range (IQR), minimum and maximum over the repetitions. Timings on a shared 2-core machine vary (this disk's fsync latency drifts by a factor of two within minutes), so compared variants run round-robin within each repetition and the ratios checked against the targets are medians of per-repetition ratios; the side-by-side rows run in separate processes and compare medians."
 )
 md.push("")
 md.push("## Summary of targets")
