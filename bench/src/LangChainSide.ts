@@ -11,7 +11,7 @@ import type { ChatResult } from "@langchain/core/outputs"
 import { type AgentMiddleware, createAgent, summarizationMiddleware, tool } from "langchain"
 import { z } from "zod"
 import { peakRss, retainedHeap, stats } from "./Harness.ts"
-import { body, type SideResult, StepClock, toolResultChars } from "./SideBySide.ts"
+import { body, type SideResult, StepClock, toolResultChars } from "./Scenario.ts"
 
 const summaryMarker = "Context Extraction Assistant"
 

@@ -10,10 +10,9 @@
  */
 import { CompactionPolicy, Model, TaskExecution, Tool } from "@tessera/runtime"
 import { Effect } from "effect"
-import { type Medium, makeTempDir, peakRss, removeDir, retainedHeap, type Stats, stats } from "./Harness.ts"
+import { type Medium, makeTempDir, peakRss, removeDir, retainedHeap, stats } from "./Harness.ts"
+import { body, type SideResult, StepClock, toolResultChars } from "./Scenario.ts"
 import { isSummaryRequest, makeWorld, platformLayer, produce, start, summaryText, turnLayer } from "./World.ts"
-
-export const toolResultChars = 51_200
 
 /** Our equivalent of LangChain's `trigger: { tokens: 100_000 }, keep: { messages: 6 }`. */
 export const sidePolicy = CompactionPolicy.threshold({
@@ -29,42 +28,6 @@ export interface SideArgs {
   readonly warmupSteps: number
   readonly steps: number
   readonly medium: Medium
-}
-
-export interface SideResult {
-  readonly side: string
-  readonly steps: number
-  readonly step: Stats
-  readonly summarizationStep: Stats
-  /** History replacements (compactions). */
-  readonly summaries: number
-  /** Summary requests the model received. */
-  readonly summaryRequests: number
-  readonly peakRss: number
-  readonly retainedHeap: number
-  readonly wallMs: number
-}
-
-/** Splits the intervals between agent model calls by whether a summary request fell inside them. */
-export class StepClock {
-  private last: number | undefined
-  private summarized = false
-  readonly plain: Array<number> = []
-  readonly summarizing: Array<number> = []
-  summary(): void {
-    this.summarized = true
-  }
-  agentCall(): void {
-    const now = performance.now()
-    if (this.last !== undefined) (this.summarized ? this.summarizing : this.plain).push(now - this.last)
-    this.last = now
-    this.summarized = false
-  }
-}
-
-export const body = (call: number): string => {
-  const header = `result of call ${call}: `
-  return header + "r".repeat(toolResultChars - header.length)
 }
 
 export const run = async (args: SideArgs): Promise<SideResult> => {

@@ -1,28 +1,28 @@
 /**
  * Entry of one isolated benchmark job: `node child.ts <job> <json args>`.
  * Prints the job's result as one JSON line (the last line of its output).
+ *
+ * Each job's module is imported only when that job runs, so a process holds
+ * the code of its own job alone: peak memory is never inflated by the other
+ * jobs' dependencies (LangChain's, for the runs of ours, and ours for its).
  */
-import * as ContextBound from "./ContextBound.ts"
-import * as JournalReopen from "./JournalReopen.ts"
-import * as LangChainSide from "./LangChainSide.ts"
-import * as OffloadThroughput from "./OffloadThroughput.ts"
-import * as Overhead from "./Overhead.ts"
-import * as SideBySide from "./SideBySide.ts"
+type Job = (args: never) => Promise<unknown>
 
-const jobs: Record<string, (args: never) => Promise<unknown>> = {
-  "context-bound": ContextBound.run,
-  overhead: Overhead.run,
-  offload: OffloadThroughput.run,
-  reopen: JournalReopen.run,
-  "side-tessera": SideBySide.run,
-  "side-langchain": LangChainSide.run
+const jobs: Record<string, () => Promise<Job>> = {
+  "context-bound": async () => (await import("./ContextBound.ts")).run,
+  overhead: async () => (await import("./Overhead.ts")).run,
+  offload: async () => (await import("./OffloadThroughput.ts")).run,
+  reopen: async () => (await import("./JournalReopen.ts")).run,
+  "side-tessera": async () => (await import("./SideBySide.ts")).run,
+  "side-langchain": async () => (await import("./LangChainSide.ts")).run
 }
 
 const [job = "", raw = "{}"] = process.argv.slice(2)
-const body = jobs[job]
-if (body === undefined) {
+const load = jobs[job]
+if (load === undefined) {
   process.stderr.write(`unknown job "${job}"; expected one of ${Object.keys(jobs).join(", ")}\n`)
   process.exit(2)
 }
+const body = await load()
 const result = await body(JSON.parse(raw) as never)
 process.stdout.write(`${JSON.stringify(result)}\n`)

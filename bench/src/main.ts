@@ -15,7 +15,7 @@ import type { ReopenResult } from "./JournalReopen.ts"
 import type { OffloadResult } from "./OffloadThroughput.ts"
 import type { OverheadResult } from "./Overhead.ts"
 import { contextPlot } from "./Plot.ts"
-import type { SideResult } from "./SideBySide.ts"
+import type { SideResult } from "./Scenario.ts"
 import { sidePolicy } from "./SideBySide.ts"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..")
