@@ -41,17 +41,28 @@ import type * as PrivateSummaries from "./PrivateSummaries.ts"
  * @category measuring
  */
 export const renderPart = (part: Part): string => {
+  const [frame, body] = renderedPieces(part)
+  return frame + body
+}
+
+/**
+ * A part's rendering as a short frame followed by its body (the text, the
+ * tool result's content), so that the size can be counted on the two as
+ * they are: concatenating them first would copy a large body only to be
+ * counted.
+ */
+const renderedPieces = (part: Part): readonly [frame: string, body: string] => {
   switch (part._tag) {
     case "Text":
-      return `[${part.role}] ${part.text}`
+      return [`[${part.role}] `, part.text]
     case "ToolCall":
-      return `[tool call ${part.id} ${part.name}] ${JSON.stringify(part.input)}`
+      return [`[tool call ${part.id} ${part.name}] `, JSON.stringify(part.input)]
     case "ToolResult":
-      return `[tool result ${part.callId} ${part.name}${part.isError ? " (error)" : ""}] ${part.content}`
+      return [`[tool result ${part.callId} ${part.name}${part.isError ? " (error)" : ""}] `, part.content]
     case "FileReference":
-      return `[file ${part.volume.store}/${part.volume.volume}:${part.path} ${part.mediaType}]`
+      return [`[file ${part.volume.store}/${part.volume.volume}:${part.path} ${part.mediaType}]`, ""]
     case "Media":
-      return `[media ${part.mediaType}]`
+      return [`[media ${part.mediaType}]`, ""]
   }
 }
 
@@ -71,7 +82,8 @@ const renderedSizes = new WeakMap<Part, number>()
 const renderedBytes = (part: Part): number => {
   const known = renderedSizes.get(part)
   if (known !== undefined) return known
-  const bytes = ArtifactPointer.utf8Length(renderPart(part))
+  const [frame, body] = renderedPieces(part)
+  const bytes = ArtifactPointer.utf8Length(frame) + ArtifactPointer.utf8Length(body)
   renderedSizes.set(part, bytes)
   return bytes
 }
@@ -154,7 +166,8 @@ export const pieces = (rounds: ReadonlyArray<ReadonlyArray<Part>>, maxBytes: num
   let currentBytes = 0
   for (const round of rounds) {
     const rendered = `${round.map(renderPart).join("\n")}\n`
-    const bytes = ArtifactPointer.utf8Length(rendered)
+    // The parts' sizes are already known, plus one newline after each: no need to count the rendering again.
+    const bytes = round.reduce((total, part) => total + renderedBytes(part) + 1, 0)
     if (currentBytes + bytes <= maxBytes) {
       current += rendered
       currentBytes += bytes

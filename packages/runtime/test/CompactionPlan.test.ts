@@ -34,6 +34,16 @@ const historyOf = (specs: ReadonlyArray<RoundSpec>): History.History =>
   )
 
 describe("compaction planning", () => {
+  it("measureParts counts exactly the UTF-8 bytes of each part's rendering", () => {
+    fc.assert(
+      fc.property(fc.array(roundSpec, { maxLength: 8 }), (specs) => {
+        const parts = History.toParts(historyOf(specs))
+        return parts.every((part) => Compaction.measureParts("bytes", [part]) === bytes(Compaction.renderPart(part)))
+      }),
+      { numRuns: 300 }
+    )
+  })
+
   it("cutText: pieces stay within the byte budget, never split a grapheme, and join back to the text", () => {
     fc.assert(
       fc.property(body, fc.integer({ min: 1, max: 64 }), (text, maxBytes) => {
