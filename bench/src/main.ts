@@ -82,7 +82,7 @@ const reopen = await timed("journal reopen", () =>
   runChild<ReopenResult>("reopen", { medium: "disk", entries: 100_000, plan: { warmup: 1, reps: 9 } })
 )
 const sideArgs = { warmupSteps: 60, steps: 300 }
-const sideRounds = 3
+const sideRounds = 5
 /** The round at the median of `key`: each side's figures come from its median round, not one run. */
 const medianRound = (runs: ReadonlyArray<SideResult>, key: (run: SideResult) => number): SideResult =>
   [...runs].sort((a, b) => key(a) - key(b))[Math.floor(runs.length / 2)] as SideResult
