@@ -50,18 +50,6 @@ export interface Plan {
   readonly reps: number
 }
 
-/** Runs `body` `warmup` times unrecorded, then `reps` times; returns each repetition's milliseconds. */
-export const repeat = async (plan: Plan, body: (rep: number) => Promise<void> | void): Promise<Array<number>> => {
-  for (let i = 0; i < plan.warmup; i++) await body(-1 - i)
-  const samples: Array<number> = []
-  for (let i = 0; i < plan.reps; i++) {
-    const started = performance.now()
-    await body(i)
-    samples.push(performance.now() - started)
-  }
-  return samples
-}
-
 /**
  * Runs several variants round-robin: each repetition runs every variant once,
  * starting one further along the list each time, so a slow spell of a shared
@@ -113,22 +101,11 @@ export type Medium = "disk" | "memory"
 
 const memoryRoot = "/dev/shm"
 
-export const mediumAvailable = (medium: Medium): boolean => medium === "disk" || fs.existsSync(memoryRoot)
-
 /** A fresh folder on the medium; the caller removes it with {@link removeDir}. */
 export const makeTempDir = (medium: Medium): string =>
   fs.mkdtempSync(path.join(medium === "disk" ? os.tmpdir() : memoryRoot, "tessera-bench-"))
 
 export const removeDir = (dir: string): void => fs.rmSync(dir, { recursive: true, force: true })
-
-export const withTempDir = async <A>(medium: Medium, body: (dir: string) => Promise<A>): Promise<A> => {
-  const dir = makeTempDir(medium)
-  try {
-    return await body(dir)
-  } finally {
-    removeDir(dir)
-  }
-}
 
 const childEntry = path.join(path.dirname(fileURLToPath(import.meta.url)), "child.ts")
 

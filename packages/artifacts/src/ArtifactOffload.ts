@@ -39,7 +39,7 @@ import type { ArtifactPathRejected } from "./ArtifactPath.ts"
 import { resolveRelative } from "./ArtifactPath.ts"
 import type { ArtifactInternalRoot, ArtifactInternalState } from "./ArtifactPathPolicy.ts"
 import { ArtifactPathPolicy, check } from "./ArtifactPathPolicy.ts"
-import { buildAbstract, defaultAbstractBytes, render } from "./ArtifactPointer.ts"
+import { buildAbstract, defaultAbstractBytes, render, utf8Length } from "./ArtifactPointer.ts"
 import type { ArtifactRedactionFailed } from "./ArtifactRedactor.ts"
 import { ArtifactRedactor } from "./ArtifactRedactor.ts"
 
@@ -171,16 +171,14 @@ const isWithin = (path: Path.Path, root: string, candidate: string): boolean => 
 // WebCrypto by default).
 const measureText = (text: string) => Digest.Digest.use((digest) => digest.measureText(text))
 
-const utf8 = new TextEncoder()
-
 /**
  * Whether `text` takes more than `limit` UTF-8 bytes. A UTF-16 code unit
  * takes one to three UTF-8 bytes (a surrogate pair, two units, takes four),
  * so only a text whose length lies between a third of the limit and the
- * limit needs encoding; a large body is never copied just to be measured.
+ * limit needs counting.
  */
 const exceedsBytes = (text: string, limit: number): boolean =>
-  text.length > limit ? true : text.length * 3 <= limit ? false : utf8.encode(text).byteLength > limit
+  text.length > limit ? true : text.length * 3 <= limit ? false : utf8Length(text) > limit
 
 const write = Effect.fnUntraced(function* (request: OffloadRequest, body: string) {
   const path = yield* Path.Path
@@ -300,10 +298,10 @@ export const toRecord = (result: OffloadResult): OffloadRecord =>
     Offloaded: ({ digest, path, size }): OffloadRecord => ({ _tag: "Offloaded", path, size, digest }),
     Inline: ({ content, reason }): OffloadRecord =>
       Option.match(reason, {
-        onNone: () => ({ _tag: "Inline", size: utf8.encode(content).byteLength }),
+        onNone: () => ({ _tag: "Inline", size: utf8Length(content) }),
         onSome: (error) => ({
           _tag: "Inline",
-          size: utf8.encode(content).byteLength,
+          size: utf8Length(content),
           reason: { tag: error._tag, message: error.message }
         })
       })

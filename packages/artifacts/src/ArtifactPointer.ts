@@ -112,15 +112,15 @@ export const buildAbstract = (body: string, maxBytes: number = defaultAbstractBy
   }
 }
 
+// Building a segmenter costs more than segmenting an abstract's window; one serves every call.
+const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" })
+
 /**
  * The abstract of `prefix`, or `undefined` when the prefix ran out before the
  * budget did and more of the body exists (`complete` false). The last
  * segment of an incomplete prefix may be a cut grapheme cluster, so it is
  * never used.
  */
-// Building a segmenter costs more than segmenting an abstract's window; one serves every call.
-const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" })
-
 const abstractOfPrefix = (prefix: string, maxBytes: number, complete: boolean): string | undefined => {
   const pieces: Array<{ readonly text: string; readonly bytes: number }> = []
   let used = 0
