@@ -39,9 +39,29 @@ import { advance, emptyState, makeReplay } from "./internal/journalState.ts"
 import * as JournalFile from "./JournalFile.ts"
 import { ToolFailure } from "./Tool.ts"
 
-const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
-const Ordinal = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
-const Sha256 = Schema.String.check(Schema.isPattern(/^[0-9a-f]{64}$/, { message: "a lowercase hex SHA-256 digest" }))
+// Reopening checks every field of every line, so these checks are plain
+// predicates: one integer test per field instead of `Int` plus a bound, and a
+// character loop instead of a regular expression (together about a tenth of
+// a reopen's decoding).
+const integerAtLeast = (minimum: number) =>
+  Schema.Number.check(
+    Schema.makeFilter((n: number) => Number.isSafeInteger(n) && n >= minimum, {
+      expected: `an integer >= ${minimum}`
+    })
+  )
+const Count = integerAtLeast(0)
+const Ordinal = integerAtLeast(1)
+
+/** Whether `text` is 64 lowercase hex digits, like `/^[0-9a-f]{64}$/`. */
+const isSha256Hex = (text: string): boolean => {
+  if (text.length !== 64) return false
+  for (let index = 0; index < 64; index++) {
+    const code = text.charCodeAt(index)
+    if (!((code >= 48 && code <= 57) || (code >= 97 && code <= 102))) return false
+  }
+  return true
+}
+const Sha256 = Schema.String.check(Schema.makeFilter(isSha256Hex, { expected: "a lowercase hex SHA-256 digest" }))
 
 /** Fields every entry carries: its position in the file and when it was written. */
 const header = {

@@ -329,6 +329,52 @@ describe("Journal", () => {
     }).pipe(Effect.provide(NodeServices.layer))
   )
 
+  it("an entry's digests and counts are accepted exactly when they are 64 lowercase hex digits and integers in range", () => {
+    // The entry checks are hand-written predicates (for reopen speed); this pins them to their definitions.
+    const decodes = Schema.is(Journal.RequestDispatched)
+    const valid = {
+      _tag: "RequestDispatched",
+      seq: 0,
+      at: 0,
+      turn: 1,
+      step: 1,
+      parts: 0,
+      size: 0,
+      sha256: "0".repeat(64)
+    } as const
+    const hex = fc.stringMatching(/^[0-9a-f]{64}$/)
+    // One character swapped for a neighbour of the digit and letter ranges, or an uppercase one.
+    const nearlyHex = fc
+      .tuple(hex, fc.nat(63), fc.constantFrom("/", ":", "`", "g", "A", "F", " ", "é"))
+      .map(([text, at, swapped]) => `${text.slice(0, at)}${swapped}${text.slice(at + 1)}`)
+    const hexLike = fc.oneof(
+      hex,
+      nearlyHex,
+      hex.map((text) => text.slice(1)),
+      hex.map((text) => `${text}0`),
+      fc.string()
+    )
+    fc.assert(
+      fc.property(hexLike, (sha256) => {
+        assert.strictEqual(decodes({ ...valid, sha256 }), /^[0-9a-f]{64}$/.test(sha256), JSON.stringify(sha256))
+      }),
+      { numRuns: 2_000 }
+    )
+    const numberLike = fc.oneof(
+      fc.integer({ min: -3, max: 3 }),
+      fc.double(),
+      fc.constantFrom(Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER + 1, Number.NaN, Number.POSITIVE_INFINITY)
+    )
+    const minimums = { seq: 0, turn: 1, step: 1, parts: 0, size: 0 } as const
+    fc.assert(
+      fc.property(fc.constantFrom("seq", "turn", "step", "parts", "size"), numberLike, (field, value) => {
+        const expected = Number.isSafeInteger(value) && value >= minimums[field]
+        assert.strictEqual(decodes({ ...valid, [field]: value }), expected, `${field}: ${value}`)
+      }),
+      { numRuns: 2_000 }
+    )
+  })
+
   it("a last line cut at any byte offset reopens with every complete entry and a record of the cut", async () => {
     const scratch = nodeFs.mkdtempSync(nodePath.join(os.tmpdir(), "tessera-"))
     try {
