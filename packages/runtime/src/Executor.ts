@@ -209,6 +209,10 @@ export type ExecutorError =
   | StepLimitExceeded
   | ResumeMismatch
 
+// Per-step spans capture no stack: it would point into this module, not at the harness, and
+// capturing one is a measurable part of a step. The span names and attributes say where.
+const stepTrace = { captureStackTrace: false } as const
+
 const checkResponse = (response: ModelResponse): Effect.Effect<ModelResponse, ModelError> => {
   const ids = response.toolCalls.map((call) => call.id)
   const duplicate = ids.find((id, index) => ids.indexOf(id) !== index)
@@ -281,9 +285,11 @@ export const modelStep = <E = never, R = never>(
     if (hooks.afterModelStep !== undefined) yield* hooks.afterModelStep(context, outcome)
     return outcome
   }).pipe(
-    Effect.withSpan("tessera.modelStep", {
-      attributes: { "tessera.task": context.task, "tessera.turn": context.turn, "tessera.step": context.step }
-    })
+    Effect.withSpan(
+      "tessera.modelStep",
+      { attributes: { "tessera.task": context.task, "tessera.turn": context.turn, "tessera.step": context.step } },
+      stepTrace
+    )
   )
 
 const dispatchOne = <E, R>(
@@ -335,15 +341,19 @@ const dispatchOne = <E, R>(
     })
     return result
   }).pipe(
-    Effect.withSpan("tessera.toolCall", {
-      attributes: {
-        "tessera.task": context.task,
-        "tessera.turn": context.turn,
-        "tessera.step": context.step,
-        "tessera.tool.name": context.call.name,
-        "tessera.tool.callId": context.call.id
-      }
-    })
+    Effect.withSpan(
+      "tessera.toolCall",
+      {
+        attributes: {
+          "tessera.task": context.task,
+          "tessera.turn": context.turn,
+          "tessera.step": context.step,
+          "tessera.tool.name": context.call.name,
+          "tessera.tool.callId": context.call.id
+        }
+      },
+      stepTrace
+    )
   )
 
 /**

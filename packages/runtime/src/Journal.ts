@@ -594,7 +594,9 @@ const newline = 0x0a
 const encoder = new TextEncoder()
 const decoder = new TextDecoder("utf-8", { fatal: true })
 const decodeEntry = Schema.decodeUnknownResult(Entry)
-const encodeLine = Schema.encodeResult(EntryLine)
+// `EntryLine`'s encoding is the entry's, then `JSON.stringify`; done in two steps here because the
+// string transformation runs as an effect, which a synchronous encode would run on a fiber of its own.
+const encodeEntry = Schema.encodeResult(Entry)
 
 interface Replayed {
   readonly state: JournalState
@@ -731,17 +733,17 @@ export const open = Effect.fnUntraced(function* (
     if (Result.isFailure(next)) {
       return Result.fail(new JournalSequenceError({ file, entry: entry._tag, detail: next.failure }))
     }
-    const line = encodeLine(entry)
-    if (Result.isFailure(line)) {
+    const encoded = encodeEntry(entry)
+    if (Result.isFailure(encoded)) {
       return Result.fail(
         new JournalSequenceError({
           file,
           entry: entry._tag,
-          detail: `the entry does not match its Schema: ${line.failure.message}`
+          detail: `the entry does not match its Schema: ${encoded.failure.message}`
         })
       )
     }
-    return Result.succeed({ entry, next: next.success, bytes: encoder.encode(`${line.success}\n`) })
+    return Result.succeed({ entry, next: next.success, bytes: encoder.encode(`${JSON.stringify(encoded.success)}\n`) })
   }
 
   const write = (input: EntryInput): Effect.Effect<Entry, JournalIOError | JournalSequenceError> =>

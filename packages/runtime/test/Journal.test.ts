@@ -274,6 +274,15 @@ describe("Journal", () => {
       )
       const read = yield* Journal.readEntries({ folder, task })
       assert.deepStrictEqual(read, written)
+      // Every line is exactly the entry's `EntryLine` encoding.
+      const lines = nodeFs
+        .readFileSync(nodePath.join(folder, Journal.fileName(task)), "utf8")
+        .split("\n")
+        .slice(0, -1)
+      assert.deepStrictEqual(
+        lines,
+        read.map((entry) => Schema.encodeSync(Journal.EntryLine)(entry))
+      )
     }).pipe(Effect.provide(NodeServices.layer))
   )
 

@@ -71,7 +71,7 @@ interface Link {
  */
 interface Memo {
   readonly parts: ReadonlyArray<object>
-  readonly links: ReadonlyArray<Link>
+  readonly links: Array<Link>
 }
 
 const memos = new WeakMap<object, Memo>()
@@ -102,20 +102,26 @@ const extend = (previous: Link | undefined, part: object): Effect.Effect<Link> =
 export const measureRequest = (request: ModelRequest): Effect.Effect<Measure> =>
   Effect.suspend(() => {
     const parts: ReadonlyArray<object> = request.parts
-    const memo = parts.length > 0 ? memos.get(parts[0] as object) : undefined
+    const key = parts[0]
+    const memo = key === undefined ? undefined : memos.get(key)
+    // This measure takes the memo over (and hands back a new one when done), so it may extend the
+    // memo's links in place instead of copying them every step; a measure of the same conversation
+    // running meanwhile finds no memo and starts from scratch.
+    if (key !== undefined) memos.delete(key)
     // The prefix shared with the conversation's previous request, by identity: its links still hold.
     let shared = 0
     if (memo !== undefined) {
       const limit = Math.min(memo.parts.length, parts.length)
       while (shared < limit && memo.parts[shared] === parts[shared]) shared++
     }
-    const links: Array<Link> = memo === undefined ? [] : memo.links.slice(0, shared)
+    const links: Array<Link> = memo === undefined ? [] : memo.links
+    links.length = shared
     const unmeasured = [...parts.slice(shared), request.tools].filter((item) => !measured.has(item))
     const chained = Effect.gen(function* () {
       for (let index = shared; index < parts.length; index++) {
         links.push(yield* extend(links.at(-1), parts[index] as object))
       }
-      if (parts.length > 0) memos.set(parts[0] as object, { parts, links })
+      if (key !== undefined) memos.set(key, { parts, links })
       const last = links.at(-1)
       const tools = measured.get(request.tools) as Measure
       const closed = yield* measureText(`${last?.chain ?? ""}${tools.sha256}`)
