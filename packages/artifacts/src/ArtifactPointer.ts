@@ -17,6 +17,7 @@
  */
 import { Option, Result, Schema } from "effect"
 import { resolveRelative } from "./ArtifactPath.ts"
+import { abstractOfWindow } from "./internal/abstract.ts"
 
 /**
  * The fields of a pointer.
@@ -51,9 +52,6 @@ export const marker = "[artifact]"
  */
 export const defaultAbstractBytes = 240
 
-const ellipsis = "…"
-const ellipsisBytes = 3
-
 const nonAscii = /[\u0080-\uffff]/
 
 /**
@@ -85,8 +83,6 @@ export const utf8Length = (text: string): number => {
   return bytes
 }
 
-const whitespace = /^\s+$/u
-
 /**
  * The first words of `body` as one line of at most `maxBytes` UTF-8 bytes.
  *
@@ -106,55 +102,10 @@ export const buildAbstract = (body: string, maxBytes: number = defaultAbstractBy
   // grows when whitespace runs eat it.
   let window = Math.min(body.length, maxBytes * 4 + 64)
   for (;;) {
-    const abstract = abstractOfPrefix(body.slice(0, window), maxBytes, window >= body.length)
+    const abstract = abstractOfWindow(body.slice(0, window), maxBytes, window >= body.length, utf8Length)
     if (abstract !== undefined) return abstract
     window = Math.min(body.length, window * 4)
   }
-}
-
-// Building a segmenter costs more than segmenting an abstract's window; one serves every call.
-const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" })
-
-/**
- * The abstract of `prefix`, or `undefined` when the prefix ran out before the
- * budget did and more of the body exists (`complete` false). The last
- * segment of an incomplete prefix may be a cut grapheme cluster, so it is
- * never used.
- */
-const abstractOfPrefix = (prefix: string, maxBytes: number, complete: boolean): string | undefined => {
-  const pieces: Array<{ readonly text: string; readonly bytes: number }> = []
-  let used = 0
-  let spacePending = false
-  let truncated = false
-  const segments = graphemes.segment(prefix)[Symbol.iterator]()
-  let current = segments.next()
-  while (!current.done) {
-    const next = segments.next()
-    if (next.done && !complete) return undefined
-    const segment = current.value.segment
-    current = next
-    if (whitespace.test(segment)) {
-      spacePending = pieces.length > 0
-      continue
-    }
-    const text = spacePending ? ` ${segment}` : segment
-    spacePending = false
-    const bytes = utf8Length(text)
-    if (used + bytes > maxBytes) {
-      truncated = true
-      break
-    }
-    pieces.push({ text, bytes })
-    used += bytes
-  }
-  if (!truncated) return complete ? pieces.map((piece) => piece.text).join("") : undefined
-  while (used + ellipsisBytes > maxBytes) {
-    const dropped = pieces.pop()
-    if (dropped === undefined) break
-    used -= dropped.bytes
-  }
-  if (used + ellipsisBytes > maxBytes) return ""
-  return pieces.map((piece) => piece.text).join("") + ellipsis
 }
 
 /** JSON string syntax, plus the two Unicode line separators some readers break lines on. */

@@ -1,0 +1,98 @@
+/**
+ * The abstract of a window of a body (see `ArtifactPointer.buildAbstract`):
+ * the window's text with whitespace runs collapsed to one space, cut between
+ * grapheme clusters to a UTF-8 budget, a cut marked with `…`.
+ *
+ * Two implementations give the same result: one over grapheme clusters
+ * (`Intl.Segmenter`) for any text, and one over characters for ASCII text,
+ * where every character is a cluster of one byte (the only longer ASCII
+ * cluster, CR LF, is whitespace and collapses either way). The ASCII one
+ * allocates a single string instead of one object per cluster; offloaded
+ * results are mostly ASCII (logs, JSON, code).
+ */
+
+const ellipsis = "…"
+const ellipsisBytes = 3
+
+const whitespace = /^\s+$/u
+const whitespaceRuns = /\s+/g
+const nonAscii = /[\u0080-\uffff]/
+
+/** UTF-8 length of a string (one to four bytes per code point). */
+type Utf8Length = (text: string) => number
+
+// Building a segmenter costs more than segmenting an abstract's window; one serves every call.
+const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" })
+
+/**
+ * The abstract of `window` within `maxBytes`, or `undefined` when the window
+ * ran out before the budget did and more of the body exists (`complete`
+ * false). The last cluster of an incomplete window may have been cut by the
+ * window's end, so it is never used.
+ */
+export const abstractOfWindow = (
+  window: string,
+  maxBytes: number,
+  complete: boolean,
+  utf8Length: Utf8Length
+): string | undefined =>
+  nonAscii.test(window)
+    ? segmentedAbstract(window, maxBytes, complete, utf8Length)
+    : asciiAbstract(window, maxBytes, complete)
+
+/** Any text: one piece per grapheme cluster, so no cluster is ever split. */
+export const segmentedAbstract = (
+  window: string,
+  maxBytes: number,
+  complete: boolean,
+  utf8Length: Utf8Length
+): string | undefined => {
+  const pieces: Array<{ readonly text: string; readonly bytes: number }> = []
+  let used = 0
+  let spacePending = false
+  let truncated = false
+  const segments = graphemes.segment(window)[Symbol.iterator]()
+  let current = segments.next()
+  while (!current.done) {
+    const next = segments.next()
+    if (next.done && !complete) return undefined
+    const segment = current.value.segment
+    current = next
+    if (whitespace.test(segment)) {
+      spacePending = pieces.length > 0
+      continue
+    }
+    const text = spacePending ? ` ${segment}` : segment
+    spacePending = false
+    const bytes = utf8Length(text)
+    if (used + bytes > maxBytes) {
+      truncated = true
+      break
+    }
+    pieces.push({ text, bytes })
+    used += bytes
+  }
+  if (!truncated) return complete ? pieces.map((piece) => piece.text).join("") : undefined
+  while (used + ellipsisBytes > maxBytes) {
+    const dropped = pieces.pop()
+    if (dropped === undefined) break
+    used -= dropped.bytes
+  }
+  if (used + ellipsisBytes > maxBytes) return ""
+  return pieces.map((piece) => piece.text).join("") + ellipsis
+}
+
+/**
+ * ASCII text: the collapsed text is one string in which every character is
+ * one byte and every non-space character ends a piece, so the pieces that
+ * fit are a prefix of it that does not end in the space opening the next
+ * piece.
+ */
+export const asciiAbstract = (window: string, maxBytes: number, complete: boolean): string | undefined => {
+  const usable = complete ? window : window.slice(0, -1)
+  const collapsed = usable.replace(whitespaceRuns, " ").trim()
+  if (collapsed.length <= maxBytes) return complete ? collapsed : undefined
+  if (maxBytes < ellipsisBytes) return ""
+  const kept = collapsed.slice(0, maxBytes - ellipsisBytes)
+  return (kept.endsWith(" ") ? kept.slice(0, -1) : kept) + ellipsis
+}
