@@ -8,23 +8,25 @@
  *
  * @since 0.1.0
  */
-import { createHash } from "node:crypto"
+import { hash } from "node:crypto"
 import { Digest } from "@tessera/core"
 import { Effect, Layer } from "effect"
 
 /**
  * The `node:crypto` implementation. Texts are hashed and sized without
- * first copying them into a byte array.
+ * first copying them into a byte array, with the one-shot `hash` (on the
+ * short texts a step measures, parts and chain links, it costs about half of
+ * `createHash().update().digest()`).
  *
  * @since 0.1.0
  * @category implementations
  */
 export const nodeCrypto: Digest.DigestShape = {
-  sha256: (bytes) => Effect.sync(() => createHash("sha256").update(bytes).digest("hex")),
+  sha256: (bytes) => Effect.sync(() => hash("sha256", bytes, "hex")),
   measureText: (text) =>
     Effect.sync(() => ({
       size: Buffer.byteLength(text, "utf8"),
-      sha256: createHash("sha256").update(text, "utf8").digest("hex")
+      sha256: hash("sha256", text, "hex")
     }))
 }
 
