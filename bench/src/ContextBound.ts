@@ -13,7 +13,15 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { CompactionPolicy, Journal, Model, TaskExecution, Tool } from "@tessera/runtime"
 import { Effect } from "effect"
-import { type Medium, makeTempDir, peakRss, removeDir, retainedHeap } from "./Harness.ts"
+import {
+  type HeapSizing,
+  type Medium,
+  makeTempDir,
+  peakRss,
+  removeDir,
+  retainedHeap,
+  sampleHeapSizing
+} from "./Harness.ts"
 import {
   isSummaryRequest,
   logText,
@@ -58,6 +66,8 @@ export interface ContextBoundResult {
   readonly wallMs: number
   readonly peakRss: number
   readonly retainedHeap: number
+  /** V8's own sizing of the heap during the run (sampled). */
+  readonly heapSizing: HeapSizing
   /** `[step, bytes]` of every turn request. */
   readonly requestSizes: ReadonlyArray<readonly [number, number]>
   readonly summaryRequests: number
@@ -100,6 +110,7 @@ export const run = async (args: ContextBoundArgs): Promise<ContextBoundResult> =
           : Model.response({ text: "All batches processed." })
       })
     const world = await Effect.runPromise(makeWorld(root, policy).pipe(Effect.provide(platformLayer)))
+    const sizing = sampleHeapSizing()
     const started = performance.now()
     await Effect.runPromise(
       TaskExecution.runTurn(world.binding, start, {
@@ -109,6 +120,7 @@ export const run = async (args: ContextBoundArgs): Promise<ContextBoundResult> =
       }).pipe(Effect.provide(turnLayer(world.journalFolder, generate)))
     )
     const wallMs = performance.now() - started
+    const heapSizing = sizing.stop()
     const peak = peakRss()
     const heap = retainedHeap()
     // Read back after the memory figures, so reading does not count against them.
@@ -129,6 +141,7 @@ export const run = async (args: ContextBoundArgs): Promise<ContextBoundResult> =
       wallMs,
       peakRss: peak,
       retainedHeap: heap,
+      heapSizing,
       requestSizes,
       summaryRequests: summaries,
       largestSummaryRequest: largestSummary,

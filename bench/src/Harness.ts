@@ -11,6 +11,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import * as v8 from "node:v8"
 
 /** Median, quartiles and extremes of a list of samples. */
 export interface Stats {
@@ -94,6 +95,36 @@ export const retainedHeap = (): number => {
     gc()
   }
   return process.memoryUsage().heapUsed
+}
+
+/** What V8 had committed for the JavaScript heap: its largest total, and the young generation's largest size. */
+export interface HeapSizing {
+  readonly peakCommitted: number
+  readonly peakYoungGeneration: number
+}
+
+/**
+ * Samples V8's heap sizing every `intervalMs` until stopped (and once more
+ * then). The young generation is the new space V8 sizes for itself; with the
+ * committed total it shows how much of a peak is the collector's sizing rather
+ * than what the program keeps.
+ */
+export const sampleHeapSizing = (intervalMs = 50): { readonly stop: () => HeapSizing } => {
+  let peakCommitted = 0
+  let peakYoungGeneration = 0
+  const sample = () => {
+    peakCommitted = Math.max(peakCommitted, process.memoryUsage().heapTotal)
+    const young = v8.getHeapSpaceStatistics().find((space) => space.space_name === "new_space")
+    peakYoungGeneration = Math.max(peakYoungGeneration, young?.space_size ?? 0)
+  }
+  const timer = setInterval(sample, intervalMs)
+  return {
+    stop: () => {
+      clearInterval(timer)
+      sample()
+      return { peakCommitted, peakYoungGeneration }
+    }
+  }
 }
 
 /** Where a benchmark writes: a folder on the disk (real fsync) or on tmpfs (fsync costs nothing). */

@@ -191,7 +191,7 @@ target(
   "Context: peak memory at 10,000 steps <= 1.2x at 1,000",
   `${formatBytes(on10k.peakRss)} vs ${formatBytes(on1k.peakRss)} = ${ratio(on10k.peakRss, on1k.peakRss)}x`,
   memoryOk,
-  `What the runtime keeps does not grow: the heap after a full collection is ${formatBytes(on10k.retainedHeap)} at 10,000 steps against ${formatBytes(on1k.retainedHeap)} at 1,000. The growth is the collector's own sizing: a run this long lets V8 enlarge the young generation and let the old one fill with promoted garbage before its first full collection, and neither gives its pages back (\`--trace-gc\`: committed heap 119 to 184 MB at about 7.6 s; see the notes at the end).`
+  `What the runtime keeps does not grow: the heap after a full collection is ${formatBytes(on10k.retainedHeap)} at 10,000 steps against ${formatBytes(on1k.retainedHeap)} at 1,000. The growth is the collector's own sizing: V8's committed heap peaked at ${formatBytes(on10k.heapSizing.peakCommitted)} against ${formatBytes(on1k.heapSizing.peakCommitted)}, its new space (the young generation, both semi-spaces) at ${formatBytes(on10k.heapSizing.peakYoungGeneration)} against ${formatBytes(on1k.heapSizing.peakYoungGeneration)}: a run this long lets V8 enlarge the young generation and fill the old one with promoted garbage before a full collection, and committed pages are not given back (see the notes at the end).`
 )
 target(
   "Runtime overhead: >= 0.8x bare loop steps/s (same fsync durability)",
@@ -250,12 +250,12 @@ md.push(
 )
 md.push("")
 md.push(
-  "| Run | Steps | Wall time | Request at step 100 | Request at last step | Largest up to 100 | Largest overall | Summaries | Offloaded | Largest summary request | Peak RSS | Heap after GC |"
+  "| Run | Steps | Wall time | Request at step 100 | Request at last step | Largest up to 100 | Largest overall | Summaries | Offloaded | Largest summary request | Peak RSS | Heap after GC | V8 heap committed (peak) | V8 new space (peak) |"
 )
-md.push("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+md.push("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 for (const r of [on1k, on10k, off]) {
   md.push(
-    `| ${r.mode} | ${r.steps.toLocaleString("en")} | ${(r.wallMs / 1000).toFixed(1)} s | ${formatBytes(sizeAt(r, 100))} | ${formatBytes(sizeAt(r, r.steps))} | ${formatBytes(largestUpTo(r, 100))} | ${formatBytes(largestUpTo(r, r.steps))} | ${r.summaryRequests} | ${r.offloaded} | ${formatBytes(r.largestSummaryRequest)} | ${formatBytes(r.peakRss)} | ${formatBytes(r.retainedHeap)} |`
+    `| ${r.mode} | ${r.steps.toLocaleString("en")} | ${(r.wallMs / 1000).toFixed(1)} s | ${formatBytes(sizeAt(r, 100))} | ${formatBytes(sizeAt(r, r.steps))} | ${formatBytes(largestUpTo(r, 100))} | ${formatBytes(largestUpTo(r, r.steps))} | ${r.summaryRequests} | ${r.offloaded} | ${formatBytes(r.largestSummaryRequest)} | ${formatBytes(r.peakRss)} | ${formatBytes(r.retainedHeap)} | ${formatBytes(r.heapSizing.peakCommitted)} | ${formatBytes(r.heapSizing.peakYoungGeneration)} |`
   )
 }
 md.push("")
