@@ -82,15 +82,34 @@ export const segmentedAbstract = (
   return pieces.map((piece) => piece.text).join("") + ellipsis
 }
 
+/** Whether an ASCII code unit is whitespace as `\s` defines it: tab, line feed, vertical tab, form feed, carriage return, space. */
+const isAsciiSpace = (code: number): boolean => code === 32 || (code >= 9 && code <= 13)
+
 /**
  * ASCII text: the collapsed text is one string in which every character is
  * one byte and every non-space character ends a piece, so the pieces that
  * fit are a prefix of it that does not end in the space opening the next
- * piece.
+ * piece. Only the part of the window that reaches one byte past the budget
+ * is collapsed.
  */
 export const asciiAbstract = (window: string, maxBytes: number, complete: boolean): string | undefined => {
-  const usable = complete ? window : window.slice(0, -1)
-  const collapsed = usable.replace(whitespaceRuns, " ").trim()
+  const end = complete ? window.length : window.length - 1
+  let cut = end
+  let collapsedLength = 0
+  let afterSpace = false
+  for (let index = 0; index < end; index++) {
+    if (isAsciiSpace(window.charCodeAt(index))) {
+      afterSpace = collapsedLength > 0
+      continue
+    }
+    collapsedLength += afterSpace ? 2 : 1
+    afterSpace = false
+    if (collapsedLength > maxBytes) {
+      cut = index + 1
+      break
+    }
+  }
+  const collapsed = window.slice(0, cut).replace(whitespaceRuns, " ").trim()
   if (collapsed.length <= maxBytes) return complete ? collapsed : undefined
   if (maxBytes < ellipsisBytes) return ""
   const kept = collapsed.slice(0, maxBytes - ellipsisBytes)
