@@ -38,6 +38,13 @@ export interface Measure {
 export interface DigestShape {
   readonly sha256: (bytes: Uint8Array) => Effect.Effect<string>
   readonly measureText: (text: string) => Effect.Effect<Measure>
+  /**
+   * The same measure as `measureText`, returned directly, for a host whose
+   * SHA-256 is synchronous. Optional: a measure that takes several digests
+   * (a request's hash chain) then runs as one synchronous computation
+   * instead of one effect per digest.
+   */
+  readonly measureTextSync?: ((text: string) => Measure) | undefined
 }
 
 const encoder = new TextEncoder()

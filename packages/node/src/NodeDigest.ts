@@ -21,13 +21,15 @@ import { Effect, Layer } from "effect"
  * @since 0.1.0
  * @category implementations
  */
+const measureTextSync = (text: string): Digest.Measure => ({
+  size: Buffer.byteLength(text, "utf8"),
+  sha256: hash("sha256", text, "hex")
+})
+
 export const nodeCrypto: Digest.DigestShape = {
   sha256: (bytes) => Effect.sync(() => hash("sha256", bytes, "hex")),
-  measureText: (text) =>
-    Effect.sync(() => ({
-      size: Buffer.byteLength(text, "utf8"),
-      sha256: hash("sha256", text, "hex")
-    }))
+  measureText: (text) => Effect.sync(() => measureTextSync(text)),
+  measureTextSync
 }
 
 /**

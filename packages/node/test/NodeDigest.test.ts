@@ -7,7 +7,7 @@ import * as fc from "fast-check"
 const encoder = new TextEncoder()
 
 describe("NodeDigest", () => {
-  it("measures every text exactly as the portable WebCrypto digest does, lone surrogates included", async () => {
+  it("measures every text exactly as the portable WebCrypto digest does, synchronously too, lone surrogates included", async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.oneof(fc.string({ maxLength: 300 }), fc.string({ unit: "binary", maxLength: 300 })),
@@ -15,6 +15,7 @@ describe("NodeDigest", () => {
           const node = Effect.runSync(NodeDigest.nodeCrypto.measureText(text))
           const portable = await Effect.runPromise(Digest.webCrypto.measureText(text))
           assert.deepStrictEqual(node, portable)
+          assert.deepStrictEqual(NodeDigest.nodeCrypto.measureTextSync?.(text), portable)
           assert.strictEqual(node.size, encoder.encode(text).byteLength)
           assert.match(node.sha256, /^[0-9a-f]{64}$/)
         }

@@ -27,33 +27,45 @@ const makePool = (): ReadonlyArray<Model.Part> =>
 const size = makePool().length
 const tools: Model.ModelRequest["tools"] = []
 
-// Synchronous node:crypto, so each measure can run with runSync.
-const measure = (request: Model.ModelRequest) =>
+// NodeDigest has a synchronous measure, so the measure runs in one step (and with runSync); without a
+// host digest it runs on WebCrypto, one effect per digest. The same algorithm drives both.
+const measureSync = (request: Model.ModelRequest) =>
   Effect.runSync(measureRequest(request).pipe(Effect.provide(NodeDigest.layer)))
+const measureWithEffects = (request: Model.ModelRequest) => Effect.runPromise(measureRequest(request))
+
+const requestSequences = fc.array(fc.array(fc.integer({ min: 0, max: size - 1 }), { maxLength: 8 }), {
+  minLength: 1,
+  maxLength: 12
+})
+
+const check = (request: Model.ModelRequest, measured: { readonly size: number; readonly sha256: string }) =>
+  assert.deepStrictEqual({ size: measured.size, sha256: measured.sha256 }, expected(request))
 
 describe("request measure", () => {
   it("property: a sequence of requests over shared part objects measures as if each were measured from scratch", () =>
     fc.assert(
-      fc.property(
-        fc.array(fc.array(fc.integer({ min: 0, max: size - 1 }), { maxLength: 8 }), {
-          minLength: 1,
-          maxLength: 12
-        }),
-        (requests) => {
-          const pool = makePool()
-          for (const indexes of requests) {
-            const request: Model.ModelRequest = { parts: indexes.map((index) => pool[index] as Model.Part), tools }
-            const measured = measure(request)
-            assert.deepStrictEqual(
-              { size: measured.size, sha256: measured.sha256 },
-              expected(request),
-              `request [${indexes.join(", ")}]`
-            )
-          }
+      fc.property(requestSequences, (requests) => {
+        const pool = makePool()
+        for (const indexes of requests) {
+          const request: Model.ModelRequest = { parts: indexes.map((index) => pool[index] as Model.Part), tools }
+          check(request, measureSync(request))
         }
-      ),
+      }),
       { numRuns: 300 }
     ))
+
+  it("property: measured one effect per digest (WebCrypto), the same sequences give the same measures", async () => {
+    await fc.assert(
+      fc.asyncProperty(requestSequences, async (requests) => {
+        const pool = makePool()
+        for (const indexes of requests) {
+          const request: Model.ModelRequest = { parts: indexes.map((index) => pool[index] as Model.Part), tools }
+          check(request, await measureWithEffects(request))
+        }
+      }),
+      { numRuns: 100 }
+    )
+  })
 
   it("a part sent after a prefix that changed is not measured with its old link", () => {
     // [x, y, z], then [w, x, y] relinks x and y, then [x, y', ...] relinks x alone: y keeps
@@ -67,8 +79,7 @@ describe("request measure", () => {
     ]
     for (const parts of sequence) {
       const request: Model.ModelRequest = { parts, tools }
-      const measured = measure(request)
-      assert.deepStrictEqual({ size: measured.size, sha256: measured.sha256 }, expected(request))
+      check(request, measureSync(request))
     }
   })
 })

@@ -50,11 +50,6 @@ export const measureJson = (value: unknown): Effect.Effect<Measure> => measureTe
  */
 const measured = new WeakMap<object, Measure>()
 
-const measureOnce = (value: object): Effect.Effect<void> =>
-  Effect.map(measureJson(value), (measure) => {
-    measured.set(value, measure)
-  })
-
 /** `{"parts":[` and `],"tools":` and `}`: the bytes the request's JSON adds around its parts and tools. */
 const requestFrameBytes = 21
 
@@ -76,14 +71,6 @@ interface Memo {
 
 const memos = new WeakMap<object, Memo>()
 
-const extend = (previous: Link | undefined, part: object): Effect.Effect<Link> => {
-  const measure = measured.get(part) as Measure
-  return Effect.map(measureText(`${previous?.chain ?? ""}${measure.sha256}`), ({ sha256 }) => ({
-    chain: sha256,
-    size: (previous === undefined ? 0 : previous.size + 1) + measure.size
-  }))
-}
-
 /**
  * The measure of a request, composed from the measures of its parts and of
  * its tool specs (see `RequestDispatched` in `Journal.ts` for the
@@ -100,34 +87,68 @@ const extend = (previous: Link | undefined, part: object): Effect.Effect<Link> =
  * the previous request of the same conversation.
  */
 export const measureRequest = (request: ModelRequest): Effect.Effect<Measure> =>
-  Effect.suspend(() => {
-    const parts: ReadonlyArray<object> = request.parts
-    const key = parts[0]
-    const memo = key === undefined ? undefined : memos.get(key)
-    // This measure takes the memo over (and hands back a new one when done), so it may extend the
-    // memo's links in place instead of copying them every step; a measure of the same conversation
-    // running meanwhile finds no memo and starts from scratch.
-    if (key !== undefined) memos.delete(key)
-    // The prefix shared with the conversation's previous request, by identity: its links still hold.
-    let shared = 0
-    if (memo !== undefined) {
-      const limit = Math.min(memo.parts.length, parts.length)
-      while (shared < limit && memo.parts[shared] === parts[shared]) shared++
-    }
-    const links: Array<Link> = memo === undefined ? [] : memo.links
-    links.length = shared
-    const unmeasured = [...parts.slice(shared), request.tools].filter((item) => !measured.has(item))
-    const chained = Effect.gen(function* () {
-      for (let index = shared; index < parts.length; index++) {
-        links.push(yield* extend(links.at(-1), parts[index] as object))
-      }
-      if (key !== undefined) memos.set(key, { parts, links })
-      const last = links.at(-1)
-      const tools = measured.get(request.tools) as Measure
-      const closed = yield* measureText(`${last?.chain ?? ""}${tools.sha256}`)
-      return { size: requestFrameBytes + (last?.size ?? 0) + tools.size, sha256: closed.sha256 }
-    })
-    return unmeasured.length === 0
-      ? chained
-      : Effect.andThen(Effect.forEach(unmeasured, measureOnce, { discard: true }), chained)
+  Digest.use((digest) => {
+    const { measureTextSync } = digest
+    return measureTextSync === undefined
+      ? driveWithEffects(requestMeasure(request), digest.measureText)
+      : Effect.sync(() => driveSynchronously(requestMeasure(request), measureTextSync))
   })
+
+/**
+ * The algorithm of {@link measureRequest}, written once: it yields each text
+ * to measure and is resumed with that text's measure, so the same steps run
+ * synchronously with a synchronous digest and through effects otherwise.
+ *
+ * It takes the conversation's memo over for its duration (and hands back a
+ * new one when done), so it may extend the memo's links in place instead of
+ * copying them every step; a measure of the same conversation running
+ * meanwhile finds no memo and starts from scratch.
+ */
+function* requestMeasure(request: ModelRequest): Generator<string, Measure, Measure> {
+  const parts: ReadonlyArray<object> = request.parts
+  const key = parts[0]
+  const memo = key === undefined ? undefined : memos.get(key)
+  if (key !== undefined) memos.delete(key)
+  // The prefix shared with the conversation's previous request, by identity: its links still hold.
+  let shared = 0
+  if (memo !== undefined) {
+    const limit = Math.min(memo.parts.length, parts.length)
+    while (shared < limit && memo.parts[shared] === parts[shared]) shared++
+  }
+  const links: Array<Link> = memo === undefined ? [] : memo.links
+  links.length = shared
+  for (let index = shared; index < parts.length; index++) {
+    const part = yield* measuredOnce(parts[index] as object)
+    const previous = links.at(-1)
+    const link = yield `${previous?.chain ?? ""}${part.sha256}`
+    links.push({ chain: link.sha256, size: (previous === undefined ? 0 : previous.size + 1) + part.size })
+  }
+  if (key !== undefined) memos.set(key, { parts, links })
+  const tools = yield* measuredOnce(request.tools)
+  const last = links.at(-1)
+  const closed = yield `${last?.chain ?? ""}${tools.sha256}`
+  return { size: requestFrameBytes + (last?.size ?? 0) + tools.size, sha256: closed.sha256 }
+}
+
+/** The measure of a part (or tool list) from the cache, or measured now and cached. */
+function* measuredOnce(value: object): Generator<string, Measure, Measure> {
+  const known = measured.get(value)
+  if (known !== undefined) return known
+  const measure = yield canonicalJson(value)
+  measured.set(value, measure)
+  return measure
+}
+
+type Measuring = Generator<string, Measure, Measure>
+
+const driveSynchronously = (measuring: Measuring, measure: (text: string) => Measure): Measure => {
+  let step = measuring.next()
+  while (!step.done) step = measuring.next(measure(step.value))
+  return step.value
+}
+
+const driveWithEffects = (measuring: Measuring, measure: (text: string) => Effect.Effect<Measure>) => {
+  const resume = (step: IteratorResult<string, Measure>): Effect.Effect<Measure> =>
+    step.done ? Effect.succeed(step.value) : Effect.flatMap(measure(step.value), (next) => resume(measuring.next(next)))
+  return Effect.suspend(() => resume(measuring.next()))
+}
