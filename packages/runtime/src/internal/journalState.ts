@@ -32,34 +32,46 @@ type Change =
   | { readonly _tag: "TurnAdded"; readonly turn: TurnState }
   | { readonly _tag: "TruncationAdded"; readonly truncation: Truncation }
 
+/**
+ * A change, or why the entry cannot follow. Reopening applies every entry of
+ * a file through {@link transition}, so it returns plain values (a string
+ * is the refusal) rather than a wrapper per entry.
+ */
+type Outcome = Change | string
+
 /** The parts of a state a transition reads. */
 type View = Pick<JournalState, "task" | "turns" | "truncations">
 
-const none: Result.Result<Change, string> = Result.succeed({ _tag: "None" })
+const none: Change = { _tag: "None" }
 
-const withTurn = (
-  state: View,
-  turn: number,
-  update: (open: TurnState) => Result.Result<TurnState, string>
-): Result.Result<Change, string> => {
+const updated = (turn: TurnState): Change => ({ _tag: "OpenTurnUpdated", turn })
+
+/** The open turn, which must be `turn`, or why there is none. */
+const openTurnNamed = (state: View, turn: number): TurnState | string => {
   const last = state.turns.at(-1)
-  if (last === undefined || last.status !== "Open") return Result.fail(`turn ${turn} is not open`)
-  if (last.turn !== turn) return Result.fail(`turn ${turn} is not the open turn (${last.turn})`)
-  return Result.map(update(last), (next): Change => ({ _tag: "OpenTurnUpdated", turn: next }))
+  if (last === undefined || last.status !== "Open") return `turn ${turn} is not open`
+  if (last.turn !== turn) return `turn ${turn} is not the open turn (${last.turn})`
+  return last
 }
 
-const requireStep = (open: TurnState, step: number): Result.Result<void, string> =>
-  step === open.steps ? Result.succeed(undefined) : Result.fail(`step ${step} is not the current step ${open.steps}`)
+const wrongStep = (open: TurnState, step: number): string | undefined =>
+  step === open.steps ? undefined : `step ${step} is not the current step ${open.steps}`
 
-const transition = (state: View, entry: Entry): Result.Result<Change, string> => {
+const sharesAnId = (calls: ReadonlyArray<{ readonly callId: string }>): boolean => {
+  for (let index = 1; index < calls.length; index++) {
+    const id = calls[index]?.callId
+    for (let earlier = 0; earlier < index; earlier++) if (calls[earlier]?.callId === id) return true
+  }
+  return false
+}
+
+const transition = (state: View, entry: Entry): Outcome => {
   switch (entry._tag) {
     case "TurnOpened": {
-      if (entry.task !== state.task)
-        return Result.fail(`the entry names task ${entry.task}, the journal is task ${state.task}`)
+      if (entry.task !== state.task) return `the entry names task ${entry.task}, the journal is task ${state.task}`
       const last = state.turns.at(-1)
-      if (last !== undefined && last.status === "Open") return Result.fail(`turn ${last.turn} is still open`)
-      if (entry.turn !== state.turns.length + 1)
-        return Result.fail(`turn ${entry.turn} opened, expected ${state.turns.length + 1}`)
+      if (last !== undefined && last.status === "Open") return `turn ${last.turn} is still open`
+      if (entry.turn !== state.turns.length + 1) return `turn ${entry.turn} opened, expected ${state.turns.length + 1}`
       const opened: TurnState = {
         turn: entry.turn,
         status: "Open",
@@ -72,91 +84,89 @@ const transition = (state: View, entry: Entry): Result.Result<Change, string> =>
         modelFailures: 0,
         resumptions: 0
       }
-      return Result.succeed({ _tag: "TurnAdded", turn: opened })
+      return { _tag: "TurnAdded", turn: opened }
     }
-    case "TurnResumed":
-      return withTurn(state, entry.turn, (open) =>
-        Result.succeed({ ...open, awaitingResponse: false, resumptions: open.resumptions + 1 })
-      )
-    case "RequestDispatched":
-      return withTurn(state, entry.turn, (open) => {
-        if (open.awaitingResponse) return Result.fail(`step ${open.steps} is still awaiting its response`)
-        if (open.owedCalls.length > 0) {
-          return Result.fail(`calls ${open.owedCalls.map((call) => call.callId).join(", ")} have no result yet`)
-        }
-        if (entry.step !== open.steps + 1)
-          return Result.fail(`step ${entry.step} dispatched, expected ${open.steps + 1}`)
-        return Result.succeed({ ...open, steps: entry.step, awaitingResponse: true, answered: false })
+    case "TurnResumed": {
+      const open = openTurnNamed(state, entry.turn)
+      if (typeof open === "string") return open
+      return updated({ ...open, awaitingResponse: false, resumptions: open.resumptions + 1 })
+    }
+    case "RequestDispatched": {
+      const open = openTurnNamed(state, entry.turn)
+      if (typeof open === "string") return open
+      if (open.awaitingResponse) return `step ${open.steps} is still awaiting its response`
+      if (open.owedCalls.length > 0)
+        return `calls ${open.owedCalls.map((call) => call.callId).join(", ")} have no result yet`
+      if (entry.step !== open.steps + 1) return `step ${entry.step} dispatched, expected ${open.steps + 1}`
+      return updated({ ...open, steps: entry.step, awaitingResponse: true, answered: false })
+    }
+    case "ResponseReceived": {
+      const open = openTurnNamed(state, entry.turn)
+      if (typeof open === "string") return open
+      if (!open.awaitingResponse) return "no request is awaiting a response"
+      const misstep = wrongStep(open, entry.step)
+      if (misstep !== undefined) return misstep
+      if (sharesAnId(entry.toolCalls)) return "two tool calls share an id"
+      return updated({
+        ...open,
+        awaitingResponse: false,
+        answered: entry.toolCalls.length === 0,
+        owedCalls: entry.toolCalls.map((call) => ({ callId: call.callId, name: call.name, called: false }))
       })
-    case "ResponseReceived":
-      return withTurn(state, entry.turn, (open) => {
-        if (!open.awaitingResponse) return Result.fail("no request is awaiting a response")
-        return Result.flatMap(requireStep(open, entry.step), () => {
-          const ids = new Set(entry.toolCalls.map((call) => call.callId))
-          if (ids.size !== entry.toolCalls.length) return Result.fail("two tool calls share an id")
-          return Result.succeed({
-            ...open,
-            awaitingResponse: false,
-            answered: entry.toolCalls.length === 0,
-            owedCalls: entry.toolCalls.map((call) => ({ callId: call.callId, name: call.name, called: false }))
-          })
-        })
+    }
+    case "ModelFailed": {
+      const open = openTurnNamed(state, entry.turn)
+      if (typeof open === "string") return open
+      if (!open.awaitingResponse) return "no request is awaiting a response"
+      const misstep = wrongStep(open, entry.step)
+      if (misstep !== undefined) return misstep
+      return updated({ ...open, awaitingResponse: false, answered: false, modelFailures: open.modelFailures + 1 })
+    }
+    case "ToolCalled": {
+      const open = openTurnNamed(state, entry.turn)
+      if (typeof open === "string") return open
+      const misstep = wrongStep(open, entry.step)
+      if (misstep !== undefined) return misstep
+      const owed = open.owedCalls.find((call) => call.callId === entry.callId)
+      if (owed === undefined) return `call ${entry.callId} was not asked for or already has a result`
+      if (owed.name !== entry.name) return `call ${entry.callId} is for "${owed.name}", not "${entry.name}"`
+      // Calling again is allowed: after a crash the earlier run's result was never recorded.
+      return updated({
+        ...open,
+        owedCalls: open.owedCalls.map((call) => (call.callId === entry.callId ? { ...call, called: true } : call))
       })
-    case "ModelFailed":
-      return withTurn(state, entry.turn, (open) => {
-        if (!open.awaitingResponse) return Result.fail("no request is awaiting a response")
-        return Result.map(requireStep(open, entry.step), () => ({
-          ...open,
-          awaitingResponse: false,
-          answered: false,
-          modelFailures: open.modelFailures + 1
-        }))
+    }
+    case "ToolResulted": {
+      const open = openTurnNamed(state, entry.turn)
+      if (typeof open === "string") return open
+      const misstep = wrongStep(open, entry.step)
+      if (misstep !== undefined) return misstep
+      const owed = open.owedCalls.find((call) => call.callId === entry.callId)
+      if (owed === undefined || !owed.called) return `call ${entry.callId} has no ToolCalled entry`
+      if (owed.name !== entry.name) return `call ${entry.callId} is for "${owed.name}", not "${entry.name}"`
+      return updated({
+        ...open,
+        owedCalls: open.owedCalls.filter((call) => call.callId !== entry.callId),
+        toolResults: open.toolResults + 1,
+        toolErrors: open.toolErrors + (entry.isError ? 1 : 0)
       })
-    case "ToolCalled":
-      return withTurn(state, entry.turn, (open) =>
-        Result.flatMap(requireStep(open, entry.step), () => {
-          const owed = open.owedCalls.find((call) => call.callId === entry.callId)
-          if (owed === undefined) return Result.fail(`call ${entry.callId} was not asked for or already has a result`)
-          if (owed.name !== entry.name)
-            return Result.fail(`call ${entry.callId} is for "${owed.name}", not "${entry.name}"`)
-          // Calling again is allowed: after a crash the earlier run's result was never recorded.
-          return Result.succeed({
-            ...open,
-            owedCalls: open.owedCalls.map((call) => (call.callId === entry.callId ? { ...call, called: true } : call))
-          })
-        })
-      )
-    case "ToolResulted":
-      return withTurn(state, entry.turn, (open) =>
-        Result.flatMap(requireStep(open, entry.step), () => {
-          const owed = open.owedCalls.find((call) => call.callId === entry.callId)
-          if (owed === undefined || !owed.called) return Result.fail(`call ${entry.callId} has no ToolCalled entry`)
-          if (owed.name !== entry.name)
-            return Result.fail(`call ${entry.callId} is for "${owed.name}", not "${entry.name}"`)
-          return Result.succeed({
-            ...open,
-            owedCalls: open.owedCalls.filter((call) => call.callId !== entry.callId),
-            toolResults: open.toolResults + 1,
-            toolErrors: open.toolErrors + (entry.isError ? 1 : 0)
-          })
-        })
-      )
-    case "TurnClosed":
-      return withTurn(state, entry.turn, (open) => {
-        if (open.awaitingResponse || open.owedCalls.length > 0 || !open.answered) {
-          return Result.fail(`turn ${open.turn} is not finished`)
-        }
-        if (entry.steps !== open.steps)
-          return Result.fail(`turn ${open.turn} has ${open.steps} steps, not ${entry.steps}`)
-        return Result.succeed({ ...open, status: "Closed" })
-      })
-    case "TurnAbandoned":
-      return withTurn(state, entry.turn, (open) => Result.succeed({ ...open, status: "Abandoned" }))
+    }
+    case "TurnClosed": {
+      const open = openTurnNamed(state, entry.turn)
+      if (typeof open === "string") return open
+      if (open.awaitingResponse || open.owedCalls.length > 0 || !open.answered) {
+        return `turn ${open.turn} is not finished`
+      }
+      if (entry.steps !== open.steps) return `turn ${open.turn} has ${open.steps} steps, not ${entry.steps}`
+      return updated({ ...open, status: "Closed" })
+    }
+    case "TurnAbandoned": {
+      const open = openTurnNamed(state, entry.turn)
+      if (typeof open === "string") return open
+      return updated({ ...open, status: "Abandoned" })
+    }
     case "TruncationRecovered":
-      return Result.succeed({
-        _tag: "TruncationAdded",
-        truncation: { line: entry.line, droppedBytes: entry.droppedBytes }
-      })
+      return { _tag: "TruncationAdded", truncation: { line: entry.line, droppedBytes: entry.droppedBytes } }
     case "Admission":
     case "Rejection":
     case "SummaryStaged":
@@ -172,23 +182,29 @@ const outOfSequence = (entry: Entry, entries: number): string | undefined =>
 export const advance = (state: JournalState, entry: Entry): Step => {
   const misplaced = outOfSequence(entry, state.entries)
   if (misplaced !== undefined) return Result.fail(misplaced)
-  return Result.map(transition(state, entry), (change) => {
-    let turns = state.turns
-    let truncations = state.truncations
-    switch (change._tag) {
-      case "OpenTurnUpdated":
-        turns = state.turns.with(-1, change.turn)
-        break
-      case "TurnAdded":
-        turns = [...state.turns, change.turn]
-        break
-      case "TruncationAdded":
-        truncations = [...state.truncations, change.truncation]
-        break
-      case "None":
-        break
-    }
-    return { task: state.task, entries: state.entries + 1, lastEntry: Option.some(entry), turns, truncations }
+  const change = transition(state, entry)
+  if (typeof change === "string") return Result.fail(change)
+  let turns = state.turns
+  let truncations = state.truncations
+  switch (change._tag) {
+    case "OpenTurnUpdated":
+      turns = state.turns.with(-1, change.turn)
+      break
+    case "TurnAdded":
+      turns = [...state.turns, change.turn]
+      break
+    case "TruncationAdded":
+      truncations = [...state.truncations, change.truncation]
+      break
+    case "None":
+      break
+  }
+  return Result.succeed({
+    task: state.task,
+    entries: state.entries + 1,
+    lastEntry: Option.some(entry),
+    turns,
+    truncations
   })
 }
 
@@ -213,9 +229,8 @@ export const makeReplay = (task: Ids.TaskId): Replay => {
     add: (entry) => {
       const misplaced = outOfSequence(entry, entries)
       if (misplaced !== undefined) return misplaced
-      const next = transition(view, entry)
-      if (Result.isFailure(next)) return next.failure
-      const change = next.success
+      const change = transition(view, entry)
+      if (typeof change === "string") return change
       switch (change._tag) {
         case "OpenTurnUpdated":
           turns[turns.length - 1] = change.turn
