@@ -92,6 +92,25 @@ const closeQuietly = (fd: number): void => {
   }
 }
 
+/**
+ * Opens a folder, creating it first when it is missing. The folders usually
+ * exist, so it tries the open first: a `mkdir` that fails with `EEXIST`
+ * costs a thrown error every time.
+ */
+const openOrCreateFolder = (path: string): number => {
+  try {
+    return fs.openSync(path, directoryFlags)
+  } catch (error) {
+    if (errnoCode(error) !== "ENOENT") throw error
+  }
+  try {
+    fs.mkdirSync(path)
+  } catch (error) {
+    if (errnoCode(error) !== "EEXIST") throw error
+  }
+  return fs.openSync(path, directoryFlags)
+}
+
 /** Runs a callback-style call on a worker thread. */
 const onWorker = (start: (done: (error: NodeJS.ErrnoException | null) => void) => void): Promise<void> =>
   new Promise((resolve, reject) => start((error) => (error === null ? resolve() : reject(error))))
@@ -208,13 +227,7 @@ export const make = (options: NodeDurableFilesOptions = {}): DurableFilesShape =
         let folderPath = root
         try {
           for (const name of relative.split(nodePath.sep).filter((part) => part !== "")) {
-            const child = childOf(folder, folderPath, name)
-            try {
-              fs.mkdirSync(child)
-            } catch (error) {
-              if (errnoCode(error) !== "EEXIST") throw error
-            }
-            const next = fs.openSync(child, directoryFlags)
+            const next = openOrCreateFolder(childOf(folder, folderPath, name))
             let location: string
             try {
               location = folderLocation(next, nodePath.join(folderPath, name))
