@@ -12,7 +12,16 @@ import { CompactionPolicy, Model, TaskExecution, Tool } from "@tessera/runtime"
 import { Effect } from "effect"
 import { type Medium, makeTempDir, peakRss, removeDir, retainedHeap, stats } from "./Harness.ts"
 import { body, type SideResult, StepClock, toolResultChars } from "./Scenario.ts"
-import { isSummaryRequest, makeWorld, platformLayer, produce, start, summaryText, turnLayer } from "./World.ts"
+import {
+  isSummaryRequest,
+  makeWorld,
+  platformLayer,
+  produce,
+  start,
+  summaryText,
+  turnLayer,
+  workerWritesPlatformLayer
+} from "./World.ts"
 
 /** Our equivalent of LangChain's `trigger: { tokens: 100_000 }, keep: { messages: 6 }`. */
 export const sidePolicy = CompactionPolicy.threshold({
@@ -28,15 +37,18 @@ export interface SideArgs {
   readonly warmupSteps: number
   readonly steps: number
   readonly medium: Medium
+  /** Durable files with every write and folder sync on a worker (the default layer) instead of blocking small ones. */
+  readonly workerWrites?: boolean
 }
 
 export const run = async (args: SideArgs): Promise<SideResult> => {
   const root = makeTempDir(args.medium)
+  const platform = args.workerWrites === true ? workerWritesPlatformLayer : platformLayer
   try {
     let summaries = 0
     const runConversation = async (steps: number, clock: StepClock | undefined) => {
       const world = await Effect.runPromise(
-        makeWorld(`${root}/${steps}-${Math.random()}`, sidePolicy).pipe(Effect.provide(platformLayer))
+        makeWorld(`${root}/${steps}-${Math.random()}`, sidePolicy).pipe(Effect.provide(platform))
       )
       const tools = Tool.registry(produce((call) => body(call)))
       let calls = 0
@@ -55,7 +67,7 @@ export const run = async (args: SideArgs): Promise<SideResult> => {
         })
       await Effect.runPromise(
         TaskExecution.runTurn(world.binding, start, { tools, maxSteps: steps }).pipe(
-          Effect.provide(turnLayer(world.journalFolder, generate))
+          Effect.provide(turnLayer(world.journalFolder, generate, platform))
         )
       )
     }
@@ -66,7 +78,7 @@ export const run = async (args: SideArgs): Promise<SideResult> => {
     await runConversation(args.steps, clock)
     const wallMs = performance.now() - started
     return {
-      side: `tessera (journal on ${args.medium === "disk" ? "disk, fsync per append" : "tmpfs"})`,
+      side: `tessera (journal on ${args.medium === "disk" ? "disk, fsync per append" : "tmpfs"}${args.workerWrites === true ? "; durable writes on workers" : ""})`,
       steps: args.steps,
       step: stats(clock.plain),
       summarizationStep: stats(clock.summarizing),

@@ -30,12 +30,26 @@ export const agent = Schema.decodeUnknownSync(Ids.AgentId)("researcher")
 export const task = Schema.decodeUnknownSync(Ids.TaskId)("bench-task")
 const volumeId = Schema.decodeUnknownSync(Ids.VolumeId)
 
+/** Writes up to this size (and folder syncs) block, as a host running one task at a time may choose. */
+export const blockingWritesUpTo = 64 * 1024
+
 /**
- * Node file system and paths, durable files, the `node:crypto` digest (what a
- * Node host provides; without it the runtime measures with WebCrypto), and a
- * host authority that allows every grant.
+ * What a Node host that runs one task at a time provides, as the local hosts
+ * do: Node file system and paths, the `node:crypto` digest (without it the
+ * runtime measures with WebCrypto), journal appends that block on their sync
+ * (`NodeJournalFile`), durable files whose small writes and folder syncs block
+ * too, and a host authority that allows every grant.
  */
 export const platformLayer = Layer.mergeAll(
+  NodeServices.layer,
+  NodeDurableFiles.layerWith({ blockingUpTo: blockingWritesUpTo }),
+  NodeDigest.layer,
+  NodeJournalFile.layer,
+  HostAuthority.permissive
+)
+
+/** {@link platformLayer} with every durable write and folder sync on a worker thread (the default layer). */
+export const workerWritesPlatformLayer = Layer.mergeAll(
   NodeServices.layer,
   NodeDurableFiles.layer,
   NodeDigest.layer,
@@ -74,9 +88,13 @@ export const makeWorld = Effect.fnUntraced(function* (root: string, policy: Comp
 })
 
 /** The task's journal and a scripted model, over the platform. */
-export const turnLayer = (journalFolder: string, generate: Parameters<typeof Model.layerFromGenerate>[0]) =>
+export const turnLayer = (
+  journalFolder: string,
+  generate: Parameters<typeof Model.layerFromGenerate>[0],
+  platform: typeof platformLayer = platformLayer
+) =>
   Layer.merge(Model.layerFromGenerate(generate), Journal.layer({ folder: journalFolder, task })).pipe(
-    Layer.provideMerge(platformLayer)
+    Layer.provideMerge(platform)
   )
 
 /** A tool whose result is `size` characters of log-like text, different for every call. */

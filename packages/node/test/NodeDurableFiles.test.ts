@@ -15,7 +15,11 @@ const bytes = (text: string) => new TextEncoder().encode(text)
 
 const variants = [
   { name: "descriptor paths", layer: NodeDurableFiles.layerWith({ descriptorPaths: true }) },
-  { name: "portable paths", layer: NodeDurableFiles.layerWith({ descriptorPaths: false }) }
+  { name: "portable paths", layer: NodeDurableFiles.layerWith({ descriptorPaths: false }) },
+  {
+    name: "descriptor paths, small writes and syncs blocking",
+    layer: NodeDurableFiles.layerWith({ descriptorPaths: true, blockingUpTo: 64 * 1024 })
+  }
 ] as const
 
 describe.each(variants)("NodeDurableFiles ($name)", ({ layer }) => {
@@ -27,6 +31,20 @@ describe.each(variants)("NodeDurableFiles ($name)", ({ layer }) => {
       yield* files.writeNewFile(target, bytes("hello"), { within: dir })
       assert.strictEqual(fs.readFileSync(target, "utf8"), "hello")
       assert.strictEqual(fs.statSync(target).mode & 0o777, 0o600)
+    }).pipe(Effect.provide(layer))
+  )
+
+  it.effect("writeNewFile stores a text as its UTF-8 bytes, small or large, lone surrogates as U+FFFD", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      const files = yield* DurableFiles.DurableFiles
+      // Multibyte text on both sides of a 64 KiB blocking limit, and a lone surrogate.
+      const texts = ["naïve ünïcode 🧪", "é".repeat(40_000), "x".repeat(70_000), "tail \ud800 cut"]
+      for (const [index, text] of texts.entries()) {
+        const target = path.join(dir, `text-${index}.txt`)
+        yield* files.writeNewFile(target, text, { within: dir })
+        assert.deepStrictEqual(new Uint8Array(fs.readFileSync(target)), new TextEncoder().encode(text), `text ${index}`)
+      }
     }).pipe(Effect.provide(layer))
   )
 
