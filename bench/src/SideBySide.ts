@@ -13,14 +13,14 @@ import { Effect } from "effect"
 import { type Medium, makeTempDir, peakRss, removeDir, retainedHeap, stats } from "./Harness.ts"
 import { body, type SideResult, StepClock, toolResultChars } from "./Scenario.ts"
 import {
+  blockingWritesPlatformLayer,
   isSummaryRequest,
   makeWorld,
   platformLayer,
   produce,
   start,
   summaryText,
-  turnLayer,
-  workerWritesPlatformLayer
+  turnLayer
 } from "./World.ts"
 
 /** Our equivalent of LangChain's `trigger: { tokens: 100_000 }, keep: { messages: 6 }`. */
@@ -37,13 +37,13 @@ export interface SideArgs {
   readonly warmupSteps: number
   readonly steps: number
   readonly medium: Medium
-  /** Durable files with every write and folder sync on a worker (the default layer) instead of blocking small ones. */
-  readonly workerWrites?: boolean
+  /** Durable files whose small writes and folder syncs block (`blockingUpTo`) instead of the default layer. */
+  readonly blockingWrites?: boolean
 }
 
 export const run = async (args: SideArgs): Promise<SideResult> => {
   const root = makeTempDir(args.medium)
-  const platform = args.workerWrites === true ? workerWritesPlatformLayer : platformLayer
+  const platform = args.blockingWrites === true ? blockingWritesPlatformLayer : platformLayer
   try {
     let summaries = 0
     const runConversation = async (steps: number, clock: StepClock | undefined) => {
@@ -78,7 +78,7 @@ export const run = async (args: SideArgs): Promise<SideResult> => {
     await runConversation(args.steps, clock)
     const wallMs = performance.now() - started
     return {
-      side: `tessera (journal on ${args.medium === "disk" ? "disk, fsync per append" : "tmpfs"}${args.workerWrites === true ? "; durable writes on workers" : ""})`,
+      side: `tessera (journal on ${args.medium === "disk" ? "disk, fsync per append" : "tmpfs"}${args.blockingWrites === true ? "; small durable writes blocking" : ""})`,
       steps: args.steps,
       step: stats(clock.plain),
       summarizationStep: stats(clock.summarizing),

@@ -30,28 +30,28 @@ export const agent = Schema.decodeUnknownSync(Ids.AgentId)("researcher")
 export const task = Schema.decodeUnknownSync(Ids.TaskId)("bench-task")
 const volumeId = Schema.decodeUnknownSync(Ids.VolumeId)
 
-/** Writes up to this size (and folder syncs) block, as a host running one task at a time may choose. */
-export const blockingWritesUpTo = 64 * 1024
-
 /**
  * What a Node host that runs one task at a time provides, as the local hosts
  * do: Node file system and paths, the `node:crypto` digest (without it the
  * runtime measures with WebCrypto), journal appends that block on their sync
- * (`NodeJournalFile`), durable files whose small writes and folder syncs block
- * too, and a host authority that allows every grant.
+ * (`NodeJournalFile`), the default durable files (every write and folder
+ * sync on a worker thread), and a host authority that allows every grant.
  */
 export const platformLayer = Layer.mergeAll(
   NodeServices.layer,
-  NodeDurableFiles.layerWith({ blockingUpTo: blockingWritesUpTo }),
+  NodeDurableFiles.layer,
   NodeDigest.layer,
   NodeJournalFile.layer,
   HostAuthority.permissive
 )
 
-/** {@link platformLayer} with every durable write and folder sync on a worker thread (the default layer). */
-export const workerWritesPlatformLayer = Layer.mergeAll(
+/** The size up to which {@link blockingWritesPlatformLayer} writes on the calling thread. */
+export const blockingWritesUpTo = 64 * 1024
+
+/** {@link platformLayer} with durable writes up to {@link blockingWritesUpTo}, and folder syncs, on the calling thread. */
+export const blockingWritesPlatformLayer = Layer.mergeAll(
   NodeServices.layer,
-  NodeDurableFiles.layer,
+  NodeDurableFiles.layerWith({ blockingUpTo: blockingWritesUpTo }),
   NodeDigest.layer,
   NodeJournalFile.layer,
   HostAuthority.permissive

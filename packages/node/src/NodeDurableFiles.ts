@@ -55,7 +55,10 @@ export interface NodeDurableFilesOptions {
    * runs on a worker, so a process serving many tasks keeps answering. A host
    * that runs one task at a time may set it, as the local hosts block on
    * journal appends; larger writes stay on a worker, where an offload's
-   * digest runs while they wait on the device.
+   * digest runs while they wait on the device. With the journal blocking
+   * too, the event loop then never idles during a turn, and the collector
+   * sizes the heap larger (in this repository's context benchmark, about
+   * 50 MiB more peak memory over 10,000 steps).
    */
   readonly blockingUpTo?: number
 }
