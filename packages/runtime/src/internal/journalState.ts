@@ -54,8 +54,16 @@ const openTurnNamed = (state: View, turn: number): TurnState | string => {
   return last
 }
 
-const wrongStep = (open: TurnState, step: number): string | undefined =>
-  step === open.steps ? undefined : `step ${step} is not the current step ${open.steps}`
+/**
+ * The open turn `turn`, at its current step `step` and, when asked,
+ * awaiting a response; or why not (checked in that order).
+ */
+const openTurnAt = (state: View, turn: number, step: number, awaitingResponse: boolean): TurnState | string => {
+  const open = openTurnNamed(state, turn)
+  if (typeof open === "string") return open
+  if (awaitingResponse && !open.awaitingResponse) return "no request is awaiting a response"
+  return step === open.steps ? open : `step ${step} is not the current step ${open.steps}`
+}
 
 const sharesAnId = (calls: ReadonlyArray<{ readonly callId: string }>): boolean => {
   for (let index = 1; index < calls.length; index++) {
@@ -101,11 +109,8 @@ const transition = (state: View, entry: Entry): Outcome => {
       return updated({ ...open, steps: entry.step, awaitingResponse: true, answered: false })
     }
     case "ResponseReceived": {
-      const open = openTurnNamed(state, entry.turn)
+      const open = openTurnAt(state, entry.turn, entry.step, true)
       if (typeof open === "string") return open
-      if (!open.awaitingResponse) return "no request is awaiting a response"
-      const misstep = wrongStep(open, entry.step)
-      if (misstep !== undefined) return misstep
       if (sharesAnId(entry.toolCalls)) return "two tool calls share an id"
       return updated({
         ...open,
@@ -115,18 +120,13 @@ const transition = (state: View, entry: Entry): Outcome => {
       })
     }
     case "ModelFailed": {
-      const open = openTurnNamed(state, entry.turn)
+      const open = openTurnAt(state, entry.turn, entry.step, true)
       if (typeof open === "string") return open
-      if (!open.awaitingResponse) return "no request is awaiting a response"
-      const misstep = wrongStep(open, entry.step)
-      if (misstep !== undefined) return misstep
       return updated({ ...open, awaitingResponse: false, answered: false, modelFailures: open.modelFailures + 1 })
     }
     case "ToolCalled": {
-      const open = openTurnNamed(state, entry.turn)
+      const open = openTurnAt(state, entry.turn, entry.step, false)
       if (typeof open === "string") return open
-      const misstep = wrongStep(open, entry.step)
-      if (misstep !== undefined) return misstep
       const owed = open.owedCalls.find((call) => call.callId === entry.callId)
       if (owed === undefined) return `call ${entry.callId} was not asked for or already has a result`
       if (owed.name !== entry.name) return `call ${entry.callId} is for "${owed.name}", not "${entry.name}"`
@@ -137,10 +137,8 @@ const transition = (state: View, entry: Entry): Outcome => {
       })
     }
     case "ToolResulted": {
-      const open = openTurnNamed(state, entry.turn)
+      const open = openTurnAt(state, entry.turn, entry.step, false)
       if (typeof open === "string") return open
-      const misstep = wrongStep(open, entry.step)
-      if (misstep !== undefined) return misstep
       const owed = open.owedCalls.find((call) => call.callId === entry.callId)
       if (owed === undefined || !owed.called) return `call ${entry.callId} has no ToolCalled entry`
       if (owed.name !== entry.name) return `call ${entry.callId} is for "${owed.name}", not "${entry.name}"`
