@@ -371,28 +371,41 @@ export type CompactServices =
   | Path.Path
 
 /**
- * Compacts `history` when it crosses the policy's limit: summarizes the
- * planned rounds (building on the history's current summary), publishes the
- * summary, and returns the history with those rounds replaced by the
- * summary's parts. Unchanged when under the limit.
+ * What {@link compact} works from.
  *
  * @since 0.1.0
  * @category compacting
  */
-export const compact = Effect.fn("Compaction.compact")(function* (options: {
+export interface CompactOptions {
   readonly history: History.History
   readonly policy: CompactionPolicy.Threshold
   readonly operation: Ids.OperationId
   readonly step: number
   readonly journal: Option.Option<Journal["Service"]>
   readonly turn?: number
-}) {
+}
+
+/**
+ * Compacts `history` when it crosses the policy's limit: summarizes the
+ * planned rounds (building on the history's current summary), publishes the
+ * summary, and returns the history with those rounds replaced by the
+ * summary's parts. Unchanged when under the limit, and then without a span:
+ * it runs before every model step, and a trace shows only the steps that
+ * compacted.
+ *
+ * @since 0.1.0
+ * @category compacting
+ */
+export const compact = (options: CompactOptions) => {
   const planned = plan(options.history, options.policy)
-  if (Option.isNone(planned)) return options.history
+  return Option.isNone(planned) ? Effect.succeed(options.history) : compactPlanned(options, planned.value)
+}
+
+const compactPlanned = Effect.fn("Compaction.compact")(function* (options: CompactOptions, planned: CompactionPlan) {
   const summary = yield* summarize({
     task: options.history.task,
     previousSummary: History.summaryText(options.history),
-    rounds: planned.value.summarized,
+    rounds: planned.summarized,
     pieceBytes: CompactionPolicy.bytesFor(options.policy.measure, options.policy.pieceLimit)
   })
   const published = yield* publish({
@@ -402,7 +415,7 @@ export const compact = Effect.fn("Compaction.compact")(function* (options: {
     journal: options.journal,
     ...(options.turn === undefined ? {} : { turn: options.turn })
   })
-  return History.summarizeLeadingRounds(options.history, planned.value.summarized.length, {
+  return History.summarizeLeadingRounds(options.history, planned.summarized.length, {
     parts: published.parts,
     text: published.text
   })

@@ -3,7 +3,7 @@ import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { ArtifactRedactor } from "@tessera/artifacts"
 import { CompactionPolicy, EntryGate, Model, PrivateSummaries, TaskExecution } from "@tessera/runtime"
-import { Effect, Layer, Option } from "effect"
+import { Effect, Layer, Option, Tracer } from "effect"
 import {
   isSummaryRequest,
   journalBytes,
@@ -81,6 +81,43 @@ describe("compaction in a stock turn", () => {
         assert.include(journal, '"_tag":"SummaryStaged"')
         assert.include(journal, first.path)
         assert.notInclude(journal, "Both reports were produced")
+      })
+    ))
+
+  it("a trace shows a compaction span only for the step that compacted, inside that step's span", () =>
+    runInWorld((world) =>
+      Effect.gen(function* () {
+        const binding = yield* boundWithPrivate(
+          world,
+          CompactionPolicy.threshold({ measure: "bytes", limit: 30_000, keepRecent: 1_000, pieceLimit: 200_000 })
+        )
+        const script = (request: Model.ModelRequest, index: number) =>
+          isSummaryRequest(request)
+            ? Model.response({ text: "Both reports were produced." })
+            : index === 0
+              ? Model.response({ toolCalls: [produceCall("c1", 20_000, "a")] })
+              : index === 1
+                ? Model.response({ toolCalls: [produceCall("c2", 20_000, "b")] })
+                : Model.response({ text: "done" })
+        const spans: Array<Tracer.Span> = []
+        const recording = Tracer.make({
+          span(options) {
+            const span = Tracer.nativeTracer.span(options)
+            spans.push(span)
+            return span
+          }
+        })
+        yield* TaskExecution.runTurn(binding, start, { tools, maxSteps: 8 }).pipe(
+          Effect.provide(turnLayer(world, task, script)),
+          Effect.withTracer(recording)
+        )
+        const steps = spans.filter((span) => span.name === "tessera.modelStep")
+        assert.strictEqual(steps.length, 3, "three model steps; the compaction hook ran before each")
+        const compactions = spans.filter((span) => span.name === "Compaction.compact")
+        assert.strictEqual(compactions.length, 1, "only the third step compacted")
+        const parent = Option.getOrUndefined(compactions[0]?.parent ?? Option.none())
+        const third = steps.find((span) => span.attributes.get("tessera.step") === 3)
+        assert.strictEqual(parent?.spanId, third?.spanId)
       })
     ))
 
