@@ -3,7 +3,8 @@ import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { ArtifactRedactor } from "@tessera/artifacts"
 import { CompactionPolicy, EntryGate, Model, PrivateSummaries, TaskExecution } from "@tessera/runtime"
-import { Effect, Layer, Option, Tracer } from "effect"
+import { Effect, Layer, Option } from "effect"
+import { recordSpans } from "./support/spans.ts"
 import {
   isSummaryRequest,
   journalBytes,
@@ -18,6 +19,17 @@ import {
 import { agent, runInWorld, task } from "./support/world.ts"
 
 const produceCall = (id: string, size: number, fill: string) => Model.toolCall(id, "produce", { size, fill })
+
+/** A turn that produces two results of `size` bytes and then answers; summary requests get `summary`. */
+const twoLargeResults =
+  (size: number, summary: string, answer: string) => (request: Model.ModelRequest, index: number) =>
+    isSummaryRequest(request)
+      ? Model.response({ text: summary })
+      : index === 0
+        ? Model.response({ toolCalls: [produceCall("c1", size, "a")] })
+        : index === 1
+          ? Model.response({ toolCalls: [produceCall("c2", size, "b")] })
+          : Model.response({ text: answer })
 
 const boundWithPrivate = (
   world: Parameters<Parameters<typeof runInWorld>[0]>[0],
@@ -39,14 +51,11 @@ describe("compaction in a stock turn", () => {
           world,
           CompactionPolicy.threshold({ measure: "bytes", limit: 30_000, keepRecent: 1_000, pieceLimit: 200_000 })
         )
-        const script = (request: Model.ModelRequest, index: number) =>
-          isSummaryRequest(request)
-            ? Model.response({ text: "Both reports were produced: report A is all 'a', report B is all 'b'." })
-            : index === 0
-              ? Model.response({ toolCalls: [produceCall("c1", big, "a")] })
-              : index === 1
-                ? Model.response({ toolCalls: [produceCall("c2", big, "b")] })
-                : Model.response({ text: "Report A is all 'a' and report B is all 'b'." })
+        const script = twoLargeResults(
+          big,
+          "Both reports were produced: report A is all 'a', report B is all 'b'.",
+          "Report A is all 'a' and report B is all 'b'."
+        )
         const { outcome, sent } = yield* Effect.gen(function* () {
           const outcome = yield* TaskExecution.runTurn(binding, start, { tools, maxSteps: 8 })
           return { outcome, sent: yield* requests }
@@ -91,29 +100,15 @@ describe("compaction in a stock turn", () => {
           world,
           CompactionPolicy.threshold({ measure: "bytes", limit: 30_000, keepRecent: 1_000, pieceLimit: 200_000 })
         )
-        const script = (request: Model.ModelRequest, index: number) =>
-          isSummaryRequest(request)
-            ? Model.response({ text: "Both reports were produced." })
-            : index === 0
-              ? Model.response({ toolCalls: [produceCall("c1", 20_000, "a")] })
-              : index === 1
-                ? Model.response({ toolCalls: [produceCall("c2", 20_000, "b")] })
-                : Model.response({ text: "done" })
-        const spans: Array<Tracer.Span> = []
-        const recording = Tracer.make({
-          span(options) {
-            const span = Tracer.nativeTracer.span(options)
-            spans.push(span)
-            return span
-          }
-        })
+        const script = twoLargeResults(20_000, "Both reports were produced.", "done")
+        const { tracer, named } = recordSpans()
         yield* TaskExecution.runTurn(binding, start, { tools, maxSteps: 8 }).pipe(
           Effect.provide(turnLayer(world, task, script)),
-          Effect.withTracer(recording)
+          Effect.withTracer(tracer)
         )
-        const steps = spans.filter((span) => span.name === "tessera.modelStep")
+        const steps = named("tessera.modelStep")
         assert.strictEqual(steps.length, 3, "three model steps; the compaction hook ran before each")
-        const compactions = spans.filter((span) => span.name === "Compaction.compact")
+        const compactions = named("Compaction.compact")
         assert.strictEqual(compactions.length, 1, "only the third step compacted")
         const parent = Option.getOrUndefined(compactions[0]?.parent ?? Option.none())
         const third = steps.find((span) => span.attributes.get("tessera.step") === 3)

@@ -13,8 +13,9 @@ import * as Journal from "@tessera/runtime/Journal"
 import * as Model from "@tessera/runtime/Model"
 import * as ScriptedModel from "@tessera/runtime/ScriptedModel"
 import * as Tool from "@tessera/runtime/Tool"
-import { Effect, FileSystem, Layer, Option, Ref, Schema, Tracer } from "effect"
+import { Effect, FileSystem, Layer, Option, Ref, Schema } from "effect"
 import * as fc from "fast-check"
+import { recordSpans } from "./support/spans.ts"
 
 const task = Schema.decodeUnknownSync(Ids.TaskId)("task-1")
 const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex")
@@ -569,14 +570,7 @@ describe("stock executor", () => {
   it.effect("each turn, model step and tool call runs in a span carrying task, step and sizes", () =>
     Effect.gen(function* () {
       const folder = yield* tempFolder
-      const spans: Array<Tracer.Span> = []
-      const recording = Tracer.make({
-        span(options) {
-          const span = Tracer.nativeTracer.span(options)
-          spans.push(span)
-          return span
-        }
-      })
+      const { tracer, named } = recordSpans()
       yield* Executor.runTurn({ tools, maxSteps: 3 }, start).pipe(
         Effect.provide(
           services(folder, [
@@ -584,9 +578,8 @@ describe("stock executor", () => {
             Model.response({ text: "ok" })
           ])
         ),
-        Effect.withTracer(recording)
+        Effect.withTracer(tracer)
       )
-      const named = (name: string) => spans.filter((span) => span.name === name)
       const [turn] = named("tessera.turn")
       assert.deepStrictEqual([turn?.attributes.get("tessera.task"), turn?.attributes.get("tessera.turn")], [task, 1])
       const steps = named("tessera.modelStep")
