@@ -11,7 +11,7 @@
  * function is the same kind `ScriptedModel` takes.
  */
 import { NodeServices } from "@effect/platform-node"
-import { HostAuthority, Ids, Volume } from "@tessera/core"
+import { type DurableFiles, HostAuthority, Ids, Volume } from "@tessera/core"
 import { NodeDigest, NodeDurableFiles, NodeJournalFile } from "@tessera/node"
 import type { CompactionPolicy } from "@tessera/runtime"
 import {
@@ -30,6 +30,9 @@ export const agent = Schema.decodeUnknownSync(Ids.AgentId)("researcher")
 export const task = Schema.decodeUnknownSync(Ids.TaskId)("bench-task")
 const volumeId = Schema.decodeUnknownSync(Ids.VolumeId)
 
+const platformWith = (durableFiles: Layer.Layer<DurableFiles.DurableFiles>) =>
+  Layer.mergeAll(NodeServices.layer, durableFiles, NodeDigest.layer, NodeJournalFile.layer, HostAuthority.permissive)
+
 /**
  * What a Node host that runs one task at a time provides, as the local hosts
  * do: Node file system and paths, the `node:crypto` digest (without it the
@@ -37,24 +40,14 @@ const volumeId = Schema.decodeUnknownSync(Ids.VolumeId)
  * (`NodeJournalFile`), the default durable files (every write and folder
  * sync on a worker thread), and a host authority that allows every grant.
  */
-export const platformLayer = Layer.mergeAll(
-  NodeServices.layer,
-  NodeDurableFiles.layer,
-  NodeDigest.layer,
-  NodeJournalFile.layer,
-  HostAuthority.permissive
-)
+export const platformLayer = platformWith(NodeDurableFiles.layer)
 
 /** The size up to which {@link blockingWritesPlatformLayer} writes on the calling thread. */
 export const blockingWritesUpTo = 64 * 1024
 
 /** {@link platformLayer} with durable writes up to {@link blockingWritesUpTo}, and folder syncs, on the calling thread. */
-export const blockingWritesPlatformLayer = Layer.mergeAll(
-  NodeServices.layer,
-  NodeDurableFiles.layerWith({ blockingUpTo: blockingWritesUpTo }),
-  NodeDigest.layer,
-  NodeJournalFile.layer,
-  HostAuthority.permissive
+export const blockingWritesPlatformLayer = platformWith(
+  NodeDurableFiles.layerWith({ blockingUpTo: blockingWritesUpTo })
 )
 
 export type Platform = Layer.Success<typeof platformLayer>

@@ -167,10 +167,6 @@ const isWithin = (path: Path.Path, root: string, candidate: string): boolean => 
   return relative === "" || (relative !== ".." && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative))
 }
 
-// Size and SHA-256 of the stored text's UTF-8 bytes, with the host's Digest (node:crypto in Node hosts,
-// WebCrypto by default).
-const measureText = (text: string) => Digest.Digest.use((digest) => digest.measureText(text))
-
 /**
  * Whether `text` takes more than `limit` UTF-8 bytes. A UTF-16 code unit
  * takes one to three UTF-8 bytes (a surrogate pair, two units, takes four),
@@ -234,7 +230,7 @@ const write = Effect.fnUntraced(function* (request: OffloadRequest, body: string
   )
   // The measure does not depend on the write: it runs while the file is
   // written and synced (which wait on the device, not on this thread).
-  const [, measure] = yield* Effect.all([written, measureText(stored)], { concurrency: 2 })
+  const [, measure] = yield* Effect.all([written, Digest.measureText(stored)], { concurrency: 2 })
   const pointer = render({
     path: relative,
     bytes: measure.size,

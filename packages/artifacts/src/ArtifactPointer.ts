@@ -18,6 +18,7 @@
 import { Option, Result, Schema } from "effect"
 import { resolveRelative } from "./ArtifactPath.ts"
 import { abstractOfWindow } from "./internal/abstract.ts"
+import * as internalUtf8 from "./internal/utf8.ts"
 
 /**
  * The fields of a pointer.
@@ -52,36 +53,14 @@ export const marker = "[artifact]"
  */
 export const defaultAbstractBytes = 240
 
-const nonAscii = /[\u0080-\uffff]/
-
 /**
- * UTF-8 length of a string, without encoding it.
+ * UTF-8 length of a string, without encoding it (a lone surrogate counts as
+ * the three bytes of the replacement character it is encoded as).
  *
  * @since 0.1.0
  * @category format
  */
-export const utf8Length = (text: string): number => {
-  // Up to the first non-ASCII unit every unit is one byte; the engine finds
-  // that unit far faster than a loop over every character would.
-  const first = text.search(nonAscii)
-  if (first === -1) return text.length
-  let bytes = first
-  for (let i = first; i < text.length; i++) {
-    const code = text.charCodeAt(i)
-    if (code < 0x80) bytes += 1
-    else if (code < 0x800) bytes += 2
-    else if (code >= 0xd800 && code <= 0xdbff && i + 1 < text.length) {
-      const next = text.charCodeAt(i + 1)
-      if (next >= 0xdc00 && next <= 0xdfff) {
-        bytes += 4
-        i++
-      } else {
-        bytes += 3
-      }
-    } else bytes += 3
-  }
-  return bytes
-}
+export const utf8Length: (text: string) => number = internalUtf8.utf8Length
 
 /**
  * The first words of `body` as one line of at most `maxBytes` UTF-8 bytes.
@@ -102,7 +81,7 @@ export const buildAbstract = (body: string, maxBytes: number = defaultAbstractBy
   // grows when whitespace runs eat it.
   let window = Math.min(body.length, maxBytes * 4 + 64)
   for (;;) {
-    const abstract = abstractOfWindow(body.slice(0, window), maxBytes, window >= body.length, utf8Length)
+    const abstract = abstractOfWindow(body.slice(0, window), maxBytes, window >= body.length)
     if (abstract !== undefined) return abstract
     window = Math.min(body.length, window * 4)
   }

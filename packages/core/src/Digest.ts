@@ -87,3 +87,21 @@ export const webCrypto: DigestShape = {
 export const Digest: Context.Reference<DigestShape> = Context.Reference<DigestShape>("@tessera/core/Digest", {
   defaultValue: () => webCrypto
 })
+
+/**
+ * The SHA-256 of `bytes` with the {@link Digest} in the context, as 64
+ * lowercase hex digits.
+ *
+ * @since 0.1.0
+ * @category measuring
+ */
+export const sha256 = (bytes: Uint8Array): Effect.Effect<string> => Digest.use((digest) => digest.sha256(bytes))
+
+/**
+ * The UTF-8 byte length and SHA-256 of `text`, with the {@link Digest} in the
+ * context.
+ *
+ * @since 0.1.0
+ * @category measuring
+ */
+export const measureText = (text: string): Effect.Effect<Measure> => Digest.use((digest) => digest.measureText(text))

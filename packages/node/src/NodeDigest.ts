@@ -12,6 +12,11 @@ import { hash } from "node:crypto"
 import { Digest } from "@tessera/core"
 import { Effect, Layer } from "effect"
 
+const measureTextSync = (text: string): Digest.Measure => ({
+  size: Buffer.byteLength(text, "utf8"),
+  sha256: hash("sha256", text, "hex")
+})
+
 /**
  * The `node:crypto` implementation. Texts are hashed and sized without
  * first copying them into a byte array, with the one-shot `hash` (on the
@@ -21,11 +26,6 @@ import { Effect, Layer } from "effect"
  * @since 0.1.0
  * @category implementations
  */
-const measureTextSync = (text: string): Digest.Measure => ({
-  size: Buffer.byteLength(text, "utf8"),
-  sha256: hash("sha256", text, "hex")
-})
-
 export const nodeCrypto: Digest.DigestShape = {
   sha256: (bytes) => Effect.sync(() => hash("sha256", bytes, "hex")),
   measureText: (text) => Effect.sync(() => measureTextSync(text)),

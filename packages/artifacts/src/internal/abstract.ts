@@ -10,16 +10,13 @@
  * allocates a single string instead of one object per cluster; offloaded
  * results are mostly ASCII (logs, JSON, code).
  */
+import { nonAscii, utf8Length } from "./utf8.ts"
 
 const ellipsis = "…"
 const ellipsisBytes = 3
 
 const whitespace = /^\s+$/u
 const whitespaceRuns = /\s+/g
-const nonAscii = /[\u0080-\uffff]/
-
-/** UTF-8 length of a string (one to four bytes per code point). */
-type Utf8Length = (text: string) => number
 
 // Building a segmenter costs more than segmenting an abstract's window; one serves every call.
 const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" })
@@ -30,23 +27,11 @@ const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" })
  * false). The last cluster of an incomplete window may have been cut by the
  * window's end, so it is never used.
  */
-export const abstractOfWindow = (
-  window: string,
-  maxBytes: number,
-  complete: boolean,
-  utf8Length: Utf8Length
-): string | undefined =>
-  nonAscii.test(window)
-    ? segmentedAbstract(window, maxBytes, complete, utf8Length)
-    : asciiAbstract(window, maxBytes, complete)
+export const abstractOfWindow = (window: string, maxBytes: number, complete: boolean): string | undefined =>
+  nonAscii.test(window) ? segmentedAbstract(window, maxBytes, complete) : asciiAbstract(window, maxBytes, complete)
 
 /** Any text: one piece per grapheme cluster, so no cluster is ever split. */
-export const segmentedAbstract = (
-  window: string,
-  maxBytes: number,
-  complete: boolean,
-  utf8Length: Utf8Length
-): string | undefined => {
+export const segmentedAbstract = (window: string, maxBytes: number, complete: boolean): string | undefined => {
   const pieces: Array<{ readonly text: string; readonly bytes: number }> = []
   let used = 0
   let spacePending = false

@@ -4,17 +4,14 @@
  */
 
 import type { Measure } from "@tessera/core/Digest"
-import { Digest } from "@tessera/core/Digest"
+import { Digest, measureText } from "@tessera/core/Digest"
 import { Effect } from "effect"
 import type { ModelRequest } from "../Model.ts"
 
 export type { Measure } from "@tessera/core/Digest"
 
-/** SHA-256 of raw bytes, as 64 lowercase hex digits. */
-export const sha256Bytes = (bytes: Uint8Array): Effect.Effect<string> => Digest.use((digest) => digest.sha256(bytes))
-
-/** Size and digest of a text, measured on its UTF-8 encoding. */
-export const measureText = (text: string): Effect.Effect<Measure> => Digest.use((digest) => digest.measureText(text))
+/** SHA-256 of raw bytes and size and digest of a text, with the host's digest. */
+export { measureText, sha256 as sha256Bytes } from "@tessera/core/Digest"
 
 /**
  * Canonical text of a JSON-like value for measuring. Provider options are
@@ -94,6 +91,9 @@ export const measureRequest = (request: ModelRequest): Effect.Effect<Measure> =>
       : Effect.sync(() => driveSynchronously(requestMeasure(request), measureTextSync))
   })
 
+/** A measure in progress: it yields the texts it needs measured and is resumed with their measures. */
+type Measuring<A> = Generator<string, A, Measure>
+
 /**
  * The algorithm of {@link measureRequest}, written once: it yields each text
  * to measure and is resumed with that text's measure, so the same steps run
@@ -104,7 +104,7 @@ export const measureRequest = (request: ModelRequest): Effect.Effect<Measure> =>
  * copying them every step; a measure of the same conversation running
  * meanwhile finds no memo and starts from scratch.
  */
-function* requestMeasure(request: ModelRequest): Generator<string, Measure, Measure> {
+function* requestMeasure(request: ModelRequest): Measuring<Measure> {
   const parts: ReadonlyArray<object> = request.parts
   const key = parts[0]
   const memo = key === undefined ? undefined : memos.get(key)
@@ -131,7 +131,7 @@ function* requestMeasure(request: ModelRequest): Generator<string, Measure, Meas
 }
 
 /** The measure of a part (or tool list) from the cache, or measured now and cached. */
-function* measuredOnce(value: object): Generator<string, Measure, Measure> {
+function* measuredOnce(value: object): Measuring<Measure> {
   const known = measured.get(value)
   if (known !== undefined) return known
   const measure = yield canonicalJson(value)
@@ -139,15 +139,13 @@ function* measuredOnce(value: object): Generator<string, Measure, Measure> {
   return measure
 }
 
-type Measuring = Generator<string, Measure, Measure>
-
-const driveSynchronously = (measuring: Measuring, measure: (text: string) => Measure): Measure => {
+const driveSynchronously = (measuring: Measuring<Measure>, measure: (text: string) => Measure): Measure => {
   let step = measuring.next()
   while (!step.done) step = measuring.next(measure(step.value))
   return step.value
 }
 
-const driveWithEffects = (measuring: Measuring, measure: (text: string) => Effect.Effect<Measure>) => {
+const driveWithEffects = (measuring: Measuring<Measure>, measure: (text: string) => Effect.Effect<Measure>) => {
   const resume = (step: IteratorResult<string, Measure>): Effect.Effect<Measure> =>
     step.done ? Effect.succeed(step.value) : Effect.flatMap(measure(step.value), (next) => resume(measuring.next(next)))
   return Effect.suspend(() => resume(measuring.next()))
