@@ -116,6 +116,14 @@ export interface WriteNewFileOptions extends WithinOptions {
    * can skip it: the content is synced either way.
    */
   readonly syncFolder?: boolean
+  /**
+   * Whether to create the missing folders between `within` and the file
+   * first, exactly as {@link DurableFilesShape.makeDirectories} does (each
+   * created only inside a folder already checked to be within); defaults to
+   * `false`, when the folder must exist. The file is then created in the
+   * folder the walk opened, with one resolution of `within` for both.
+   */
+  readonly createFolders?: boolean
 }
 
 /**

@@ -20,6 +20,10 @@
  * the step that relies on it. Writing data and syncing wait for the device,
  * so they run on worker threads and the process keeps running meanwhile (the
  * artifact offload hashes the body while its file is written and synced).
+ * A folder on a file system held in memory (Linux tmpfs or ramfs) has no
+ * device to wait for: there a sync returns at once and a write is a copy, so
+ * both run on the calling thread, where a worker would only add its round
+ * trip (see `NodeDurableFilesOptions.memoryFileSystems`).
  *
  * @since 0.1.0
  */
@@ -61,6 +65,16 @@ export interface NodeDurableFilesOptions {
    * 50 MiB more peak memory over 10,000 steps).
    */
   readonly blockingUpTo?: number
+  /**
+   * Whether a folder on a file system held in memory (Linux tmpfs or ramfs,
+   * asked of the opened folder with `statfs`) writes up to 1 MiB and syncs
+   * on the calling thread, whatever `blockingUpTo` says. Nothing there waits
+   * for a device: a sync returns at once and copying 1 MiB costs about what a
+   * worker round trip costs (0.1 to 0.3 ms on this kind of machine), so the
+   * worker would only add latency. Defaults to `true`; `false` keeps such
+   * folders on the `blockingUpTo` rule like any other.
+   */
+  readonly memoryFileSystems?: boolean
 }
 
 const O_NOFOLLOW = fs.constants.O_NOFOLLOW ?? 0
@@ -71,6 +85,21 @@ const O_DIRECTORY = fs.constants.O_DIRECTORY ?? 0
 const O_SYNC = fs.constants.O_SYNC ?? 0
 const createFlags = fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_WRONLY | O_NOFOLLOW | O_SYNC
 const directoryFlags = fs.constants.O_RDONLY | O_DIRECTORY
+
+/** `statfs` magic numbers of Linux file systems that live in memory: tmpfs and ramfs. */
+const memoryFileSystemTypes: ReadonlySet<number> = new Set([0x01021994, 0x858458f6])
+/** Writes up to this size block on a memory file system: copying them costs about a worker round trip. */
+const memoryFileSystemBlockingUpTo = 1024 * 1024
+
+/** Whether `folder` lies on a file system held in memory. Any doubt (no `statfs`, an error) answers no. */
+const heldInMemory = (folder: string): boolean => {
+  if (process.platform !== "linux") return false
+  try {
+    return memoryFileSystemTypes.has(fs.statfsSync(folder).type)
+  } catch {
+    return false
+  }
+}
 
 const errnoCode = (error: unknown): string => {
   if (typeof error === "object" && error !== null && "code" in error && typeof error.code === "string") {
@@ -140,10 +169,13 @@ const writeAll = async (fd: number, content: Uint8Array | string): Promise<void>
   let offset = 0
   if (typeof content === "string") {
     // Node encodes a string outside the JavaScript heap; only a short write needs the bytes here.
-    offset = await new Promise<number>((resolve, reject) =>
+    const writing = new Promise<number>((resolve, reject) =>
       fs.write(fd, content, null, "utf8", (error, written) => (error === null ? resolve(written) : reject(error)))
     )
-    if (offset === Buffer.byteLength(content, "utf8")) return
+    // Counted while the worker writes: on a 1 MiB text the count alone takes about 0.1 ms.
+    const length = Buffer.byteLength(content, "utf8")
+    offset = await writing
+    if (offset === length) return
     bytes = Buffer.from(content, "utf8")
   } else {
     bytes = content
@@ -176,15 +208,6 @@ const syncDescriptor = async (fd: number, blocking: boolean): Promise<void> => {
   else await onWorker((done) => fs.fsync(fd, done))
 }
 
-const syncFolder = async (path: string, blocking: boolean): Promise<void> => {
-  const fd = fs.openSync(path, directoryFlags)
-  try {
-    await syncDescriptor(fd, blocking)
-  } finally {
-    closeQuietly(fd)
-  }
-}
-
 /**
  * Builds the primitives.
  *
@@ -194,9 +217,24 @@ const syncFolder = async (path: string, blocking: boolean): Promise<void> => {
 export const make = (options: NodeDurableFilesOptions = {}): DurableFilesShape => {
   const descriptorPaths = options.descriptorPaths ?? fs.existsSync("/proc/self/fd")
   const blockingUpTo = options.blockingUpTo ?? 0
-  const blockingSyncs = blockingUpTo > 0
+  const memoryFileSystems = options.memoryFileSystems ?? true
 
   const descriptorPath = (fd: number): string => `/proc/self/fd/${fd}`
+
+  /** Up to how many bytes a write into the opened folder blocks (0: none), and whether its syncs block. */
+  const blockingIn = (folder: number, folderPath: string): number =>
+    memoryFileSystems && heldInMemory(descriptorPaths ? descriptorPath(folder) : folderPath)
+      ? Math.max(blockingUpTo, memoryFileSystemBlockingUpTo)
+      : blockingUpTo
+
+  const syncFolder = async (path: string): Promise<void> => {
+    const fd = fs.openSync(path, directoryFlags)
+    try {
+      await syncDescriptor(fd, blockingIn(fd, path) > 0)
+    } finally {
+      closeQuietly(fd)
+    }
+  }
 
   /** The path to use for creating `name` inside an opened folder. */
   const childOf = (folder: number, folderPath: string, name: string): string =>
@@ -253,40 +291,72 @@ export const make = (options: NodeDurableFilesOptions = {}): DurableFilesShape =
   const realPath: DurableFilesShape["realPath"] = (path) =>
     Effect.try({ try: () => fs.realpathSync.native(path), catch: (error) => failure("realPath", path, error) })
 
+  /**
+   * Opens the folder `path` one component at a time from the real `root`
+   * (`within` resolved), creating the missing ones; each is checked to lie
+   * within `root` before anything is created in it. Returns the opened
+   * folder, which the caller closes, and where it really is.
+   */
+  const openFoldersWithin = (
+    operation: DurableFileOperation,
+    path: string,
+    within: string,
+    root: string
+  ): { readonly folder: number; readonly location: string } => {
+    const target = nodePath.resolve(path)
+    // The caller may name the target through `within` as given or through its real path.
+    const relativeTo = (base: string) => (isWithin(base, target) ? nodePath.relative(base, target) : undefined)
+    const relative = relativeTo(nodePath.resolve(within)) ?? relativeTo(root)
+    if (relative === undefined) throw new OutsideWithin({ operation, path, within: root, actual: target })
+    let folder = fs.openSync(root, directoryFlags)
+    let folderPath = root
+    try {
+      for (const name of relative.split(nodePath.sep).filter((part) => part !== "")) {
+        const next = openOrCreateFolder(childOf(folder, folderPath, name))
+        let location: string
+        try {
+          location = folderLocation(next, nodePath.join(folderPath, name))
+        } catch (error) {
+          closeQuietly(next)
+          throw error
+        }
+        if (!isWithin(root, location)) {
+          closeQuietly(next)
+          throw new OutsideWithin({ operation, path, within: root, actual: location })
+        }
+        closeQuietly(folder)
+        folder = next
+        folderPath = location
+      }
+    } catch (error) {
+      closeQuietly(folder)
+      throw error
+    }
+    return { folder, location: folderPath }
+  }
+
+  /** Opens the existing folder of `path` and checks that it really lies within `root`. */
+  const openFolderOf = (path: string, root: string): { readonly folder: number; readonly location: string } => {
+    const folderPath = nodePath.dirname(path)
+    const folder = fs.openSync(folderPath, directoryFlags)
+    try {
+      const location = folderLocation(folder, folderPath)
+      if (!isWithin(root, location)) {
+        const actual = nodePath.join(location, nodePath.basename(path))
+        throw new OutsideWithin({ operation: "writeNewFile", path, within: root, actual })
+      }
+      return { folder, location }
+    } catch (error) {
+      closeQuietly(folder)
+      throw error
+    }
+  }
+
   const makeDirectories: DurableFilesShape["makeDirectories"] = (path, { within }: WithinOptions) =>
     Effect.try({
       try: () => {
-        const root = realWithin("makeDirectories", within)
-        const target = nodePath.resolve(path)
-        // The caller may name the target through `within` as given or through its real path.
-        const relativeTo = (base: string) => (isWithin(base, target) ? nodePath.relative(base, target) : undefined)
-        const relative = relativeTo(nodePath.resolve(within)) ?? relativeTo(root)
-        if (relative === undefined) {
-          throw new OutsideWithin({ operation: "makeDirectories", path, within: root, actual: target })
-        }
-        let folder = fs.openSync(root, directoryFlags)
-        let folderPath = root
-        try {
-          for (const name of relative.split(nodePath.sep).filter((part) => part !== "")) {
-            const next = openOrCreateFolder(childOf(folder, folderPath, name))
-            let location: string
-            try {
-              location = folderLocation(next, nodePath.join(folderPath, name))
-            } catch (error) {
-              closeQuietly(next)
-              throw error
-            }
-            if (!isWithin(root, location)) {
-              closeQuietly(next)
-              throw new OutsideWithin({ operation: "makeDirectories", path, within: root, actual: location })
-            }
-            closeQuietly(folder)
-            folder = next
-            folderPath = location
-          }
-        } finally {
-          closeQuietly(folder)
-        }
+        const { folder } = openFoldersWithin("makeDirectories", path, within, realWithin("makeDirectories", within))
+        closeQuietly(folder)
       },
       catch: (error) =>
         error instanceof OutsideWithin || error instanceof DurableFileFailure
@@ -297,25 +367,17 @@ export const make = (options: NodeDurableFilesOptions = {}): DurableFilesShape =
   const writeNewFile: DurableFilesShape["writeNewFile"] = (
     path,
     bytes,
-    { mode = 0o600, syncFolder: syncItsFolder = true, within }: WriteNewFileOptions
+    { createFolders = false, mode = 0o600, syncFolder: syncItsFolder = true, within }: WriteNewFileOptions
   ) =>
     run("writeNewFile", path, async () => {
       // Everything up to the first write is synchronous: no other fiber runs between the checks.
       const root = realWithin("writeNewFile", within)
-      const folderPath = nodePath.dirname(path)
-      const name = nodePath.basename(path)
-      const folder = fs.openSync(folderPath, directoryFlags)
+      const { folder, location } = createFolders
+        ? openFoldersWithin("writeNewFile", nodePath.dirname(path), within, root)
+        : openFolderOf(path, root)
       try {
-        const folderReal = folderLocation(folder, folderPath)
-        if (!isWithin(root, folderReal)) {
-          throw new OutsideWithin({
-            operation: "writeNewFile",
-            path,
-            within: root,
-            actual: nodePath.join(folderReal, name)
-          })
-        }
-        const target = childOf(folder, folderPath, name)
+        const target = childOf(folder, location, nodePath.basename(path))
+        const folderBlocking = blockingIn(folder, location)
         let file: number
         try {
           file = fs.openSync(target, createFlags, mode)
@@ -330,7 +392,7 @@ export const make = (options: NodeDurableFilesOptions = {}): DurableFilesShape =
             if (actual !== undefined) removeIfSame(file, actual)
             throw new OutsideWithin({ operation: "writeNewFile", path, within: root, actual: actual ?? "(moved)" })
           }
-          const blocking = blockingSyncs && fitsIn(bytes, blockingUpTo)
+          const blocking = folderBlocking > 0 && fitsIn(bytes, folderBlocking)
           if (blocking) writeAllBlocking(file, bytes)
           else await writeAll(file, bytes)
           if (O_SYNC === 0) await syncDescriptor(file, blocking)
@@ -341,7 +403,7 @@ export const make = (options: NodeDurableFilesOptions = {}): DurableFilesShape =
           throw error
         }
         fs.closeSync(file)
-        if (syncItsFolder) await syncDescriptor(folder, blockingSyncs)
+        if (syncItsFolder) await syncDescriptor(folder, folderBlocking > 0)
       } finally {
         closeQuietly(folder)
       }
@@ -358,13 +420,13 @@ export const make = (options: NodeDurableFilesOptions = {}): DurableFilesShape =
       fs.unlinkSync(tempPath)
       const finalFolder = nodePath.dirname(finalPath)
       const tempFolder = nodePath.dirname(tempPath)
-      await syncFolder(finalFolder, blockingSyncs)
-      if (nodePath.resolve(tempFolder) !== nodePath.resolve(finalFolder)) await syncFolder(tempFolder, blockingSyncs)
+      await syncFolder(finalFolder)
+      if (nodePath.resolve(tempFolder) !== nodePath.resolve(finalFolder)) await syncFolder(tempFolder)
     }).pipe(Effect.catchTag("OutsideWithin", (error) => Effect.fail(failure("publishOnce", finalPath, error))))
 
   const syncDirectory: DurableFilesShape["syncDirectory"] = (path) =>
     Effect.tryPromise({
-      try: () => syncFolder(path, blockingSyncs),
+      try: () => syncFolder(path),
       catch: (error) => failure("syncDirectory", path, error)
     })
 

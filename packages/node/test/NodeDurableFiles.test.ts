@@ -1,4 +1,5 @@
 import * as fs from "node:fs"
+import { createRequire, syncBuiltinESMExports } from "node:module"
 import * as os from "node:os"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
@@ -119,6 +120,36 @@ describe.each(variants)("NodeDurableFiles ($name)", ({ layer }) => {
     }).pipe(Effect.provide(layer))
   )
 
+  it.effect("writeNewFile with createFolders creates the missing folders, and nothing through a link out", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      const outside = yield* tempDir
+      const files = yield* DurableFiles.DurableFiles
+      const nested = path.join(dir, "a", "b", "c.txt")
+      yield* files.writeNewFile(nested, "nested", { within: dir, createFolders: true })
+      assert.strictEqual(fs.readFileSync(nested, "utf8"), "nested")
+      // An existing folder is walked through, not replaced.
+      yield* files.writeNewFile(path.join(dir, "a", "d.txt"), "sibling", { within: dir, createFolders: true })
+      assert.deepStrictEqual(fs.readdirSync(path.join(dir, "a")).sort(), ["b", "d.txt"])
+      fs.symlinkSync(outside, path.join(dir, "link"))
+      const error = yield* Effect.flip(
+        files.writeNewFile(path.join(dir, "link", "x", "y.txt"), "x", { within: dir, createFolders: true })
+      )
+      assert.strictEqual(error._tag, "OutsideWithin")
+      if (error._tag === "OutsideWithin") assert.strictEqual(error.actual, outside)
+      assert.deepStrictEqual(fs.readdirSync(outside), [])
+      const climbing = yield* Effect.flip(
+        files.writeNewFile(path.join(dir, "..", "elsewhere", "z.txt"), "x", { within: dir, createFolders: true })
+      )
+      assert.strictEqual(climbing._tag, "OutsideWithin")
+      // Without the option a missing folder is an error, and nothing is created.
+      const missing = yield* Effect.flip(files.writeNewFile(path.join(dir, "m", "n.txt"), "x", { within: dir }))
+      assert.strictEqual(missing._tag, "DurableFileFailure")
+      if (missing._tag === "DurableFileFailure") assert.strictEqual(missing.code, "ENOENT")
+      assert.isFalse(fs.existsSync(path.join(dir, "m")))
+    }).pipe(Effect.provide(layer))
+  )
+
   it.effect("makeDirectories follows a symlink that stays inside `within`", () =>
     Effect.gen(function* () {
       const dir = yield* tempDir
@@ -186,5 +217,81 @@ describe.each(variants)("NodeDurableFiles ($name)", ({ layer }) => {
       assert.strictEqual(syncError.operation, "syncDirectory")
       assert.strictEqual(syncError.code, "ENOENT")
     }).pipe(Effect.provide(layer))
+  )
+})
+
+// The worker-thread calls of `node:fs` are counted by replacing them on the module object and
+// propagating that to its ESM bindings, which the implementation reads at every call.
+const nodeFs = createRequire(import.meta.url)("node:fs") as Record<"write" | "fsync", (...args: Array<unknown>) => void>
+
+/** Runs `body` and returns how many `fs.write` and `fs.fsync` calls (each a worker round trip) it made. */
+const workerCalls = <E, R>(body: Effect.Effect<unknown, E, R>) =>
+  Effect.acquireUseRelease(
+    Effect.sync(() => {
+      const originals = { write: nodeFs.write, fsync: nodeFs.fsync }
+      const counts = { write: 0, fsync: 0 }
+      for (const name of ["write", "fsync"] as const) {
+        nodeFs[name] = (...args) => {
+          counts[name]++
+          originals[name](...args)
+        }
+      }
+      syncBuiltinESMExports()
+      return { originals, counts }
+    }),
+    ({ counts }) => Effect.as(body, counts),
+    ({ originals }) =>
+      Effect.sync(() => {
+        Object.assign(nodeFs, originals)
+        syncBuiltinESMExports()
+      })
+  )
+
+const memoryFolder = "/dev/shm"
+const tmpfsAvailable =
+  process.platform === "linux" && fs.existsSync(memoryFolder) && fs.statfsSync(memoryFolder).type === 0x01021994
+
+/** A fresh folder on tmpfs, removed when the scope closes. */
+const memoryTempDir = Effect.acquireRelease(
+  Effect.sync(() => fs.realpathSync(fs.mkdtempSync(path.join(memoryFolder, "tessera-")))),
+  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+)
+
+/** Every primitive that writes or syncs, on `dir`: a small and a 1 MiB write, a publish, a folder sync. */
+const writesAndSyncs = (dir: string) =>
+  Effect.gen(function* () {
+    const files = yield* DurableFiles.DurableFiles
+    yield* files.writeNewFile(path.join(dir, "small.txt"), "small", { within: dir })
+    yield* files.writeNewFile(path.join(dir, "large.txt"), "x".repeat(1024 * 1024), { within: dir })
+    yield* files.writeNewFile(path.join(dir, ".temp"), bytes("published"), { within: dir, syncFolder: false })
+    yield* files.publishOnce(path.join(dir, ".temp"), path.join(dir, "published.txt"))
+    yield* files.syncDirectory(dir)
+    assert.strictEqual(fs.readFileSync(path.join(dir, "large.txt"), "utf8").length, 1024 * 1024)
+    assert.strictEqual(fs.readFileSync(path.join(dir, "published.txt"), "utf8"), "published")
+  })
+
+describe.skipIf(!tmpfsAvailable)("NodeDurableFiles on a memory file system (tmpfs)", () => {
+  it.effect("writes up to 1 MiB and every sync run on the calling thread: no worker round trip", () =>
+    Effect.gen(function* () {
+      const dir = yield* memoryTempDir
+      const counts = yield* workerCalls(writesAndSyncs(dir))
+      assert.deepStrictEqual(counts, { write: 0, fsync: 0 })
+      // Larger writes still go to a worker.
+      const larger = yield* workerCalls(
+        DurableFiles.DurableFiles.use((files) =>
+          files.writeNewFile(path.join(dir, "larger.txt"), "x".repeat(1024 * 1024 + 1), { within: dir })
+        )
+      )
+      assert.isAbove(larger.write, 0)
+    }).pipe(Effect.provide(NodeDurableFiles.layer))
+  )
+
+  it.effect("with memoryFileSystems: false the same calls wait on a worker, as on a device", () =>
+    Effect.gen(function* () {
+      const dir = yield* memoryTempDir
+      const counts = yield* workerCalls(writesAndSyncs(dir))
+      assert.isAbove(counts.write, 0)
+      assert.isAbove(counts.fsync, 0)
+    }).pipe(Effect.provide(NodeDurableFiles.layerWith({ memoryFileSystems: false })))
   )
 })

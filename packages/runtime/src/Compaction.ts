@@ -165,7 +165,10 @@ export const pieces = (rounds: ReadonlyArray<ReadonlyArray<Part>>, maxBytes: num
   let current = ""
   let currentBytes = 0
   for (const round of rounds) {
-    const rendered = `${round.map(renderPart).join("\n")}\n`
+    // Concatenated, not joined: a join copies every result into a new string, which for history that a
+    // tool built as a tree of concatenations means walking that tree; the request's reader flattens it once.
+    let rendered = ""
+    for (const part of round) rendered += `${renderPart(part)}\n`
     // The parts' sizes are already known, plus one newline after each: no need to count the rendering again.
     const bytes = round.reduce((total, part) => total + renderedBytes(part) + 1, 0)
     if (currentBytes + bytes <= maxBytes) {

@@ -148,9 +148,8 @@ export const stageOnce = Effect.fn("PrivateStaging.stageOnce")(function* (
   const tempPath = path.join(folder, `.${key.step}.txt.${SecureRandom.uuidV4Unsafe()}.staging`)
   const staged = { volume: capability.volume, path: relative, absolutePath: finalPath, size: bytes.length, sha256 }
 
-  yield* files.makeDirectories(folder, { within: capability.folder })
   // The temp name need not survive a crash: the publish syncs the folder once the final name exists.
-  yield* files.writeNewFile(tempPath, bytes, { within: capability.folder, syncFolder: false })
+  yield* files.writeNewFile(tempPath, bytes, { within: capability.folder, createFolders: true, syncFolder: false })
   const published = yield* files.publishOnce(tempPath, finalPath).pipe(
     Effect.as(true),
     Effect.catchTag("AlreadyExists", () => Effect.succeed(false)),
