@@ -22,18 +22,8 @@ import {
   retainedHeap,
   sampleHeapSizing
 } from "./Harness.ts"
-import {
-  isSummaryRequest,
-  logText,
-  makeWorld,
-  platformLayer,
-  produce,
-  resultBody,
-  start,
-  summaryText,
-  task,
-  turnLayer
-} from "./World.ts"
+import { logText, resultBody } from "./LogText.ts"
+import { isSummaryRequest, makeWorld, platformLayer, produce, start, summaryText, task, turnLayer } from "./World.ts"
 
 /** 50 KiB per tool result. */
 export const resultSize = 51_200

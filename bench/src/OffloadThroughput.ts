@@ -20,7 +20,8 @@ import {
   type Stats,
   stats
 } from "./Harness.ts"
-import { logText, platformLayer } from "./World.ts"
+import { logText } from "./LogText.ts"
+import { platformLayer } from "./World.ts"
 
 export const resultBytes = 1024 * 1024
 

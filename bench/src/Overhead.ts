@@ -16,7 +16,8 @@ import * as path from "node:path"
 import { CompactionPolicy, Journal, Model, TaskExecution, Tool } from "@tessera/runtime"
 import { Effect, ManagedRuntime } from "effect"
 import { type Medium, makeTempDir, type Plan, pairedRatio, removeDir, type Stats, stats } from "./Harness.ts"
-import { logText, makeWorld, platformLayer, produce, resultBody, start, task, turnLayer } from "./World.ts"
+import { logText, resultBody } from "./LogText.ts"
+import { makeWorld, platformLayer, produce, start, task, turnLayer } from "./World.ts"
 
 export interface OverheadArgs {
   readonly medium: Medium

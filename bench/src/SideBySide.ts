@@ -12,16 +12,7 @@ import { CompactionPolicy, Model, TaskExecution, Tool } from "@tessera/runtime"
 import { Effect } from "effect"
 import { type Medium, makeTempDir, peakRss, removeDir, retainedHeap, stats } from "./Harness.ts"
 import { body, type SideResult, StepClock, toolResultChars } from "./Scenario.ts"
-import {
-  blockingWritesPlatformLayer,
-  isSummaryRequest,
-  makeWorld,
-  platformLayer,
-  produce,
-  start,
-  summaryText,
-  turnLayer
-} from "./World.ts"
+import { isSummaryRequest, makeWorld, platformLayer, produce, start, summaryText, turnLayer } from "./World.ts"
 
 /** Our equivalent of LangChain's `trigger: { tokens: 100_000 }, keep: { messages: 6 }`. */
 export const sidePolicy = CompactionPolicy.threshold({
@@ -37,18 +28,15 @@ export interface SideArgs {
   readonly warmupSteps: number
   readonly steps: number
   readonly medium: Medium
-  /** Durable files whose small writes and folder syncs block (`blockingUpTo`) instead of the default layer. */
-  readonly blockingWrites?: boolean
 }
 
 export const run = async (args: SideArgs): Promise<SideResult> => {
   const root = makeTempDir(args.medium)
-  const platform = args.blockingWrites === true ? blockingWritesPlatformLayer : platformLayer
   try {
     let summaries = 0
     const runConversation = async (steps: number, clock: StepClock | undefined) => {
       const world = await Effect.runPromise(
-        makeWorld(`${root}/${steps}-${Math.random()}`, sidePolicy).pipe(Effect.provide(platform))
+        makeWorld(`${root}/${steps}-${Math.random()}`, sidePolicy).pipe(Effect.provide(platformLayer))
       )
       const tools = Tool.registry(produce((call) => body(call)))
       let calls = 0
@@ -67,7 +55,7 @@ export const run = async (args: SideArgs): Promise<SideResult> => {
         })
       await Effect.runPromise(
         TaskExecution.runTurn(world.binding, start, { tools, maxSteps: steps }).pipe(
-          Effect.provide(turnLayer(world.journalFolder, generate, platform))
+          Effect.provide(turnLayer(world.journalFolder, generate))
         )
       )
     }
@@ -78,7 +66,7 @@ export const run = async (args: SideArgs): Promise<SideResult> => {
     await runConversation(args.steps, clock)
     const wallMs = performance.now() - started
     return {
-      side: `tessera (journal on ${args.medium === "disk" ? "disk, fsync per append" : "tmpfs"}${args.blockingWrites === true ? "; small durable writes blocking" : ""})`,
+      side: `tessera (journal on ${args.medium === "disk" ? "disk, fsync per append" : "tmpfs"})`,
       steps: args.steps,
       step: stats(clock.plain),
       summarizationStep: stats(clock.summarizing),

@@ -11,7 +11,7 @@
  * function is the same kind `ScriptedModel` takes.
  */
 import { NodeServices } from "@effect/platform-node"
-import { type DurableFiles, HostAuthority, Ids, Volume } from "@tessera/core"
+import { HostAuthority, Ids, Volume } from "@tessera/core"
 import { NodeDigest, NodeDurableFiles, NodeJournalFile } from "@tessera/node"
 import type { CompactionPolicy } from "@tessera/runtime"
 import {
@@ -30,24 +30,19 @@ export const agent = Schema.decodeUnknownSync(Ids.AgentId)("researcher")
 export const task = Schema.decodeUnknownSync(Ids.TaskId)("bench-task")
 const volumeId = Schema.decodeUnknownSync(Ids.VolumeId)
 
-const platformWith = (durableFiles: Layer.Layer<DurableFiles.DurableFiles>) =>
-  Layer.mergeAll(NodeServices.layer, durableFiles, NodeDigest.layer, NodeJournalFile.layer, HostAuthority.permissive)
-
 /**
  * What a Node host that runs one task at a time provides, as the local hosts
  * do: Node file system and paths, the `node:crypto` digest (without it the
  * runtime measures with WebCrypto), journal appends that block on their sync
- * (`NodeJournalFile`), the default durable files (every write and folder
- * sync on a worker thread), and a host authority that allows every grant.
+ * (`NodeJournalFile`), the default durable files (on disk every write
+ * and folder sync on a worker thread, on tmpfs on the calling thread), and a host authority that allows every grant.
  */
-export const platformLayer = platformWith(NodeDurableFiles.layer)
-
-/** The size up to which {@link blockingWritesPlatformLayer} writes on the calling thread. */
-export const blockingWritesUpTo = 64 * 1024
-
-/** {@link platformLayer} with durable writes up to {@link blockingWritesUpTo}, and folder syncs, on the calling thread. */
-export const blockingWritesPlatformLayer = platformWith(
-  NodeDurableFiles.layerWith({ blockingUpTo: blockingWritesUpTo })
+export const platformLayer = Layer.mergeAll(
+  NodeServices.layer,
+  NodeDurableFiles.layer,
+  NodeDigest.layer,
+  NodeJournalFile.layer,
+  HostAuthority.permissive
 )
 
 export type Platform = Layer.Success<typeof platformLayer>
@@ -81,13 +76,9 @@ export const makeWorld = Effect.fnUntraced(function* (root: string, policy: Comp
 })
 
 /** The task's journal and a scripted model, over the platform. */
-export const turnLayer = (
-  journalFolder: string,
-  generate: Parameters<typeof Model.layerFromGenerate>[0],
-  platform: typeof platformLayer = platformLayer
-) =>
+export const turnLayer = (journalFolder: string, generate: Parameters<typeof Model.layerFromGenerate>[0]) =>
   Layer.merge(Model.layerFromGenerate(generate), Journal.layer({ folder: journalFolder, task })).pipe(
-    Layer.provideMerge(platform)
+    Layer.provideMerge(platformLayer)
   )
 
 /** A tool whose result is `size` characters of log-like text, different for every call. */
@@ -100,24 +91,6 @@ export const produce = (body: (call: number, size: number) => string) => {
     handler: ({ size }) => Effect.sync(() => body(++calls, size))
   })
 }
-
-const logLine = (i: number): string =>
-  `2026-11-29T12:${String(i % 60).padStart(2, "0")}:00Z INFO worker-${i % 7} processed batch ${i} ok items=${(i * 37) % 1000}\n`
-
-/** `size` characters of log-like ASCII text (so UTF-8 bytes equal characters). */
-export const logText = (size: number, seed = 0): string => {
-  let out = ""
-  for (let i = seed; out.length < size; i++) out += logLine(i)
-  return out.slice(0, size)
-}
-
-/** A result body for call `n`: a shared body with a per-call header, so no two results are equal. */
-export const resultBody =
-  (base: string) =>
-  (call: number, size: number): string => {
-    const header = `result of call ${call}\n`
-    return header + base.slice(header.length, size)
-  }
 
 export const taskParts: ReadonlyArray<Model.Part> = [
   Model.text("user", "Work through the batches one by one with the produce tool and report when done.")

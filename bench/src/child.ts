@@ -10,6 +10,7 @@ type Job = (args: never) => Promise<unknown>
 
 const jobs: Record<string, () => Promise<Job>> = {
   "context-bound": async () => (await import("./ContextBound.ts")).run,
+  "context-control": async () => (await import("./ContextControl.ts")).run,
   overhead: async () => (await import("./Overhead.ts")).run,
   offload: async () => (await import("./OffloadThroughput.ts")).run,
   reopen: async () => (await import("./JournalReopen.ts")).run,
