@@ -375,6 +375,7 @@ export const make = (options: NodeDurableFilesOptions = {}): DurableFilesShape =
       const { folder, location } = createFolders
         ? openFoldersWithin("writeNewFile", nodePath.dirname(path), within, root)
         : openFolderOf(path, root)
+      let folderSynced: Promise<void> | undefined
       try {
         const target = childOf(folder, location, nodePath.basename(path))
         const folderBlocking = blockingIn(folder, location)
@@ -393,6 +394,10 @@ export const make = (options: NodeDurableFilesOptions = {}): DurableFilesShape =
             throw new OutsideWithin({ operation: "writeNewFile", path, within: root, actual: actual ?? "(moved)" })
           }
           const blocking = folderBlocking > 0 && fitsIn(bytes, folderBlocking)
+          // The new name is in the folder already, so a folder sync waiting on a worker can run while the
+          // data is written: a crash can leave a partial file under the new name either way, and the caller
+          // learns of success only once both are on the device.
+          if (syncItsFolder && !blocking) folderSynced = syncDescriptor(folder, false)
           if (blocking) writeAllBlocking(file, bytes)
           else await writeAll(file, bytes)
           if (O_SYNC === 0) await syncDescriptor(file, blocking)
@@ -403,8 +408,11 @@ export const make = (options: NodeDurableFilesOptions = {}): DurableFilesShape =
           throw error
         }
         fs.closeSync(file)
-        if (syncItsFolder) await syncDescriptor(folder, folderBlocking > 0)
+        if (folderSynced !== undefined) await folderSynced
+        else if (syncItsFolder) await syncDescriptor(folder, folderBlocking > 0)
       } finally {
+        // The folder stays open until a sync running on it has ended.
+        if (folderSynced !== undefined) await folderSynced.catch(() => undefined)
         closeQuietly(folder)
       }
     })

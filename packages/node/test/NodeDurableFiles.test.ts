@@ -49,6 +49,22 @@ describe.each(variants)("NodeDurableFiles ($name)", ({ layer }) => {
     }).pipe(Effect.provide(layer))
   )
 
+  it.effect.skipIf(!fs.existsSync("/proc/self/fd"))(
+    "writeNewFile closes every descriptor it opened, after success and after a refusal",
+    () =>
+      Effect.gen(function* () {
+        const dir = yield* tempDir
+        const files = yield* DurableFiles.DurableFiles
+        const open = () => fs.readdirSync("/proc/self/fd").length
+        const before = open()
+        for (let index = 0; index < 20; index++) {
+          yield* files.writeNewFile(path.join(dir, `f-${index}.txt`), "x".repeat(index * 5_000), { within: dir })
+          yield* Effect.flip(files.writeNewFile(path.join(dir, `f-${index}.txt`), "again", { within: dir }))
+        }
+        assert.strictEqual(open(), before)
+      }).pipe(Effect.provide(layer))
+  )
+
   it.effect("writeNewFile never replaces an existing file", () =>
     Effect.gen(function* () {
       const dir = yield* tempDir
