@@ -43,10 +43,16 @@ export const blocking: JournalFile.JournalFileShape = {
       (fd) => Effect.sync(() => fs.closeSync(fd))
     ).pipe(
       Effect.map((fd) => ({
-        append: (bytes) =>
+        append: (line) =>
           attempt("append", () => {
-            let offset = 0
-            while (offset < bytes.byteLength) offset += fs.writeSync(fd, bytes, offset)
+            // Node encodes a short text on the stack; only a partial write needs the bytes here.
+            const written = fs.writeSync(fd, line)
+            const length = Buffer.byteLength(line)
+            if (written < length) {
+              const bytes = Buffer.from(line)
+              let offset = written
+              while (offset < length) offset += fs.writeSync(fd, bytes, offset)
+            }
             fs.fsyncSync(fd)
           }),
         truncate: (size) =>

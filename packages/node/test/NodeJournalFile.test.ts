@@ -9,7 +9,6 @@ import * as JournalFile from "@tessera/runtime/JournalFile"
 import { Effect, FileSystem, Layer, Schema } from "effect"
 
 const task = Schema.decodeUnknownSync(Ids.TaskId)("task-1")
-const encoder = new TextEncoder()
 
 const implementations: ReadonlyArray<readonly [string, JournalFile.JournalFileShape]> = [
   ["the default (Effect FileSystem)", JournalFile.fileSystem],
@@ -26,14 +25,19 @@ describe.each(implementations)("journal file contract: %s", (_name, implementati
       yield* Effect.scoped(
         Effect.gen(function* () {
           const handle = yield* implementation.openAppend(file)
-          yield* handle.append(encoder.encode("one\n"))
+          yield* handle.append("one\n")
           assert.strictEqual(nodeFs.readFileSync(file, "utf8"), "existing\none\n")
-          yield* handle.append(encoder.encode("two, half"))
-          yield* handle.truncate("existing\none\n".length)
-          yield* handle.append(encoder.encode("three\n"))
+          // A line is written as its UTF-8 bytes, a lone surrogate as U+FFFD.
+          yield* handle.append("zwei: ünï 🧪 \ud800\n")
+          yield* handle.append("two, half")
+          yield* handle.truncate(Buffer.byteLength("existing\none\nzwei: ünï 🧪 \ufffd\n"))
+          yield* handle.append("three\n")
         })
       )
-      assert.strictEqual(nodeFs.readFileSync(file, "utf8"), "existing\none\nthree\n")
+      assert.deepStrictEqual(
+        new Uint8Array(nodeFs.readFileSync(file)),
+        new TextEncoder().encode("existing\none\nzwei: ünï 🧪 \ufffd\nthree\n")
+      )
     }).pipe(Effect.provide(NodeServices.layer))
   )
 

@@ -31,6 +31,7 @@
  *
  * @since 0.1.0
  */
+import { ArtifactPointer } from "@tessera/artifacts"
 import { Ids, Volume } from "@tessera/core"
 import type { Scope } from "effect"
 import { Clock, Context, Effect, FileSystem, Layer, Option, Path, Result, Schema, Semaphore } from "effect"
@@ -591,7 +592,6 @@ export interface JournalLocation {
 export const fileName = (task: Ids.TaskId): string => `${task}.jsonl`
 
 const newline = 0x0a
-const encoder = new TextEncoder()
 const decoder = new TextDecoder("utf-8", { fatal: true })
 const decodeEntry = Schema.decodeUnknownResult(Entry)
 // `EntryLine`'s encoding is the entry's, then `JSON.stringify`; done in two steps here because the
@@ -716,7 +716,7 @@ export const open = Effect.fnUntraced(function* (
     input: EntryInput,
     at: number
   ): Result.Result<
-    { readonly entry: Entry; readonly next: JournalState; readonly bytes: Uint8Array },
+    { readonly entry: Entry; readonly next: JournalState; readonly line: string; readonly bytes: number },
     JournalIOError | JournalSequenceError
   > => {
     if (broken) {
@@ -743,19 +743,20 @@ export const open = Effect.fnUntraced(function* (
         })
       )
     }
-    return Result.succeed({ entry, next: next.success, bytes: encoder.encode(`${JSON.stringify(encoded.success)}\n`) })
+    const line = `${JSON.stringify(encoded.success)}\n`
+    return Result.succeed({ entry, next: next.success, line, bytes: ArtifactPointer.utf8Length(line) })
   }
 
   const write = (input: EntryInput): Effect.Effect<Entry, JournalIOError | JournalSequenceError> =>
     Clock.clockWith((clock) => {
       const prepared = prepare(input, clock.currentTimeMillisUnsafe())
       if (Result.isFailure(prepared)) return Effect.fail(prepared.failure)
-      const { bytes, entry, next } = prepared.success
-      return handle.append(bytes).pipe(
+      const { bytes, entry, line, next } = prepared.success
+      return handle.append(line).pipe(
         Effect.matchEffect({
           onSuccess: () =>
             Effect.sync(() => {
-              size += bytes.length
+              size += bytes
               state = next
               return entry
             }),

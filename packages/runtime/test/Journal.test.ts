@@ -455,7 +455,7 @@ describe("Journal", () => {
 
   /**
    * The default journal file, except that the append with index `tearAt`
-   * (0-based, counted over this opening) writes only half of its bytes and
+   * (0-based, counted over this opening) writes only half of its line and
    * then fails, like a full disk; `truncateFails` makes the cut-back fail too.
    */
   const tearing = (tearAt: number, truncateFails: boolean): JournalFile.JournalFileShape => ({
@@ -463,16 +463,16 @@ describe("Journal", () => {
       Effect.map(JournalFile.fileSystem.openAppend(file), (handle) => {
         let appends = 0
         return {
-          append: (bytes) =>
+          append: (line) =>
             appends++ === tearAt
               ? handle
-                  .append(bytes.subarray(0, Math.floor(bytes.length / 2)))
+                  .append(line.slice(0, Math.floor(line.length / 2)))
                   .pipe(
                     Effect.andThen(
                       Effect.fail(new JournalFile.JournalFileError({ operation: "append", detail: "ENOSPC" }))
                     )
                   )
-              : handle.append(bytes),
+              : handle.append(line),
           truncate: (size) =>
             truncateFails
               ? Effect.fail(new JournalFile.JournalFileError({ operation: "truncate", detail: "EIO" }))
@@ -490,7 +490,8 @@ describe("Journal", () => {
         const torn = Layer.succeed(JournalFile.JournalFile)(tearing(1, false))
         const { file, state } = yield* withJournal(folder, (journal) =>
           Effect.gen(function* () {
-            yield* journal.append({ _tag: "Admission", operation: "op-0", detail: "ok" })
+            // Multibyte text before the tear: the cut-back must count bytes, not characters.
+            yield* journal.append({ _tag: "Admission", operation: "op-0", detail: "ok — ünïcode 🧪" })
             const error = yield* Effect.flip(journal.append({ _tag: "Admission", operation: "op-1", detail: "torn" }))
             assert.strictEqual(error._tag, "JournalIOError")
             assert.include(error.message, "ENOSPC")
