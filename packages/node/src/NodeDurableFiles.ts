@@ -394,12 +394,15 @@ export const make = (options: NodeDurableFilesOptions = {}): DurableFilesShape =
             throw new OutsideWithin({ operation: "writeNewFile", path, within: root, actual: actual ?? "(moved)" })
           }
           const blocking = folderBlocking > 0 && fitsIn(bytes, folderBlocking)
-          // The new name is in the folder already, so a folder sync waiting on a worker can run while the
-          // data is written: a crash can leave a partial file under the new name either way, and the caller
-          // learns of success only once both are on the device.
-          if (syncItsFolder && !blocking) folderSynced = syncDescriptor(folder, false)
           if (blocking) writeAllBlocking(file, bytes)
-          else await writeAll(file, bytes)
+          else {
+            const writing = writeAll(file, bytes)
+            // The new name is in the folder already, so a folder sync waiting on a worker can run while the
+            // data is written: a crash can leave a partial file under the new name either way, and the caller
+            // learns of success only once both are on the device. The data goes first: it takes longer.
+            if (syncItsFolder) folderSynced = syncDescriptor(folder, false)
+            await writing
+          }
           if (O_SYNC === 0) await syncDescriptor(file, blocking)
         } catch (error) {
           // Remove the partial file, but only while its name still denotes it.
