@@ -20,15 +20,31 @@ import * as fs from "node:fs"
 import { JournalFile } from "@tessera/runtime"
 import { Effect, Layer } from "effect"
 
-const attempt = <A>(operation: JournalFile.JournalFileError["operation"], body: () => A) =>
-  Effect.try({
-    try: body,
-    catch: (error) =>
-      new JournalFile.JournalFileError({
-        operation,
-        detail: error instanceof Error ? error.message : String(error)
-      })
-  })
+const journalFileError = (operation: JournalFile.JournalFileError["operation"], error: unknown) =>
+  new JournalFile.JournalFileError({ operation, detail: error instanceof Error ? error.message : String(error) })
+
+/** Runs a blocking call, throwing its failure as a `JournalFileError`. */
+const blockingCall =
+  <Args extends ReadonlyArray<unknown>>(
+    operation: JournalFile.JournalFileError["operation"],
+    body: (...args: Args) => void
+  ) =>
+  (...args: Args): void => {
+    try {
+      body(...args)
+    } catch (error) {
+      throw journalFileError(operation, error)
+    }
+  }
+
+/** Runs a blocking call as an effect. */
+const asEffect =
+  <Args extends ReadonlyArray<unknown>>(call: (...args: Args) => void) =>
+  (...args: Args): Effect.Effect<void, JournalFile.JournalFileError> =>
+    Effect.try({
+      try: () => call(...args),
+      catch: (error) => (error instanceof JournalFile.JournalFileError ? error : journalFileError("append", error))
+    })
 
 /**
  * The blocking implementation.
@@ -39,28 +55,27 @@ const attempt = <A>(operation: JournalFile.JournalFileError["operation"], body: 
 export const blocking: JournalFile.JournalFileShape = {
   openAppend: (file) =>
     Effect.acquireRelease(
-      attempt("open", () => fs.openSync(file, "a")),
+      Effect.try({ try: () => fs.openSync(file, "a"), catch: (error) => journalFileError("open", error) }),
       (fd) => Effect.sync(() => fs.closeSync(fd))
     ).pipe(
-      Effect.map((fd) => ({
-        append: (line) =>
-          attempt("append", () => {
-            // Node encodes a short text on the stack; only a partial write needs the bytes here.
-            const written = fs.writeSync(fd, line)
-            const length = Buffer.byteLength(line)
-            if (written < length) {
-              const bytes = Buffer.from(line)
-              let offset = written
-              while (offset < length) offset += fs.writeSync(fd, bytes, offset)
-            }
-            fs.fsyncSync(fd)
-          }),
-        truncate: (size) =>
-          attempt("truncate", () => {
-            fs.ftruncateSync(fd, size)
-            fs.fsyncSync(fd)
-          })
-      }))
+      Effect.map((fd): JournalFile.AppendHandle => {
+        const append = blockingCall("append", (line: string) => {
+          // Node encodes a short text on the stack; only a partial write needs the bytes here.
+          const written = fs.writeSync(fd, line)
+          const length = Buffer.byteLength(line)
+          if (written < length) {
+            const bytes = Buffer.from(line)
+            let offset = written
+            while (offset < length) offset += fs.writeSync(fd, bytes, offset)
+          }
+          fs.fsyncSync(fd)
+        })
+        const truncate = blockingCall("truncate", (size: number) => {
+          fs.ftruncateSync(fd, size)
+          fs.fsyncSync(fd)
+        })
+        return { append: asEffect(append), truncate: asEffect(truncate), blocking: { append, truncate } }
+      })
     )
 }
 

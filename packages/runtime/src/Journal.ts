@@ -747,7 +747,7 @@ export const open = Effect.fnUntraced(function* (
     return Result.succeed({ entry, next: next.success, line, bytes: ArtifactPointer.utf8Length(line) })
   }
 
-  const write = (input: EntryInput): Effect.Effect<Entry, JournalIOError | JournalSequenceError> =>
+  const effectfulWrite = (input: EntryInput): Effect.Effect<Entry, JournalIOError | JournalSequenceError> =>
     Clock.clockWith((clock) => {
       const prepared = prepare(input, clock.currentTimeMillisUnsafe())
       if (Result.isFailure(prepared)) return Effect.fail(prepared.failure)
@@ -773,6 +773,33 @@ export const open = Effect.fnUntraced(function* (
         })
       )
     }).pipe(Effect.uninterruptible, lock.withPermit)
+
+  // A blocking handle makes the whole append one synchronous step: nothing else runs until it ends,
+  // so it needs neither the lock nor the effects around the write.
+  const blockingWrite =
+    (file: NonNullable<JournalFile.AppendHandle["blocking"]>) =>
+    (input: EntryInput): Effect.Effect<Entry, JournalIOError | JournalSequenceError> =>
+      Clock.clockWith((clock) => {
+        const prepared = prepare(input, clock.currentTimeMillisUnsafe())
+        if (Result.isFailure(prepared)) return Effect.fail(prepared.failure)
+        const { bytes, entry, line, next } = prepared.success
+        try {
+          file.append(line)
+        } catch (error) {
+          // Leave no partial line behind a failed append: later appends would land after it.
+          try {
+            file.truncate(size)
+          } catch {
+            broken = true
+          }
+          return Effect.fail(ioError("append")(error instanceof Error ? error : { message: String(error) }))
+        }
+        size += bytes
+        state = next
+        return Effect.succeed(entry)
+      })
+
+  const write = handle.blocking === undefined ? effectfulWrite : blockingWrite(handle.blocking)
 
   if (replayed.tail.length > 0) {
     yield* handle.truncate(replayed.completeBytes).pipe(Effect.mapError(ioError("truncate cut tail")))

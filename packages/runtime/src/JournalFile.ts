@@ -54,6 +54,17 @@ export interface AppendHandle {
   readonly append: (line: string) => Effect.Effect<void, JournalFileError>
   /** Cuts the file to `size` bytes and syncs it. */
   readonly truncate: (size: number) => Effect.Effect<void, JournalFileError>
+  /**
+   * The same two operations as blocking calls that throw the
+   * {@link JournalFileError}, for a platform whose appends block anyway.
+   * With them the journal makes each append, and the cut-back after a failed
+   * one, in a single synchronous step: no other fiber can run in between, so
+   * appends need no lock and cost a few effects less.
+   */
+  readonly blocking?: {
+    readonly append: (line: string) => void
+    readonly truncate: (size: number) => void
+  }
 }
 
 /**

@@ -454,87 +454,164 @@ describe("Journal", () => {
   })
 
   /**
-   * The default journal file, except that the append with index `tearAt`
-   * (0-based, counted over this opening) writes only half of its line and
-   * then fails, like a full disk; `truncateFails` makes the cut-back fail too.
+   * A journal file whose appends block: `node:fs` calls that throw, as a
+   * platform offering `AppendHandle.blocking` provides them.
    */
-  const tearing = (tearAt: number, truncateFails: boolean): JournalFile.JournalFileShape => ({
+  const blockingFile: JournalFile.JournalFileShape = {
     openAppend: (file) =>
-      Effect.map(JournalFile.fileSystem.openAppend(file), (handle) => {
+      Effect.acquireRelease(
+        Effect.sync(() => nodeFs.openSync(file, "a")),
+        (fd) => Effect.sync(() => nodeFs.closeSync(fd))
+      ).pipe(
+        Effect.map((fd) => {
+          const failed = (operation: "append" | "truncate") => (error: unknown) =>
+            new JournalFile.JournalFileError({ operation, detail: String(error) })
+          const append = (line: string) => {
+            nodeFs.writeSync(fd, line)
+            nodeFs.fsyncSync(fd)
+          }
+          const truncate = (size: number) => {
+            nodeFs.ftruncateSync(fd, size)
+            nodeFs.fsyncSync(fd)
+          }
+          return {
+            append: (line: string) => Effect.try({ try: () => append(line), catch: failed("append") }),
+            truncate: (size: number) => Effect.try({ try: () => truncate(size), catch: failed("truncate") }),
+            blocking: { append, truncate }
+          }
+        })
+      )
+  }
+
+  const fileStyles = [
+    { style: "effectful appends (the default file)", file: JournalFile.fileSystem },
+    { style: "blocking appends", file: blockingFile }
+  ] as const
+
+  /**
+   * `base`, except that the append with index `tearAt` (0-based, counted over
+   * this opening) writes only half of its line and then fails, like a full
+   * disk; `truncateFails` makes the cut-back fail too. Tears the blocking
+   * calls too when `base` has them.
+   */
+  const tearing = (
+    base: JournalFile.JournalFileShape,
+    tearAt: number,
+    truncateFails: boolean
+  ): JournalFile.JournalFileShape => ({
+    openAppend: (file) =>
+      Effect.map(base.openAppend(file), (handle): JournalFile.AppendHandle => {
         let appends = 0
+        const full = new JournalFile.JournalFileError({ operation: "append", detail: "ENOSPC" })
+        const cutFails = new JournalFile.JournalFileError({ operation: "truncate", detail: "EIO" })
+        const tears = () => appends++ === tearAt
+        const half = (line: string) => line.slice(0, Math.floor(line.length / 2))
+        const blocking = handle.blocking
         return {
           append: (line) =>
-            appends++ === tearAt
-              ? handle
-                  .append(line.slice(0, Math.floor(line.length / 2)))
-                  .pipe(
-                    Effect.andThen(
-                      Effect.fail(new JournalFile.JournalFileError({ operation: "append", detail: "ENOSPC" }))
-                    )
-                  )
-              : handle.append(line),
-          truncate: (size) =>
-            truncateFails
-              ? Effect.fail(new JournalFile.JournalFileError({ operation: "truncate", detail: "EIO" }))
-              : handle.truncate(size)
+            tears() ? handle.append(half(line)).pipe(Effect.andThen(Effect.fail(full))) : handle.append(line),
+          truncate: (size) => (truncateFails ? Effect.fail(cutFails) : handle.truncate(size)),
+          ...(blocking === undefined
+            ? {}
+            : {
+                blocking: {
+                  append: (line: string) => {
+                    if (!tears()) return blocking.append(line)
+                    blocking.append(half(line))
+                    throw full
+                  },
+                  truncate: (size: number) => {
+                    if (truncateFails) throw cutFails
+                    blocking.truncate(size)
+                  }
+                }
+              })
         }
       })
   })
 
-  it.effect(
-    "a failed append leaves no torn line: the file is cut back to its last entry and the journal continues",
-    () =>
+  describe.each(fileStyles)("with $style", ({ file: base }) => {
+    it.effect("appends from many fibers at once land whole, in sequence, and reopen to the same state", () =>
       Effect.gen(function* () {
         const folder = yield* tempFolder
         const fs = yield* FileSystem.FileSystem
-        const torn = Layer.succeed(JournalFile.JournalFile)(tearing(1, false))
-        const { file, state } = yield* withJournal(folder, (journal) =>
+        const state = yield* withJournal(folder, (journal) =>
           Effect.gen(function* () {
-            // Multibyte text before the tear: the cut-back must count bytes, not characters.
-            yield* journal.append({ _tag: "Admission", operation: "op-0", detail: "ok — ünïcode 🧪" })
-            const error = yield* Effect.flip(journal.append({ _tag: "Admission", operation: "op-1", detail: "torn" }))
-            assert.strictEqual(error._tag, "JournalIOError")
-            assert.include(error.message, "ENOSPC")
-            const text = yield* fs.readFileString(journal.file).pipe(Effect.orDie)
-            assert.deepStrictEqual(text.split("\n").length, 2, "only the first line, whole, is left")
-            yield* journal.append({ _tag: "Admission", operation: "op-2", detail: "ok" })
-            return { file: journal.file, state: yield* journal.state }
+            yield* Effect.forEach(
+              Array.from({ length: 40 }, (_, index) => index),
+              (index) => journal.append({ _tag: "Admission", operation: `op-${index}`, detail: "concurrent" }),
+              { concurrency: "unbounded" }
+            )
+            return yield* journal.state
           })
-        ).pipe(Effect.provide(torn))
-        assert.strictEqual(state.entries, 2)
-        const entries = yield* Journal.readEntries({ folder, task })
+        ).pipe(Effect.provide(Layer.succeed(JournalFile.JournalFile)(base)))
+        assert.strictEqual(state.entries, 40)
+        const lines = (yield* fs.readFileString(nodePath.join(folder, Journal.fileName(task))).pipe(Effect.orDie))
+          .split("\n")
+          .filter((line) => line.length > 0)
         assert.deepStrictEqual(
-          entries.map((entry) => (entry._tag === "Admission" ? [entry.seq, entry.operation] : [])),
-          [
-            [0, "op-0"],
-            [1, "op-2"]
-          ]
+          lines.map((line) => (JSON.parse(line) as { seq: number }).seq),
+          Array.from({ length: 40 }, (_, index) => index)
         )
         assert.deepStrictEqual(yield* withJournal(folder, (journal) => journal.state), state)
-        assert.isFalse((yield* fs.readFileString(file).pipe(Effect.orDie)).includes("torn"))
       }).pipe(Effect.provide(NodeServices.layer))
-  )
+    )
 
-  it.effect(
-    "when a failed append cannot be cut back, every later append is refused and a reopen recovers the cut",
-    () =>
-      Effect.gen(function* () {
-        const folder = yield* tempFolder
-        const torn = Layer.succeed(JournalFile.JournalFile)(tearing(1, true))
-        yield* withJournal(folder, (journal) =>
-          Effect.gen(function* () {
-            yield* journal.append({ _tag: "Admission", operation: "op-0", detail: "ok" })
-            yield* Effect.flip(journal.append({ _tag: "Admission", operation: "op-1", detail: "torn" }))
-            const refused = yield* Effect.flip(journal.append({ _tag: "Admission", operation: "op-2", detail: "ok" }))
-            assert.strictEqual(refused._tag, "JournalIOError")
-            assert.include(refused.message, "reopen the journal")
-          })
-        ).pipe(Effect.provide(torn))
-        const reopened = yield* withJournal(folder, (journal) => journal.state)
-        assert.strictEqual(reopened.entries, 2, "the first entry and the record of the cut")
-        assert.strictEqual(reopened.truncations.length, 1)
-      }).pipe(Effect.provide(NodeServices.layer))
-  )
+    it.effect(
+      "a failed append leaves no torn line: the file is cut back to its last entry and the journal continues",
+      () =>
+        Effect.gen(function* () {
+          const folder = yield* tempFolder
+          const fs = yield* FileSystem.FileSystem
+          const torn = Layer.succeed(JournalFile.JournalFile)(tearing(base, 1, false))
+          const { file, state } = yield* withJournal(folder, (journal) =>
+            Effect.gen(function* () {
+              // Multibyte text before the tear: the cut-back must count bytes, not characters.
+              yield* journal.append({ _tag: "Admission", operation: "op-0", detail: "ok — ünïcode 🧪" })
+              const error = yield* Effect.flip(journal.append({ _tag: "Admission", operation: "op-1", detail: "torn" }))
+              assert.strictEqual(error._tag, "JournalIOError")
+              assert.include(error.message, "ENOSPC")
+              const text = yield* fs.readFileString(journal.file).pipe(Effect.orDie)
+              assert.deepStrictEqual(text.split("\n").length, 2, "only the first line, whole, is left")
+              yield* journal.append({ _tag: "Admission", operation: "op-2", detail: "ok" })
+              return { file: journal.file, state: yield* journal.state }
+            })
+          ).pipe(Effect.provide(torn))
+          assert.strictEqual(state.entries, 2)
+          const entries = yield* Journal.readEntries({ folder, task })
+          assert.deepStrictEqual(
+            entries.map((entry) => (entry._tag === "Admission" ? [entry.seq, entry.operation] : [])),
+            [
+              [0, "op-0"],
+              [1, "op-2"]
+            ]
+          )
+          assert.deepStrictEqual(yield* withJournal(folder, (journal) => journal.state), state)
+          assert.isFalse((yield* fs.readFileString(file).pipe(Effect.orDie)).includes("torn"))
+        }).pipe(Effect.provide(NodeServices.layer))
+    )
+
+    it.effect(
+      "when a failed append cannot be cut back, every later append is refused and a reopen recovers the cut",
+      () =>
+        Effect.gen(function* () {
+          const folder = yield* tempFolder
+          const torn = Layer.succeed(JournalFile.JournalFile)(tearing(base, 1, true))
+          yield* withJournal(folder, (journal) =>
+            Effect.gen(function* () {
+              yield* journal.append({ _tag: "Admission", operation: "op-0", detail: "ok" })
+              yield* Effect.flip(journal.append({ _tag: "Admission", operation: "op-1", detail: "torn" }))
+              const refused = yield* Effect.flip(journal.append({ _tag: "Admission", operation: "op-2", detail: "ok" }))
+              assert.strictEqual(refused._tag, "JournalIOError")
+              assert.include(refused.message, "reopen the journal")
+            })
+          ).pipe(Effect.provide(torn))
+          const reopened = yield* withJournal(folder, (journal) => journal.state)
+          assert.strictEqual(reopened.entries, 2, "the first entry and the record of the cut")
+          assert.strictEqual(reopened.truncations.length, 1)
+        }).pipe(Effect.provide(NodeServices.layer))
+    )
+  })
 
   it.effect("a journal opened for another task is refused as corrupt rather than mixed", () =>
     Effect.gen(function* () {
