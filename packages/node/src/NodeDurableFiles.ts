@@ -19,8 +19,10 @@
  * them back to back also leaves a racing fiber no turn between a check and
  * the step that relies on it. Writing data and syncing wait for the device,
  * so they run on worker threads and the process keeps running meanwhile (the
- * artifact offload hashes the body while its file is written and synced).
- * A folder on a file system held in memory (Linux tmpfs or ramfs) has no
+ * artifact offload hashes the body while its file is written and synced),
+ * and a new file's folder is synced while its data is written: the new name
+ * is there from the moment the file is created, and the write reports success
+ * only once both are on the device. A folder on a file system held in memory (Linux tmpfs or ramfs) has no
  * device to wait for: there a sync returns at once and a write is a copy, so
  * both run on the calling thread, where a worker would only add its round
  * trip (see `NodeDurableFilesOptions.memoryFileSystems`).
