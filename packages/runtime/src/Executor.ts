@@ -370,10 +370,12 @@ export const dispatchTools = <E = never, R = never>(
   context: StepContext,
   calls: ReadonlyArray<ToolCallPart>
 ): Effect.Effect<ReadonlyArray<ToolResultPart>, JournalIOError | JournalSequenceError | E, Journal | R> =>
-  Effect.gen(function* () {
-    const journal = yield* Journal
-    return yield* Effect.forEach(calls, (call) => dispatchOne(journal, config, { ...context, call }))
-  })
+  Journal.use((journal) =>
+    // Most steps make one call: no collection machinery for it.
+    calls.length === 1
+      ? Effect.map(dispatchOne(journal, config, { ...context, call: calls[0] as ToolCallPart }), (result) => [result])
+      : Effect.forEach(calls, (call) => dispatchOne(journal, config, { ...context, call }))
+  )
 
 const lastAssistantText = (history: History.History): string => {
   const last = history.parts.at(-1)
