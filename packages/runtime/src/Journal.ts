@@ -704,8 +704,9 @@ export const open = Effect.fnUntraced(function* (
     )
   }
 
-  // Appends run one at a time under `lock`, and only they replace these; a
-  // reader outside the lock always sees a complete value.
+  // Appends run one at a time (under `lock`, or as one synchronous step with a
+  // blocking handle), and only they replace these; a reader always sees a
+  // complete value.
   let state = replayed.state
   let size = replayed.completeBytes
   let broken = false
