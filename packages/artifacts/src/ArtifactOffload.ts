@@ -33,7 +33,7 @@
  * @since 0.1.0
  */
 import * as Digest from "@tessera/core/Digest"
-import { DurableFiles } from "@tessera/core/DurableFiles"
+import { DurableFiles, relativeWithin } from "@tessera/core/DurableFiles"
 import { Data, Effect, FileSystem, Option, Path, Schema } from "effect"
 import type { ArtifactPathRejected } from "./ArtifactPath.ts"
 import { resolveRelative } from "./ArtifactPath.ts"
@@ -162,11 +162,6 @@ export const resolveTarget = Effect.fnUntraced(function* (root: string, target: 
   return { absolute, relative: relative.relative }
 })
 
-const isWithin = (path: Path.Path, root: string, candidate: string): boolean => {
-  const relative = path.relative(root, candidate)
-  return relative === "" || (relative !== ".." && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative))
-}
-
 /**
  * Whether `text` takes more than `limit` UTF-8 bytes. A UTF-16 code unit
  * takes one to three UTF-8 bytes (a surrogate pair, two units, takes four),
@@ -210,7 +205,7 @@ const write = Effect.fnUntraced(function* (request: OffloadRequest, body: string
     )
   const realParent = yield* files.realPath(parent).pipe(Effect.mapError((e) => writeFailed(e.operation, e.code)))
   const realTarget = path.join(realParent, path.basename(absolute))
-  if (!isWithin(path, realRoot, realParent)) {
+  if (relativeWithin(realRoot, realParent, path) === undefined) {
     return yield* new ArtifactEscapedRoot({ path: relative, root: realRoot, actual: realTarget })
   }
   const policy = yield* Effect.serviceOption(ArtifactPathPolicy)

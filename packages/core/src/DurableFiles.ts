@@ -179,3 +179,39 @@ export interface DurableFilesShape {
  * @category services
  */
 export class DurableFiles extends Context.Service<DurableFiles, DurableFilesShape>()("@tessera/core/DurableFiles") {}
+
+/**
+ * The few path operations {@link relativeWithin} needs; Node's `path` module
+ * and Effect's `Path` service both provide them.
+ *
+ * @since 0.1.0
+ * @category paths
+ */
+export interface PathRules {
+  readonly sep: string
+  readonly relative: (from: string, to: string) => string
+  readonly isAbsolute: (path: string) => boolean
+}
+
+/**
+ * Where `candidate` lies below `root`: the relative path (`""` for `root`
+ * itself), or `undefined` when it lies anywhere else. Both must be absolute
+ * and normalized, as real paths are. The answer is the platform's
+ * `relative(root, candidate)` whenever that does not climb out; with `/` as
+ * the separator it is found by comparing the strings, which allocates
+ * nothing (the containment checks run several times for every durable write).
+ *
+ * @since 0.1.0
+ * @category paths
+ */
+export const relativeWithin = (root: string, candidate: string, rules: PathRules): string | undefined => {
+  if (rules.sep === "/") {
+    if (candidate === root) return ""
+    const prefix = root.endsWith("/") ? root : `${root}/`
+    return candidate.startsWith(prefix) ? candidate.slice(prefix.length) : undefined
+  }
+  const relative = rules.relative(root, candidate)
+  return relative === "" || (relative !== ".." && !relative.startsWith(`..${rules.sep}`) && !rules.isAbsolute(relative))
+    ? relative
+    : undefined
+}

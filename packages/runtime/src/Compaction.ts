@@ -275,23 +275,31 @@ export const summarizeWith = <E, R>(
   generate: (request: ModelRequest) => Effect.Effect<ModelResponse, E, R>,
   input: SummaryInput
 ): Effect.Effect<SummaryOutcome, E, R> =>
-  Effect.gen(function* () {
-    const all = pieces(input.rounds, input.pieceBytes)
-    let summary = input.previousSummary
-    for (let index = 0; index < all.length; index++) {
-      const response = yield* generate(
-        summaryRequest({
-          task: input.task,
-          previousSummary: summary,
-          piece: all[index] ?? "",
-          index,
-          count: all.length
-        })
-      )
-      summary = Option.some(response.text)
-    }
-    return { text: Option.getOrElse(summary, () => ""), requests: all.length }
-  }).pipe(Effect.withSpan("Compaction.summarize", { attributes: { "tessera.summary.rounds": input.rounds.length } }))
+  summarizing(generate, input).pipe(
+    Effect.withSpan("Compaction.summarize", { attributes: { "tessera.summary.rounds": input.rounds.length } })
+  )
+
+// Defined once rather than as a generator function created per call (see `modelStep` in `Executor.ts`).
+const summarizing = Effect.fnUntraced(function* <E, R>(
+  generate: (request: ModelRequest) => Effect.Effect<ModelResponse, E, R>,
+  input: SummaryInput
+): Effect.fn.Return<SummaryOutcome, E, R> {
+  const all = pieces(input.rounds, input.pieceBytes)
+  let summary = input.previousSummary
+  for (let index = 0; index < all.length; index++) {
+    const response = yield* generate(
+      summaryRequest({
+        task: input.task,
+        previousSummary: summary,
+        piece: all[index] ?? "",
+        index,
+        count: all.length
+      })
+    )
+    summary = Option.some(response.text)
+  }
+  return { text: Option.getOrElse(summary, () => ""), requests: all.length }
+})
 
 /**
  * Asks the model for a summary of `rounds`, piece by piece; see

@@ -242,49 +242,7 @@ export const modelStep = <E = never, R = never>(
   context: StepContext,
   history: History.History
 ): Effect.Effect<ModelStepOutcome, ModelError | JournalIOError | JournalSequenceError | E, Model | Journal | R> =>
-  Effect.gen(function* () {
-    const journal = yield* Journal
-    const model = yield* Model
-    const hooks = config.hooks ?? {}
-    const { step, turn } = context
-    const current = hooks.beforeModelStep === undefined ? history : yield* hooks.beforeModelStep(context, history)
-    const request: ModelRequest = { parts: History.toParts(current), tools: config.tools.specs }
-    const measured = yield* measureRequest(request)
-    yield* Effect.annotateCurrentSpan({
-      "tessera.request.parts": request.parts.length,
-      "tessera.request.size": measured.size
-    })
-    yield* journal.append({
-      _tag: "RequestDispatched",
-      turn,
-      step,
-      parts: request.parts.length,
-      size: measured.size,
-      sha256: measured.sha256
-    })
-    const response = yield* model.generate(request).pipe(
-      Effect.flatMap(checkResponse),
-      Effect.tapError((error) =>
-        journal.append({ _tag: "ModelFailed", turn, step, reason: error.reason, detail: error.detail })
-      )
-    )
-    const answer = yield* measureText(response.text)
-    yield* Effect.annotateCurrentSpan({
-      "tessera.response.size": answer.size,
-      "tessera.response.toolCalls": response.toolCalls.length
-    })
-    yield* journal.append({
-      _tag: "ResponseReceived",
-      turn,
-      step,
-      textSize: answer.size,
-      textSha256: answer.sha256,
-      toolCalls: response.toolCalls.map((call) => ({ callId: call.id, name: call.name }))
-    })
-    const outcome: ModelStepOutcome = { request, response, history: History.append(current, responseParts(response)) }
-    if (hooks.afterModelStep !== undefined) yield* hooks.afterModelStep(context, outcome)
-    return outcome
-  }).pipe(
+  modelStepBody(config, context, history).pipe(
     Effect.withSpan(
       "tessera.modelStep",
       { attributes: { "tessera.task": context.task, "tessera.turn": context.turn, "tessera.step": context.step } },
@@ -292,55 +250,63 @@ export const modelStep = <E = never, R = never>(
     )
   )
 
+// The step bodies are generator functions defined once. Written inline (`Effect.gen(function* () {...})`
+// inside the step function) each step would create a new generator function, and V8 keeps every such
+// function's prototype alive until a full collection: in a long turn that alone grew the young generation.
+const modelStepBody = Effect.fnUntraced(function* <E, R>(
+  config: TurnConfig<E, R>,
+  context: StepContext,
+  history: History.History
+): Effect.fn.Return<ModelStepOutcome, ModelError | JournalIOError | JournalSequenceError | E, Model | Journal | R> {
+  const journal = yield* Journal
+  const model = yield* Model
+  const hooks = config.hooks ?? {}
+  const { step, turn } = context
+  const current = hooks.beforeModelStep === undefined ? history : yield* hooks.beforeModelStep(context, history)
+  const request: ModelRequest = { parts: History.toParts(current), tools: config.tools.specs }
+  const measured = yield* measureRequest(request)
+  yield* Effect.annotateCurrentSpan({
+    "tessera.request.parts": request.parts.length,
+    "tessera.request.size": measured.size
+  })
+  yield* journal.append({
+    _tag: "RequestDispatched",
+    turn,
+    step,
+    parts: request.parts.length,
+    size: measured.size,
+    sha256: measured.sha256
+  })
+  const response = yield* model.generate(request).pipe(
+    Effect.flatMap(checkResponse),
+    Effect.tapError((error) =>
+      journal.append({ _tag: "ModelFailed", turn, step, reason: error.reason, detail: error.detail })
+    )
+  )
+  const answer = yield* measureText(response.text)
+  yield* Effect.annotateCurrentSpan({
+    "tessera.response.size": answer.size,
+    "tessera.response.toolCalls": response.toolCalls.length
+  })
+  yield* journal.append({
+    _tag: "ResponseReceived",
+    turn,
+    step,
+    textSize: answer.size,
+    textSha256: answer.sha256,
+    toolCalls: response.toolCalls.map((call) => ({ callId: call.id, name: call.name }))
+  })
+  const outcome: ModelStepOutcome = { request, response, history: History.append(current, responseParts(response)) }
+  if (hooks.afterModelStep !== undefined) yield* hooks.afterModelStep(context, outcome)
+  return outcome
+})
+
 const dispatchOne = <E, R>(
   journal: JournalService,
   config: TurnConfig<E, R>,
   context: ToolContext
 ): Effect.Effect<ToolResultPart, JournalIOError | JournalSequenceError | E, R> =>
-  Effect.gen(function* () {
-    const { call, step, turn } = context
-    const input = yield* measureJson(call.input)
-    yield* journal.append({
-      _tag: "ToolCalled",
-      turn,
-      step,
-      callId: call.id,
-      name: call.name,
-      inputSize: input.size,
-      inputSha256: input.sha256
-    })
-    const outcome = yield* Tool.run(config.tools, call)
-    const produced = toolResult({
-      callId: call.id,
-      name: call.name,
-      content: outcome.content,
-      isError: Option.isSome(outcome.failure)
-    })
-    const replaced =
-      config.hooks?.onToolResult === undefined ? produced : yield* config.hooks.onToolResult(context, produced)
-    const result =
-      replaced.callId === call.id && replaced.name === call.name
-        ? replaced
-        : { ...replaced, callId: call.id, name: call.name }
-    const measured = yield* measureText(result.content)
-    yield* Effect.annotateCurrentSpan({
-      "tessera.tool.result.size": measured.size,
-      "tessera.tool.isError": result.isError
-    })
-    const failure = result.isError ? outcome.failure : Option.none()
-    yield* journal.append({
-      _tag: "ToolResulted",
-      turn,
-      step,
-      callId: call.id,
-      name: call.name,
-      isError: result.isError,
-      ...(Option.isSome(failure) ? { failure: failure.value } : {}),
-      size: measured.size,
-      sha256: measured.sha256
-    })
-    return result
-  }).pipe(
+  dispatchOneBody(journal, config, context).pipe(
     Effect.withSpan(
       "tessera.toolCall",
       {
@@ -355,6 +321,55 @@ const dispatchOne = <E, R>(
       stepTrace
     )
   )
+
+const dispatchOneBody = Effect.fnUntraced(function* <E, R>(
+  journal: JournalService,
+  config: TurnConfig<E, R>,
+  context: ToolContext
+): Effect.fn.Return<ToolResultPart, JournalIOError | JournalSequenceError | E, R> {
+  const { call, step, turn } = context
+  const input = yield* measureJson(call.input)
+  yield* journal.append({
+    _tag: "ToolCalled",
+    turn,
+    step,
+    callId: call.id,
+    name: call.name,
+    inputSize: input.size,
+    inputSha256: input.sha256
+  })
+  const outcome = yield* Tool.run(config.tools, call)
+  const produced = toolResult({
+    callId: call.id,
+    name: call.name,
+    content: outcome.content,
+    isError: Option.isSome(outcome.failure)
+  })
+  const replaced =
+    config.hooks?.onToolResult === undefined ? produced : yield* config.hooks.onToolResult(context, produced)
+  const result =
+    replaced.callId === call.id && replaced.name === call.name
+      ? replaced
+      : { ...replaced, callId: call.id, name: call.name }
+  const measured = yield* measureText(result.content)
+  yield* Effect.annotateCurrentSpan({
+    "tessera.tool.result.size": measured.size,
+    "tessera.tool.isError": result.isError
+  })
+  const failure = result.isError ? outcome.failure : Option.none()
+  yield* journal.append({
+    _tag: "ToolResulted",
+    turn,
+    step,
+    callId: call.id,
+    name: call.name,
+    isError: result.isError,
+    ...(Option.isSome(failure) ? { failure: failure.value } : {}),
+    size: measured.size,
+    sha256: measured.sha256
+  })
+  return result
+})
 
 /**
  * Runs the calls of one step, one after the other in the model's order:
