@@ -45,6 +45,7 @@ import {
   relativeWithin
 } from "@tessera/core/DurableFiles"
 import { Effect, Layer } from "effect"
+import { writeAllBlocking } from "./internal/writeAllBlocking.ts"
 
 /**
  * How the implementation locates what it opened.
@@ -183,20 +184,6 @@ const writeAll = async (fd: number, content: Uint8Array | string): Promise<void>
     bytes = content
   }
   while (offset < bytes.byteLength) offset += await writeFrom(bytes, offset)
-}
-
-/** The synchronous twin of {@link writeAll}, for small writes a host lets block. */
-const writeAllBlocking = (fd: number, content: Uint8Array | string): void => {
-  let bytes: Uint8Array
-  let offset = 0
-  if (typeof content === "string") {
-    offset = fs.writeSync(fd, content, null, "utf8")
-    if (offset === Buffer.byteLength(content, "utf8")) return
-    bytes = Buffer.from(content, "utf8")
-  } else {
-    bytes = content
-  }
-  while (offset < bytes.byteLength) offset += fs.writeSync(fd, bytes, offset)
 }
 
 /** Whether `content` takes at most `limit` bytes, without counting a text that is clearly larger. */
@@ -439,10 +426,7 @@ export const make = (options: NodeDurableFilesOptions = {}): DurableFilesShape =
     }).pipe(Effect.catchTag("OutsideWithin", (error) => Effect.fail(failure("publishOnce", finalPath, error))))
 
   const syncDirectory: DurableFilesShape["syncDirectory"] = (path) =>
-    Effect.tryPromise({
-      try: () => syncFolder(path),
-      catch: (error) => failure("syncDirectory", path, error)
-    })
+    Effect.tryPromise({ try: () => syncFolder(path), catch: (error) => failure("syncDirectory", path, error) })
 
   return DurableFiles.of({ realPath, makeDirectories, writeNewFile, publishOnce, syncDirectory })
 }

@@ -19,32 +19,26 @@
 import * as fs from "node:fs"
 import { JournalFile } from "@tessera/runtime"
 import { Effect, Layer } from "effect"
+import { writeAllBlocking } from "./internal/writeAllBlocking.ts"
 
 const journalFileError = (operation: JournalFile.JournalFileError["operation"], error: unknown) =>
   new JournalFile.JournalFileError({ operation, detail: error instanceof Error ? error.message : String(error) })
 
-/** Runs a blocking call, throwing its failure as a `JournalFileError`. */
-const blockingCall =
-  <Args extends ReadonlyArray<unknown>>(
-    operation: JournalFile.JournalFileError["operation"],
-    body: (...args: Args) => void
-  ) =>
-  (...args: Args): void => {
+/** A blocking file call in both forms a handle offers: throwing its `JournalFileError`, and as an effect. */
+const fileCall = <Args extends ReadonlyArray<unknown>>(
+  operation: JournalFile.JournalFileError["operation"],
+  body: (...args: Args) => void
+) => ({
+  blocking: (...args: Args): void => {
     try {
       body(...args)
     } catch (error) {
       throw journalFileError(operation, error)
     }
-  }
-
-/** Runs a blocking call as an effect. */
-const asEffect =
-  <Args extends ReadonlyArray<unknown>>(call: (...args: Args) => void) =>
-  (...args: Args): Effect.Effect<void, JournalFile.JournalFileError> =>
-    Effect.try({
-      try: () => call(...args),
-      catch: (error) => (error instanceof JournalFile.JournalFileError ? error : journalFileError("append", error))
-    })
+  },
+  effect: (...args: Args): Effect.Effect<void, JournalFile.JournalFileError> =>
+    Effect.try({ try: () => body(...args), catch: (error) => journalFileError(operation, error) })
+})
 
 /**
  * The blocking implementation.
@@ -59,22 +53,19 @@ export const blocking: JournalFile.JournalFileShape = {
       (fd) => Effect.sync(() => fs.closeSync(fd))
     ).pipe(
       Effect.map((fd): JournalFile.AppendHandle => {
-        const append = blockingCall("append", (line: string) => {
-          // Node encodes a short text on the stack; only a partial write needs the bytes here.
-          const written = fs.writeSync(fd, line)
-          const length = Buffer.byteLength(line)
-          if (written < length) {
-            const bytes = Buffer.from(line)
-            let offset = written
-            while (offset < length) offset += fs.writeSync(fd, bytes, offset)
-          }
+        const append = fileCall("append", (line: string) => {
+          writeAllBlocking(fd, line)
           fs.fsyncSync(fd)
         })
-        const truncate = blockingCall("truncate", (size: number) => {
+        const truncate = fileCall("truncate", (size: number) => {
           fs.ftruncateSync(fd, size)
           fs.fsyncSync(fd)
         })
-        return { append: asEffect(append), truncate: asEffect(truncate), blocking: { append, truncate } }
+        return {
+          append: append.effect,
+          truncate: truncate.effect,
+          blocking: { append: append.blocking, truncate: truncate.blocking }
+        }
       })
     )
 }

@@ -748,19 +748,20 @@ export const open = Effect.fnUntraced(function* (
     return Result.succeed({ entry, next: next.success, line, bytes: ArtifactPointer.utf8Length(line) })
   }
 
+  /** Records a written entry: the file grew by its line, and the state is the one after it. */
+  const commit = (written: { readonly bytes: number; readonly entry: Entry; readonly next: JournalState }): Entry => {
+    size += written.bytes
+    state = written.next
+    return written.entry
+  }
+
   const effectfulWrite = (input: EntryInput): Effect.Effect<Entry, JournalIOError | JournalSequenceError> =>
     Clock.clockWith((clock) => {
       const prepared = prepare(input, clock.currentTimeMillisUnsafe())
       if (Result.isFailure(prepared)) return Effect.fail(prepared.failure)
-      const { bytes, entry, line, next } = prepared.success
-      return handle.append(line).pipe(
+      return handle.append(prepared.success.line).pipe(
         Effect.matchEffect({
-          onSuccess: () =>
-            Effect.sync(() => {
-              size += bytes
-              state = next
-              return entry
-            }),
+          onSuccess: () => Effect.sync(() => commit(prepared.success)),
           onFailure: (error) =>
             // Leave no partial line behind a failed append: later appends would land after it.
             handle.truncate(size).pipe(
@@ -783,9 +784,8 @@ export const open = Effect.fnUntraced(function* (
       Clock.clockWith((clock) => {
         const prepared = prepare(input, clock.currentTimeMillisUnsafe())
         if (Result.isFailure(prepared)) return Effect.fail(prepared.failure)
-        const { bytes, entry, line, next } = prepared.success
         try {
-          file.append(line)
+          file.append(prepared.success.line)
         } catch (error) {
           // Leave no partial line behind a failed append: later appends would land after it.
           try {
@@ -795,9 +795,7 @@ export const open = Effect.fnUntraced(function* (
           }
           return Effect.fail(ioError("append")(error instanceof Error ? error : { message: String(error) }))
         }
-        size += bytes
-        state = next
-        return Effect.succeed(entry)
+        return Effect.succeed(commit(prepared.success))
       })
 
   const write = handle.blocking === undefined ? effectfulWrite : blockingWrite(handle.blocking)
