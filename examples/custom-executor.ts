@@ -13,7 +13,7 @@
  *
  * Run: node examples/custom-executor.ts
  */
-import { NodeServices } from "@effect/platform-node"
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Ids } from "@tessera/core"
 import * as Executor from "@tessera/runtime/Executor"
 import * as History from "@tessera/runtime/History"

@@ -19,7 +19,7 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { NodeServices } from "@effect/platform-node"
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import { DefaultRedactor } from "@tessera/artifacts"
 import { Ids, Volume } from "@tessera/core"
 import { LocalHarness, NodeDurableFiles } from "@tessera/node"

@@ -15,7 +15,7 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { NodeServices } from "@effect/platform-node"
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import { ArtifactOffload, ArtifactPathPolicy, DefaultRedactor } from "@tessera/artifacts"
 import { NodeDurableFiles } from "@tessera/node"
 import { Effect, Layer, Option, Redacted } from "effect"

@@ -17,7 +17,7 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { NodeServices } from "@effect/platform-node"
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Ids } from "@tessera/core"
 import { JournalForbiddingHost, NodeDurableFiles } from "@tessera/node"
 import { CompactionPolicy, History, Journal, Model, ScriptedModel, TaskExecution, Tool } from "@tessera/runtime"

@@ -100,7 +100,7 @@ export const run = async (args: ContextBoundArgs): Promise<ContextBoundResult> =
           : Model.response({ text: "All batches processed." })
       })
     const world = await Effect.runPromise(makeWorld(root, policy).pipe(Effect.provide(platformLayer)))
-    const sizing = sampleHeapSizing()
+    const sizing = sampleHeapSizing(() => modelSteps)
     const started = performance.now()
     await Effect.runPromise(
       TaskExecution.runTurn(world.binding, start, {

@@ -99,9 +99,11 @@ export const run = async (args: ContextControlArgs): Promise<ContextControlResul
     let historyTokens = tokens(task)
     let summaryCount = 0
     let largestRequest = 0
-    const sizing = sampleHeapSizing()
+    let reached = 0
+    const sizing = sampleHeapSizing(() => reached)
     const started = performance.now()
     for (let step = 1; step <= args.steps; step++) {
+      reached = step
       const request = JSON.stringify(history)
       const requestBytes = Buffer.byteLength(request)
       largestRequest = Math.max(largestRequest, requestBytes)

@@ -101,28 +101,40 @@ export const retainedHeap = (): number => {
 export interface HeapSizing {
   readonly peakCommitted: number
   readonly peakYoungGeneration: number
+  /**
+   * `[step, bytes]` each time the young generation was seen larger than
+   * ever before in the run, with the step the run had reached then (the
+   * first entry is its size when sampling began).
+   */
+  readonly youngGenerationGrowth: ReadonlyArray<readonly [number, number]>
 }
 
 /**
  * Samples V8's heap sizing every `intervalMs` until stopped (and once more
  * then). The young generation is the new space V8 sizes for itself; with the
  * committed total it shows how much of a peak is the collector's sizing rather
- * than what the program keeps.
+ * than what the program keeps. `progress` says which step the run is at, so
+ * each enlargement of the young generation is dated in steps.
  */
-export const sampleHeapSizing = (intervalMs = 50): { readonly stop: () => HeapSizing } => {
+export const sampleHeapSizing = (progress: () => number, intervalMs = 50): { readonly stop: () => HeapSizing } => {
   let peakCommitted = 0
   let peakYoungGeneration = 0
+  const youngGenerationGrowth: Array<readonly [number, number]> = []
   const sample = () => {
     peakCommitted = Math.max(peakCommitted, process.memoryUsage().heapTotal)
-    const young = v8.getHeapSpaceStatistics().find((space) => space.space_name === "new_space")
-    peakYoungGeneration = Math.max(peakYoungGeneration, young?.space_size ?? 0)
+    const young = v8.getHeapSpaceStatistics().find((space) => space.space_name === "new_space")?.space_size ?? 0
+    if (young > peakYoungGeneration) {
+      peakYoungGeneration = young
+      youngGenerationGrowth.push([progress(), young])
+    }
   }
+  sample()
   const timer = setInterval(sample, intervalMs)
   return {
     stop: () => {
       clearInterval(timer)
       sample()
-      return { peakCommitted, peakYoungGeneration }
+      return { peakCommitted, peakYoungGeneration, youngGenerationGrowth }
     }
   }
 }
@@ -146,8 +158,6 @@ export interface ChildOptions {
   readonly maxOldSpaceMiB?: number
   /** Writes a V8 CPU profile into this folder. */
   readonly cpuProfileDir?: string
-  /** Further V8 flags for the child, e.g. a cap on the young generation. */
-  readonly v8Flags?: ReadonlyArray<string>
 }
 
 /**
@@ -159,8 +169,7 @@ export const runChild = <A>(job: string, args: unknown, options: ChildOptions = 
     const flags = [
       "--expose-gc",
       `--max-old-space-size=${options.maxOldSpaceMiB ?? 4096}`,
-      ...(options.cpuProfileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${options.cpuProfileDir}`]),
-      ...(options.v8Flags ?? [])
+      ...(options.cpuProfileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${options.cpuProfileDir}`])
     ]
     const child = spawn(process.execPath, [...flags, childEntry, job, JSON.stringify(args)], {
       stdio: ["ignore", "pipe", "inherit"]

@@ -10,7 +10,7 @@
  * record is memory the runtime would not hold in production. The script
  * function is the same kind `ScriptedModel` takes.
  */
-import { NodeServices } from "@effect/platform-node"
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import { HostAuthority, Ids, Volume } from "@tessera/core"
 import { NodeDigest, NodeDurableFiles, NodeJournalFile } from "@tessera/node"
 import type { CompactionPolicy } from "@tessera/runtime"
