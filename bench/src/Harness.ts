@@ -158,6 +158,8 @@ export interface ChildOptions {
   readonly maxOldSpaceMiB?: number
   /** Writes a V8 CPU profile into this folder. */
   readonly cpuProfileDir?: string
+  /** Further V8 flags for the child, e.g. a fixed size for the young generation. */
+  readonly v8Flags?: ReadonlyArray<string>
 }
 
 /**
@@ -169,7 +171,8 @@ export const runChild = <A>(job: string, args: unknown, options: ChildOptions = 
     const flags = [
       "--expose-gc",
       `--max-old-space-size=${options.maxOldSpaceMiB ?? 4096}`,
-      ...(options.cpuProfileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${options.cpuProfileDir}`])
+      ...(options.cpuProfileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${options.cpuProfileDir}`]),
+      ...(options.v8Flags ?? [])
     ]
     const child = spawn(process.execPath, [...flags, childEntry, job, JSON.stringify(args)], {
       stdio: ["ignore", "pipe", "inherit"]

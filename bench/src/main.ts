@@ -115,6 +115,13 @@ const combineRounds = (runs: ReadonlyArray<SideResult>): SideResult => ({
   peakRss: medianRound(runs, (run) => run.peakRss).peakRss,
   retainedHeap: medianRound(runs, (run) => run.retainedHeap).retainedHeap
 })
+// V8 sizes its young generation as it goes; a host may fix it instead (equal minimum and maximum semi-space). The
+// last two side-by-side rows run both sides that way, to show what that sizing does to per-step times.
+const fixedSemiSpaceMiB = 32
+const fixedYoungGeneration = {
+  v8Flags: [`--min-semi-space-size=${fixedSemiSpaceMiB}`, `--max-semi-space-size=${fixedSemiSpaceMiB}`]
+}
+const fixedLabel = `, young generation fixed (semi-spaces of ${fixedSemiSpaceMiB} MiB)`
 const sideJobs: ReadonlyArray<{ readonly label: string; readonly run: () => Promise<SideResult> }> = [
   {
     label: "langchain (default trim)",
@@ -124,7 +131,16 @@ const sideJobs: ReadonlyArray<{ readonly label: string; readonly run: () => Prom
     label: "langchain (trim 100,000)",
     run: () => runChild<SideResult>("side-langchain", { ...sideArgs, trimTokensToSummarize: 100_000 })
   },
-  { label: "tessera, tmpfs", run: () => runChild<SideResult>("side-tessera", { ...sideArgs, medium: "memory" }) }
+  { label: "tessera, tmpfs", run: () => runChild<SideResult>("side-tessera", { ...sideArgs, medium: "memory" }) },
+  {
+    label: "langchain (trim 100,000), fixed young generation",
+    run: () =>
+      runChild<SideResult>("side-langchain", { ...sideArgs, trimTokensToSummarize: 100_000 }, fixedYoungGeneration)
+  },
+  {
+    label: "tessera, tmpfs, fixed young generation",
+    run: () => runChild<SideResult>("side-tessera", { ...sideArgs, medium: "memory" }, fixedYoungGeneration)
+  }
 ]
 // Rounds alternate the sides, so a slow spell of the machine does not fall on one side only.
 const sideRuns: Array<Array<SideResult>> = sideJobs.map(() => [])
@@ -133,12 +149,25 @@ for (let round = 1; round <= sideRounds; round++) {
     sideRuns[index]?.push(await timed(`side by side: ${job.label}, round ${round} of ${sideRounds}`, job.run))
   }
 }
-const sides: Array<SideResult> = sideRuns.map(combineRounds)
-sides.push(
-  await timed("side by side: tessera, disk", () =>
-    runChild<SideResult>("side-tessera", { ...sideArgs, medium: "disk" })
-  )
+const withFixedLabel = (run: SideResult): SideResult => ({ ...run, side: `${run.side}${fixedLabel}` })
+const [lcDefault, lcFull, oursMemory, lcFixed, oursFixed] = sideRuns.map(combineRounds) as [
+  SideResult,
+  SideResult,
+  SideResult,
+  SideResult,
+  SideResult
+]
+const oursDisk = await timed("side by side: tessera, disk", () =>
+  runChild<SideResult>("side-tessera", { ...sideArgs, medium: "disk" })
 )
+const sides: ReadonlyArray<SideResult> = [
+  lcDefault,
+  lcFull,
+  oursMemory,
+  oursDisk,
+  withFixedLabel(lcFixed),
+  withFixedLabel(oursFixed)
+]
 const totalSeconds = (performance.now() - benchStarted) / 1000
 
 // ---------------------------------------------------------------- report
@@ -166,7 +195,6 @@ const memoryOk = on10k.peakRss <= 1.2 * on1k.peakRss
 const overheadOk = overheadDisk.ratio >= 0.8
 const redactorRatio = offload.defaultRedactorRatio
 const noneRatio = offload.noRedactorRatio
-const [lcDefault, lcFull, oursMemory, oursDisk] = sides as [SideResult, SideResult, SideResult, SideResult]
 
 const md: Array<string> = []
 md.push("# Performance")
@@ -253,7 +281,7 @@ target(
   `vs ${lcLabel}: per-step time <= 0.3x (durability matched: journal on tmpfs)`,
   `${formatMs(oursMemory.step.median)} ms vs ${formatMs(lcFull.step.median)} ms = ${checkedRatio(stepRatio, 0.3)}x`,
   stepRatio <= 0.3,
-  "Steps of ours fall into phases of about 0.3 ms and of 0.8 to 1.0 ms; the slow ones take 38 to 60 minor page faults per step (none in the fast ones) and vanish when V8's young generation has a fixed size (`--min-semi-space-size=32 --max-semi-space-size=32`: median 0.33 ms per step in a run of the job), so the median moves with how many measured steps fall while V8 resizes that generation. Fewer bytes allocated per step would mean fewer pages to fault in. See the notes at the end."
+  `Steps of ours fall into phases of about 0.3 ms and of 0.8 to 1.0 ms; the slow ones take 38 to 60 minor page faults per step (none in the fast ones) and vanish when V8's young generation has a fixed size: with it fixed on both sides, ours takes ${formatMs(oursFixed.step.median)} ms per step against LangChain's ${formatMs(lcFixed.step.median)} ms (${(oursFixed.step.median / lcFixed.step.median).toFixed(2)}x; see Side by side). The default-sizing median moves with how many measured steps fall while V8 resizes that generation. Fewer bytes allocated per step would mean fewer pages to fault in. See the notes at the end.`
 )
 target(
   `vs ${lcLabel}: per-summarization-step time <= 0.3x`,
@@ -371,7 +399,7 @@ md.push("## Side by side with LangChain")
 md.push("")
 md.push(
   `Scenario: every step the model asks for one tool call whose result is 51,200 characters; history is summarized at 100,000 estimated tokens (characters / 4) keeping the last 6 messages. ` +
-    `${sideArgs.warmupSteps} warm-up steps, then ${sideArgs.steps} measured steps, in one process per run; the first three rows ran ${sideRounds} rounds each, alternating sides, and each of their figures is the median round's (the disk row ran once). ` +
+    `${sideArgs.warmupSteps} warm-up steps, then ${sideArgs.steps} measured steps, in one process per run; every row but the disk row ran ${sideRounds} rounds, alternating sides, and each of its figures is the median round's (the disk row ran once). The last two rows run both sides with V8's young generation at a fixed size (\`--min-semi-space-size=${fixedSemiSpaceMiB} --max-semi-space-size=${fixedSemiSpaceMiB}\`, a host's setting; by default V8 resizes that generation as a run goes): they show what that sizing does to each side's steps, and the targets are checked on the default rows. ` +
     "Both sides are driven by a scripted model that keeps nothing it receives (LangChain: a `BaseChatModel` subclass with `bindTools`). " +
     `LangChain: \`createAgent({ model, tools, middleware: [summarizationMiddleware({ model, trigger: { tokens: 100000 }, keep: { messages: 6 } })] })\`, no checkpointer. ` +
     `Ours: \`TaskExecution.runTurn\` with policy \`${JSON.stringify(sidePolicy)}\` (keeps exactly the last 3 rounds = 6 messages) and no offload. ` +
@@ -395,7 +423,8 @@ md.push("")
 md.push(
   `Ratios (ours on tmpfs / LangChain summarizing): per step ${stepRatio.toFixed(2)}x, per summarization step ${sumRatio.toFixed(2)}x, peak memory ${ratio(oursMemory.peakRss, lcFull.peakRss)}x. ` +
     `Against LangChain's default (no summary request sent): per step ${(oursMemory.step.median / lcDefault.step.median).toFixed(2)}x, per summarization step ${(oursMemory.summarizationStep.median / lcDefault.summarizationStep.median).toFixed(2)}x, peak memory ${ratio(oursMemory.peakRss, lcDefault.peakRss)}x. ` +
-    `Ours with the journal and the private volume on disk: per step ${formatMs(oursDisk.step.median)} ms, per summarization step ${formatMs(oursDisk.summarizationStep.median)} ms.`
+    `Ours with the journal and the private volume on disk: per step ${formatMs(oursDisk.step.median)} ms, per summarization step ${formatMs(oursDisk.summarizationStep.median)} ms. ` +
+    `With the young generation fixed on both sides: per step ${(oursFixed.step.median / lcFixed.step.median).toFixed(2)}x, per summarization step ${(oursFixed.summarizationStep.median / lcFixed.summarizationStep.median).toFixed(2)}x, peak memory ${ratio(oursFixed.peakRss, lcFixed.peakRss)}x; ours per step ${formatMs(oursFixed.step.median)} against ${formatMs(oursMemory.step.median)} ms with V8's default sizing, LangChain's ${formatMs(lcFixed.step.median)} against ${formatMs(lcFull.step.median)} ms.`
 )
 md.push("")
 const notesFile = path.join(root, "bench", "NOTES.md")
