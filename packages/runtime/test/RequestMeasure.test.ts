@@ -1,4 +1,6 @@
 import { createHash } from "node:crypto"
+import * as v8 from "node:v8"
+import * as vm from "node:vm"
 import { assert, describe, it } from "@effect/vitest"
 import * as NodeDigest from "@tessera/node/NodeDigest"
 import * as Model from "@tessera/runtime/Model"
@@ -6,6 +8,10 @@ import { Effect } from "effect"
 import * as fc from "fast-check"
 // The request measure is internal (the package blocks `./internal/*`); the test reaches it by path.
 import { measureRequest } from "../src/internal/digest.js"
+
+// A full collection on demand, without starting the test process with `--expose-gc`.
+v8.setFlagsFromString("--expose-gc")
+const collectGarbage = vm.runInNewContext("gc") as () => void
 
 const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex")
 
@@ -65,6 +71,31 @@ describe("request measure", () => {
       }),
       { numRuns: 100 }
     )
+  })
+
+  it("the memo of a conversation keeps none of the parts it was measured from alive", async () => {
+    // The conversation's first part keys its memo and lives on; a tool result its request carried, once
+    // nothing else holds it, must not be kept by the memo (it was, when the memo held the request's parts).
+    const task = Model.text("user", "the task")
+    const sendResult = (): WeakRef<Model.Part> => {
+      const result = Model.toolResult({
+        callId: "call-1",
+        name: "produce",
+        content: "r".repeat(50_000),
+        isError: false
+      })
+      const request: Model.ModelRequest = { parts: [task, result], tools }
+      check(request, measureSync(request))
+      return new WeakRef(result)
+    }
+    const dropped = sendResult()
+    // A WeakRef keeps its target until the current job ends; collect after it.
+    await new Promise((resolve) => setTimeout(resolve, 0))
+    collectGarbage()
+    assert.isTrue(dropped.deref() === undefined, "the tool result outlived every reference but the memo's")
+    // The memo still serves the conversation: the next request extends the same first part.
+    const next: Model.ModelRequest = { parts: [task, Model.text("user", "next")], tools }
+    check(next, measureSync(next))
   })
 
   it("a part sent after a prefix that changed is not measured with its old link", () => {

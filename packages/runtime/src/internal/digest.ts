@@ -50,23 +50,29 @@ const measured = new WeakMap<object, Measure>()
 /** `{"parts":[` and `],"tools":` and `}`: the bytes the request's JSON adds around its parts and tools. */
 const requestFrameBytes = 21
 
-/** The hash chain and byte count (commas included) of a request's parts up to one of them. */
+/**
+ * The hash chain and byte count (commas included) of a request's parts up to
+ * one of them, and that part's own measure (the cached object).
+ */
 interface Link {
   readonly chain: string
   readonly size: number
+  readonly part: Measure
 }
 
 /**
- * The parts of the last request measured for a conversation and the link at
- * each of them. Keyed by the request's first part: concurrent tasks start
- * their requests with different parts, so each keeps its own.
+ * The links of the last request measured for a conversation, one per part.
+ * Keyed by the request's first part: concurrent tasks start their requests
+ * with different parts, so each keeps its own.
+ *
+ * A memo holds measures, never parts: a memo holding the last request's
+ * parts kept them (tool results included) alive after the history had
+ * dropped them, and in a run that compacts every few steps V8's young
+ * collections kept such memos and all they held until the next full
+ * collection: about 15 MB surviving each young collection, against 0.3 MB
+ * with memos of measures (see `bench/NOTES.md`, fifth round).
  */
-interface Memo {
-  readonly parts: ReadonlyArray<object>
-  readonly links: Array<Link>
-}
-
-const memos = new WeakMap<object, Memo>()
+const memos = new WeakMap<object, Array<Link>>()
 
 /**
  * The measure of a request, composed from the measures of its parts and of
@@ -80,8 +86,8 @@ const memos = new WeakMap<object, Memo>()
  *   the tool specs' digest.
  *
  * The chain up to each part of the previous request is kept, so a step
- * hashes only the parts after the prefix it shares (by object identity) with
- * the previous request of the same conversation.
+ * hashes only the parts after the prefix it shares (the same part objects)
+ * with the previous request of the same conversation.
  */
 export const measureRequest = (request: ModelRequest): Effect.Effect<Measure> =>
   Digest.use((digest) => {
@@ -109,21 +115,20 @@ function* requestMeasure(request: ModelRequest): Measuring<Measure> {
   const key = parts[0]
   const memo = key === undefined ? undefined : memos.get(key)
   if (key !== undefined) memos.delete(key)
-  // The prefix shared with the conversation's previous request, by identity: its links still hold.
+  // The prefix shared with the conversation's previous request: a part whose cached measure is the one
+  // its link was made from is the same part (or one measuring the same), so the link still holds.
+  const links: Array<Link> = memo ?? []
   let shared = 0
-  if (memo !== undefined) {
-    const limit = Math.min(memo.parts.length, parts.length)
-    while (shared < limit && memo.parts[shared] === parts[shared]) shared++
-  }
-  const links: Array<Link> = memo === undefined ? [] : memo.links
+  const limit = Math.min(links.length, parts.length)
+  while (shared < limit && measured.get(parts[shared] as object) === links[shared]?.part) shared++
   links.length = shared
   for (let index = shared; index < parts.length; index++) {
     const part = yield* measuredOnce(parts[index] as object)
     const previous = links.at(-1)
     const link = yield `${previous?.chain ?? ""}${part.sha256}`
-    links.push({ chain: link.sha256, size: (previous === undefined ? 0 : previous.size + 1) + part.size })
+    links.push({ chain: link.sha256, size: (previous === undefined ? 0 : previous.size + 1) + part.size, part })
   }
-  if (key !== undefined) memos.set(key, { parts, links })
+  if (key !== undefined) memos.set(key, links)
   const tools = yield* measuredOnce(request.tools)
   const last = links.at(-1)
   const closed = yield `${last?.chain ?? ""}${tools.sha256}`
