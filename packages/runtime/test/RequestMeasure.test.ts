@@ -73,10 +73,12 @@ describe("request measure", () => {
     )
   })
 
-  it("the memo of a conversation keeps none of the parts it was measured from alive", async () => {
-    // The conversation's first part keys its memo and lives on; a tool result its request carried, once
-    // nothing else holds it, must not be kept by the memo (it was, when the memo held the request's parts).
+  it("a memo left under a replaced first part keeps none of its parts alive", async () => {
+    // Compaction replaces a conversation's first part (the summary) and drops old results. The old
+    // summary part may live on (a harness keeping old histories, or V8's young collections treating it
+    // as live until a full one), and the memo keyed by it must not keep the results it was measured from.
     const task = Model.text("user", "the task")
+    const firstSummary = Model.text("user", "summary 1")
     const sendResult = (): WeakRef<Model.Part> => {
       const result = Model.toolResult({
         callId: "call-1",
@@ -84,18 +86,20 @@ describe("request measure", () => {
         content: "r".repeat(50_000),
         isError: false
       })
-      const request: Model.ModelRequest = { parts: [task, result], tools }
+      const request: Model.ModelRequest = { parts: [firstSummary, task, result], tools }
       check(request, measureSync(request))
       return new WeakRef(result)
     }
     const dropped = sendResult()
+    const compacted: Model.ModelRequest = { parts: [Model.text("user", "summary 2"), task], tools }
+    check(compacted, measureSync(compacted))
     // A WeakRef keeps its target until the current job ends; collect after it.
     await new Promise((resolve) => setTimeout(resolve, 0))
     collectGarbage()
-    assert.isTrue(dropped.deref() === undefined, "the tool result outlived every reference but the memo's")
-    // The memo still serves the conversation: the next request extends the same first part.
-    const next: Model.ModelRequest = { parts: [task, Model.text("user", "next")], tools }
-    check(next, measureSync(next))
+    assert.isTrue(dropped.deref() === undefined, "the dropped tool result was kept by the old summary's memo")
+    // That memo still serves a request that opens with the old summary again.
+    const again: Model.ModelRequest = { parts: [firstSummary, task, Model.text("user", "next")], tools }
+    check(again, measureSync(again))
   })
 
   it("a part sent after a prefix that changed is not measured with its old link", () => {

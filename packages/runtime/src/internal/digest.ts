@@ -65,14 +65,25 @@ interface Link {
  * Keyed by the request's first part: concurrent tasks start their requests
  * with different parts, so each keeps its own.
  *
- * A memo holds measures, never parts: a memo holding the last request's
- * parts kept them (tool results included) alive after the history had
- * dropped them, and in a run that compacts every few steps V8's young
- * collections kept such memos and all they held until the next full
- * collection: about 15 MB surviving each young collection, against 0.3 MB
- * with memos of measures (see `bench/NOTES.md`, fifth round).
+ * Only the memo used last keeps the parts its links were made from, so that
+ * a conversation measured step after step finds its shared prefix by
+ * identity; every other memo finds it through the parts' cached measures
+ * (slower: a lookup per part). When every memo kept its parts, a memo left
+ * under a first part that compaction had replaced kept that request's parts,
+ * tool results included, after the history had dropped them, and in a run
+ * that compacts every few steps V8's young collections kept such memos and
+ * all they held until the next full collection: about 15 MB surviving each
+ * young collection, against 0.4 MB now (see `bench/NOTES.md`, fifth round).
  */
-const memos = new WeakMap<object, Array<Link>>()
+interface Memo {
+  readonly links: Array<Link>
+  parts: ReadonlyArray<object> | undefined
+}
+
+const memos = new WeakMap<object, Memo>()
+
+/** The memo used last: the only one holding its parts. */
+let latest: Memo | undefined
 
 /**
  * The measure of a request, composed from the measures of its parts and of
@@ -115,20 +126,29 @@ function* requestMeasure(request: ModelRequest): Measuring<Measure> {
   const key = parts[0]
   const memo = key === undefined ? undefined : memos.get(key)
   if (key !== undefined) memos.delete(key)
-  // The prefix shared with the conversation's previous request: a part whose cached measure is the one
-  // its link was made from is the same part (or one measuring the same), so the link still holds.
-  const links: Array<Link> = memo ?? []
-  let shared = 0
+  // The prefix shared with the conversation's previous request: its links still hold. Without the parts
+  // themselves, a part whose cached measure is the one its link was made from is the same part (or one
+  // measuring the same).
+  const links: Array<Link> = memo?.links ?? []
+  const previous = memo?.parts
   const limit = Math.min(links.length, parts.length)
-  while (shared < limit && measured.get(parts[shared] as object) === links[shared]?.part) shared++
+  let shared = 0
+  if (previous !== undefined) while (shared < limit && previous[shared] === parts[shared]) shared++
+  else while (shared < limit && measured.get(parts[shared] as object) === links[shared]?.part) shared++
   links.length = shared
   for (let index = shared; index < parts.length; index++) {
     const part = yield* measuredOnce(parts[index] as object)
-    const previous = links.at(-1)
-    const link = yield `${previous?.chain ?? ""}${part.sha256}`
-    links.push({ chain: link.sha256, size: (previous === undefined ? 0 : previous.size + 1) + part.size, part })
+    const before = links.at(-1)
+    const link = yield `${before?.chain ?? ""}${part.sha256}`
+    links.push({ chain: link.sha256, size: (before === undefined ? 0 : before.size + 1) + part.size, part })
   }
-  if (key !== undefined) memos.set(key, links)
+  if (key !== undefined) {
+    const next: Memo = memo ?? { links, parts: undefined }
+    next.parts = parts
+    if (latest !== undefined && latest !== next) latest.parts = undefined
+    latest = next
+    memos.set(key, next)
+  }
   const tools = yield* measuredOnce(request.tools)
   const last = links.at(-1)
   const closed = yield `${last?.chain ?? ""}${tools.sha256}`
