@@ -281,13 +281,13 @@ target(
   `vs ${lcLabel}: per-step time <= 0.3x (durability matched: journal on tmpfs)`,
   `${formatMs(oursMemory.step.median)} ms vs ${formatMs(lcFull.step.median)} ms = ${checkedRatio(stepRatio, 0.3)}x`,
   stepRatio <= 0.3,
-  `Steps of ours fall into phases of about 0.3 ms and of 0.8 to 1.0 ms; the slow ones take 38 to 60 minor page faults per step (none in the fast ones) and vanish when V8's young generation has a fixed size: with it fixed on both sides, ours takes ${formatMs(oursFixed.step.median)} ms per step against LangChain's ${formatMs(lcFixed.step.median)} ms (${(oursFixed.step.median / lcFixed.step.median).toFixed(2)}x; see Side by side). The default-sizing median moves with how many measured steps fall while V8 resizes that generation. Fewer bytes allocated per step would mean fewer pages to fault in. See the notes at the end.`
+  `Per-step times here move with this machine's own phases (the same build has measured 0.32 and 0.58 ms per step ten minutes apart; the sides alternate round by round so that both see them) and with V8's resizing of its young generation, which brings a phase of page faults each time it grows: with that generation fixed on both sides, ours takes ${formatMs(oursFixed.step.median)} ms per step against LangChain's ${formatMs(lcFixed.step.median)} ms (${(oursFixed.step.median / lcFixed.step.median).toFixed(2)}x; see Side by side). See the notes at the end.`
 )
 target(
   `vs ${lcLabel}: per-summarization-step time <= 0.3x`,
   `${formatMs(oursMemory.summarizationStep.median)} ms vs ${formatMs(lcFull.summarizationStep.median)} ms = ${checkedRatio(sumRatio, 0.3)}x`,
   sumRatio <= 0.3,
-  "Each summarization renders the summarized rounds into one summary request, stages the summary write-once (exclusive create, synced write, hard-link publish, folder sync) and journals it, and the next request measures the newest 51,200-character result; LangChain keeps its summary in memory. These steps fall into the same page-fault phases as the plain steps (see the row above and the notes at the end)."
+  "Each summarization renders the summarized rounds into one summary request, stages the summary write-once (exclusive create, synced write, hard-link publish, folder sync) and journals it, and the next request measures the newest 51,200-character result; LangChain keeps its summary in memory. Their times move with the same machine phases as the plain steps (see the row above and the notes at the end)."
 )
 target(
   `vs ${lcLabel}: lower peak memory`,
