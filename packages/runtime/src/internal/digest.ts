@@ -73,7 +73,7 @@ interface Link {
  * tool results included, after the history had dropped them, and in a run
  * that compacts every few steps V8's young collections kept such memos and
  * all they held until the next full collection: about 15 MB surviving each
- * young collection, against 0.4 MB now (see `bench/NOTES.md`, fifth round).
+ * young collection, against about 0.5 MB now (see `bench/NOTES.md`, fifth round).
  */
 interface Memo {
   readonly links: Array<Link>
