@@ -223,15 +223,14 @@ const write = Effect.fnUntraced(function* (request: OffloadRequest, body: string
       }
     })
   )
-  // The measure does not depend on the write: it runs while the file is
-  // written and synced (which wait on the device, not on this thread).
-  const [, measure] = yield* Effect.all([written, Digest.measureText(stored)], { concurrency: 2 })
-  const pointer = render({
-    path: relative,
-    bytes: measure.size,
-    readWith: request.readTool,
+  // The measure and the abstract do not depend on the write: they are taken while the file is written and
+  // synced (which wait on the device, not on this thread).
+  const described = Effect.map(Digest.measureText(stored), (measure) => ({
+    measure,
     abstract: buildAbstract(stored, request.abstractBytes ?? defaultAbstractBytes)
-  })
+  }))
+  const [, { measure, abstract }] = yield* Effect.all([written, described], { concurrency: 2 })
+  const pointer = render({ path: relative, bytes: measure.size, readWith: request.readTool, abstract })
   return OffloadResult.Offloaded({ pointer, path: relative, size: measure.size, digest: `sha256:${measure.sha256}` })
 })
 
