@@ -11,7 +11,7 @@ import { fileURLToPath } from "node:url"
 import type { ContextBoundResult } from "./ContextBound.ts"
 import { onOffload, onPolicy, resultSize } from "./ContextBound.ts"
 import type { ContextControlResult } from "./ContextControl.ts"
-import { formatBytes, formatMs, formatStats, type HeapSizing, log, runChild } from "./Harness.ts"
+import { formatBytes, formatMs, formatStats, type HeapSizing, log, runChild, stats } from "./Harness.ts"
 import type { ReopenResult } from "./JournalReopen.ts"
 import type { OffloadResult } from "./OffloadThroughput.ts"
 import type { OverheadResult } from "./Overhead.ts"
@@ -222,7 +222,7 @@ md.push(
   "- Every run provides what a Node host running one task at a time provides, as the local hosts do: journal appends that block on their fsync (`NodeJournalFile.layer`) and the default durable files (`NodeDurableFiles.layer`: on disk every write and folder sync runs on a worker thread; on tmpfs, where nothing waits for a device, writes up to 1 MiB and folder syncs run on the calling thread)."
 )
 md.push(
-  "- Spread: median with interquartile range (IQR), minimum and maximum over the repetitions. Timings on a shared 2-core machine vary (this disk's fsync latency drifts by a factor of two within minutes), so compared variants run round-robin within each repetition and the ratios checked against the targets are medians of per-repetition ratios; the side-by-side rows run in separate processes and compare medians."
+  "- Spread: median with interquartile range (IQR), minimum and maximum over the repetitions. Timings on a shared 2-core machine vary (this disk's fsync latency drifts by a factor of two within minutes), so compared variants run round-robin within each repetition and the ratios checked against the targets are medians of per-repetition ratios; the side-by-side runs each side in its own process, round after round, and its time ratios are medians of per-round ratios."
 )
 md.push("")
 md.push("## Summary of targets")
@@ -274,18 +274,29 @@ target(
 // The comparator is LangChain configured to summarize (\`trimTokensToSummarize: 100000\`): the issue's
 // figures (about 1.6 ms per step, 3.9 ms per summarization step) are that configuration's. Its default sends
 // no summary request in this scenario; the side-by-side section reports it as well.
-const stepRatio = oursMemory.step.median / lcFull.step.median
-const sumRatio = oursMemory.summarizationStep.median / lcFull.summarizationStep.median
+// Each round runs LangChain summarizing and then ours, one after the other; a ratio is the median over rounds of
+// ours / LangChain in the same round, so a slow spell of the machine falls on both sides of it alike.
+const [lcFullRounds, oursMemoryRounds] = [sideRuns[1] ?? [], sideRuns[2] ?? []]
+const perRound = (key: (run: SideResult) => number): ReadonlyArray<number> =>
+  oursMemoryRounds.map((ours, round) => {
+    const langchain = lcFullRounds[round]
+    return langchain === undefined ? Number.NaN : key(ours) / key(langchain)
+  })
+const stepRounds = perRound((run) => run.step.median)
+const sumRounds = perRound((run) => run.summarizationStep.median)
+const stepRatio = stats(stepRounds).median
+const sumRatio = stats(sumRounds).median
+const listed = (ratios: ReadonlyArray<number>): string => ratios.map((value) => value.toFixed(2)).join(", ")
 const lcLabel = "LangChain summarizing the history (`trimTokensToSummarize: 100000`)"
 target(
   `vs ${lcLabel}: per-step time <= 0.3x (durability matched: journal on tmpfs)`,
-  `${formatMs(oursMemory.step.median)} ms vs ${formatMs(lcFull.step.median)} ms = ${checkedRatio(stepRatio, 0.3)}x`,
+  `${formatMs(oursMemory.step.median)} ms vs ${formatMs(lcFull.step.median)} ms; per round ${checkedRatio(stepRatio, 0.3)}x`,
   stepRatio <= 0.3,
   `Per-step times here move with this machine's own phases (the same build has measured 0.32 and 0.58 ms per step ten minutes apart; the sides alternate round by round so that both see them) and with V8's resizing of its young generation, which brings a phase of page faults each time it grows: with that generation fixed on both sides, ours takes ${formatMs(oursFixed.step.median)} ms per step against LangChain's ${formatMs(lcFixed.step.median)} ms (${(oursFixed.step.median / lcFixed.step.median).toFixed(2)}x; see Side by side). See the notes at the end.`
 )
 target(
   `vs ${lcLabel}: per-summarization-step time <= 0.3x`,
-  `${formatMs(oursMemory.summarizationStep.median)} ms vs ${formatMs(lcFull.summarizationStep.median)} ms = ${checkedRatio(sumRatio, 0.3)}x`,
+  `${formatMs(oursMemory.summarizationStep.median)} ms vs ${formatMs(lcFull.summarizationStep.median)} ms; per round ${checkedRatio(sumRatio, 0.3)}x`,
   sumRatio <= 0.3,
   "Each summarization renders the summarized rounds into one summary request, stages the summary write-once (exclusive create, synced write, hard-link publish, folder sync) and journals it, and the next request measures the newest 51,200-character result; LangChain keeps its summary in memory. Their times move with the same machine phases as the plain steps (see the row above and the notes at the end)."
 )
@@ -421,7 +432,7 @@ for (const s of sides) {
 }
 md.push("")
 md.push(
-  `Ratios (ours on tmpfs / LangChain summarizing): per step ${stepRatio.toFixed(2)}x, per summarization step ${sumRatio.toFixed(2)}x, peak memory ${ratio(oursMemory.peakRss, lcFull.peakRss)}x. ` +
+  `Ratios (ours on tmpfs / LangChain summarizing; time ratios are the median over rounds of the two sides' ratio within a round): per step ${stepRatio.toFixed(2)}x (rounds: ${listed(stepRounds)}), per summarization step ${sumRatio.toFixed(2)}x (rounds: ${listed(sumRounds)}), peak memory ${ratio(oursMemory.peakRss, lcFull.peakRss)}x. ` +
     `Against LangChain's default (no summary request sent): per step ${(oursMemory.step.median / lcDefault.step.median).toFixed(2)}x, per summarization step ${(oursMemory.summarizationStep.median / lcDefault.summarizationStep.median).toFixed(2)}x, peak memory ${ratio(oursMemory.peakRss, lcDefault.peakRss)}x. ` +
     `Ours with the journal and the private volume on disk: per step ${formatMs(oursDisk.step.median)} ms, per summarization step ${formatMs(oursDisk.summarizationStep.median)} ms. ` +
     `With the young generation fixed on both sides: per step ${(oursFixed.step.median / lcFixed.step.median).toFixed(2)}x, per summarization step ${(oursFixed.summarizationStep.median / lcFixed.summarizationStep.median).toFixed(2)}x, peak memory ${ratio(oursFixed.peakRss, lcFixed.peakRss)}x; ours per step ${formatMs(oursFixed.step.median)} against ${formatMs(oursMemory.step.median)} ms with V8's default sizing, LangChain's ${formatMs(lcFixed.step.median)} against ${formatMs(lcFull.step.median)} ms.`
