@@ -34,8 +34,9 @@ const volumeId = Schema.decodeUnknownSync(Ids.VolumeId)
  * What a Node host that runs one task at a time provides, as the local hosts
  * do: Node file system and paths, the `node:crypto` digest (without it the
  * runtime measures with WebCrypto), journal appends that block on their sync
- * (`NodeJournalFile`), the default durable files (on disk every write
- * and folder sync on a worker thread, on tmpfs on the calling thread), and a host authority that allows every grant.
+ * (`NodeJournalFile`), the default durable files (on disk every write and
+ * folder sync on a worker thread, on tmpfs on the calling thread), and a host
+ * authority that allows every grant.
  */
 export const platformLayer = Layer.mergeAll(
   NodeServices.layer,

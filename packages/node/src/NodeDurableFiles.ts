@@ -22,10 +22,11 @@
  * artifact offload hashes the body while its file is written and synced),
  * and a new file's folder is synced while its data is written: the new name
  * is there from the moment the file is created, and the write reports success
- * only once both are on the device. A folder on a file system held in memory (Linux tmpfs or ramfs) has no
- * device to wait for: there a sync returns at once and a write is a copy, so
- * both run on the calling thread, where a worker would only add its round
- * trip (see `NodeDurableFilesOptions.memoryFileSystems`).
+ * only once both are on the device. A folder on a file system held in memory
+ * (Linux tmpfs or ramfs) has no device to wait for: there a sync returns at
+ * once and a write is a copy, so both run on the calling thread, where a
+ * worker would only add its round trip (see
+ * `NodeDurableFilesOptions.memoryFileSystems`).
  *
  * @since 0.1.0
  */
