@@ -20,5 +20,6 @@ export const packageProjects: ReadonlyArray<string> = ["core", "artifacts", "run
 export default [
   ...packageProjects.map((name) => project(name, `./packages/${name}`)),
   project("examples", "./examples"),
+  project("bench", "./bench"),
   project("workspace", "./scripts")
 ]

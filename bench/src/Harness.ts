@@ -52,10 +52,37 @@ export interface Plan {
 }
 
 /**
- * Runs several variants round-robin: each repetition runs every variant once,
- * starting one further along the list each time, so a slow spell of a shared
- * machine (or of its disk) falls on all of them alike. Warm-up rounds are not
- * recorded. Returns each variant's milliseconds per repetition, in order.
+ * The order in which repetition `round` runs `count` variants: a shuffle
+ * drawn from a fixed seed (the same orders in every run) in even rounds, and
+ * the same shuffle reversed in the odd round after it. Over the repetitions
+ * every variant runs before and after the others alike (two variants simply
+ * alternate). A fixed cycle would always run each variant after the same one,
+ * and a variant runs faster after one that left its code in the caches (see
+ * `bench/NOTES.md`, sixth round).
+ */
+export const roundOrder = (count: number, round: number): ReadonlyArray<number> => {
+  // mulberry32: a small, well-mixed generator, seeded by the pair of rounds.
+  let seed = (Math.floor(round / 2) + 1) * 0x9e3779b9
+  const next = (): number => {
+    seed = (seed + 0x6d2b79f5) | 0
+    let mixed = Math.imul(seed ^ (seed >>> 15), 1 | seed)
+    mixed = (mixed + Math.imul(mixed ^ (mixed >>> 7), 61 | mixed)) ^ mixed
+    return ((mixed ^ (mixed >>> 14)) >>> 0) / 4_294_967_296
+  }
+  const order = Array.from({ length: count }, (_, index) => index)
+  for (let index = count - 1; index > 0; index--) {
+    const other = Math.floor(next() * (index + 1))
+    ;[order[index], order[other]] = [order[other] as number, order[index] as number]
+  }
+  return round % 2 === 0 ? order : order.reverse()
+}
+
+/**
+ * Runs several variants within every repetition, each once, in an order
+ * shuffled per repetition ({@link roundOrder}), so a slow spell of a shared
+ * machine (or of its disk) falls on all of them alike and none always runs
+ * after the same other one. Warm-up rounds are not recorded. Returns each
+ * variant's milliseconds per repetition, in order.
  */
 export const interleave = async <K extends string>(
   plan: Plan,
@@ -64,8 +91,8 @@ export const interleave = async <K extends string>(
   const names = Object.keys(variants) as Array<K>
   const samples = Object.fromEntries(names.map((name) => [name, [] as Array<number>])) as Record<K, Array<number>>
   for (let rep = -plan.warmup; rep < plan.reps; rep++) {
-    for (let offset = 0; offset < names.length; offset++) {
-      const name = names[(offset + rep + plan.warmup) % names.length] as K
+    for (const index of roundOrder(names.length, rep + plan.warmup)) {
+      const name = names[index] as K
       const started = performance.now()
       await variants[name](rep)
       const ms = performance.now() - started

@@ -10,12 +10,28 @@
  * does the same appends asynchronously (`fs.write` + `fs.fsync`, each
  * awaited, as any non-blocking writer must), which is the floor for a
  * journal that does not stall the process while the disk syncs.
+ *
+ * Where the executor's excess goes is measured alongside: the same turn with
+ * the journal file's calls replaced by stand-ins (nothing; a busy wait or a
+ * sleep as long as one bare append; the real append, timed), each timed
+ * outside those calls. That separates the runtime's own work from what the
+ * machine does to that work around its appends.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { CompactionPolicy, Journal, Model, TaskExecution, Tool } from "@tessera/runtime"
-import { Effect, ManagedRuntime } from "effect"
-import { type Medium, makeTempDir, type Plan, pairedRatio, removeDir, type Stats, stats } from "./Harness.ts"
+import { NodeJournalFile } from "@tessera/node"
+import { CompactionPolicy, Journal, JournalFile, Model, TaskExecution, Tool } from "@tessera/runtime"
+import { Effect, Layer, ManagedRuntime } from "effect"
+import {
+  type Medium,
+  makeTempDir,
+  type Plan,
+  pairedRatio,
+  removeDir,
+  roundOrder,
+  type Stats,
+  stats
+} from "./Harness.ts"
 import { logText, resultBody } from "./LogText.ts"
 import { makeWorld, platformLayer, produce, start, task, turnLayer } from "./World.ts"
 
@@ -39,11 +55,83 @@ export interface OverheadResult {
   /** Executor against the asynchronous bare loop. */
   readonly asyncRatio: number
   readonly linesPerStep: number
+  /** The bare loop's time per journal line (one write and one fsync), in milliseconds. */
+  readonly bareLineMs: Stats
+  /** The executor's own time per step, in microseconds, with each stand-in for the journal file's calls. */
+  readonly ownWork: ReadonlyArray<{ readonly standIn: StandIn; readonly perStepUs: Stats }>
 }
+
+/**
+ * What the journal file's append does in an attribution run: nothing; busy-wait
+ * as long as one bare append took (time passes, the thread never leaves
+ * JavaScript); sleep that long (the thread waits in the kernel, as in an
+ * fsync, but nothing is written); or the real blocking append.
+ */
+export type StandIn = "no-op" | "busy wait" | "sleep" | "real append"
+
+export const standIns: ReadonlyArray<StandIn> = ["no-op", "busy wait", "sleep", "real append"]
 
 const resultSize = 1_024
 
-const executorTurn = async (root: string, steps: number) => {
+/** Time spent inside the journal file's appends, summed over a turn. */
+interface FileCallClock {
+  insideMs: number
+}
+
+const sleeper = new Int32Array(new SharedArrayBuffer(4))
+
+const standInAppend = (standIn: Exclude<StandIn, "real append">, lineMs: number) => {
+  switch (standIn) {
+    case "no-op":
+      return () => {}
+    case "busy wait":
+      return () => {
+        const until = performance.now() + lineMs
+        while (performance.now() < until) {}
+      }
+    case "sleep":
+      return () => {
+        Atomics.wait(sleeper, 0, 0, lineMs)
+      }
+  }
+}
+
+/** A journal file whose appends do what `standIn` says, timed into `clock`. */
+const attributionFile = (standIn: StandIn, lineMs: number, clock: FileCallClock): Layer.Layer<never> => {
+  const timed =
+    (append: (line: string) => void) =>
+    (line: string): void => {
+      const started = performance.now()
+      try {
+        append(line)
+      } finally {
+        clock.insideMs += performance.now() - started
+      }
+    }
+  const shape: JournalFile.JournalFileShape =
+    standIn === "real append"
+      ? {
+          openAppend: (file) =>
+            Effect.map(NodeJournalFile.blocking.openAppend(file), (handle) => {
+              const blocking = handle.blocking
+              if (blocking === undefined) throw new Error("NodeJournalFile is expected to block")
+              return { ...handle, blocking: { ...blocking, append: timed(blocking.append) } }
+            })
+        }
+      : {
+          openAppend: () => {
+            const append = timed(standInAppend(standIn, lineMs))
+            return Effect.succeed({
+              append: (line) => Effect.sync(() => append(line)),
+              truncate: () => Effect.void,
+              blocking: { append, truncate: () => {} }
+            })
+          }
+        }
+  return Layer.succeed(JournalFile.JournalFile)(shape)
+}
+
+const executorTurn = async (root: string, steps: number, journalFile?: Layer.Layer<never>) => {
   const world = await Effect.runPromise(makeWorld(root, CompactionPolicy.disabled).pipe(Effect.provide(platformLayer)))
   const tools = Tool.registry(produce(resultBody(logText(resultSize))))
   let calls = 0
@@ -55,20 +143,23 @@ const executorTurn = async (root: string, steps: number) => {
         : Model.response({ text: "done" })
     })
   // The journal is opened (and the layer built) before the clock starts: a step's cost, not a task's.
-  const runtime = ManagedRuntime.make(turnLayer(world.journalFolder, generate))
+  const runtime = ManagedRuntime.make(turnLayer(world.journalFolder, generate, journalFile))
   await runtime.runPromise(Effect.void)
   const started = performance.now()
   await runtime.runPromise(TaskExecution.runTurn(world.binding, start, { tools, maxSteps: steps }))
   const ms = performance.now() - started
   await runtime.dispose()
-  const lines = fs
-    .readFileSync(path.join(world.journalFolder, Journal.fileName(task)))
+  return { ms, journal: path.join(world.journalFolder, Journal.fileName(task)) }
+}
+
+/** The journal's lines, each with its newline, as the bare loops append them. */
+const journalLines = (journal: string): ReadonlyArray<Buffer> =>
+  fs
+    .readFileSync(journal)
     .toString("utf8")
     .split("\n")
     .filter((line) => line.length > 0)
     .map((line) => Buffer.from(`${line}\n`))
-  return { ms, lines }
-}
 
 const bareLoop = (root: string, lines: ReadonlyArray<Buffer>): number => {
   const file = path.join(root, "bare.jsonl")
@@ -107,18 +198,36 @@ export const run = async (args: OverheadArgs): Promise<OverheadResult> => {
   const executor: Array<number> = []
   const bare: Array<number> = []
   const bareAsync: Array<number> = []
+  const bareLine: Array<number> = []
+  const ownWork = new Map<StandIn, Array<number>>(standIns.map((standIn) => [standIn, []]))
   let linesPerStep = 0
   for (let rep = -args.plan.warmup; rep < args.plan.reps; rep++) {
     const root = makeTempDir(args.medium)
     try {
       const turn = await executorTurn(path.join(root, "store"), args.steps)
-      const bareMs = bareLoop(root, turn.lines)
-      const bareAsyncMs = await bareAsyncLoop(root, turn.lines)
-      linesPerStep = turn.lines.length / args.steps
+      const lines = journalLines(turn.journal)
+      const bareMs = bareLoop(root, lines)
+      const bareAsyncMs = await bareAsyncLoop(root, lines)
+      linesPerStep = lines.length / args.steps
+      const lineMs = bareMs / lines.length
+      // In a new order each repetition, so that no stand-in always runs after the same one.
+      const own = new Map<StandIn, number>()
+      for (const index of roundOrder(standIns.length, rep + args.plan.warmup)) {
+        const standIn = standIns[index] as StandIn
+        const clock: FileCallClock = { insideMs: 0 }
+        const attributed = await executorTurn(
+          path.join(root, `store-${index}`),
+          args.steps,
+          attributionFile(standIn, lineMs, clock)
+        )
+        own.set(standIn, ((attributed.ms - clock.insideMs) * 1000) / args.steps)
+      }
       if (rep >= 0) {
         executor.push(turn.ms)
         bare.push(bareMs)
         bareAsync.push(bareAsyncMs)
+        bareLine.push(lineMs)
+        for (const standIn of standIns) ownWork.get(standIn)?.push(own.get(standIn) ?? Number.NaN)
       }
     } finally {
       removeDir(root)
@@ -141,6 +250,8 @@ export const run = async (args: OverheadArgs): Promise<OverheadResult> => {
     bareAsyncStepsPerSecond,
     ratio: pairedRatio(executor, bare),
     asyncRatio: pairedRatio(executor, bareAsync),
-    linesPerStep
+    linesPerStep,
+    bareLineMs: stats(bareLine),
+    ownWork: standIns.map((standIn) => ({ standIn, perStepUs: stats(ownWork.get(standIn) ?? []) }))
   }
 }

@@ -76,11 +76,19 @@ export const makeWorld = Effect.fnUntraced(function* (root: string, policy: Comp
   return world
 })
 
-/** The task's journal and a scripted model, over the platform. */
-export const turnLayer = (journalFolder: string, generate: Parameters<typeof Model.layerFromGenerate>[0]) =>
-  Layer.merge(Model.layerFromGenerate(generate), Journal.layer({ folder: journalFolder, task })).pipe(
-    Layer.provideMerge(platformLayer)
-  )
+/**
+ * The task's journal and a scripted model, over the platform. `journalFile`
+ * replaces the platform's journal file for the journal only.
+ */
+export const turnLayer = (
+  journalFolder: string,
+  generate: Parameters<typeof Model.layerFromGenerate>[0],
+  journalFile: Layer.Layer<never> = Layer.empty
+) =>
+  Layer.merge(
+    Model.layerFromGenerate(generate),
+    Journal.layer({ folder: journalFolder, task }).pipe(Layer.provide(journalFile))
+  ).pipe(Layer.provideMerge(platformLayer))
 
 /** A tool whose result is `size` characters of log-like text, different for every call. */
 export const produce = (body: (call: number, size: number) => string) => {

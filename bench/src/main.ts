@@ -11,10 +11,10 @@ import { fileURLToPath } from "node:url"
 import type { ContextBoundResult } from "./ContextBound.ts"
 import { onOffload, onPolicy, resultSize } from "./ContextBound.ts"
 import type { ContextControlResult } from "./ContextControl.ts"
-import { formatBytes, formatMs, formatStats, type HeapSizing, log, runChild, stats } from "./Harness.ts"
+import { formatBytes, formatMs, formatStats, type HeapSizing, log, runChild, type Stats, stats } from "./Harness.ts"
 import type { ReopenResult } from "./JournalReopen.ts"
 import type { OffloadResult } from "./OffloadThroughput.ts"
-import type { OverheadResult } from "./Overhead.ts"
+import { type OverheadResult, type StandIn, standIns as standInsInOrder } from "./Overhead.ts"
 import { contextPlot } from "./Plot.ts"
 import type { SideResult } from "./Scenario.ts"
 import { sidePolicy } from "./SideBySide.ts"
@@ -193,7 +193,18 @@ const largest10k = largestUpTo(on10k, 10_000)
 const contextOk = largest10k <= 1.1 * largest100
 const memoryOk = on10k.peakRss <= 1.2 * on1k.peakRss
 const overheadOk = overheadDisk.ratio >= 0.8
+const ownWorkUs = (r: OverheadResult, standIn: StandIn): number =>
+  r.ownWork.find((own) => own.standIn === standIn)?.perStepUs.median ?? Number.NaN
+const perStepUs = (r: OverheadResult, ms: number): number => (ms * 1000) / r.steps
+const bareStepUs = perStepUs(overheadDisk, overheadDisk.bareMs.median)
+const overheadCause =
+  `On disk the executor's step exceeds the bare loop's by ${perStepUs(overheadDisk, overheadDisk.executorMs.median - overheadDisk.bareMs.median).toFixed(0)} µs; the target allows ${(bareStepUs / 4).toFixed(0)} µs, a quarter of the bare loop's ${bareStepUs.toFixed(0)} µs step. ` +
+  `Timed outside the journal file's calls (see Runtime overhead), the runtime's own work per step is ${ownWorkUs(overheadDisk, "no-op").toFixed(0)} µs when those calls do nothing (alone it would give ${(bareStepUs / (bareStepUs + ownWorkUs(overheadDisk, "no-op"))).toFixed(2)}x), ` +
+  `${ownWorkUs(overheadDisk, "busy wait").toFixed(0)} µs when each busy-waits as long as a bare append takes, ${ownWorkUs(overheadDisk, "sleep").toFixed(0)} µs when each sleeps that long in the kernel without writing, ` +
+  `and ${ownWorkUs(overheadDisk, "real append").toFixed(0)} µs around the real appends: the same work takes ${(ownWorkUs(overheadDisk, "real append") / ownWorkUs(overheadDisk, "no-op")).toFixed(1)}x as long when the thread resumes it after sleeping in each fsync, which the bare loop also does but with nothing to resume. ` +
+  `Against an asynchronous bare loop (\`fs.write\` + \`fs.fsync\`) the executor is at ${overheadDisk.asyncRatio.toFixed(2)}x.`
 const redactorRatio = offload.defaultRedactorRatio
+const rawWriteStats = offload.variants.find((variant) => variant.name === "raw write")?.ms ?? stats([])
 const noneRatio = offload.noRedactorRatio
 
 const md: Array<string> = []
@@ -222,13 +233,13 @@ md.push(
   "- Every run provides what a Node host running one task at a time provides, as the local hosts do: journal appends that block on their fsync (`NodeJournalFile.layer`) and the default durable files (`NodeDurableFiles.layer`: on disk every write and folder sync runs on a worker thread; on tmpfs, where nothing waits for a device, writes up to 1 MiB and folder syncs run on the calling thread)."
 )
 md.push(
-  "- Spread: median with interquartile range (IQR), minimum and maximum over the repetitions. Timings on a shared 2-core machine vary (this disk's fsync latency drifts by a factor of two within minutes), so compared variants run round-robin within each repetition and the ratios checked against the targets are medians of per-repetition ratios; the side-by-side runs each side in its own process, round after round, and its time ratios are medians of per-round ratios."
+  "- Spread: median with interquartile range (IQR), minimum and maximum over the repetitions. Timings on a shared 2-core machine vary (this disk's fsync latency drifts by a factor of two within minutes), so compared variants all run within each repetition, in an order shuffled per repetition (so none always follows the same other one), and the ratios checked against the targets are medians of per-repetition ratios; the side-by-side runs each side in its own process, round after round, and its time ratios are medians of per-round ratios."
 )
 md.push("")
 md.push("## Summary of targets")
 md.push("")
 md.push(
-  "Each miss names its measured cause (from `node --cpu-prof` profiles; details in the last section). A cause is shown only for a miss."
+  "Each miss names its measured cause (from `node --cpu-prof` profiles and the attribution runs below; details in the last section). A cause is shown only for a miss."
 )
 md.push("")
 md.push("| Target | Measured | Verdict | Measured cause of the miss |")
@@ -251,7 +262,7 @@ target(
   "Runtime overhead: >= 0.8x bare loop steps/s (same fsync durability)",
   `${overheadDisk.executorStepsPerSecond.toFixed(0)} vs ${overheadDisk.bareStepsPerSecond.toFixed(0)} steps/s = ${checkedRatio(overheadDisk.ratio, 0.8)}x`,
   overheadOk,
-  `The appends block like the bare loop's (\`NodeJournalFile\`); what is left is the step's own work, about ${formatMs(overheadMemory.executorMs.median / overheadMemory.steps)} ms of CPU per step on tmpfs (more than half of it the four appends: checking and encoding each entry, the append lock, span annotations; then measuring the request, the Effect run loop and spans, garbage collection), while on disk the executor's step exceeds the bare loop's by ${formatMs((overheadDisk.executorMs.median - overheadDisk.bareMs.median) / overheadDisk.steps)} ms. Against an asynchronous bare loop (\`fs.write\` + \`fs.fsync\`) the executor is at ${overheadDisk.asyncRatio.toFixed(2)}x.`
+  overheadCause
 )
 target(
   "Offload with default redactor >= 0.5x raw write + same regex scan",
@@ -263,7 +274,8 @@ target(
   "Offload with no redactor >= 0.8x raw write",
   `${checkedRatio(noneRatio, 0.8)}x`,
   noneRatio >= 0.8,
-  "The containment checks before the write (real paths of the root and the folder, descriptor-checked folder and file, exclusive create: about 0.35 to 0.5 ms here) and closing the file and the folder and joining the digest after it (about 0.1 to 0.2 ms); the data write and the folder sync together take about what the raw write takes, and the SHA-256 runs while they wait on the device. The raw baseline checks nothing. See the notes at the end."
+  `Measured in the same run (see Offload throughput): before its write starts an offload takes ${formatMs(offload.phases.beforeWrite.median)} ms, of which ${formatMs(offload.phases.pathCalls.median)} ms are the containment checks' file calls (real paths of the root and the folder, the folder walk); the write itself takes ${formatMs(offload.phases.write.median)} ms against the raw write's ${formatMs(rawWriteStats.median)} ms, and ${formatMs(offload.phases.afterWrite.median)} ms follow it. ` +
+    `The rest before the write is the offload's own work, which takes ${formatMs(offload.beforeWriteAlone.warm.median)} ms back to back with no file calls, ${formatMs(offload.beforeWriteAlone.afterSleep.median)} ms after a sleep as long as the raw write and ${formatMs(offload.beforeWriteAlone.afterSweep.median)} ms after a read through more memory than the caches hold: between offloads that wait on the device its code and data are no longer in the caches. The raw baseline checks nothing and has next to no code of its own.`
 )
 target(
   "Journal reopen >= 0.5x raw split-and-parse",
@@ -380,18 +392,68 @@ for (const r of [overheadDisk, overheadMemory]) {
   )
 }
 md.push("")
+md.push(
+  "Where the executor's time goes. In every repetition the same turn runs four more times with the journal file's append replaced by a stand-in, " +
+    "and each run is timed outside the append calls: that is the runtime's own work per step (building and measuring the request, the scripted model and the tool, " +
+    "checking, encoding and recording each journal entry, spans, the Effect run loop, garbage collection). The stand-ins: nothing; " +
+    "a busy wait as long as one of that repetition's bare appends took (time passes, the thread stays in JavaScript); a sleep that long (`Atomics.wait`: the thread waits in the kernel, as in an fsync, and nothing is written); " +
+    "and the real blocking append (`NodeJournalFile`). The order of the four rotates each repetition. Medians in microseconds per step, IQR in brackets."
+)
+md.push("")
+md.push(
+  "| Medium | Bare append (write + fsync) | Own work, no-op appends | Own work, busy-wait appends | Own work, sleeping appends | Own work, real appends | Executor minus bare loop |"
+)
+md.push("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+const microseconds = (stats: Stats, scale = 1): string =>
+  `${(stats.median * scale).toFixed(0)} (${(stats.q1 * scale).toFixed(0)}–${(stats.q3 * scale).toFixed(0)})`
+for (const r of [overheadDisk, overheadMemory]) {
+  const own = standInsInOrder.map((standIn) => {
+    const found = r.ownWork.find((entry) => entry.standIn === standIn)
+    return found === undefined ? "" : microseconds(found.perStepUs)
+  })
+  md.push(
+    `| ${r.medium === "disk" ? "disk (fsync)" : "tmpfs"} | ${microseconds(r.bareLineMs, 1000)} | ${own.join(" | ")} | ${perStepUs(r, r.executorMs.median - r.bareMs.median).toFixed(0)} |`
+  )
+}
+md.push("")
 
 md.push("## Offload throughput")
 md.push("")
 md.push(
   `1 MiB results (log text with a credential-looking line every 64 KiB; the default redactor finds ${offload.redactedMatches}) through \`ArtifactOffload.offload\` ` +
     "(threshold 0, on disk), against a raw write with the same durability as `NodeDurableFiles.writeNewFile` (create exclusively, write, fsync the file, close, fsync the folder), and that raw write after the default redactor's regex scan. " +
-    "The four variants run round-robin within every repetition, in one runtime built beforehand; a ratio is the median over repetitions of raw time / offload time."
+    "The variants run within every repetition in an order shuffled per repetition, each offload in a runtime built beforehand; a ratio is the median over repetitions of raw time / offload time. " +
+    "A fifth variant offloads without a redactor through durable files that time their own calls (see below)."
 )
 md.push("")
 md.push("| Variant | Time per 1 MiB | MiB/s |")
 md.push("| --- | --- | ---: |")
 for (const v of offload.variants) md.push(`| ${v.name} | ${formatStats(v.ms)} | ${v.mibPerSecond.toFixed(1)} |`)
+md.push("")
+md.push(
+  "Where an offload without a redactor spends its time (the fifth variant), split at the durable files' `writeNewFile` call, which creates the file exclusively, writes and syncs it, closes it and syncs its folder (the digest and the pointer's abstract are taken while it runs). " +
+    "Beside it, the offload's own work up to that call with durable files that do nothing (no file calls at all): back to back, after the thread slept as long as the raw write takes (`Atomics.wait`), and after a read through " +
+    `${formatBytes(offload.beforeWriteAlone.sweptBytes)} (more than the caches hold). Medians with IQR, in milliseconds.`
+)
+md.push("")
+md.push("| Phase | Time |")
+md.push("| --- | ---: |")
+const phaseRow = (name: string, s: Stats) =>
+  md.push(`| ${name} | ${formatMs(s.median)} (${formatMs(s.q1)}–${formatMs(s.q3)}) |`)
+phaseRow("before the write (from the call to `offload`)", offload.phases.beforeWrite)
+phaseRow("of which real paths and folder walk (durable-file calls)", offload.phases.pathCalls)
+phaseRow("the write (`writeNewFile`, digest alongside)", offload.phases.write)
+phaseRow("after the write (to the result)", offload.phases.afterWrite)
+phaseRow("raw write, for comparison", rawWriteStats)
+phaseRow("own work before the write, no file calls, back to back", offload.beforeWriteAlone.warm)
+phaseRow(
+  `own work before the write, no file calls, after a ${formatMs(offload.beforeWriteAlone.sleepMs)} ms sleep`,
+  offload.beforeWriteAlone.afterSleep
+)
+phaseRow(
+  `own work before the write, no file calls, after a read through ${formatBytes(offload.beforeWriteAlone.sweptBytes)}`,
+  offload.beforeWriteAlone.afterSweep
+)
 md.push("")
 
 md.push("## Journal reopen")
