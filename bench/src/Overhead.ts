@@ -55,6 +55,8 @@ export interface OverheadResult {
   /** Executor against the asynchronous bare loop. */
   readonly asyncRatio: number
   readonly linesPerStep: number
+  /** Executor time minus bare loop time, per step, in microseconds, over the repetitions. */
+  readonly excessPerStepUs: Stats
   /** The bare loop's time per journal line (one write and one fsync), in milliseconds. */
   readonly bareLineMs: Stats
   /** The executor's own time per step, in microseconds, with each stand-in for the journal file's calls. */
@@ -251,6 +253,7 @@ export const run = async (args: OverheadArgs): Promise<OverheadResult> => {
     ratio: pairedRatio(executor, bare),
     asyncRatio: pairedRatio(executor, bareAsync),
     linesPerStep,
+    excessPerStepUs: stats(executor.map((ms, index) => ((ms - (bare[index] ?? Number.NaN)) * 1000) / args.steps)),
     bareLineMs: stats(bareLine),
     ownWork: standIns.map((standIn) => ({ standIn, perStepUs: stats(ownWork.get(standIn) ?? []) }))
   }
