@@ -111,6 +111,19 @@ export const interleave = async <K extends string>(
 export const pairedRatio = (measured: ReadonlyArray<number>, baseline: ReadonlyArray<number>): number =>
   stats(measured.map((ms, index) => (baseline[index] ?? Number.NaN) / ms)).median
 
+const sleepCell = new Int32Array(new SharedArrayBuffer(4))
+
+/** Blocks this thread in the kernel for `ms` (a futex wait), as a blocking sync does, without writing anything. */
+export const sleepBlocking = (ms: number): void => {
+  Atomics.wait(sleepCell, 0, 0, ms)
+}
+
+/** Keeps this thread busy in JavaScript for `ms`: time passes, no system call is made. */
+export const busyWait = (ms: number): void => {
+  const until = performance.now() + ms
+  while (performance.now() < until) {}
+}
+
 /** Peak resident set size of this process so far, in bytes. */
 export const peakRss = (): number => process.resourceUsage().maxRSS * 1024
 

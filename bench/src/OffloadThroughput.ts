@@ -24,6 +24,7 @@ import {
   pairedRatio,
   removeDir,
   type Stats,
+  sleepBlocking,
   stats
 } from "./Harness.ts"
 import { logText } from "./LogText.ts"
@@ -181,8 +182,6 @@ const noFileCalls = (noteWrite: () => void): DurableFiles.DurableFilesShape => (
 /** Larger than this machine's caches (a 2-core share of a server CPU's last-level cache is a few MiB). */
 const sweptBytes = 64 * 1024 * 1024
 
-const sleeper = new Int32Array(new SharedArrayBuffer(4))
-
 /**
  * The offload's own work up to its write, with no file calls: back to back,
  * after a sleep of `sleepMs` (the thread waits in the kernel, as it does
@@ -219,9 +218,7 @@ const beforeWriteAlone = async (content: string, root: string, sleepMs: number) 
   try {
     await sample(300, () => {})
     const warm = await sample(200, () => {})
-    const afterSleep = await sample(40, () => {
-      Atomics.wait(sleeper, 0, 0, sleepMs)
-    })
+    const afterSleep = await sample(40, () => sleepBlocking(sleepMs))
     const afterSweep = await sample(40, () => {
       // One double per 64-byte line pulls every line through the caches.
       for (let at = 0; at < sweep.length; at += 8) sink += sweep[at] ?? 0

@@ -23,6 +23,7 @@ import { NodeJournalFile } from "@tessera/node"
 import { CompactionPolicy, Journal, JournalFile, Model, TaskExecution, Tool } from "@tessera/runtime"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import {
+  busyWait,
   type Medium,
   makeTempDir,
   type Plan,
@@ -30,6 +31,7 @@ import {
   removeDir,
   roundOrder,
   type Stats,
+  sleepBlocking,
   stats
 } from "./Harness.ts"
 import { logText, resultBody } from "./LogText.ts"
@@ -80,21 +82,14 @@ interface FileCallClock {
   insideMs: number
 }
 
-const sleeper = new Int32Array(new SharedArrayBuffer(4))
-
 const standInAppend = (standIn: Exclude<StandIn, "real append">, lineMs: number) => {
   switch (standIn) {
     case "no-op":
       return () => {}
     case "busy wait":
-      return () => {
-        const until = performance.now() + lineMs
-        while (performance.now() < until) {}
-      }
+      return () => busyWait(lineMs)
     case "sleep":
-      return () => {
-        Atomics.wait(sleeper, 0, 0, lineMs)
-      }
+      return () => sleepBlocking(lineMs)
   }
 }
 
