@@ -36,6 +36,7 @@ import { Ids, Volume } from "@tessera/core"
 import type { Scope } from "effect"
 import { Clock, Context, Effect, FileSystem, Layer, Option, Path, Result, Schema, Semaphore } from "effect"
 import { sha256Bytes } from "./internal/digest.ts"
+import { eachLine } from "./internal/journalLines.ts"
 import { advance, emptyState, makeReplay } from "./internal/journalState.ts"
 import * as JournalFile from "./JournalFile.ts"
 import { ToolFailure } from "./Tool.ts"
@@ -592,7 +593,6 @@ export interface JournalLocation {
 export const fileName = (task: Ids.TaskId): string => `${task}.jsonl`
 
 const newline = 0x0a
-const decoder = new TextDecoder("utf-8", { fatal: true })
 const decodeEntry = Schema.decodeUnknownResult(Entry)
 // `EntryLine`'s encoding is the entry's, then `JSON.stringify`; done in two steps here because the
 // string transformation runs as an effect, which a synchronous encode would run on a fiber of its own.
@@ -610,8 +610,9 @@ interface Replayed {
 
 /**
  * Decodes and folds every complete line in one synchronous pass: each line
- * is decoded as UTF-8, parsed with `JSON.parse`, checked against the entry
- * Schema, and applied by the same transition function that guards appends.
+ * is decoded as UTF-8 (see `internal/journalLines.ts`), parsed with
+ * `JSON.parse`, checked against the entry Schema, and applied by the same
+ * transition function that guards appends.
  */
 const replay = (
   file: string,
@@ -622,28 +623,25 @@ const replay = (
   const completeBytes = bytes.lastIndexOf(newline) + 1
   const fold = makeReplay(task)
   const entries: Array<Entry> = []
-  let start = 0
   let line = 0
-  while (start < completeBytes) {
-    const end = bytes.indexOf(newline, start)
+  const corruption = eachLine(bytes, completeBytes, (text): JournalCorrupt | undefined => {
     line += 1
-    const corrupt = (detail: string) => Result.fail(new JournalCorrupt({ file, line, detail }))
+    const corrupt = (detail: string) => new JournalCorrupt({ file, line, detail })
+    if (text === undefined) return corrupt("the line is not valid UTF-8")
     let json: unknown
     try {
-      // Line by line: cheaper than decoding the whole file into one large string.
-      json = JSON.parse(decoder.decode(bytes.subarray(start, end)))
+      json = JSON.parse(text)
     } catch (error) {
-      return corrupt(
-        error instanceof SyntaxError ? `the line is not JSON: ${error.message}` : "the line is not valid UTF-8"
-      )
+      return corrupt(`the line is not JSON: ${error instanceof Error ? error.message : String(error)}`)
     }
     const decoded = decodeEntry(json)
     if (Result.isFailure(decoded)) return corrupt(decoded.failure.message)
     const refused = fold.add(decoded.success)
     if (refused !== undefined) return corrupt(refused)
     if (keepEntries) entries.push(decoded.success)
-    start = end + 1
-  }
+    return undefined
+  })
+  if (corruption !== undefined) return Result.fail(corruption)
   return Result.succeed({ state: fold.state(), entries, completeBytes, tail: bytes.slice(completeBytes) })
 }
 

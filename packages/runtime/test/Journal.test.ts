@@ -338,6 +338,50 @@ describe("Journal", () => {
     }).pipe(Effect.provide(NodeServices.layer))
   )
 
+  it.effect("a journal of megabytes reopens to the writer's state, and a damaged later line is named", () =>
+    Effect.gen(function* () {
+      const folder = yield* tempFolder
+      // Lines shorter and longer than the 1 MiB the reopen decodes at a time, multibyte characters included.
+      const reasons = ["a".repeat(400_000), "é".repeat(650_000), `${"ü".repeat(200_000)}end`]
+      const { file, live } = yield* withJournal(folder, (journal) =>
+        Effect.gen(function* () {
+          for (const reason of reasons) {
+            yield* journal.openTurn
+            yield* journal.abandonTurn(reason)
+          }
+          return { file: journal.file, live: yield* journal.state }
+        })
+      )
+      const written = nodeFs.readFileSync(file)
+      assert.isAbove(written.length, 2 * 1024 * 1024)
+      assert.deepStrictEqual(yield* withJournal(folder, (journal) => journal.state), live)
+      const entries = yield* Journal.readEntries({ folder, task })
+      assert.deepStrictEqual(
+        entries.flatMap((entry) => (entry._tag === "TurnAbandoned" ? [entry.reason] : [])),
+        reasons
+      )
+
+      const lines = written.toString("utf8").split("\n")
+      // Line 5 (in the last megabyte) opens the wrong turn; then line 6 holds a byte no UTF-8 character starts with.
+      const outOfSequence = [...lines.slice(0, 4), lines[4]?.replace('"turn":3', '"turn":9'), ...lines.slice(5)]
+      nodeFs.writeFileSync(file, outOfSequence.join("\n"))
+      const sequenceError = yield* Effect.flip(withJournal(folder, (journal) => journal.state))
+      assert.deepStrictEqual(
+        sequenceError._tag === "JournalCorrupt" ? sequenceError.line : sequenceError._tag,
+        5,
+        "the out-of-sequence line"
+      )
+      const cut = written.lastIndexOf("end")
+      nodeFs.writeFileSync(file, Buffer.concat([written.subarray(0, cut), Buffer.from([0xff]), written.subarray(cut)]))
+      const utf8Error = yield* Effect.flip(withJournal(folder, (journal) => journal.state))
+      assert.deepStrictEqual(
+        utf8Error._tag === "JournalCorrupt" ? [utf8Error.line, utf8Error.detail] : utf8Error._tag,
+        [6, "the line is not valid UTF-8"],
+        "the line that is not UTF-8"
+      )
+    }).pipe(Effect.provide(NodeServices.layer))
+  )
+
   it("an entry's digests and counts are accepted exactly when they are 64 lowercase hex digits and integers in range", () => {
     // The entry checks are hand-written predicates (for reopen speed); this pins them to their definitions.
     const decodes = Schema.is(Journal.RequestDispatched)
