@@ -77,6 +77,23 @@ export const roundOrder = (count: number, round: number): ReadonlyArray<number> 
   return round % 2 === 0 ? order : order.reverse()
 }
 
+/** Options of {@link interleave}. */
+export interface InterleaveOptions {
+  /**
+   * Run a full garbage collection (untimed) before each sample, so that a
+   * sample pays for collecting its own garbage and not for the previous
+   * one's. Needs `--expose-gc`, which every benchmark child has.
+   */
+  readonly collectBefore?: boolean
+}
+
+/** A full garbage collection; fails where `--expose-gc` is missing rather than measuring without it. */
+export const collectGarbage = (): void => {
+  const gc = (globalThis as { gc?: () => void }).gc
+  if (gc === undefined) throw new Error("run with --expose-gc")
+  gc()
+}
+
 /**
  * Runs several variants within every repetition, each once, in an order
  * shuffled per repetition ({@link roundOrder}), so a slow spell of a shared
@@ -86,13 +103,15 @@ export const roundOrder = (count: number, round: number): ReadonlyArray<number> 
  */
 export const interleave = async <K extends string>(
   plan: Plan,
-  variants: Record<K, (rep: number) => Promise<void> | void>
+  variants: Record<K, (rep: number) => Promise<void> | void>,
+  options: InterleaveOptions = {}
 ): Promise<Record<K, Array<number>>> => {
   const names = Object.keys(variants) as Array<K>
   const samples = Object.fromEntries(names.map((name) => [name, [] as Array<number>])) as Record<K, Array<number>>
   for (let rep = -plan.warmup; rep < plan.reps; rep++) {
     for (const index of roundOrder(names.length, rep + plan.warmup)) {
       const name = names[index] as K
+      if (options.collectBefore === true) collectGarbage()
       const started = performance.now()
       await variants[name](rep)
       const ms = performance.now() - started
