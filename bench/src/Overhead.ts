@@ -61,6 +61,8 @@ export interface OverheadResult {
   readonly excessPerStepUs: Stats
   /** The bare loop's time per journal line (one write and one fsync), in milliseconds. */
   readonly bareLineMs: Stats
+  /** Time per step inside the real appends of the attribution run, in microseconds (the bare loop's: `bareLineMs` times lines per step). */
+  readonly realAppendsPerStepUs: Stats
   /** The executor's own time per step, in microseconds, with each stand-in for the journal file's calls. */
   readonly ownWork: ReadonlyArray<{ readonly standIn: StandIn; readonly perStepUs: Stats }>
 }
@@ -196,6 +198,7 @@ export const run = async (args: OverheadArgs): Promise<OverheadResult> => {
   const bare: Array<number> = []
   const bareAsync: Array<number> = []
   const bareLine: Array<number> = []
+  const realAppends: Array<number> = []
   const ownWork = new Map<StandIn, Array<number>>(standIns.map((standIn) => [standIn, []]))
   let linesPerStep = 0
   for (let rep = -args.plan.warmup; rep < args.plan.reps; rep++) {
@@ -209,6 +212,7 @@ export const run = async (args: OverheadArgs): Promise<OverheadResult> => {
       const lineMs = bareMs / lines.length
       // In a new order each repetition, so that no stand-in always runs after the same one.
       const own = new Map<StandIn, number>()
+      let inside = Number.NaN
       for (const index of roundOrder(standIns.length, rep + args.plan.warmup)) {
         const standIn = standIns[index] as StandIn
         const clock: FileCallClock = { insideMs: 0 }
@@ -218,12 +222,14 @@ export const run = async (args: OverheadArgs): Promise<OverheadResult> => {
           attributionFile(standIn, lineMs, clock)
         )
         own.set(standIn, ((attributed.ms - clock.insideMs) * 1000) / args.steps)
+        if (standIn === "real append") inside = (clock.insideMs * 1000) / args.steps
       }
       if (rep >= 0) {
         executor.push(turn.ms)
         bare.push(bareMs)
         bareAsync.push(bareAsyncMs)
         bareLine.push(lineMs)
+        realAppends.push(inside)
         for (const standIn of standIns) ownWork.get(standIn)?.push(own.get(standIn) ?? Number.NaN)
       }
     } finally {
@@ -250,6 +256,7 @@ export const run = async (args: OverheadArgs): Promise<OverheadResult> => {
     linesPerStep,
     excessPerStepUs: stats(executor.map((ms, index) => ((ms - (bare[index] ?? Number.NaN)) * 1000) / args.steps)),
     bareLineMs: stats(bareLine),
+    realAppendsPerStepUs: stats(realAppends),
     ownWork: standIns.map((standIn) => ({ standIn, perStepUs: stats(ownWork.get(standIn) ?? []) }))
   }
 }
