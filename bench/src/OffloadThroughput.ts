@@ -6,7 +6,7 @@
  * Same durability means what `NodeDurableFiles.writeNewFile` does: create
  * exclusively, write, fsync the file, close, fsync the folder.
  *
- * A fifth variant, run in the same rotation, offloads without a redactor
+ * A fifth variant, run in the same repetitions, offloads without a redactor
  * through durable files that time their own calls, which splits an offload
  * into the work before its file write starts, the write, and the work after it.
  */
