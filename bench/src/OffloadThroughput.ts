@@ -15,7 +15,7 @@ import * as path from "node:path"
 import { ArtifactOffload, DefaultRedactor } from "@tessera/artifacts"
 import { DurableFiles } from "@tessera/core"
 import { NodeDurableFiles } from "@tessera/node"
-import { Effect, Layer, ManagedRuntime } from "effect"
+import { Effect, type FileSystem, Layer, ManagedRuntime, type Path } from "effect"
 import {
   interleave,
   type Medium,
@@ -167,6 +167,27 @@ const rawWrite = (file: string, content: string): void => {
   }
 }
 
+/**
+ * Offloads `content` to the file `target` (threshold 0, so it is always
+ * stored) with the runtime's services; fails when the offload kept it inline.
+ */
+const offloadInto = async <E>(
+  runtime: ManagedRuntime.ManagedRuntime<FileSystem.FileSystem | Path.Path | DurableFiles.DurableFiles, E>,
+  content: string,
+  target: string
+): Promise<void> => {
+  const outcome = await runtime.runPromise(
+    ArtifactOffload.offload({
+      content,
+      threshold: 0,
+      root: path.dirname(target),
+      target: path.basename(target),
+      readTool: "read_artifact"
+    })
+  )
+  if (!ArtifactOffload.isOffloaded(outcome)) throw new Error(`offload kept the result inline: ${outcome._tag}`)
+}
+
 /** Durable files that do nothing but note when the write was asked for. */
 const noFileCalls = (noteWrite: () => void): DurableFiles.DurableFilesShape => ({
   realPath: (path) => Effect.succeed(path),
@@ -208,9 +229,7 @@ const beforeWriteAlone = async (content: string, root: string, sleepMs: number) 
       before()
       writeAt = Number.NaN
       const started = performance.now()
-      await runtime.runPromise(
-        ArtifactOffload.offload({ content, threshold: 0, root, target: "alone.txt", readTool: "read_artifact" })
-      )
+      await offloadInto(runtime, content, path.join(root, "alone.txt"))
       samples.push(writeAt - started)
     }
     return stats(samples)
@@ -254,37 +273,16 @@ export const run = async (args: OffloadArgs): Promise<OffloadResult> => {
   )
   const phases: Array<OffloadPhases<number>> = []
   try {
-    const offloadWith = (redact: boolean) => async (target: string) => {
-      const effect = ArtifactOffload.offload({
-        content,
-        threshold: 0,
-        root: path.dirname(target),
-        target: path.basename(target),
-        readTool: "read_artifact"
-      })
-      const outcome = await (redact ? redacting : plain).runPromise(effect)
-      if (!ArtifactOffload.isOffloaded(outcome)) throw new Error(`offload kept the result inline: ${outcome._tag}`)
-    }
     const bodies: Record<VariantName, (target: string) => Promise<void> | void> = {
-      "offload, default redactor": offloadWith(true),
-      "offload, no redactor": offloadWith(false),
+      "offload, default redactor": (target) => offloadInto(redacting, content, target),
+      "offload, no redactor": (target) => offloadInto(plain, content, target),
       "raw write + same regex scan": (target) => rawWrite(target, redactor.redactText(content)),
       "raw write": (target) => rawWrite(target, content),
       "offload, no redactor, timed calls": async (target) => {
         calls.length = 0
         const started = performance.now()
-        const outcome = await timedCalls.runPromise(
-          ArtifactOffload.offload({
-            content,
-            threshold: 0,
-            root: path.dirname(target),
-            target: path.basename(target),
-            readTool: "read_artifact"
-          })
-        )
-        const ended = performance.now()
-        if (!ArtifactOffload.isOffloaded(outcome)) throw new Error(`offload kept the result inline: ${outcome._tag}`)
-        phases.push(phasesOf(calls, started, ended))
+        await offloadInto(timedCalls, content, target)
+        phases.push(phasesOf(calls, started, performance.now()))
       }
     }
     const folderOf = (name: VariantName) => path.join(root, name.replace(/[^a-z]+/g, "-"))

@@ -178,7 +178,7 @@ const writeAll = async (fd: number, content: Uint8Array | string): Promise<void>
     )
     // Counted while the device writes, not after: issuing the write has flattened a text made of many
     // pieces (a redacted body), so this is one pass over contiguous characters, about 0.2 ms per MiB,
-    // where before the issue it would walk the pieces (about 5 ms per MiB).
+    // where counting before the write is issued would walk the pieces (about 5 ms per MiB).
     const total = Buffer.byteLength(content, "utf8")
     offset = await written
     if (offset === total) return

@@ -18,7 +18,7 @@ const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true })
 export const defaultChunkBytes = 1024 * 1024
 
 /** The text of UTF-8 `bytes`, or `undefined` when they are not valid UTF-8. */
-export const utf8Text = (bytes: Uint8Array): string | undefined => {
+const utf8Text = (bytes: Uint8Array): string | undefined => {
   try {
     return decoder.decode(bytes)
   } catch {
