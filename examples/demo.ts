@@ -32,10 +32,11 @@ import {
   Journal,
   Model,
   ScriptedModel,
+  StoreLayout,
   TaskExecution,
   Tool
 } from "@tessera/runtime"
-import { Effect, Layer, Option, Schema } from "effect"
+import { Effect, Layer, Option, Path, Schema } from "effect"
 
 const base = process.env.TESSERA_DEMO_DIR ?? process.env.TESSERA_EXAMPLE_DIR ?? os.tmpdir()
 fs.mkdirSync(base, { recursive: true })
@@ -273,7 +274,12 @@ const program = Effect.gen(function* () {
   // 4. What is on disk.
   heading("4. Files written")
   for (const { file, size } of listFiles(harness.folder)) console.log(`  ${String(size).padStart(9)}  ${file}`)
-  const scratchFolder = yield* harness.host.store.folderOf(harness.volumes.scratch)
+  // Read back for display, located by the store layout: `folderOf` hands out no agent-private folder.
+  const scratchFolder = StoreLayout.dataFolder(
+    yield* Path.Path,
+    harness.host.store.root,
+    harness.volumes.scratch.volume
+  )
   const summaryFiles = listFiles(scratchFolder).filter(({ file }) => file.startsWith("summaries"))
   const artifactFiles = listFiles(scratchFolder).filter(({ file }) => file.startsWith("artifacts"))
   const stored = artifactFiles.map(({ file }) => fs.readFileSync(path.join(scratchFolder, file), "utf8")).join("")

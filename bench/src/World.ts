@@ -21,10 +21,11 @@ import {
   History,
   Journal,
   Model,
+  StoreLayout,
   TaskHost,
   Tool
 } from "@tessera/runtime"
-import { Effect, Layer, Option, Schema } from "effect"
+import { Effect, Layer, Option, Path, Schema } from "effect"
 
 export const agent = Schema.decodeUnknownSync(Ids.AgentId)("researcher")
 export const task = Schema.decodeUnknownSync(Ids.TaskId)("bench-task")
@@ -71,7 +72,7 @@ export const makeWorld = Effect.fnUntraced(function* (root: string, policy: Comp
   const world: World = {
     binding,
     journalFolder: yield* host.store.folderOf(journalRef),
-    privateFolder: yield* host.store.folderOf(privateRef)
+    privateFolder: StoreLayout.dataFolder(yield* Path.Path, host.store.root, privateRef.volume)
   }
   return world
 })

@@ -20,6 +20,16 @@ import { VolumeRef } from "./Volume.ts"
  * - `NoPrivateWriter`: the task needs a private writer and none resolves.
  * - `ScopeNotIssued`: the scope was not issued by this runtime's host (built
  *   by hand, or issued by another host), so its grants are not trusted.
+ * - `NotMinted`: an object the guards trust (a task context, a task binding,
+ *   a runtime, a private-summaries capability, an offload target) was built
+ *   by hand or copied instead of being made by the library.
+ * - `CapabilityMismatch`: a genuine capability or offload target was used
+ *   for another task, agent or runtime than the one it was minted for.
+ * - `TaskMismatch`: the journal a turn writes to is not the bound task's.
+ * - `VolumeChanged`: the volume a capability was minted for is no longer
+ *   registered with the kind and owner it had then.
+ * - `CapabilityRequired`: a private volume's folder was asked for without
+ *   the capability; private folders are reached only through it.
  *
  * @since 0.1.0
  * @category models
@@ -33,7 +43,12 @@ export const UnauthorizedReason = Schema.Literals([
   "MissingReadGrant",
   "GrantForbidden",
   "NoPrivateWriter",
-  "ScopeNotIssued"
+  "ScopeNotIssued",
+  "NotMinted",
+  "CapabilityMismatch",
+  "TaskMismatch",
+  "VolumeChanged",
+  "CapabilityRequired"
 ])
 /**
  * @since 0.1.0

@@ -25,6 +25,10 @@ export * as Ids from "./Ids.ts"
 /**
  * @since 0.1.0
  */
+export * as InvalidInput from "./InvalidInput.ts"
+/**
+ * @since 0.1.0
+ */
 export * as PrivateWriter from "./PrivateWriter.ts"
 /**
  * @since 0.1.0

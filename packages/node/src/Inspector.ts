@@ -27,7 +27,7 @@
  * @since 0.1.0
  */
 import { Ids, Volume } from "@tessera/core"
-import { Journal, VolumeStore } from "@tessera/runtime"
+import { Journal, StoreLayout, VolumeStore } from "@tessera/runtime"
 import type { FileSystem as FileSystemNs } from "effect"
 import { Effect, FileSystem, Option, Path, Schema } from "effect"
 
@@ -161,7 +161,7 @@ export interface InspectOptions {
 const decodeTaskId = Schema.decodeUnknownOption(Ids.TaskId)
 
 const isSummary = (descriptor: Volume.VolumeDescriptor, file: string): boolean =>
-  descriptor.kind === "AgentPrivate" && file.startsWith("summaries/")
+  descriptor.kind === "AgentPrivate" && file.startsWith(`${StoreLayout.summariesFolder}/`)
 
 /**
  * Reads a namespace folder. Never writes: the folder is checked to be a
@@ -192,14 +192,14 @@ export const inspect = Effect.fnUntraced(function* (
   if (rootKind.value !== "Directory") {
     return yield* new NotAStoreFolder({ path: root, problem: `not a folder (it is a ${rootKind.value})` })
   }
-  const manifest = path.join(root, "store.json")
+  const manifest = path.join(root, StoreLayout.manifestFile)
   if (Option.isNone(yield* kindOf(manifest))) {
     return yield* new NotAStoreFolder({
       path: manifest,
       problem: "missing: the folder is not a Tessera store (expected store.json, volumes/ and meta/volumes/)"
     })
   }
-  for (const required of [path.join(root, "meta", "volumes"), path.join(root, "volumes")]) {
+  for (const required of [path.join(root, ...StoreLayout.metaFolder), path.join(root, StoreLayout.volumesFolder)]) {
     const kind = yield* kindOf(required)
     if (Option.isNone(kind) || kind.value !== "Directory") {
       return yield* new NotAStoreFolder({
@@ -215,19 +215,18 @@ export const inspect = Effect.fnUntraced(function* (
   const journals: Array<JournalReport> = []
   const files: Array<VolumeFile> = []
   for (const descriptor of descriptors) {
-    const volumeFolder = yield* store
-      .folderOf({ store: store.id, volume: descriptor.id })
-      .pipe(
-        Effect.catchTag("Unauthorized", (error) =>
-          Effect.fail(new InspectIoError({ path: root, operation: "locate a volume", detail: error.message }))
-        )
-      )
+    // Read-only, so located by the layout: `folderOf` hands out no agent-private folder.
+    const volumeFolder = StoreLayout.dataFolder(path, store.root, descriptor.id)
     volumes.push({ descriptor, folder: volumeFolder })
     for (const file of yield* listFiles(volumeFolder)) {
       const task = descriptor.kind === "Journal" ? journalTask(file.path) : Option.none()
       if (Option.isSome(task)) {
         if (options.task !== undefined && options.task !== task.value) continue
-        const entries = yield* Journal.readEntries({ folder: volumeFolder, task: task.value })
+        const entries = yield* Journal.readEntries({ folder: volumeFolder, task: task.value }).pipe(
+          Effect.catchTag("InvalidInput", (error) =>
+            Effect.fail(new InspectIoError({ path: file.path, operation: "read a journal", detail: error.message }))
+          )
+        )
         journals.push({ task: task.value, volume: descriptor.id, file: path.join(volumeFolder, file.path), entries })
         continue
       }
@@ -262,8 +261,8 @@ export const inspect = Effect.fnUntraced(function* (
 
 /** `<task>.jsonl` at the top of a journal volume names a task's journal. */
 const journalTask = (file: string): Option.Option<Ids.TaskId> => {
-  if (file.includes("/") || !file.endsWith(".jsonl")) return Option.none()
-  return decodeTaskId(file.slice(0, -".jsonl".length))
+  if (file.includes("/") || !file.endsWith(StoreLayout.journalExtension)) return Option.none()
+  return decodeTaskId(file.slice(0, -StoreLayout.journalExtension.length))
 }
 
 /** `<volume>\0<path>` of every file the journals record (summaries staged, artifacts offloaded). */

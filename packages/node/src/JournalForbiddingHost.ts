@@ -14,7 +14,13 @@
  *   `Unauthorized`, before any model request and before the journal file is
  *   even opened;
  * - issuing any task a grant on the journal volume fails `Unauthorized` with
- *   reason `GrantForbidden`: the host writes its journal itself.
+ *   reason `GrantForbidden`: the host writes its journal itself;
+ * - a task may create its own agent-private scratch volume
+ *   (`bindTask(task, { createPrivate: true })`, also through `withTask`):
+ *   that volume is private content the task created, the first candidate of
+ *   the private-summaries resolution, so such a task compacts into it (its
+ *   default policy is then `Threshold`), while the host still keeps nothing
+ *   of its own for the agent.
  *
  * It lives in a state namespace like the local harness (locked the same
  * way), with two volumes: `journal` (`Journal`, host) and `output`
@@ -71,7 +77,9 @@ export interface JournalForbiddingHostService extends HostTasks {
   /**
    * Issues `task` read and write on the output volume (and nothing on the
    * journal), binds it, and passes the entry gate: the default policy is
-   * `Disabled`; an explicit `Threshold` fails `Unauthorized`.
+   * `Disabled`; an explicit `Threshold` fails `Unauthorized`. With
+   * `createPrivate: true` the task also gets its own agent-private scratch
+   * volume, and compacts into it.
    */
   readonly bindTask: HostTasks["bindTask"]
   /** The task's journal on the journal volume, written by the host. */

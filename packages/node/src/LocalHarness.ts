@@ -25,7 +25,7 @@ import { ArtifactPathPolicy } from "@tessera/artifacts"
 import type { Grant } from "@tessera/core"
 import { HostAuthority, Ids, Volume } from "@tessera/core"
 import type { TaskHost, VolumeStore } from "@tessera/runtime"
-import { FilesystemTaskRuntime } from "@tessera/runtime"
+import { FilesystemTaskRuntime, StoreLayout } from "@tessera/runtime"
 import type { Scope } from "effect"
 import { Context, Effect, FileSystem, Layer, Option, Path, Schema } from "effect"
 import { type HostTasks, makeHostTasks } from "./internal/hostTasks.ts"
@@ -216,8 +216,13 @@ export const open = Effect.fnUntraced(function* (
     output: Option.some(output)
   })
   const journalFolder = yield* host.store.folderOf(journal)
+  const path = yield* Path.Path
   const pathPolicy = yield* makePathPolicy(opened, {
-    artifactFolders: [yield* host.store.folderOf(scratch), yield* host.store.folderOf(output)],
+    // The agent's scratch folder is located by the layout: `folderOf` hands out no private folder.
+    artifactFolders: [
+      StoreLayout.dataFolder(path, host.store.root, scratch.volume),
+      yield* host.store.folderOf(output)
+    ],
     journalFolder
   })
   const tasks = makeHostTasks({ runtime, agent, taskVolumes: [scratch, output], journalFolder, pathPolicy })
@@ -271,8 +276,8 @@ export const makePathPolicy = Effect.fnUntraced(function* (
   const exempt = (yield* Effect.forEach(locations.artifactFolders, both)).flat()
   const state = (yield* Effect.forEach(
     [
-      path.join(opened.folder, "store.json"),
-      path.join(opened.folder, "meta"),
+      path.join(opened.folder, StoreLayout.manifestFile),
+      path.join(opened.folder, StoreLayout.metaFolder[0] ?? "meta"),
       opened.lock.file,
       `${opened.lock.file}.recovery`,
       locations.journalFolder

@@ -14,7 +14,7 @@
  */
 import { homedir } from "node:os"
 import * as nodePath from "node:path"
-import type { HostAuthority } from "@tessera/core"
+import type { HostAuthority, InvalidInput } from "@tessera/core"
 import { Ids, Volume } from "@tessera/core"
 import type { VolumeStore } from "@tessera/runtime"
 import { TaskHost } from "@tessera/runtime"
@@ -175,7 +175,10 @@ export const open = Effect.fnUntraced(function* (
 export const ensureVolume = Effect.fnUntraced(function* (
   store: VolumeStore.VolumeStore,
   volume: VolumeStore.CreateVolume
-): Effect.fn.Return<Volume.VolumeRef, VolumeConflict | VolumeStore.VolumeMetadataInvalid | VolumeStore.StoreIoError> {
+): Effect.fn.Return<
+  Volume.VolumeRef,
+  VolumeConflict | InvalidInput.InvalidInput | VolumeStore.VolumeMetadataInvalid | VolumeStore.StoreIoError
+> {
   const ref: Volume.VolumeRef = { store: store.id, volume: volume.id }
   const expected: Volume.VolumeDescriptor = { id: volume.id, kind: volume.kind, owner: volume.owner }
   let found = yield* store.custody(ref)

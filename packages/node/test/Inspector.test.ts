@@ -4,8 +4,8 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
 import { Inspector, LocalHarness } from "@tessera/node"
-import { CompactionPolicy, type Journal, Model, ScriptedModel, TaskExecution } from "@tessera/runtime"
-import { Effect } from "effect"
+import { CompactionPolicy, type Journal, Model, ScriptedModel, StoreLayout, TaskExecution } from "@tessera/runtime"
+import { Effect, Path } from "effect"
 import { agentId, nodeLayer, taskId, tempDir } from "./support/temp.ts"
 import { isSummaryRequest, produceCall, start, tools } from "./support/turns.ts"
 
@@ -54,7 +54,7 @@ const populated = (stateDir: string) =>
       fs.writeFileSync(path.join(output, "report.md"), "# Report\n")
       return {
         folder: harness.folder,
-        scratch: yield* harness.host.store.folderOf(harness.volumes.scratch),
+        scratch: StoreLayout.dataFolder(yield* Path.Path, harness.host.store.root, harness.volumes.scratch.volume),
         journal: harness.journalFolder
       }
     })

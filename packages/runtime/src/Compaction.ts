@@ -15,9 +15,10 @@
  * - text without line breaks is cut like any other (at grapheme
  *   boundaries), so it compacts too.
  *
- * Publication needs the {@link PrivateSummaries.PrivateSummaries}
- * capability in its type: it only runs where a writer was resolved before
- * the first summary request went out.
+ * Compaction needs the {@link PrivateSummaries.PrivateSummaries}
+ * capability in its type, and admits it (`PrivateSummaries.admit`: minted,
+ * bound to the journal's task, its volume unchanged) before the first
+ * summary request goes out: a refused writer costs no request.
  *
  * @since 0.1.0
  */
@@ -30,7 +31,7 @@ import type { Journal } from "./Journal.ts"
 import type { ModelError, ModelRequest, ModelResponse, Part } from "./Model.ts"
 import { fileReference, Model, text } from "./Model.ts"
 import * as PrivateStaging from "./PrivateStaging.ts"
-import type * as PrivateSummaries from "./PrivateSummaries.ts"
+import * as PrivateSummaries from "./PrivateSummaries.ts"
 
 /**
  * The text a part contributes to a request's size, and to a summary
@@ -341,6 +342,7 @@ export const publish = Effect.fn("Compaction.publish")(function* (options: {
   readonly turn?: number
   readonly requests?: number
 }) {
+  yield* PrivateSummaries.admit("Compaction.publish", options.journal)
   const redactor = yield* Effect.serviceOption(ArtifactRedactor.ArtifactRedactor)
   const scrubbed = Option.isSome(redactor) ? yield* redactor.value.redact(options.summary) : options.summary
   const staged = yield* PrivateStaging.stageOnce(options.key, scrubbed)
@@ -413,6 +415,8 @@ export const compact = (options: CompactOptions) => {
 }
 
 const compactPlanned = Effect.fn("Compaction.compact")(function* (options: CompactOptions, planned: CompactionPlan) {
+  // The writer is admitted before the first summary request: a refusal costs no request.
+  yield* PrivateSummaries.admit("Compaction.compact", options.journal)
   const summary = yield* summarize({
     task: options.history.task,
     previousSummary: History.summaryText(options.history),

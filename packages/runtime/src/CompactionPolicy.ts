@@ -9,6 +9,8 @@
  * @since 0.1.0
  */
 import { ArtifactPointer } from "@tessera/artifacts"
+import { InvalidInput } from "@tessera/core"
+import type { Effect } from "effect"
 import { Schema } from "effect"
 
 const PositiveInt = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }))
@@ -136,3 +138,16 @@ export const measureText = (measure: SizeMeasure, text: string): number =>
  * @category measuring
  */
 export const bytesFor = (measure: SizeMeasure, size: number): number => (measure === "bytes" ? size : size * 4)
+
+/**
+ * Decodes a policy given to a public entry: `InvalidInput` (field `policy`)
+ * for a value that is not a `Threshold` of positive integers or `Disabled`.
+ *
+ * @since 0.1.0
+ * @category decoding
+ */
+export const decodePolicy = (
+  policy: unknown,
+  entry: string
+): Effect.Effect<CompactionPolicy, InvalidInput.InvalidInput> =>
+  InvalidInput.decode(CompactionPolicy, entry, "policy")(policy)

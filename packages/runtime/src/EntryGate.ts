@@ -11,9 +11,11 @@
  *
  * @since 0.1.0
  */
-import { Unauthorized } from "@tessera/core"
-import { Effect, Option } from "effect"
+import { DurableFiles, Unauthorized } from "@tessera/core"
+import { Effect, Option, Path } from "effect"
 import * as CompactionPolicy from "./CompactionPolicy.ts"
+import { makeRegistry } from "./internal/trusted.ts"
+import { Journal } from "./Journal.ts"
 import * as PrivateSummaries from "./PrivateSummaries.ts"
 import type { TaskContext } from "./TaskContext.ts"
 
@@ -29,7 +31,9 @@ export type EntryPoint = "Bind" | "Turn" | "ResumeTurn" | "ModelStep" | "ToolDis
 
 /**
  * A task context bound for execution under a compaction policy. Only
- * {@link bind} makes one, after the gate passed.
+ * {@link bind} makes one, after the gate passed, and records it by
+ * identity: every gated entry refuses a binding it did not record (a copy
+ * with another policy, a hand-built one) with `Unauthorized` `NotMinted`.
  *
  * @since 0.1.0
  * @category models
@@ -38,6 +42,37 @@ export interface TaskBinding {
   readonly context: TaskContext
   readonly policy: CompactionPolicy.CompactionPolicy
 }
+
+const bindings = makeRegistry<TaskBinding>("task binding")
+
+/**
+ * The first check of every gated entry, whatever the policy: the binding
+ * was made by {@link bind} from a context the library minted, and the
+ * journal in scope is the bound task's own record (same task, on the
+ * runtime's store), so a turn has one task identity. Fails `Unauthorized`
+ * (`NotMinted`, `ScopeNotIssued` or `TaskMismatch`) having sent and written
+ * nothing.
+ *
+ * @since 0.1.0
+ * @category gate
+ */
+export const admitBinding = Effect.fnUntraced(function* (binding: TaskBinding, entry: EntryPoint) {
+  yield* bindings.require(binding, { entry })
+  const context = yield* PrivateSummaries.requireContext(binding.context, entry)
+  const journal = yield* Journal
+  const path = yield* Path.Path
+  if (
+    journal.task !== context.task ||
+    DurableFiles.relativeWithin(context.runtime.host.store.root, journal.file, path) === undefined
+  ) {
+    return yield* new Unauthorized.Unauthorized({
+      reason: "TaskMismatch",
+      detail: `${entry}: the journal in scope (${journal.file}, task ${journal.task}) is not the record of the bound task ${context.task} on store ${context.runtime.host.store.id}`,
+      task: context.task
+    })
+  }
+  return binding
+})
 
 /**
  * How to bind: an explicit policy, or (omitted) the default, which is
@@ -52,25 +87,29 @@ export interface BindOptions {
   readonly threshold?: CompactionPolicy.Threshold
 }
 
-const armedWithoutWriter = (binding: TaskBinding, entry: EntryPoint, cause: Unauthorized.Unauthorized) =>
+const armedWithoutWriter = (context: TaskContext, entry: EntryPoint, cause: Unauthorized.Unauthorized) =>
   new Unauthorized.Unauthorized({
     reason: cause.reason,
     detail: `${entry}: compaction is armed (Threshold) but ${cause.detail}`,
-    task: binding.context.task
+    task: context.task
   })
 
 /**
- * Runs the gate for `entry`: with a `Threshold` policy the capability must
- * resolve (and is returned); with `Disabled` nothing is required. Sends no
- * model request and writes nothing.
+ * Runs the gate for `entry`: {@link admitBinding} first; then, with a
+ * `Threshold` policy, the capability must resolve (and is returned); with
+ * `Disabled` nothing more is required. Sends no model request and writes
+ * nothing.
  *
  * @since 0.1.0
  * @category gate
  */
 export const verify = Effect.fn("EntryGate.verify")(function* (binding: TaskBinding, entry: EntryPoint) {
+  yield* admitBinding(binding, entry)
   if (binding.policy._tag === "Disabled") return Option.none<PrivateSummaries.PrivateWriterCapability>()
   const capability = yield* PrivateSummaries.resolve(binding.context).pipe(
-    Effect.mapError((error) => (error._tag === "Unauthorized" ? armedWithoutWriter(binding, entry, error) : error))
+    Effect.mapError((error) =>
+      error._tag === "Unauthorized" ? armedWithoutWriter(binding.context, entry, error) : error
+    )
   )
   return Option.some(capability)
 })
@@ -83,17 +122,21 @@ export const verify = Effect.fn("EntryGate.verify")(function* (binding: TaskBind
  * @category gate
  */
 export const bind = Effect.fn("EntryGate.bind")(function* (context: TaskContext, options: BindOptions = {}) {
+  yield* PrivateSummaries.requireContext(context, "Bind")
   if (options.policy !== undefined) {
-    const binding: TaskBinding = { context, policy: options.policy }
-    yield* verify(binding, "Bind")
-    return binding
+    const policy = yield* CompactionPolicy.decodePolicy(options.policy, "EntryGate.bind")
+    if (policy._tag === "Threshold") {
+      yield* PrivateSummaries.resolve(context).pipe(
+        Effect.mapError((error) => (error._tag === "Unauthorized" ? armedWithoutWriter(context, "Bind", error) : error))
+      )
+    }
+    return bindings.mint<TaskBinding>({ context, policy })
   }
   // The default is decided by whether the capability resolves, which is the
   // gate's own question: answered once, it needs no second resolution.
   const resolved = yield* PrivateSummaries.resolveOption(context)
   const policy = Option.isSome(resolved)
-    ? (options.threshold ?? CompactionPolicy.defaultThreshold)
+    ? yield* CompactionPolicy.decodePolicy(options.threshold ?? CompactionPolicy.defaultThreshold, "EntryGate.bind")
     : CompactionPolicy.disabled
-  const binding: TaskBinding = { context, policy }
-  return binding
+  return bindings.mint<TaskBinding>({ context, policy })
 })

@@ -25,6 +25,7 @@
  *
  * @since 0.1.0
  */
+import { ArtifactRedactor } from "@tessera/artifacts"
 import { Ids } from "@tessera/core"
 import { Effect, Option, Schema } from "effect"
 import * as History from "./History.ts"
@@ -279,8 +280,12 @@ const modelStepBody = Effect.fnUntraced(function* <E, R>(
   })
   const response = yield* model.generate(request).pipe(
     Effect.flatMap(checkResponse),
-    Effect.tapError((error) =>
-      journal.append({ _tag: "ModelFailed", turn, step, reason: error.reason, detail: error.detail })
+    Effect.catch((error) =>
+      Effect.flatMap(scrubModelError(error), (scrubbed) =>
+        journal
+          .append({ _tag: "ModelFailed", turn, step, reason: scrubbed.reason, detail: scrubbed.detail })
+          .pipe(Effect.andThen(Effect.fail(scrubbed)))
+      )
     )
   )
   const answer = yield* measureText(response.text)
@@ -300,6 +305,23 @@ const modelStepBody = Effect.fnUntraced(function* <E, R>(
   if (hooks.afterModelStep !== undefined) yield* hooks.afterModelStep(context, outcome)
   return outcome
 })
+
+/**
+ * A provider's error text often echoes the request (and so secrets): it is
+ * scrubbed by the host's redactor, when one is provided, before it is
+ * journaled or handed back. A redactor that fails on it withholds the text.
+ */
+const scrubModelError = (error: ModelError): Effect.Effect<ModelError> =>
+  Effect.flatMap(Effect.serviceOption(ArtifactRedactor.ArtifactRedactor), (redactor) =>
+    Option.isNone(redactor)
+      ? Effect.succeed(error)
+      : redactor.value.redact(error.detail).pipe(
+          Effect.map((detail) => (detail === error.detail ? error : new ModelError({ reason: error.reason, detail }))),
+          Effect.orElseSucceed(
+            () => new ModelError({ reason: error.reason, detail: "[detail withheld: the redactor failed on it]" })
+          )
+        )
+  )
 
 const dispatchOne = <E, R>(
   journal: JournalService,

@@ -13,8 +13,8 @@
  */
 import type { Grant, Volume } from "@tessera/core"
 import type { HostAuthority } from "@tessera/core/HostAuthority"
+import type { InvalidInput } from "@tessera/core/InvalidInput"
 import type { VerifiedPrivateWriter } from "@tessera/core/PrivateWriter"
-import { checkPrivateWriter } from "@tessera/core/PrivateWriter"
 import type { Unauthorized } from "@tessera/core/Unauthorized"
 import type { FileSystem, Option, Path } from "effect"
 import { Effect } from "effect"
@@ -59,13 +59,14 @@ export interface OpenOptions extends Options, VolumeStore.OpenOptions {}
 
 /**
  * What binding a runtime or a task can fail with: a check refused
- * (`Unauthorized`, whose `reason` names the check), or the store could not
- * produce the facts to check.
+ * (`Unauthorized`, whose `reason` names the check), an option did not decode
+ * (`InvalidInput`, naming the field), or the store could not produce the
+ * facts to check.
  *
  * @since 0.1.0
  * @category errors
  */
-export type BindError = Unauthorized | VolumeStore.VolumeMetadataInvalid | VolumeStore.StoreIoError
+export type BindError = Unauthorized | InvalidInput | VolumeStore.VolumeMetadataInvalid | VolumeStore.StoreIoError
 
 /**
  * An opened runtime. Everything here was validated when the runtime was
@@ -103,7 +104,7 @@ export const open = (
   FilesystemTaskRuntime,
   BindError | VolumeStore.OpenError,
   HostAuthority | FileSystem.FileSystem | Path.Path
-> => TaskHost.open(options).pipe(Effect.flatMap((host) => bindRuntime(host, options, checkPrivateWriter)))
+> => TaskHost.open(options).pipe(Effect.flatMap((host) => bindRuntime(host, options)))
 
 /**
  * Binds a runtime on an existing host, with the same options and the same
@@ -113,4 +114,4 @@ export const open = (
  * @category constructors
  */
 export const fromHost = (host: TaskHost.TaskHost, options: Options): Effect.Effect<FilesystemTaskRuntime, BindError> =>
-  bindRuntime(host, options, checkPrivateWriter)
+  bindRuntime(host, options)

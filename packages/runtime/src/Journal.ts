@@ -32,13 +32,13 @@
  * @since 0.1.0
  */
 import { ArtifactPointer } from "@tessera/artifacts"
-import { Ids, Volume } from "@tessera/core"
-import type { Scope } from "effect"
-import { Clock, Context, Effect, FileSystem, Layer, Option, Path, Result, Schema, Semaphore } from "effect"
+import { Ids, InvalidInput, Volume } from "@tessera/core"
+import { Clock, Context, Effect, FileSystem, Layer, Option, Path, Result, Schema, Scope, Semaphore } from "effect"
 import { sha256Bytes } from "./internal/digest.ts"
 import { eachLine } from "./internal/journalLines.ts"
 import { advance, emptyState, makeReplay } from "./internal/journalState.ts"
 import * as JournalFile from "./JournalFile.ts"
+import * as StoreLayout from "./StoreLayout.ts"
 import { ToolFailure } from "./Tool.ts"
 
 // Reopening checks every field of every line, so these checks are plain
@@ -590,7 +590,9 @@ export interface JournalLocation {
  * @since 0.1.0
  * @category models
  */
-export const fileName = (task: Ids.TaskId): string => `${task}.jsonl`
+export const fileName: (task: Ids.TaskId) => string = StoreLayout.journalFileName
+
+const decodeTask = InvalidInput.decode(Ids.TaskId, "Journal", "task")
 
 const newline = 0x0a
 const decodeEntry = Schema.decodeUnknownResult(Entry)
@@ -654,36 +656,48 @@ const replay = (
  */
 export const readEntries = Effect.fnUntraced(function* (
   location: JournalLocation
-): Effect.fn.Return<ReadonlyArray<Entry>, JournalCorrupt | JournalIOError, FileSystem.FileSystem | Path.Path> {
+): Effect.fn.Return<
+  ReadonlyArray<Entry>,
+  JournalCorrupt | JournalIOError | InvalidInput.InvalidInput,
+  FileSystem.FileSystem | Path.Path
+> {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
-  const file = path.resolve(location.folder, fileName(location.task))
+  const task = yield* decodeTask(location.task)
+  const file = path.resolve(location.folder, fileName(task))
   const bytes = yield* fs
     .readFile(file)
     .pipe(Effect.mapError((error) => new JournalIOError({ file, operation: "read", detail: error.message })))
-  const replayed = replay(file, location.task, bytes, true)
+  const replayed = replay(file, task, bytes, true)
   if (Result.isFailure(replayed)) return yield* replayed.failure
   return replayed.success.entries
 })
 
 /**
- * Opens (creating if needed) the journal of a task in a folder and rebuilds
- * its state. The file handle lives as long as the scope.
+ * Opens the journal of a task in a folder and rebuilds its state. A journal
+ * that does not exist yet is created (folder and file) by its first entry,
+ * never by opening it, so an entry refused before anything was journaled
+ * leaves no file behind. The task id is decoded first (`InvalidInput`
+ * naming `task`): it becomes a file name. The file handle lives as long as
+ * the scope.
  *
  * @since 0.1.0
  * @category constructors
  */
 export const open = Effect.fnUntraced(function* (
   location: JournalLocation
-): Effect.fn.Return<JournalService, JournalCorrupt | JournalIOError, FileSystem.FileSystem | Path.Path | Scope.Scope> {
+): Effect.fn.Return<
+  JournalService,
+  JournalCorrupt | JournalIOError | InvalidInput.InvalidInput,
+  FileSystem.FileSystem | Path.Path | Scope.Scope
+> {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
-  const task = location.task
+  const task = yield* decodeTask(location.task)
   const file = path.resolve(location.folder, fileName(task))
   const ioError = (operation: string) => (error: { readonly message: string }) =>
     new JournalIOError({ file, operation, detail: error.message })
 
-  yield* fs.makeDirectory(location.folder, { recursive: true }).pipe(Effect.mapError(ioError("create folder")))
   const existed = yield* fs.exists(file).pipe(Effect.mapError(ioError("stat")))
   const replayed = existed
     ? yield* fs.readFile(file).pipe(
@@ -693,14 +707,27 @@ export const open = Effect.fnUntraced(function* (
     : { state: emptyState(task), entries: [], completeBytes: 0, tail: new Uint8Array(0) }
 
   const journalFile = yield* JournalFile.JournalFile
-  const handle = yield* journalFile.openAppend(file).pipe(Effect.mapError(ioError("open")))
-  if (!existed) {
+  const scope = yield* Scope.Scope
+  const openHandle = journalFile
+    .openAppend(file)
+    .pipe(
+      Effect.mapError(ioError("open")),
+      Effect.provideService(Scope.Scope, scope),
+      Effect.provideService(FileSystem.FileSystem, fs)
+    )
+  // A journal that does not exist yet is created by its first entry, not by
+  // opening it: an entry refused before anything was journaled leaves no file.
+  const createFile = Effect.gen(function* () {
+    yield* fs.makeDirectory(location.folder, { recursive: true }).pipe(Effect.mapError(ioError("create folder")))
+    const created = yield* openHandle
     // A new file's directory entry is only durable once the folder is synced.
     // Not every platform can open a folder for syncing, so this is best effort.
     yield* Effect.scoped(fs.open(location.folder, { flag: "r" }).pipe(Effect.flatMap((folder) => folder.sync))).pipe(
       Effect.ignore
     )
-  }
+    return created
+  })
+  let handle: JournalFile.AppendHandle | undefined = existed ? yield* openHandle : undefined
 
   // Appends run one at a time (under `lock`, or as one synchronous step with a
   // blocking handle), and only they replace these; a reader always sees a
@@ -753,26 +780,28 @@ export const open = Effect.fnUntraced(function* (
     return written.entry
   }
 
-  const effectfulWrite = (input: EntryInput): Effect.Effect<Entry, JournalIOError | JournalSequenceError> =>
-    Clock.clockWith((clock) => {
-      const prepared = prepare(input, clock.currentTimeMillisUnsafe())
-      if (Result.isFailure(prepared)) return Effect.fail(prepared.failure)
-      return handle.append(prepared.success.line).pipe(
-        Effect.matchEffect({
-          onSuccess: () => Effect.sync(() => commit(prepared.success)),
-          onFailure: (error) =>
-            // Leave no partial line behind a failed append: later appends would land after it.
-            handle.truncate(size).pipe(
-              Effect.catch(() =>
-                Effect.sync(() => {
-                  broken = true
-                })
-              ),
-              Effect.andThen(Effect.fail(ioError("append")(error)))
-            )
-        })
-      )
-    }).pipe(Effect.uninterruptible, lock.withPermit)
+  const effectfulWrite =
+    (handle: JournalFile.AppendHandle) =>
+    (input: EntryInput): Effect.Effect<Entry, JournalIOError | JournalSequenceError> =>
+      Clock.clockWith((clock) => {
+        const prepared = prepare(input, clock.currentTimeMillisUnsafe())
+        if (Result.isFailure(prepared)) return Effect.fail(prepared.failure)
+        return handle.append(prepared.success.line).pipe(
+          Effect.matchEffect({
+            onSuccess: () => Effect.sync(() => commit(prepared.success)),
+            onFailure: (error) =>
+              // Leave no partial line behind a failed append: later appends would land after it.
+              handle.truncate(size).pipe(
+                Effect.catch(() =>
+                  Effect.sync(() => {
+                    broken = true
+                  })
+                ),
+                Effect.andThen(Effect.fail(ioError("append")(error)))
+              )
+          })
+        )
+      }).pipe(Effect.uninterruptible, lock.withPermit)
 
   // A blocking handle makes the whole append one synchronous step: nothing else runs until it ends,
   // so it needs neither the lock nor the effects around the write.
@@ -796,9 +825,28 @@ export const open = Effect.fnUntraced(function* (
         return Effect.succeed(commit(prepared.success))
       })
 
-  const write = handle.blocking === undefined ? effectfulWrite : blockingWrite(handle.blocking)
+  const writerOf = (opened: JournalFile.AppendHandle) =>
+    opened.blocking === undefined ? effectfulWrite(opened) : blockingWrite(opened.blocking)
+  let writeTo = handle === undefined ? undefined : writerOf(handle)
+  const firstWrite = lock.withPermit(
+    Effect.suspend(() =>
+      handle === undefined
+        ? Effect.map(createFile, (created) => {
+            handle = created
+            return created
+          })
+        : Effect.succeed(handle)
+    )
+  )
+  const write = (input: EntryInput): Effect.Effect<Entry, JournalIOError | JournalSequenceError> =>
+    writeTo !== undefined
+      ? writeTo(input)
+      : Effect.flatMap(firstWrite, (opened) => {
+          writeTo ??= writerOf(opened)
+          return writeTo(input)
+        })
 
-  if (replayed.tail.length > 0) {
+  if (handle !== undefined && replayed.tail.length > 0) {
     yield* handle.truncate(replayed.completeBytes).pipe(Effect.mapError(ioError("truncate cut tail")))
     const droppedSha256 = yield* sha256Bytes(replayed.tail)
     yield* write({
@@ -878,5 +926,8 @@ export const open = Effect.fnUntraced(function* (
  */
 export const layer = (
   location: JournalLocation
-): Layer.Layer<Journal, JournalCorrupt | JournalIOError, FileSystem.FileSystem | Path.Path> =>
-  Layer.effect(Journal, open(location))
+): Layer.Layer<
+  Journal,
+  JournalCorrupt | JournalIOError | InvalidInput.InvalidInput,
+  FileSystem.FileSystem | Path.Path
+> => Layer.effect(Journal, open(location))

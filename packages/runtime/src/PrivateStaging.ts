@@ -15,13 +15,15 @@
  * @since 0.1.0
  */
 
-import type { Volume } from "@tessera/core"
-import { DurableFiles, Ids } from "@tessera/core"
+import type { Unauthorized, Volume } from "@tessera/core"
+import { DurableFiles, Ids, InvalidInput } from "@tessera/core"
 import { Effect, Exit, FileSystem, Path, Schema } from "effect"
 import * as SecureRandom from "effect/crypto/SecureRandom"
 import type { PlatformError } from "effect/PlatformError"
 import { sha256Bytes } from "./internal/digest.ts"
 import * as PrivateSummaries from "./PrivateSummaries.ts"
+import * as StoreLayout from "./StoreLayout.ts"
+import type { StoreIoError, VolumeMetadataInvalid } from "./VolumeStore.ts"
 
 /**
  * Which private file to stage: an operation and a step within it.
@@ -97,6 +99,10 @@ export class StagingReadFailed extends Schema.TaggedError<StagingReadFailed>()("
  * @category errors
  */
 export type StagingError =
+  | InvalidInput.InvalidInput
+  | Unauthorized.Unauthorized
+  | VolumeMetadataInvalid
+  | StoreIoError
   | StagingConflict
   | StagingReadFailed
   | DurableFiles.AlreadyExists
@@ -109,7 +115,9 @@ export type StagingError =
  * @since 0.1.0
  * @category paths
  */
-export const relativePath = (key: StagingKey): string => `summaries/${key.operation}/${key.step}.txt`
+export const relativePath = (key: StagingKey): string => StoreLayout.summaryPath(key.operation, key.step)
+
+const decodeKey = InvalidInput.decode(StagingKey, "PrivateStaging.stageOnce", "key")
 
 const encoder = new TextEncoder()
 
@@ -118,6 +126,11 @@ const sameBytes = (a: Uint8Array, b: Uint8Array): boolean =>
 
 /**
  * Stages `content` under `key` on the resolved private volume, once.
+ *
+ * The key is decoded first (`InvalidInput` naming the key: a step must be a
+ * positive integer, an operation an identifier), the capability is admitted
+ * (`PrivateSummaries.admit`: minted, its volume unchanged), and the final
+ * path is checked to lie in the volume's folder; a refusal writes nothing.
  *
  * Staging the same key again returns the existing file (`AlreadyStaged`)
  * when the bytes are identical and fails {@link StagingConflict} otherwise.
@@ -129,23 +142,33 @@ const sameBytes = (a: Uint8Array, b: Uint8Array): boolean =>
  * @category staging
  */
 export const stageOnce = Effect.fn("PrivateStaging.stageOnce")(function* (
-  key: StagingKey,
+  givenKey: StagingKey,
   content: string | Uint8Array
 ): Effect.fn.Return<
   StagedFile,
   StagingError,
   PrivateSummaries.PrivateSummaries | DurableFiles.DurableFiles | FileSystem.FileSystem | Path.Path
 > {
-  const capability = yield* PrivateSummaries.current
+  const key = yield* decodeKey(givenKey)
+  const capability = yield* PrivateSummaries.admit("PrivateStaging.stageOnce")
   const files = yield* DurableFiles.DurableFiles
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const bytes = typeof content === "string" ? encoder.encode(content) : Uint8Array.from(content)
   const sha256 = yield* sha256Bytes(bytes)
   const relative = relativePath(key)
-  const folder = path.join(capability.folder, "summaries", key.operation)
-  const finalPath = path.join(folder, `${key.step}.txt`)
+  const finalPath = path.join(capability.folder, relative)
+  const folder = path.dirname(finalPath)
   const tempPath = path.join(folder, `.${key.step}.txt.${SecureRandom.uuidV4Unsafe()}.staging`)
+  // The temp file's real folder is checked by `writeNewFile`; the final name shares that folder.
+  if (DurableFiles.relativeWithin(capability.folder, finalPath, path) === undefined) {
+    return yield* new DurableFiles.OutsideWithin({
+      operation: "publishOnce",
+      path: finalPath,
+      within: capability.folder,
+      actual: finalPath
+    })
+  }
   const staged = { volume: capability.volume, path: relative, absolutePath: finalPath, size: bytes.length, sha256 }
 
   // The temp name need not survive a crash: the publish syncs the folder once the final name exists.

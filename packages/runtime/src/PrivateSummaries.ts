@@ -12,11 +12,14 @@
  * @since 0.1.0
  */
 import type { Volume } from "@tessera/core"
-import { PrivateWriter, Unauthorized } from "@tessera/core"
-import { Context, Effect, Option, Result } from "effect"
+import { DurableFiles, PrivateWriter, Unauthorized } from "@tessera/core"
+import { Context, Effect, Option, Path, Result } from "effect"
 import { dual } from "effect/Function"
 import type { Capability, CapabilitySource } from "./internal/privateSummaries.ts"
 import { isMinted, mint } from "./internal/privateSummaries.ts"
+import { dataFolder } from "./internal/storeFolders.ts"
+import { contexts, requireIssued, runtimes } from "./internal/storeRuntime.ts"
+import type { JournalService } from "./Journal.ts"
 import type { TaskContext } from "./TaskContext.ts"
 import type { StoreIoError, VolumeMetadataInvalid } from "./VolumeStore.ts"
 
@@ -28,6 +31,8 @@ import type { StoreIoError, VolumeMetadataInvalid } from "./VolumeStore.ts"
  * - `folder`: the volume's data folder, where private files are staged.
  * - `source`: which candidate resolved (`CreatedPrivate`, `RuntimePrivate`,
  *   `OutputBinding`).
+ * - `runtime`, `task`, `agent`, `volume`: what it was minted for; every
+ *   consumer checks them ({@link admit}).
  *
  * @since 0.1.0
  * @category models
@@ -70,35 +75,20 @@ interface Candidate {
 
 const candidates = Effect.fnUntraced(function* (context: TaskContext) {
   const store = context.runtime.host.store
+  const verdictOn = (ref: Volume.VolumeRef) =>
+    Effect.map(store.custody(ref), (custody) =>
+      PrivateWriter.checkPrivateWriter({ ref, custody, scope: context.scope })
+    )
   const found: Array<Candidate> = []
   for (const ref of context.createdPrivate) {
-    const custody = yield* store.custody(ref)
-    found.push({
-      source: "CreatedPrivate",
-      ref,
-      verdict: PrivateWriter.checkPrivateWriter({ ref, custody, scope: context.scope })
-    })
+    found.push({ source: "CreatedPrivate", ref, verdict: yield* verdictOn(ref) })
   }
   if (Option.isSome(context.runtime.privateVolume)) {
     // The runtime's private volume was validated against the runtime's own
-    // scope when it opened; a task may use it only when it runs for the
-    // agent that owns it.
-    const writer = context.runtime.privateVolume.value
-    found.push({
-      source: "RuntimePrivate",
-      ref: writer.ref,
-      verdict:
-        writer.agent === context.agent
-          ? Result.succeed({ ...writer, task: context.task })
-          : Result.fail(
-              new Unauthorized.Unauthorized({
-                reason: "NotOwnerBound",
-                detail: `the runtime's private volume belongs to agent ${writer.agent}, not to the task's agent ${context.agent}`,
-                task: context.task,
-                volume: writer.ref
-              })
-            )
-    })
+    // scope; a task uses it only under the same verdict as any other
+    // candidate: its own agent owns it and its own scope grants the write.
+    const ref = context.runtime.privateVolume.value.ref
+    found.push({ source: "RuntimePrivate", ref, verdict: yield* verdictOn(ref) })
   }
   if (Option.isSome(context.output)) {
     const binding = context.output.value
@@ -116,11 +106,32 @@ const candidates = Effect.fnUntraced(function* (context: TaskContext) {
 })
 
 /**
+ * Checks that `context` is one a runtime minted, on a runtime the library
+ * bound, with a scope the runtime's host issued: the three objects
+ * resolution trusts. A copied or hand-built one fails `Unauthorized`
+ * (`NotMinted` or `ScopeNotIssued`).
+ *
+ * @since 0.1.0
+ * @category resolution
+ */
+export const requireContext = (
+  context: TaskContext,
+  entry: string
+): Effect.Effect<TaskContext, Unauthorized.Unauthorized> =>
+  contexts.require(context, { entry }).pipe(
+    Effect.tap((minted) => runtimes.require(minted.runtime, { entry })),
+    Effect.tap((minted) => requireIssued(minted.runtime.host, minted.scope))
+  )
+
+/**
  * Resolves the task's private writer, in this order: the task's created
  * private content, the runtime's private volume, the task's output binding.
- * The first candidate the private-writer verdict accepts wins. When none
- * does, fails `Unauthorized` with reason `NoPrivateWriter`, listing every
- * candidate and why it was refused. Resolving sends nothing to a model and
+ * The first candidate the private-writer verdict accepts wins; every
+ * candidate is judged by that one verdict (custody, `AgentPrivate`, owned by
+ * the task's agent, write-granted to the task). When none passes, fails
+ * `Unauthorized` with reason `NoPrivateWriter`, listing every candidate and
+ * why it was refused. A context the library did not mint fails first
+ * (see {@link requireContext}). Resolving sends nothing to a model and
  * writes nothing.
  *
  * @since 0.1.0
@@ -129,11 +140,13 @@ const candidates = Effect.fnUntraced(function* (context: TaskContext) {
 export const resolve = Effect.fn("PrivateSummaries.resolve")(function* (
   context: TaskContext
 ): Effect.fn.Return<PrivateWriterCapability, ResolveError> {
+  yield* requireContext(context, "PrivateSummaries.resolve")
   const found = yield* candidates(context)
   for (const candidate of found) {
     if (Result.isSuccess(candidate.verdict)) {
-      const folder = yield* context.runtime.host.store.folderOf(candidate.ref)
-      return mint({ writer: candidate.verdict.success, folder, source: candidate.source })
+      const folder = dataFolder(context.runtime.host.store, candidate.ref)
+      if (folder === undefined) break
+      return mint({ writer: candidate.verdict.success, folder, source: candidate.source, runtime: context.runtime })
     }
   }
   const refusals = found.map((candidate) =>
@@ -180,17 +193,75 @@ export const provide: {
   Effect.provideService(effect, PrivateSummaries, capability)
 )
 
+const refuse = (reason: Unauthorized.UnauthorizedReason, detail: string, capability?: PrivateWriterCapability) =>
+  new Unauthorized.Unauthorized({
+    reason,
+    detail,
+    ...(capability === undefined ? {} : { task: capability.task, volume: capability.volume })
+  })
+
 /**
- * The capability in scope, checked to be one the library minted. A forged
- * value (a cast can fake the type) dies here instead of writing anything.
+ * The capability in scope, admitted for a write by `entry`. Every consumer
+ * that writes private content calls this, at the moment it is about to
+ * write, and fails `Unauthorized` (never a defect) when:
+ *
+ * - the value was not minted by {@link resolve} (`NotMinted`): a cast or a
+ *   copy can fake the type, not the registry;
+ * - `journal` is given and is not the record of the capability's task on the
+ *   capability's store (`CapabilityMismatch`): a capability is bound to the
+ *   task, agent and runtime it was minted for;
+ * - the volume is no longer registered with the kind and owner it had when
+ *   the capability was minted (`VolumeChanged`).
+ *
+ * Forgery is a typed refusal rather than a defect so a host can log and
+ * count it; it happens before a byte is written or a request is sent.
  *
  * @since 0.1.0
  * @category resolution
  */
-export const current: Effect.Effect<PrivateWriterCapability, never, PrivateSummaries> = Effect.flatMap(
-  Effect.service(PrivateSummaries),
-  (capability) =>
-    isMinted(capability)
-      ? Effect.succeed(capability)
-      : Effect.die(new Error("a PrivateSummaries capability was forged: it was not minted by resolve"))
-)
+export const admit = Effect.fnUntraced(function* (
+  entry: string,
+  journal: Option.Option<Pick<JournalService, "task" | "file">> = Option.none()
+): Effect.fn.Return<PrivateWriterCapability, ResolveError, PrivateSummaries | Path.Path> {
+  const given = yield* PrivateSummaries
+  if (!isMinted(given)) {
+    return yield* refuse(
+      "NotMinted",
+      `${entry}: the private-summaries capability was not minted by PrivateSummaries.resolve (forged or copied)`
+    )
+  }
+  const capability = given
+  if (Option.isSome(journal)) {
+    const record = journal.value
+    if (record.task !== capability.task) {
+      return yield* refuse(
+        "CapabilityMismatch",
+        `${entry}: the capability was minted for task ${capability.task} (agent ${capability.agent}), but the journal is task ${record.task}'s`,
+        capability
+      )
+    }
+    const path = yield* Path.Path
+    if (DurableFiles.relativeWithin(capability.runtime.host.store.root, record.file, path) === undefined) {
+      return yield* refuse(
+        "CapabilityMismatch",
+        `${entry}: the capability was minted on store ${capability.volume.store}, but the journal ${record.file} is not that store's`,
+        capability
+      )
+    }
+  }
+  const now = yield* capability.runtime.host.store.custody(capability.volume)
+  const then = capability.writer.descriptor
+  if (
+    Option.isNone(now) ||
+    now.value.kind !== then.kind ||
+    now.value.owner._tag !== then.owner._tag ||
+    (now.value.owner._tag === "Agent" && then.owner._tag === "Agent" && now.value.owner.agent !== then.owner.agent)
+  ) {
+    return yield* refuse(
+      "VolumeChanged",
+      `${entry}: volume ${capability.volume.store}/${capability.volume.volume} is no longer registered as it was when the capability was minted`,
+      capability
+    )
+  }
+  return capability
+})

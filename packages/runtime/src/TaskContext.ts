@@ -2,17 +2,19 @@
  * A task bound to a runtime: who it is, what it may touch, where its private
  * content and its output go.
  *
- * A task context is plain, read-only data plus the runtime it is bound to.
+ * A task context is frozen, read-only data plus the runtime it is bound to.
  * Only {@link FilesystemTaskRuntime.FilesystemTaskRuntime.bindTask} makes
- * one, after checking the output binding, so holding a `TaskContext` means
- * that check passed.
+ * one, after checking the scope (issued by the runtime's host) and the output
+ * binding, and records it by identity: every guard refuses a context it did
+ * not record (a spread copy with another agent, a hand-built one) with
+ * `Unauthorized` `NotMinted`.
  *
  * @since 0.1.0
  */
 import type { Grant, Ids, Volume } from "@tessera/core"
 import type { Option } from "effect"
 import type * as FilesystemTaskRuntime from "./FilesystemTaskRuntime.ts"
-import { TaskContextTypeId } from "./internal/storeRuntime.ts"
+import { contexts, type TaskContextTypeId } from "./internal/storeRuntime.ts"
 
 /**
  * A volume a task may write its output to, with the store's facts about it
@@ -68,10 +70,10 @@ export interface TaskContext {
 }
 
 /**
- * Whether a value is a task context made by a runtime.
+ * Whether a value is a task context a runtime made: checked by identity, so
+ * a copy of a genuine context (or an object with its marker) is not one.
  *
  * @since 0.1.0
  * @category guards
  */
-export const isTaskContext = (value: unknown): value is TaskContext =>
-  typeof value === "object" && value !== null && TaskContextTypeId in value
+export const isTaskContext = (value: unknown): value is TaskContext => contexts.has(value)

@@ -9,10 +9,10 @@
  *
  * @since 0.1.0
  */
-import { Ids, Unauthorized } from "@tessera/core"
-import { Effect, Option, Path, Schema } from "effect"
+import { Ids, InvalidInput, Unauthorized } from "@tessera/core"
+import { Effect, Option, type Path, Schema } from "effect"
 import * as Compaction from "./Compaction.ts"
-import type * as CompactionPolicy from "./CompactionPolicy.ts"
+import * as CompactionPolicy from "./CompactionPolicy.ts"
 import * as EntryGate from "./EntryGate.ts"
 import * as Executor from "./Executor.ts"
 import type * as History from "./History.ts"
@@ -20,6 +20,7 @@ import { summarySession } from "./internal/summarySession.ts"
 import type { JournalIOError, JournalSequenceError } from "./Journal.ts"
 import { Journal } from "./Journal.ts"
 import type { ToolCallPart } from "./Model.ts"
+import * as PrivateStaging from "./PrivateStaging.ts"
 import * as PrivateSummaries from "./PrivateSummaries.ts"
 import * as ToolResultOffload from "./ToolResultOffload.ts"
 
@@ -56,7 +57,10 @@ export type CompactionRequirements = Exclude<
 
 /**
  * The hooks that compact history before every model step (mid-turn too)
- * under a `Threshold` policy, publishing through `capability`.
+ * under a `Threshold` policy, publishing through `capability`. The
+ * capability is admitted against `journal` when the hooks are made (minted,
+ * minted for the journal's task on its store, volume unchanged), so a
+ * foreign capability is refused before the turn sends anything.
  *
  * @since 0.1.0
  * @category hooks
@@ -65,20 +69,21 @@ export const compactionHooks = (
   policy: CompactionPolicy.Threshold,
   capability: PrivateSummaries.PrivateWriterCapability,
   journal: Journal["Service"]
-): Executor.Hooks<CompactionError, CompactionRequirements> => {
-  const hooks: Executor.Hooks<CompactionError, CompactionRequirements> = {
-    beforeModelStep: (context, history) =>
-      Compaction.compact({
-        history,
-        policy,
-        operation: turnOperation(context.task, context.turn),
-        step: context.step,
-        journal: Option.some(journal),
-        turn: context.turn
-      }).pipe(PrivateSummaries.provide(capability))
-  }
-  return hooks
-}
+): Effect.Effect<Executor.Hooks<CompactionError, CompactionRequirements>, PrivateSummaries.ResolveError, Path.Path> =>
+  PrivateSummaries.admit("TaskExecution.compactionHooks", Option.some(journal)).pipe(
+    PrivateSummaries.provide(capability),
+    Effect.map((admitted) => ({
+      beforeModelStep: (context, history) =>
+        Compaction.compact({
+          history,
+          policy,
+          operation: turnOperation(context.task, context.turn),
+          step: context.step,
+          journal: Option.some(journal),
+          turn: context.turn
+        }).pipe(PrivateSummaries.provide(admitted))
+    }))
+  )
 
 /**
  * A turn's configuration: the stock executor's, plus optional offload of
@@ -114,17 +119,7 @@ const offloadTarget = Effect.fnUntraced(function* (
         )
     return yield* ToolResultOffload.privateTarget.pipe(PrivateSummaries.provide(capability))
   }
-  if (Option.isNone(context.output)) {
-    return yield* new Unauthorized.Unauthorized({
-      reason: "MissingWriteGrant",
-      detail: `${entry}: offload to Output needs an output binding, and the task has none`,
-      task: context.task
-    })
-  }
-  const volume = context.output.value.ref
-  const path = yield* Path.Path
-  const folder = yield* context.runtime.host.store.folderOf(volume)
-  return { volume, root: path.join(folder, ToolResultOffload.artifactFolder) }
+  return yield* ToolResultOffload.outputTarget(context, entry)
 })
 
 /**
@@ -133,7 +128,7 @@ const offloadTarget = Effect.fnUntraced(function* (
  * @since 0.1.0
  * @category models
  */
-export type GatedError = CompactionError | JournalIOError | JournalSequenceError
+export type GatedError = CompactionError | JournalIOError | JournalSequenceError | Unauthorized.Unauthorized
 
 /**
  * What the gate's own hooks add to a turn's requirements.
@@ -151,7 +146,9 @@ const withGate = Effect.fnUntraced(function* <E, R>(
 ) {
   // An entry that already resolved the writer has passed the gate's question.
   const capability =
-    Option.isSome(resolved) && binding.policy._tag === "Threshold" ? resolved : yield* EntryGate.verify(binding, entry)
+    Option.isSome(resolved) && binding.policy._tag === "Threshold"
+      ? yield* Effect.as(EntryGate.admitBinding(binding, entry), resolved)
+      : yield* EntryGate.verify(binding, entry)
   const target =
     config.offload === undefined
       ? Option.none()
@@ -159,10 +156,10 @@ const withGate = Effect.fnUntraced(function* <E, R>(
   const journal = yield* Journal
   const hooks: Array<Executor.Hooks<E | GatedError, R | GatedRequirements>> = []
   if (binding.policy._tag === "Threshold" && Option.isSome(capability)) {
-    hooks.push(compactionHooks(binding.policy, capability.value, journal))
+    hooks.push(yield* compactionHooks(binding.policy, capability.value, journal))
   }
   if (config.offload !== undefined && Option.isSome(target)) {
-    hooks.push(ToolResultOffload.offloadHooks(config.offload, target.value, journal))
+    hooks.push(yield* ToolResultOffload.offloadHooks(config.offload, target.value, journal))
   }
   if (config.hooks !== undefined) hooks.push(config.hooks)
   const gated: Executor.TurnConfig<E | GatedError, R | GatedRequirements> = {
@@ -221,7 +218,8 @@ export const modelStep = Effect.fn("TaskExecution.modelStep")(function* <E = nev
 })
 
 /**
- * One tool dispatch behind the gate.
+ * One tool dispatch behind the gate, with the same hooks a turn gets
+ * (offload of large results included).
  *
  * @since 0.1.0
  * @category entries
@@ -232,8 +230,8 @@ export const dispatchTools = Effect.fn("TaskExecution.dispatchTools")(function* 
   context: Executor.StepContext,
   calls: ReadonlyArray<ToolCallPart>
 ) {
-  yield* EntryGate.verify(binding, "ToolDispatch")
-  return yield* Executor.dispatchTools(config, context, calls)
+  const gated = yield* withGate(binding, "ToolDispatch", config)
+  return yield* Executor.dispatchTools(gated, context, calls)
 })
 
 /**
@@ -249,6 +247,15 @@ export interface SummaryOptions {
   readonly policy?: CompactionPolicy.CompactionPolicy
 }
 
+const decodeSummaryKey = InvalidInput.decode(
+  Schema.Struct({
+    operation: Schema.optionalKey(Ids.OperationId),
+    step: Schema.optionalKey(PrivateStaging.StagingKey.fields.step)
+  }),
+  "TaskExecution summary entry",
+  "options"
+)
+
 /**
  * A direct summary of `history`: resolves the private writer (independent of
  * any compaction policy), then journals its admission, asks the model (in
@@ -262,21 +269,22 @@ export const summarize = Effect.fn("TaskExecution.summarize")(function* (
   history: History.History,
   options: SummaryOptions = {}
 ) {
+  yield* EntryGate.admitBinding(binding, "Summary")
+  const key = yield* decodeSummaryKey(options)
+  const policy =
+    options.policy === undefined
+      ? binding.policy
+      : yield* CompactionPolicy.decodePolicy(options.policy, "TaskExecution.summarize")
   const journal = yield* Journal
   const state = yield* journal.state
-  return yield* summarySession(
-    binding,
-    history,
-    {
-      key: {
-        operation: options.operation ?? turnOperation(binding.context.task, state.entries, "summary"),
-        step: options.step ?? 1
-      },
-      policy: options.policy ?? binding.policy,
-      entry: "Summary"
+  return yield* summarySession(binding, history, {
+    key: {
+      operation: key.operation ?? turnOperation(binding.context.task, state.entries, "summary"),
+      step: key.step ?? 1
     },
-    "BeforeAdmission"
-  )
+    policy,
+    entry: "Summary"
+  })
 })
 
 /**
@@ -292,14 +300,16 @@ export const runSummaryFileTurn = Effect.fn("TaskExecution.runSummaryFileTurn")(
   config: ExecutionConfig<E, R>,
   options: SummaryOptions = {}
 ) {
+  yield* EntryGate.admitBinding(binding, "SummaryFileTurn")
+  const key = yield* decodeSummaryKey(options)
   const capability = yield* PrivateSummaries.resolve(binding.context)
   const gated = yield* withGate(binding, "SummaryFileTurn", config, Option.some(capability))
   const journal = yield* Journal
   const outcome = yield* Executor.runTurn(gated, history)
   const published = yield* Compaction.publish({
     key: {
-      operation: options.operation ?? turnOperation(binding.context.task, outcome.turn, "file"),
-      step: options.step ?? outcome.steps
+      operation: key.operation ?? turnOperation(binding.context.task, outcome.turn, "file"),
+      step: key.step ?? outcome.steps
     },
     summary: outcome.text,
     journal: Option.some(journal),

@@ -4,11 +4,14 @@
  *
  * @since 0.1.0
  */
-import type { Grant, Ids } from "@tessera/core"
+import type { Grant } from "@tessera/core"
+import { Ids } from "@tessera/core"
+import { Capability } from "@tessera/core/Grant"
 import { HostAuthority } from "@tessera/core/HostAuthority"
+import { decode, type InvalidInput } from "@tessera/core/InvalidInput"
 import { Unauthorized } from "@tessera/core/Unauthorized"
-import { Effect, Option } from "effect"
-import { issuedFor, recordIssued } from "./internal/issuedScopes.ts"
+import { Effect, Option, Schema } from "effect"
+import { hosts, issuedFor, recordIssued } from "./internal/issuedScopes.ts"
 import * as VolumeStore from "./VolumeStore.ts"
 
 /**
@@ -28,13 +31,17 @@ export interface TaskHost {
    * requested access (else `Unauthorized` `GrantForbidden`, with the
    * authority's reason as detail). Nothing is issued unless everything is.
    * A capability that asks for no access grants nothing, though its volume
-   * is still checked.
+   * is still checked. The task, agent and capabilities are decoded first
+   * (`InvalidInput` naming the field).
    */
   readonly issueScope: (
     task: Ids.TaskId,
     capabilities: ReadonlyArray<Grant.Capability>,
     agent: Ids.AgentId
-  ) => Effect.Effect<Grant.Scope, Unauthorized | VolumeStore.VolumeMetadataInvalid | VolumeStore.StoreIoError>
+  ) => Effect.Effect<
+    Grant.Scope,
+    Unauthorized | InvalidInput | VolumeStore.VolumeMetadataInvalid | VolumeStore.StoreIoError
+  >
   /**
    * Whether `scope` was issued for this host's store (the very value an
    * `issueScope` over this store returned). Runtimes over the store accept
@@ -43,6 +50,10 @@ export interface TaskHost {
    */
   readonly issued: (scope: Grant.Scope) => boolean
 }
+
+const decodeTask = decode(Ids.TaskId, "issueScope", "task")
+const decodeAgent = decode(Ids.AgentId, "issueScope", "agent")
+const decodeCapabilities = decode(Schema.Array(Capability), "issueScope", "capabilities")
 
 /**
  * A host over an already opened store, with the authority from the context.
@@ -53,7 +64,15 @@ export interface TaskHost {
 export const make = (store: VolumeStore.VolumeStore): Effect.Effect<TaskHost, never, HostAuthority> =>
   Effect.gen(function* () {
     const authority = yield* HostAuthority
-    const issueScope = (task: Ids.TaskId, capabilities: ReadonlyArray<Grant.Capability>, agent: Ids.AgentId) =>
+    const issueScope = (
+      givenTask: Ids.TaskId,
+      givenCapabilities: ReadonlyArray<Grant.Capability>,
+      givenAgent: Ids.AgentId
+    ) =>
+      Effect.all([decodeTask(givenTask), decodeCapabilities(givenCapabilities), decodeAgent(givenAgent)]).pipe(
+        Effect.flatMap(([task, capabilities, agent]) => issueDecoded(task, capabilities, agent))
+      )
+    const issueDecoded = (task: Ids.TaskId, capabilities: ReadonlyArray<Grant.Capability>, agent: Ids.AgentId) =>
       Effect.forEach(capabilities, (capability) =>
         Effect.gen(function* () {
           const descriptor = yield* store.custody(capability.volume)
@@ -86,8 +105,7 @@ export const make = (store: VolumeStore.VolumeStore): Effect.Effect<TaskHost, ne
           return scope
         })
       )
-    const host: TaskHost = { store, authority, issueScope, issued: (scope) => issuedFor(scope, store.id) }
-    return host
+    return hosts.mint<TaskHost>({ store, authority, issueScope, issued: (scope) => issuedFor(scope, store.id) })
   })
 
 /**

@@ -12,12 +12,16 @@
  * @since 0.1.0
  */
 import { ArtifactOffload } from "@tessera/artifacts"
-import type { DurableFiles, Volume } from "@tessera/core"
+import type { Ids, Volume } from "@tessera/core"
+import { DurableFiles, Unauthorized } from "@tessera/core"
 import { Effect, type FileSystem, Option, Path } from "effect"
 import type * as Executor from "./Executor.ts"
+import { makeRegistry } from "./internal/trusted.ts"
 import type { Journal, JournalIOError, JournalSequenceError } from "./Journal.ts"
 import type { ToolResultPart } from "./Model.ts"
 import * as PrivateSummaries from "./PrivateSummaries.ts"
+import * as StoreLayout from "./StoreLayout.ts"
+import type { TaskContext } from "./TaskContext.ts"
 
 /**
  * How a turn offloads tool results.
@@ -39,8 +43,10 @@ export interface OffloadConfig {
 }
 
 /**
- * Where offloaded results of a task go: a volume, and the artifact root
- * folder inside it.
+ * Where offloaded results of a task go: a volume, the artifact root folder
+ * inside it, and the task it was made for. Only {@link privateTarget} and
+ * {@link outputTarget} make one, and the offload hook accepts no other (a
+ * hand-built or copied target is refused `Unauthorized` `NotMinted`).
  *
  * @since 0.1.0
  * @category models
@@ -48,7 +54,12 @@ export interface OffloadConfig {
 export interface OffloadTarget {
   readonly volume: Volume.VolumeRef
   readonly root: string
+  readonly task: Ids.TaskId
+  /** The store root the target lies in; a journal outside it is not the target task's. */
+  readonly storeRoot: string
 }
+
+const targets = makeRegistry<OffloadTarget>("offload target")
 
 /**
  * The folder below a volume's data folder that holds artifacts.
@@ -56,20 +67,75 @@ export interface OffloadTarget {
  * @since 0.1.0
  * @category paths
  */
-export const artifactFolder = "artifacts"
+export const artifactFolder = StoreLayout.artifactFolder
 
 /**
- * The private target: the capability's volume, `artifacts/` inside it.
+ * The private target: the capability's volume, `artifacts/` inside it. The
+ * capability is admitted first (`PrivateSummaries.admit`).
  *
  * @since 0.1.0
  * @category targets
  */
-export const privateTarget: Effect.Effect<OffloadTarget, never, PrivateSummaries.PrivateSummaries | Path.Path> =
-  Effect.gen(function* () {
-    const capability = yield* PrivateSummaries.current
-    const path = yield* Path.Path
-    return { volume: capability.volume, root: path.join(capability.folder, artifactFolder) }
+export const privateTarget: Effect.Effect<
+  OffloadTarget,
+  PrivateSummaries.ResolveError,
+  PrivateSummaries.PrivateSummaries | Path.Path
+> = Effect.gen(function* () {
+  const capability = yield* PrivateSummaries.admit("ToolResultOffload.privateTarget")
+  const path = yield* Path.Path
+  return targets.mint<OffloadTarget>({
+    volume: capability.volume,
+    root: path.join(capability.folder, artifactFolder),
+    task: capability.task,
+    storeRoot: capability.runtime.host.store.root
   })
+})
+
+/**
+ * The output target of a bound task: its checked output binding's volume,
+ * `artifacts/` inside it. A task with no output binding fails `Unauthorized`
+ * `MissingWriteGrant`; a context the library did not mint fails first.
+ *
+ * @since 0.1.0
+ * @category targets
+ */
+export const outputTarget = Effect.fnUntraced(function* (
+  context: TaskContext,
+  entry = "ToolResultOffload.outputTarget"
+) {
+  yield* PrivateSummaries.requireContext(context, entry)
+  if (Option.isNone(context.output)) {
+    return yield* new Unauthorized.Unauthorized({
+      reason: "MissingWriteGrant",
+      detail: `${entry}: offload to Output needs an output binding, and the task has none`,
+      task: context.task
+    })
+  }
+  const volume = context.output.value.ref
+  const path = yield* Path.Path
+  const folder = yield* context.runtime.host.store.folderOf(volume)
+  return targets.mint<OffloadTarget>({
+    volume,
+    root: path.join(folder, artifactFolder),
+    task: context.task,
+    storeRoot: context.runtime.host.store.root
+  })
+})
+
+const admitTarget = Effect.fnUntraced(function* (target: OffloadTarget, journal: Journal["Service"]) {
+  const entry = "ToolResultOffload.offloadHooks"
+  yield* targets.require(target, { entry })
+  const path = yield* Path.Path
+  if (target.task !== journal.task || DurableFiles.relativeWithin(target.storeRoot, journal.file, path) === undefined) {
+    return yield* new Unauthorized.Unauthorized({
+      reason: "CapabilityMismatch",
+      detail: `${entry}: the offload target was made for task ${target.task}, but the journal ${journal.file} is task ${journal.task}'s`,
+      task: journal.task,
+      volume: target.volume
+    })
+  }
+  return target
+})
 
 const safeSegment = (text: string): string => text.replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 96) || "call"
 
@@ -101,6 +167,7 @@ export const offloadResult = Effect.fn("ToolResultOffload.offloadResult")(functi
   context: Executor.ToolContext,
   result: ToolResultPart
 ) {
+  yield* admitTarget(target, journal)
   const outcome = yield* ArtifactOffload.offload({
     content: result.content,
     threshold: config.threshold,
@@ -137,7 +204,10 @@ export const offloadResult = Effect.fn("ToolResultOffload.offloadResult")(functi
 export type OffloadRequirements = FileSystem.FileSystem | Path.Path | DurableFiles.DurableFiles | Journal
 
 /**
- * The `onToolResult` hook that offloads large results to `target`.
+ * The `onToolResult` hook that offloads large results to `target`, checked
+ * first: the target must be one the library made ({@link privateTarget},
+ * {@link outputTarget}) for the journal's task on the journal's store, else
+ * `Unauthorized` before any file is written.
  *
  * @since 0.1.0
  * @category hooks
@@ -146,6 +216,11 @@ export const offloadHooks = (
   config: OffloadConfig,
   target: OffloadTarget,
   journal: Journal["Service"]
-): Executor.Hooks<JournalIOError | JournalSequenceError, OffloadRequirements> => ({
-  onToolResult: (context, result) => offloadResult(config, target, journal, context, result)
-})
+): Effect.Effect<
+  Executor.Hooks<JournalIOError | JournalSequenceError | Unauthorized.Unauthorized, OffloadRequirements>,
+  Unauthorized.Unauthorized,
+  Path.Path
+> =>
+  Effect.map(admitTarget(target, journal), (admitted) => ({
+    onToolResult: (context, result) => offloadResult(config, admitted, journal, context, result)
+  }))

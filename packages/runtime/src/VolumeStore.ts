@@ -2,14 +2,9 @@
  * A volume store on a folder: the facts (kind, owner) about every volume it
  * holds, and the folder each volume's data lives in.
  *
- * Layout under the store root:
- *
- * - `store.json`: the store's identity and format version.
- * - `volumes/<volumeId>/`: a volume's data folder, the only place a task with
- *   a grant on the volume writes.
- * - `meta/volumes/<volumeId>.json`: the volume's descriptor. It lives outside
- *   the data folder, so a task that may write a volume cannot rewrite the
- *   volume's owner or kind.
+ * The layout is stated in `StoreLayout`. A volume's descriptor lives outside
+ * its data folder, so a task that may write a volume cannot rewrite the
+ * volume's owner or kind.
  *
  * The metadata file is the commit point of a volume: a volume is in custody
  * exactly when its descriptor is published here. Every fact is re-read from
@@ -19,11 +14,13 @@
  * @since 0.1.0
  */
 import type { Ids } from "@tessera/core"
-import { Ids as IdSchemas, Unauthorized, Volume } from "@tessera/core"
+import { Ids as IdSchemas, InvalidInput, Unauthorized, Volume } from "@tessera/core"
 import { Effect, FileSystem, Option, Path, Result, Schema, SchemaParser } from "effect"
 import * as SecureRandom from "effect/crypto/SecureRandom"
 import type { PlatformError } from "effect/PlatformError"
+import { registerFolders } from "./internal/storeFolders.ts"
 import { decodeJsonText, describePlatformError, publishExclusive, readTextIfExists } from "./internal/storeJson.ts"
+import * as StoreLayout from "./StoreLayout.ts"
 
 /**
  * The store format this version of the library reads and writes.
@@ -183,11 +180,14 @@ export interface VolumeStore {
    * registered fails with {@link VolumeAlreadyExists}; its metadata is never
    * overwritten, even by a concurrent creator in another process.
    */
-  readonly create: (volume: CreateVolume) => Effect.Effect<Volume.VolumeRef, VolumeAlreadyExists | StoreIoError>
+  readonly create: (
+    volume: CreateVolume
+  ) => Effect.Effect<Volume.VolumeRef, VolumeAlreadyExists | InvalidInput.InvalidInput | StoreIoError>
   /**
    * The store's facts about a volume: `None` when the reference names
    * another store or a volume this store never registered (a data folder
-   * without metadata is not custody).
+   * without metadata is not custody), or does not decode as a reference at
+   * all (such a reference names no volume, and no path is built from it).
    */
   readonly custody: (
     ref: Volume.VolumeRef
@@ -195,7 +195,10 @@ export interface VolumeStore {
   /**
    * The data folder of a volume in custody. A volume outside custody fails
    * `Unauthorized` with reason `OutOfCustody`: no path is ever handed out
-   * for it.
+   * for it. An `AgentPrivate` volume fails `Unauthorized`
+   * `CapabilityRequired`: its folder is reached only through the
+   * private-summaries capability (`PrivateSummaries.resolve`), so this is no
+   * way around an agent's grants.
    */
   readonly folderOf: (
     ref: Volume.VolumeRef
@@ -204,7 +207,12 @@ export interface VolumeStore {
   readonly list: () => Effect.Effect<ReadonlyArray<Volume.VolumeDescriptor>, VolumeMetadataInvalid | StoreIoError>
 }
 
-const manifestName = "store.json"
+const decodeRef = Schema.decodeUnknownOption(Volume.VolumeRef)
+const decodeCreate = InvalidInput.decode(
+  Schema.Struct({ id: IdSchemas.VolumeId, kind: Volume.VolumeKind, owner: Volume.Owner }),
+  "VolumeStore.create",
+  "volume"
+)
 
 const ioError = (operation: string, path: string) => (error: PlatformError) =>
   new StoreIoError({ operation, path, detail: describePlatformError(error) })
@@ -246,9 +254,9 @@ export const open = Effect.fn("VolumeStore.open")(function* (options: OpenOption
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const root = path.resolve(options.root)
-  const manifestFile = path.join(root, manifestName)
-  const volumesDir = path.join(root, "volumes")
-  const metaDir = path.join(root, "meta", "volumes")
+  const manifestFile = path.join(root, StoreLayout.manifestFile)
+  const volumesDir = path.join(root, StoreLayout.volumesFolder)
+  const metaDir = path.join(root, ...StoreLayout.metaFolder)
 
   let manifest = yield* readManifest(fs, manifestFile)
   if (Option.isNone(manifest)) {
@@ -274,8 +282,8 @@ export const open = Effect.fn("VolumeStore.open")(function* (options: OpenOption
     yield* fs.makeDirectory(dir, { recursive: true }).pipe(Effect.mapError(ioError("create the folder", dir)))
   }
 
-  const metaFileOf = (volume: Ids.VolumeId) => path.join(metaDir, `${volume}.json`)
-  const dataFolderOf = (volume: Ids.VolumeId) => path.join(volumesDir, volume)
+  const metaFileOf = (volume: Ids.VolumeId) => path.join(metaDir, StoreLayout.metaFileName(volume))
+  const dataFolderOf = (volume: Ids.VolumeId) => StoreLayout.dataFolder(path, root, volume)
 
   const readDescriptor = (volume: Ids.VolumeId) => {
     const file = metaFileOf(volume)
@@ -305,8 +313,9 @@ export const open = Effect.fn("VolumeStore.open")(function* (options: OpenOption
     )
   }
 
-  const create = (volume: CreateVolume) =>
+  const create = (requested: CreateVolume) =>
     Effect.gen(function* () {
+      const volume = yield* decodeCreate(requested)
       const ref: Volume.VolumeRef = { store: id, volume: volume.id }
       const file = metaFileOf(volume.id)
       const descriptor: Volume.VolumeDescriptor = { id: volume.id, kind: volume.kind, owner: volume.owner }
@@ -319,8 +328,12 @@ export const open = Effect.fn("VolumeStore.open")(function* (options: OpenOption
       return ref
     })
 
-  const custody = (ref: Volume.VolumeRef) =>
-    ref.store === id ? readDescriptor(ref.volume) : Effect.succeed(Option.none<Volume.VolumeDescriptor>())
+  const custody = (given: Volume.VolumeRef) => {
+    const ref = decodeRef(given)
+    return Option.isSome(ref) && ref.value.store === id
+      ? readDescriptor(ref.value.volume)
+      : Effect.succeed(Option.none<Volume.VolumeDescriptor>())
+  }
 
   const folderOf = (ref: Volume.VolumeRef) =>
     custody(ref).pipe(
@@ -334,7 +347,16 @@ export const open = Effect.fn("VolumeStore.open")(function* (options: OpenOption
                 volume: ref
               })
             ),
-          onSome: () => Effect.succeed(dataFolderOf(ref.volume))
+          onSome: (descriptor) =>
+            descriptor.kind === "AgentPrivate"
+              ? Effect.fail(
+                  new Unauthorized.Unauthorized({
+                    reason: "CapabilityRequired",
+                    detail: `volume ${Volume.formatVolumeRef(ref)} is agent-private: its folder is reached only through the private-summaries capability`,
+                    volume: ref
+                  })
+                )
+              : Effect.succeed(dataFolderOf(descriptor.id))
         })
       )
     )
@@ -366,6 +388,7 @@ export const open = Effect.fn("VolumeStore.open")(function* (options: OpenOption
       }).pipe(Effect.map((found) => found.flat()))
     })
 
-  const store: VolumeStore = { id, root, create, custody, folderOf, list }
+  const store: VolumeStore = Object.freeze({ id, root, create, custody, folderOf, list })
+  registerFolders(store, (ref) => dataFolderOf(ref.volume))
   return store
 })

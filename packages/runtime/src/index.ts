@@ -54,6 +54,10 @@ export * as ScriptedModel from "./ScriptedModel.ts"
 /**
  * @since 0.1.0
  */
+export * as StoreLayout from "./StoreLayout.ts"
+/**
+ * @since 0.1.0
+ */
 export * as TaskContext from "./TaskContext.ts"
 /**
  * @since 0.1.0

@@ -16,7 +16,7 @@ import {
   tools,
   turnLayer
 } from "./support/turns.ts"
-import { agent, runInWorld, task } from "./support/world.ts"
+import { agent, dataFolderOf, runInWorld, task } from "./support/world.ts"
 
 const produceCall = (id: string, size: number, fill: string) => Model.toolCall(id, "produce", { size, fill })
 
@@ -80,7 +80,7 @@ describe("compaction in a stock turn", () => {
         assert.notInclude(lastText, "a".repeat(1_000), "the big result A is gone from the final request")
         assert.notInclude(lastText, "b".repeat(1_000), "the big result B is gone from the final request")
         assert.include(lastText, taskText, "the user's task is still there")
-        const folder = yield* world.host.store.folderOf(world.privateRef)
+        const folder = dataFolderOf(world, world.privateRef)
         assert.strictEqual(
           fs.readFileSync(path.join(folder, first.path), "utf8"),
           "Both reports were produced: report A is all 'a', report B is all 'b'."
@@ -177,7 +177,7 @@ describe("compaction in a stock turn", () => {
           yield* TaskExecution.runTurn(binding, start, { tools, maxSteps: 8 })
           return yield* requests
         }).pipe(Effect.provide(Layer.merge(turnLayer(world, task, script), redactor)))
-        const folder = yield* world.host.store.folderOf(world.privateRef)
+        const folder = dataFolderOf(world, world.privateRef)
         const staged = fs.readFileSync(path.join(folder, "summaries", "task-1-t1", "2.txt"), "utf8")
         assert.strictEqual(staged, "the token is [REDACTED], keep it")
         const last = requestText(sent.at(-1) as Model.ModelRequest)
@@ -240,7 +240,7 @@ describe("the entry gate and the default policy", () => {
           yield* TaskExecution.runTurn(disabled, start, { tools, maxSteps: 8 })
           const before = (yield* requests).length
           const atBind = yield* Effect.flip(EntryGate.bind(context, { policy: armed }))
-          // A binding made by hand skips `bind`; the turn's own gate still refuses it.
+          // A binding made by hand skips `bind`; the turn's gate refuses it as not minted.
           const atTurn = yield* Effect.flip(
             TaskExecution.runTurn({ context, policy: armed }, start, { tools, maxSteps: 8 })
           )
@@ -250,10 +250,11 @@ describe("the entry gate and the default policy", () => {
         assert.strictEqual(counts.after, 2)
         assert.strictEqual(counts.atBind._tag, "Unauthorized")
         assert.strictEqual(counts.atTurn._tag, "Unauthorized")
-        if (counts.atTurn._tag === "Unauthorized") {
-          assert.strictEqual(counts.atTurn.reason, "NoPrivateWriter")
-          assert.include(counts.atTurn.message, "Turn: compaction is armed (Threshold)")
+        if (counts.atBind._tag === "Unauthorized") {
+          assert.strictEqual(counts.atBind.reason, "NoPrivateWriter")
+          assert.include(counts.atBind.message, "Bind: compaction is armed (Threshold)")
         }
+        if (counts.atTurn._tag === "Unauthorized") assert.strictEqual(counts.atTurn.reason, "NotMinted")
 
         // The same scenario on a runtime opened with the private volume completes.
         const withPrivate = yield* boundWithPrivate(world, armed)
@@ -301,7 +302,7 @@ describe("the entry gate and the default policy", () => {
         const binding = yield* boundWithPrivate(world)
         const capability = yield* PrivateSummaries.resolve(binding.context)
         assert.strictEqual(capability.source, "RuntimePrivate")
-        assert.strictEqual(capability.folder, yield* world.host.store.folderOf(world.privateRef))
+        assert.strictEqual(capability.folder, dataFolderOf(world, world.privateRef))
       })
     ))
 })

@@ -471,7 +471,8 @@ describe("stock executor", () => {
       assert.strictEqual(sent.length, 0)
       assert.strictEqual(state.entries, 0)
       const fs = yield* FileSystem.FileSystem
-      assert.strictEqual(yield* fs.readFileString(nodePath.join(folder, Journal.fileName(task))), "")
+      // Refused before the first entry: the journal file was never created.
+      assert.isFalse(yield* fs.exists(nodePath.join(folder, Journal.fileName(task))))
     }).pipe(Effect.provide(NodeServices.layer))
   )
 

@@ -9,10 +9,10 @@ import { FilesystemTaskRuntime, TaskHost } from "@tessera/runtime"
 import type { FileSystem, Path } from "effect"
 import { Effect, Layer, Option, Result, Schema } from "effect"
 import * as fc from "fast-check"
+
 // The bind function with a pluggable verdict is internal (the package blocks
 // `./internal/*`), so the negative control reaches it by path. The `.js`
 // spelling keeps tsc from rewriting a path into another project.
-import { bindRuntime } from "../src/internal/storeRuntime.js"
 
 const agentId = Schema.decodeUnknownSync(Ids.AgentId)
 const taskId = Schema.decodeUnknownSync(Ids.TaskId)
@@ -180,15 +180,22 @@ const skipsOwnerCheck: PrivateWriter.PrivateWriterVerdict = (candidate) =>
     )
   })
 
-/** The real bind function with the broken verdict plugged in. */
+/**
+ * The open path rebuilt in this test with the broken verdict in place of
+ * the real one: the store's custody facts, then the verdict, and the
+ * accepted writer as the runtime's private volume.
+ */
 const viaBrokenVerdict: Opener = (world, c) =>
-  world
-    .setUp(c)
-    .pipe(
-      Effect.flatMap(({ hostA, ref, scope }) =>
-        bindRuntime(hostA, { private: Option.some(ref), scope }, skipsOwnerCheck)
+  world.setUp(c).pipe(
+    Effect.flatMap(({ hostA, ref, scope }) =>
+      hostA.store.custody(ref).pipe(
+        Effect.flatMap((custody) => Effect.fromResult(skipsOwnerCheck({ ref, custody, scope }))),
+        Effect.map(
+          (writer) => ({ privateVolume: Option.some(writer) }) as unknown as FilesystemTaskRuntime.FilesystemTaskRuntime
+        )
       )
     )
+  )
 
 const verdictOf = async (opener: Opener, world: ReturnType<typeof matrixWorld>, c: Case) => {
   const outcome = await outcomeOf(

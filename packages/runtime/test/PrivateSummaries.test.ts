@@ -1,7 +1,9 @@
+import * as fs from "node:fs"
+import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Volume } from "@tessera/core"
 import { PrivateStaging, PrivateSummaries } from "@tessera/runtime"
-import { Cause, Effect, Exit, Option } from "effect"
+import { Effect, Option } from "effect"
 import { agent, agentId, operationId, runInWorld, task, volumeId } from "./support/world.ts"
 
 describe("PrivateSummaries.resolve", () => {
@@ -73,7 +75,7 @@ describe("PrivateSummaries.resolve", () => {
       })
     ))
 
-  it("a forged capability (a cast) dies before anything is written", () =>
+  it("a forged capability (a cast) is refused Unauthorized NotMinted before anything is written", () =>
     runInWorld((world) =>
       Effect.gen(function* () {
         const forged = {
@@ -81,12 +83,13 @@ describe("PrivateSummaries.resolve", () => {
           folder: world.root,
           source: "RuntimePrivate"
         } as unknown as PrivateSummaries.PrivateWriterCapability
-        const exit = yield* Effect.exit(
+        const error = yield* Effect.flip(
           PrivateStaging.stageOnce({ operation: operationId("forged"), step: 1 }, "x").pipe(
             PrivateSummaries.provide(forged)
           )
         )
-        assert.isTrue(Exit.isFailure(exit) && Cause.hasDies(exit.cause))
+        assert.isTrue(error._tag === "Unauthorized" && error.reason === "NotMinted")
+        assert.isFalse(fs.existsSync(path.join(world.root, "summaries")))
       })
     ))
 })

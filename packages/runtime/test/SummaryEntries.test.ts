@@ -1,10 +1,16 @@
 import { assert, describe, it } from "@effect/vitest"
-import { CompactionPolicy, EntryGate, History, Model, TaskExecution } from "@tessera/runtime"
+import {
+  Compaction,
+  CompactionPolicy,
+  EntryGate,
+  History,
+  Journal,
+  Model,
+  PrivateSummaries,
+  TaskExecution
+} from "@tessera/runtime"
 import { Effect, Option } from "effect"
 import * as fc from "fast-check"
-// The summary session with a pluggable writer timing is internal (the
-// package blocks `./internal/*`); the negative control reaches it by path.
-import { summarySession } from "../src/internal/summarySession.js"
 import { journalBytes, journalFolder, requests, taskParts, tools, turnLayer } from "./support/turns.ts"
 import { makeWorld, operationId, platformLayer, taskId, type World, withTempDir } from "./support/world.ts"
 
@@ -48,6 +54,25 @@ const writerlessBinding = (world: World, task: ReturnType<typeof taskId>) =>
     const runtime = yield* world.openRuntime(Option.none(), [])
     const context = yield* runtime.bindTask({ scope: yield* world.scopeFor([], task), output: Option.none() })
     return yield* EntryGate.bind(context, { policy: CompactionPolicy.disabled })
+  })
+
+/**
+ * Negative control: the former ordering, rebuilt here from the public pieces
+ * (it is not in the library): admission journaled, the summary requested,
+ * and only then the writer looked up.
+ */
+const formerOrdering = (binding: EntryGate.TaskBinding, history: History.History) =>
+  Effect.gen(function* () {
+    const journal = yield* Journal.Journal
+    yield* journal.append({ _tag: "Admission", operation: operationId("former"), detail: "former ordering" })
+    const model = yield* Model.Model
+    yield* Compaction.summarizeWith(model.generate, {
+      task: history.task,
+      previousSummary: History.summaryText(history),
+      rounds: History.rounds(history),
+      pieceBytes: 100_000
+    })
+    return yield* PrivateSummaries.resolve(binding.context)
   })
 
 const runEntry = (
@@ -107,18 +132,7 @@ describe("summary entries resolve the private writer before anything else", () =
             { kind: "tool", size: 3_000, lineBreaks: true },
             { kind: "text", size: 500, lineBreaks: false }
           ])
-          const error = yield* Effect.flip(
-            summarySession(
-              binding,
-              history,
-              {
-                key: { operation: operationId("former"), step: 1 },
-                policy: CompactionPolicy.disabled,
-                entry: "Summary"
-              },
-              "AfterFirstDispatch"
-            )
-          )
+          const error = yield* Effect.flip(formerOrdering(binding, history))
           return { error, sent: (yield* requests).length }
         }).pipe(Effect.provide(turnLayer(world, task, () => Model.response({ text: "a summary" }))))
       )
@@ -133,16 +147,11 @@ describe("summary entries resolve the private writer before anything else", () =
         Effect.gen(function* () {
           const binding = yield* writerlessBinding(world, task)
           const error = yield* Effect.flip(
-            summarySession(
-              binding,
-              historyOf([{ kind: "tool", size: 3_000, lineBreaks: true }]),
-              {
-                key: { operation: operationId("current"), step: 1 },
-                policy: CompactionPolicy.disabled,
-                entry: "Summary"
-              },
-              "BeforeAdmission"
-            )
+            TaskExecution.summarize(binding, historyOf([{ kind: "tool", size: 3_000, lineBreaks: true }]), {
+              operation: operationId("current"),
+              step: 1,
+              policy: CompactionPolicy.disabled
+            })
           )
           return { error, sent: (yield* requests).length }
         }).pipe(Effect.provide(turnLayer(world, task, () => Model.response({ text: "a summary" }))))

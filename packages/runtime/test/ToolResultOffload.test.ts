@@ -5,7 +5,7 @@ import { ArtifactPointer, ArtifactRedactor } from "@tessera/artifacts"
 import { CompactionPolicy, EntryGate, Model, TaskExecution } from "@tessera/runtime"
 import { Effect, Layer, Option } from "effect"
 import { journalBytes, journalFolder, requests, requestText, start, tools, turnLayer } from "./support/turns.ts"
-import { runInWorld, task } from "./support/world.ts"
+import { dataFolderOf, runInWorld, task } from "./support/world.ts"
 
 const big = 30_000
 const script = [
@@ -39,7 +39,7 @@ describe("tool-result offload in a turn", () => {
         const paths = ArtifactPointer.extractPaths(second)
         assert.deepStrictEqual(paths, ["tool-results/task-1-t1-s1-call-1.txt"])
         assert.include(second, 'read_with="read_artifact"')
-        const folder = yield* world.host.store.folderOf(world.privateRef)
+        const folder = dataFolderOf(world, world.privateRef)
         assert.strictEqual(fs.readFileSync(path.join(folder, "artifacts", paths[0] ?? ""), "utf8"), "r".repeat(big))
         const journal = journalBytes(yield* journalFolder(world), task)
         assert.include(journal, '"_tag":"ArtifactOffloaded"')
@@ -106,7 +106,7 @@ describe("tool-result offload in a turn", () => {
         assert.isTrue(second.startsWith("[artifact] "), second)
         assert.notInclude(second, "hunter2")
         assert.include(second, "[REDACTED]")
-        const folder = yield* world.host.store.folderOf(world.privateRef)
+        const folder = dataFolderOf(world, world.privateRef)
         const stored = fs.readFileSync(path.join(folder, "artifacts", "tool-results", "task-1-t1-s1-c1.txt"), "utf8")
         assert.notInclude(stored, "hunter2")
       })

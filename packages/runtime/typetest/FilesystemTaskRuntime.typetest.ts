@@ -2,7 +2,7 @@
  * Type tests: each `@ts-expect-error` line must fail to compile. If a change
  * makes one compile, tsc reports the directive as unused and `npm test` fails.
  */
-import type { Grant, HostAuthority, Unauthorized, Volume } from "@tessera/core"
+import type { Grant, HostAuthority, InvalidInput, Unauthorized, Volume } from "@tessera/core"
 import type { TaskHost } from "@tessera/runtime"
 import { FilesystemTaskRuntime, VolumeStore } from "@tessera/runtime"
 import type { Effect, FileSystem, Path } from "effect"
@@ -54,6 +54,7 @@ export const forged: FilesystemTaskRuntime.FilesystemTaskRuntime = {
 export const typedOpen: Effect.Effect<
   FilesystemTaskRuntime.FilesystemTaskRuntime,
   | Unauthorized.Unauthorized
+  | InvalidInput.InvalidInput
   | VolumeStore.VolumeMetadataInvalid
   | VolumeStore.StoreIoError
   | VolumeStore.StoreManifestInvalid

@@ -6,6 +6,11 @@
  * by hand was never issued and is refused.
  */
 import type { Grant, Ids } from "@tessera/core"
+import type { TaskHost } from "../TaskHost.ts"
+import { makeRegistry } from "./trusted.ts"
+
+/** Every host the library made; a runtime binds to no other. */
+export const hosts = makeRegistry<TaskHost>("task host")
 
 const issued = new WeakMap<Grant.Scope, Ids.StoreId>()
 

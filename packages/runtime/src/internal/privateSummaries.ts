@@ -4,6 +4,8 @@
  * library can neither name the brand nor call the constructor.
  */
 import type { Ids, PrivateWriter, Volume } from "@tessera/core"
+import type { FilesystemTaskRuntime } from "../FilesystemTaskRuntime.ts"
+import { makeRegistry } from "./trusted.ts"
 
 /** Brand key of the capability; a `unique symbol`, so no other value has its type. */
 export const PrivateSummariesTypeId: unique symbol = Symbol.for("@tessera/runtime/PrivateSummaries")
@@ -15,6 +17,7 @@ export interface CapabilityFields {
   readonly writer: PrivateWriter.VerifiedPrivateWriter
   readonly folder: string
   readonly source: CapabilitySource
+  readonly runtime: FilesystemTaskRuntime
 }
 
 export interface Capability extends CapabilityFields {
@@ -26,19 +29,15 @@ export interface Capability extends CapabilityFields {
 
 // A cast can forge the type; it cannot forge membership here, so every
 // writer re-checks that its capability was really minted by the library.
-const minted = new WeakSet<object>()
+export const capabilities = makeRegistry<Capability>("private-summaries capability")
 
-export const mint = (fields: CapabilityFields): Capability => {
-  const capability: Capability = Object.freeze<Capability>({
+export const mint = (fields: CapabilityFields): Capability =>
+  capabilities.mint<Capability>({
     [PrivateSummariesTypeId]: PrivateSummariesTypeId,
     task: fields.writer.task,
     agent: fields.writer.agent,
     volume: fields.writer.ref,
     ...fields
   })
-  minted.add(capability)
-  return capability
-}
 
-export const isMinted = (value: unknown): value is Capability =>
-  typeof value === "object" && value !== null && minted.has(value)
+export const isMinted = capabilities.has

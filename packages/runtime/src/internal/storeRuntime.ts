@@ -1,22 +1,23 @@
 /**
- * The one place a runtime is bound: both `FilesystemTaskRuntime`
- * constructors call {@link bindRuntime}.
- *
- * The verdict is a parameter so the owner-matrix test can run against a
- * deliberately broken verdict (its negative control). This module is not
- * exported from the package (`./internal/*` is blocked), so the public
- * constructors always pass `checkPrivateWriter`.
+ * The one place a runtime is bound and a task context is made: both
+ * `FilesystemTaskRuntime` constructors call {@link bindRuntime}, and a
+ * runtime's `bindTask` is defined here. Runtimes and contexts are minted
+ * into registries ({@link runtimes}, {@link contexts}); the guards accept no
+ * other.
  *
  * @internal
  */
 import type { Grant, Volume } from "@tessera/core"
-import type { PrivateWriterVerdict } from "@tessera/core/PrivateWriter"
-import { checkOutputBinding } from "@tessera/core/PrivateWriter"
+import { decode } from "@tessera/core/InvalidInput"
+import { checkOutputBinding, checkPrivateWriter } from "@tessera/core/PrivateWriter"
 import { Unauthorized } from "@tessera/core/Unauthorized"
-import { Effect, Option } from "effect"
+import { VolumeRef } from "@tessera/core/Volume"
+import { Effect, Option, Schema } from "effect"
 import type * as FilesystemTaskRuntime from "../FilesystemTaskRuntime.ts"
 import type * as TaskContext from "../TaskContext.ts"
 import type { TaskHost } from "../TaskHost.ts"
+import { hosts, issuedFor } from "./issuedScopes.ts"
+import { makeRegistry } from "./trusted.ts"
 
 /** Marks runtimes made here; not importable from outside the package. */
 export const RuntimeTypeId: unique symbol = Symbol.for("@tessera/runtime/FilesystemTaskRuntime")
@@ -24,8 +25,17 @@ export const RuntimeTypeId: unique symbol = Symbol.for("@tessera/runtime/Filesys
 /** Marks task contexts made here; not importable from outside the package. */
 export const TaskContextTypeId: unique symbol = Symbol.for("@tessera/runtime/TaskContext")
 
-const requireIssued = (host: TaskHost, scope: Grant.Scope) =>
-  host.issued(scope)
+/** Every runtime the library bound. */
+export const runtimes = makeRegistry<FilesystemTaskRuntime.FilesystemTaskRuntime>("task runtime")
+
+/** Every task context a runtime bound. */
+export const contexts = makeRegistry<TaskContext.TaskContext>("task context")
+
+const decodeCreatedPrivate = decode(Schema.Array(VolumeRef), "bindTask", "createdPrivate")
+const decodeOutput = decode(Schema.Option(VolumeRef), "bindTask", "output")
+
+export const requireIssued = (host: TaskHost, scope: Grant.Scope) =>
+  issuedFor(scope, host.store.id)
     ? Effect.void
     : Effect.fail(
         new Unauthorized({
@@ -47,21 +57,21 @@ const bindOutput = (host: TaskHost, scope: Grant.Scope, output: Option.Option<Vo
 
 /**
  * Validates the options against the host's custody facts and returns the
- * runtime. The private volume is judged by `verdict` alone.
+ * runtime. The private volume is judged by `checkPrivateWriter` alone.
  */
 export const bindRuntime = (
   host: TaskHost,
-  options: FilesystemTaskRuntime.Options,
-  verdict: PrivateWriterVerdict
+  options: FilesystemTaskRuntime.Options
 ): Effect.Effect<FilesystemTaskRuntime.FilesystemTaskRuntime, FilesystemTaskRuntime.BindError> =>
   Effect.gen(function* () {
+    yield* hosts.require(host, { entry: "FilesystemTaskRuntime.fromHost" })
     const scope = options.scope
     yield* requireIssued(host, scope)
     const privateVolume = yield* Option.match(options.private, {
       onNone: () => Effect.succeed(Option.none()),
       onSome: (ref) =>
         host.store.custody(ref).pipe(
-          Effect.flatMap((custody) => Effect.fromResult(verdict({ ref, custody, scope }))),
+          Effect.flatMap((custody) => Effect.fromResult(checkPrivateWriter({ ref, custody, scope }))),
           Effect.map(Option.some)
         )
     })
@@ -74,22 +84,22 @@ export const bindRuntime = (
       privateVolume,
       output,
       bindTask: (task) =>
-        requireIssued(host, task.scope).pipe(
-          Effect.andThen(bindOutput(host, task.scope, task.output ?? Option.map(output, (binding) => binding.ref))),
-          Effect.map((taskOutput) => {
-            const context: TaskContext.TaskContext = {
-              [TaskContextTypeId]: TaskContextTypeId,
-              runtime,
-              task: task.scope.task,
-              agent: task.scope.agent,
-              scope: task.scope,
-              grants: task.scope.grants,
-              createdPrivate: task.createdPrivate ?? [],
-              output: taskOutput
-            }
-            return Object.freeze(context)
+        Effect.gen(function* () {
+          yield* requireIssued(host, task.scope)
+          const createdPrivate = yield* decodeCreatedPrivate(task.createdPrivate ?? [])
+          const requested = task.output === undefined ? Option.map(output, (binding) => binding.ref) : task.output
+          const taskOutput = yield* bindOutput(host, task.scope, yield* decodeOutput(requested))
+          return contexts.mint<TaskContext.TaskContext>({
+            [TaskContextTypeId]: TaskContextTypeId,
+            runtime,
+            task: task.scope.task,
+            agent: task.scope.agent,
+            scope: task.scope,
+            grants: task.scope.grants,
+            createdPrivate: Object.freeze(createdPrivate),
+            output: taskOutput
           })
-        )
+        })
     }
-    return Object.freeze(runtime)
+    return runtimes.mint(runtime)
   })

@@ -1,0 +1,117 @@
+/**
+ * Where everything lives on disk: the one statement of a store's layout.
+ * The store, the task journal, summary staging, artifact offload, the hosts
+ * and the inspector all take their paths from here.
+ *
+ * ```
+ * <store root>/
+ *   store.json                       the store's id and format version
+ *   meta/volumes/<volume>.json       kind and owner of each volume
+ *   volumes/<volume>/                a volume's data
+ *     summaries/<op>/<step>.txt      staged summaries (agent-private volumes)
+ *     artifacts/tool-results/...     offloaded tool results
+ *   volumes/<journal volume>/<task>.jsonl   a task's journal
+ * ```
+ *
+ * Every name that comes from an id is built from a decoded identifier
+ * (`[A-Za-z0-9][A-Za-z0-9_-]*`), so it is always one plain path segment.
+ *
+ * @since 0.1.0
+ */
+import type { Ids } from "@tessera/core"
+import type { Path } from "effect"
+
+/**
+ * The store manifest's file name, at the store root.
+ *
+ * @since 0.1.0
+ * @category layout
+ */
+export const manifestFile = "store.json"
+
+/**
+ * The folder of volume metadata, relative to the store root (segments).
+ *
+ * @since 0.1.0
+ * @category layout
+ */
+export const metaFolder: ReadonlyArray<string> = ["meta", "volumes"]
+
+/**
+ * The folder that holds every volume's data folder, relative to the store root.
+ *
+ * @since 0.1.0
+ * @category layout
+ */
+export const volumesFolder = "volumes"
+
+/**
+ * Where a volume's data folder is under a store root. This is layout
+ * arithmetic and grants nothing: writing private content still needs the
+ * private-summaries capability, and `VolumeStore.folderOf` refuses
+ * agent-private volumes. Hosts use it to describe their own state (path
+ * policies) and the inspector to read.
+ *
+ * @since 0.1.0
+ * @category layout
+ */
+export const dataFolder = (path: Path.Path, root: string, volume: Ids.VolumeId): string =>
+  path.join(root, volumesFolder, volume)
+
+/**
+ * A volume's metadata file name inside {@link metaFolder}.
+ *
+ * @since 0.1.0
+ * @category layout
+ */
+export const metaFileName = (volume: Ids.VolumeId): string => `${volume}.json`
+
+/**
+ * A task's journal file name at the top of a journal volume.
+ *
+ * @since 0.1.0
+ * @category layout
+ */
+export const journalFileName = (task: Ids.TaskId): string => `${task}.jsonl`
+
+/**
+ * The extension of journal files.
+ *
+ * @since 0.1.0
+ * @category layout
+ */
+export const journalExtension = ".jsonl"
+
+/**
+ * The folder of staged summaries inside an agent-private volume.
+ *
+ * @since 0.1.0
+ * @category layout
+ */
+export const summariesFolder = "summaries"
+
+/**
+ * A staged summary's path relative to its volume.
+ *
+ * @since 0.1.0
+ * @category layout
+ */
+export const summaryPath = (operation: Ids.OperationId, step: number): string =>
+  `${summariesFolder}/${operation}/${step}.txt`
+
+/**
+ * The folder below a volume's data folder that holds artifacts.
+ *
+ * @since 0.1.0
+ * @category layout
+ */
+export const artifactFolder = "artifacts"
+
+/**
+ * Whether a file name is a temporary name of an unfinished write (a dot
+ * file ending in `.staging`), which is never content.
+ *
+ * @since 0.1.0
+ * @category layout
+ */
+export const isTemporaryName = (name: string): boolean => name.startsWith(".") && name.endsWith(".staging")
