@@ -34,8 +34,7 @@ import {
   TaskExecution,
   TaskHost,
   Tool,
-  ToolResultOffload,
-  type VolumeStore
+  ToolResultOffload
 } from "@tessera/runtime"
 import { Effect, Layer, Option, Schema } from "effect"
 import * as fc from "fast-check"
@@ -119,7 +118,12 @@ const countingModel = (
   const sent: Array<Model.ModelRequest> = []
   return {
     sent,
-    layer: Model.layerFromGenerate((request) => Effect.sync(() => (sent.push(request), answer(request))))
+    layer: Model.layerFromGenerate((request) =>
+      Effect.sync(() => {
+        sent.push(request)
+        return answer(request)
+      })
+    )
   }
 }
 
@@ -830,6 +834,3 @@ describe("property: only the matching genuine capability writes", () => {
       })
     ))
 })
-
-// Keeps the store module in the import graph for the typed errors used above.
-export type { VolumeStore }

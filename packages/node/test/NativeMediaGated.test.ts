@@ -109,7 +109,9 @@ const assertMediaUnconverted = (media: ReadonlyArray<Model.MediaPart>, received:
   for (const request of received) {
     const arrived = request.parts.filter((part) => part._tag === "Media")
     assert.strictEqual(arrived.length, media.length)
-    arrived.forEach((part, index) => assert.strictEqual(part, media[index], "the very part the harness built"))
+    for (const [index, part] of arrived.entries()) {
+      assert.strictEqual(part, media[index], "the very part the harness built")
+    }
   }
 }
 
