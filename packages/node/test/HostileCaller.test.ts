@@ -377,7 +377,7 @@ describe("hostile caller: a capability is bound to the runtime, task and agent i
       })
     ))
 
-  it("a capability whose volume was re-registered with another owner is VolumeChanged at write time", () =>
+  it("a capability whose volume was re-registered with another owner is VolumeChanged at write time (staging and private offload)", () =>
     inArena((arena) =>
       Effect.gen(function* () {
         const x = yield* arena.taskOn(agentX, "task-x", arena.privX)
@@ -389,9 +389,26 @@ describe("hostile caller: a capability is bound to the runtime, task and agent i
           PrivateSummaries.provide(capX)
         )
         assertRefused(yield* cost(arena, "task-x", staged), "Unauthorized", "VolumeChanged")
-        // Negative control: with the facts restored, the same staging writes.
+        // The private offload target made before the change re-admits its capability before a body is written.
+        fs.writeFileSync(meta, original)
+        const target = yield* ToolResultOffload.privateTarget.pipe(PrivateSummaries.provide(capX))
+        fs.writeFileSync(meta, original.replace("agent-x", "agent-y"))
+        const offloadOnce = Effect.gen(function* () {
+          const journal = yield* Journal.Journal
+          const config = { threshold: 10, readTool: "read_artifact", destination: "Private" as const }
+          return yield* ToolResultOffload.offloadResult(
+            config,
+            target,
+            journal,
+            { task: x.context.task, turn: 1, step: 1, call: Model.toolCall("c1", "produce", { size: 500 }) },
+            Model.toolResult({ callId: "c1", name: "produce", content: "z".repeat(500), isError: false })
+          )
+        })
+        assertRefused(yield* cost(arena, "task-x", offloadOnce), "Unauthorized", "VolumeChanged")
+        // Negative control: with the facts restored, the same staging and the same offload write.
         fs.writeFileSync(meta, original)
         assertCheckFails(yield* cost(arena, "task-x", staged), "Unauthorized", "VolumeChanged")
+        assertCheckFails(yield* cost(arena, "task-x", offloadOnce), "Unauthorized", "VolumeChanged")
       })
     ))
 })

@@ -61,6 +61,9 @@ export interface OffloadTarget {
 
 const targets = makeRegistry<OffloadTarget>("offload target")
 
+// The capability a private target was made from, re-admitted before each write.
+const capabilityOf = new WeakMap<OffloadTarget, PrivateSummaries.PrivateWriterCapability>()
+
 /**
  * The folder below a volume's data folder that holds artifacts.
  *
@@ -83,12 +86,14 @@ export const privateTarget: Effect.Effect<
 > = Effect.gen(function* () {
   const capability = yield* PrivateSummaries.admit("ToolResultOffload.privateTarget")
   const path = yield* Path.Path
-  return targets.mint<OffloadTarget>({
+  const target = targets.mint<OffloadTarget>({
     volume: capability.volume,
     root: path.join(capability.folder, artifactFolder),
     task: capability.task,
     storeRoot: capability.runtime.host.store.root
   })
+  capabilityOf.set(target, capability)
+  return target
 })
 
 /**
@@ -155,7 +160,11 @@ const stripDigestPrefix = (digest: string): string => digest.replace(/^sha256:/,
  * Offloads one tool result to `target` when it is over the threshold, and
  * records the pointer (path, size, digest; never the body) in the journal.
  * Returns the result to use: the pointer when offloaded, the original
- * otherwise.
+ * otherwise. The target is checked first (minted, for the journal's task);
+ * for a private target the capability it was made from is admitted again
+ * before a body is written (`PrivateSummaries.admit`), so a volume whose
+ * owner or kind changed mid-turn fails the call `Unauthorized`
+ * (`VolumeChanged`), loudly, instead of receiving the body.
  *
  * @since 0.1.0
  * @category offload
@@ -168,6 +177,12 @@ export const offloadResult = Effect.fn("ToolResultOffload.offloadResult")(functi
   result: ToolResultPart
 ) {
   yield* admitTarget(target, journal)
+  const capability = capabilityOf.get(target)
+  // A UTF-8 body is at least as many bytes as UTF-16 code units, at most three times as many:
+  // only a result that may cross the threshold can be written, and only then is the volume re-read.
+  if (capability !== undefined && result.content.length * 3 > config.threshold) {
+    yield* PrivateSummaries.admit("ToolResultOffload.offloadResult").pipe(PrivateSummaries.provide(capability))
+  }
   const outcome = yield* ArtifactOffload.offload({
     content: result.content,
     threshold: config.threshold,
@@ -217,7 +232,7 @@ export const offloadHooks = (
   target: OffloadTarget,
   journal: Journal["Service"]
 ): Effect.Effect<
-  Executor.Hooks<JournalIOError | JournalSequenceError | Unauthorized.Unauthorized, OffloadRequirements>,
+  Executor.Hooks<JournalIOError | JournalSequenceError | PrivateSummaries.ResolveError, OffloadRequirements>,
   Unauthorized.Unauthorized,
   Path.Path
 > =>
