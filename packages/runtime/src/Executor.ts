@@ -37,8 +37,10 @@ import type {
   TurnUnfinished
 } from "./Journal.ts"
 import { Journal, NoOpenTurn, openTurn } from "./Journal.ts"
+import * as JsonValue from "./JsonValue.ts"
 import type { ModelRequest, ModelResponse, Part, ToolCallPart, ToolResultPart } from "./Model.ts"
 import { Model, ModelError, text, toolResult } from "./Model.ts"
+import * as Timeouts from "./Timeouts.ts"
 import * as Tool from "./Tool.ts"
 
 /**
@@ -132,7 +134,8 @@ export const composeHooks = <E, R>(...all: ReadonlyArray<Hooks<E, R>>): Hooks<E,
 
 /**
  * What a turn runs with: the tools offered to the model, the most model
- * steps one turn may take, and the hooks.
+ * steps one turn may take, the hooks, and the time limits of its calls
+ * (none by default; see `Timeouts`).
  *
  * @since 0.1.0
  * @category models
@@ -141,6 +144,7 @@ export interface TurnConfig<E = never, R = never> {
   readonly tools: Tool.Registry<R>
   readonly maxSteps: number
   readonly hooks?: Hooks<E, R>
+  readonly timeouts?: Timeouts.CallTimeouts
 }
 
 /**
@@ -216,9 +220,25 @@ const stepTrace = { captureStackTrace: false } as const
 const checkResponse = (response: ModelResponse): Effect.Effect<ModelResponse, ModelError> => {
   const ids = response.toolCalls.map((call) => call.id)
   const duplicate = ids.find((id, index) => ids.indexOf(id) !== index)
-  return duplicate === undefined
-    ? Effect.succeed(response)
-    : Effect.fail(new ModelError({ reason: "InvalidResponse", detail: `two tool calls share the id "${duplicate}"` }))
+  if (duplicate !== undefined) {
+    return Effect.fail(
+      new ModelError({ reason: "InvalidResponse", detail: `two tool calls share the id "${duplicate}"` })
+    )
+  }
+  // The input's type says JSON, but an adapter builds it at run time: checked here, before anything
+  // renders, measures or journals it, so a bad value never reaches the history (or compaction).
+  for (const call of response.toolCalls) {
+    const notJson = JsonValue.findNotJson(call.input)
+    if (Option.isSome(notJson)) {
+      return Effect.fail(
+        new ModelError({
+          reason: "NonJsonToolInput",
+          detail: `the model adapter returned tool call "${call.id}" (tool "${call.name}") whose input is not JSON: ${notJson.value.path} is ${notJson.value.found}; the adapter must decode the provider's arguments into JSON values`
+        })
+      )
+    }
+  }
+  return Effect.succeed(response)
 }
 
 const responseParts = (response: ModelResponse): ReadonlyArray<Part> =>
@@ -262,7 +282,10 @@ const modelStepBody = Effect.fnUntraced(function* <E, R>(
   const model = yield* Model
   const hooks = config.hooks ?? {}
   const { step, turn } = context
-  const current = hooks.beforeModelStep === undefined ? history : yield* hooks.beforeModelStep(context, history)
+  const current =
+    hooks.beforeModelStep === undefined
+      ? history
+      : yield* hooks.beforeModelStep(context, history).pipe(Timeouts.limitModel(config.timeouts))
   const request: ModelRequest = { parts: History.toParts(current), tools: config.tools.specs }
   const measured = yield* measureRequest(request)
   yield* Effect.annotateCurrentSpan({
@@ -277,7 +300,7 @@ const modelStepBody = Effect.fnUntraced(function* <E, R>(
     size: measured.size,
     sha256: measured.sha256
   })
-  const response = yield* model.generate(request).pipe(
+  const response = yield* Timeouts.limitModelCall(config.timeouts, model.generate(request)).pipe(
     Effect.flatMap(checkResponse),
     Effect.tapError((error) =>
       journal.append({ _tag: "ModelFailed", turn, step, reason: error.reason, detail: error.detail })
@@ -338,7 +361,7 @@ const dispatchOneBody = Effect.fnUntraced(function* <E, R>(
     inputSize: input.size,
     inputSha256: input.sha256
   })
-  const outcome = yield* Tool.run(config.tools, call)
+  const outcome = yield* Timeouts.limitToolCall(config.timeouts, call.name, Tool.run(config.tools, call))
   const produced = toolResult({
     callId: call.id,
     name: call.name,

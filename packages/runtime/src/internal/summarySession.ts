@@ -58,7 +58,15 @@ export const summarySession = Effect.fnUntraced(function* (
       task: history.task,
       previousSummary: History.summaryText(history),
       rounds: History.rounds(history),
-      pieceBytes: pieceBytesOf(options.policy)
+      pieceBytes: pieceBytesOf(options.policy),
+      ...(options.policy._tag === "Threshold"
+        ? {
+            summaryBytes: CompactionPolicy.bytesFor(
+              options.policy.measure,
+              CompactionPolicy.summaryLimitOf(options.policy)
+            )
+          }
+        : {})
     }
   )
   const capability = Option.isSome(early) ? early.value : Option.isSome(late) ? late.value : yield* resolveWriter
