@@ -3,16 +3,16 @@
  * that bound what enters a request: tool results over the inline limit and
  * summaries over the policy's summary limit.
  *
- * Only the neighbourhood of the cut is walked and segmented, so cutting a
- * 100 MB text costs the kept prefix, not the text (its total size is counted
- * once, without copying it).
+ * Only the kept prefix (and a little past it) is walked and segmented, so
+ * cutting a 100 MB text costs the prefix, not the text (its total size is
+ * counted once, without copying it).
  */
 import { ArtifactPointer } from "@tessera/artifacts"
 
 const segmenter = new Intl.Segmenter(undefined, { granularity: "grapheme" })
 
-// Graphemes longer than this many UTF-16 units are cut inside: a boundary is looked for this far back.
-const graphemeWindow = 64
+// How far past the cut the segmenter looks: a boundary there depends on what follows (combining marks).
+const lookahead = 64
 
 /** The longest prefix of `text` of at most `maxBytes` UTF-8 bytes that ends between two graphemes. */
 const prefixWithin = (text: string, maxBytes: number): string => {
@@ -20,23 +20,22 @@ const prefixWithin = (text: string, maxBytes: number): string => {
   let end = 0
   while (end < text.length) {
     const code = text.charCodeAt(end)
-    const pair = code >= 0xd800 && code <= 0xdbff && end + 1 < text.length
-    const next = pair ? text.charCodeAt(end + 1) : 0
-    const isPair = pair && next >= 0xdc00 && next <= 0xdfff
+    const next = code >= 0xd800 && code <= 0xdbff && end + 1 < text.length ? text.charCodeAt(end + 1) : 0
+    const isPair = next >= 0xdc00 && next <= 0xdfff
     const size = code < 0x80 ? 1 : code < 0x800 ? 2 : isPair ? 4 : 3
     if (bytes + size > maxBytes) break
     bytes += size
     end += isPair ? 2 : 1
   }
-  if (end === text.length || end === 0) return text.slice(0, end)
-  const from = Math.max(0, end - graphemeWindow)
-  let boundary = from
-  for (const { index } of segmenter.segment(text.slice(from, Math.min(text.length, end + graphemeWindow)))) {
-    if (from + index > end) break
-    boundary = from + index
+  if (end === text.length) return text
+  // Segmented from the start (boundaries depend on everything before them, flags for one), but only up
+  // to just past the cut: the cost is the kept prefix's, never the whole text's.
+  let boundary = 0
+  for (const { index } of segmenter.segment(text.slice(0, Math.min(text.length, end + lookahead)))) {
+    if (index > end) break
+    boundary = index
   }
-  // No boundary in the window (one enormous grapheme): cut at the code point instead.
-  return text.slice(0, boundary === from && from > 0 ? end : boundary)
+  return text.slice(0, boundary)
 }
 
 /** What a cut kept, and how large the whole was. */
