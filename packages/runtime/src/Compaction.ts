@@ -18,8 +18,8 @@
  *   them, whatever `keepRecent` says (see {@link plan});
  * - a summary is at most the policy's summary limit long: a longer answer is
  *   cut, with a note, never kept whole;
- * - a task that alone measures over the limit is reported once per turn, as
- *   a `CompactionWarning` journal entry (see {@link warnTaskOverLimit}).
+ * - a task that alone measures over the limit is reported once, as a
+ *   `CompactionWarning` journal entry (see {@link warnTaskOverLimit}).
  *
  * Publication needs the {@link PrivateSummaries.PrivateSummaries}
  * capability in its type: it only runs where a writer was resolved before
@@ -392,9 +392,12 @@ export const publish = Effect.fn("Compaction.publish")(function* (options: {
   readonly journal: Option.Option<Journal["Service"]>
   readonly turn?: number
   readonly requests?: number
+  /** The longest summary stored, in UTF-8 bytes: checked after the scrub, which may lengthen it ({@link boundSummary}). */
+  readonly maxBytes?: number
 }) {
   const redactor = yield* Effect.serviceOption(ArtifactRedactor.ArtifactRedactor)
-  const scrubbed = Option.isSome(redactor) ? yield* redactor.value.redact(options.summary) : options.summary
+  const redacted = Option.isSome(redactor) ? yield* redactor.value.redact(options.summary) : options.summary
+  const scrubbed = options.maxBytes === undefined ? redacted : boundSummary(redacted, options.maxBytes)
   const staged = yield* PrivateStaging.stageOnce(options.key, scrubbed)
   if (Option.isSome(options.journal)) {
     yield* options.journal.value.append({
@@ -465,16 +468,21 @@ export const compact = (options: CompactOptions) => {
 }
 
 const compactPlanned = Effect.fn("Compaction.compact")(function* (options: CompactOptions, planned: CompactionPlan) {
+  const summaryBytes = CompactionPolicy.bytesFor(
+    options.policy.measure,
+    CompactionPolicy.summaryLimitOf(options.policy)
+  )
   const summary = yield* summarize({
     task: options.history.task,
     previousSummary: History.summaryText(options.history),
     rounds: planned.summarized,
     pieceBytes: CompactionPolicy.bytesFor(options.policy.measure, options.policy.pieceLimit),
-    summaryBytes: CompactionPolicy.bytesFor(options.policy.measure, CompactionPolicy.summaryLimitOf(options.policy))
+    summaryBytes
   })
   const published = yield* publish({
     key: { operation: options.operation, step: options.step },
     summary: summary.text,
+    maxBytes: summaryBytes,
     requests: summary.requests,
     journal: options.journal,
     ...(options.turn === undefined ? {} : { turn: options.turn })
@@ -498,37 +506,44 @@ export const taskOverLimit = (history: History.History, policy: CompactionPolicy
   return size > policy.limit ? Option.some(size) : Option.none()
 }
 
+// The journals that already carry the warning. Keyed by the journal's service value, which lives as long
+// as the journal is open, so harnesses that bind a fresh set of hooks for every step still warn once.
+const warnedJournals = new WeakSet<object>()
+
 /**
- * A warning that is journaled at most once: the first time it is run with
- * a history whose task is over the limit ({@link taskOverLimit}) it appends
- * a `CompactionWarning` entry; afterwards it does nothing. Compaction's
- * turn hooks make one per turn, so a turn reports an oversized task once,
- * not on every request.
+ * A warning that is journaled at most once per open journal: the first time
+ * it is run with a history whose task is over the limit
+ * ({@link taskOverLimit}) it appends a `CompactionWarning` entry; afterwards
+ * it does nothing, whichever hooks run it (compaction's turn hooks do,
+ * before every model step). Reopening the journal (a new process) reports
+ * it again, once.
  *
  * @since 0.1.0
  * @category warnings
  */
-export const warnTaskOverLimit = (
-  journal: Journal["Service"],
-  policy: CompactionPolicy.Threshold
-): ((
-  history: History.History,
-  at: { readonly turn?: number; readonly step?: number }
-) => Effect.Effect<void, JournalIOError | JournalSequenceError>) => {
-  let warned = false
-  return (history, at) => {
-    if (warned) return Effect.void
-    const over = taskOverLimit(history, policy)
-    if (Option.isNone(over)) return Effect.void
-    warned = true
-    return journal.append({
-      _tag: "CompactionWarning",
-      ...(at.turn === undefined ? {} : { turn: at.turn }),
-      ...(at.step === undefined ? {} : { step: at.step }),
-      reason: "TaskOverLimit",
-      measure: policy.measure,
-      size: over.value,
-      limit: policy.limit
+export const warnTaskOverLimit =
+  (journal: Journal["Service"], policy: CompactionPolicy.Threshold) =>
+  (
+    history: History.History,
+    at: { readonly turn?: number; readonly step?: number }
+  ): Effect.Effect<void, JournalIOError | JournalSequenceError> =>
+    Effect.suspend(() => {
+      if (warnedJournals.has(journal)) return Effect.void
+      const over = taskOverLimit(history, policy)
+      if (Option.isNone(over)) return Effect.void
+      return Effect.asVoid(
+        Effect.tap(
+          journal.append({
+            _tag: "CompactionWarning",
+            ...(at.turn === undefined ? {} : { turn: at.turn }),
+            ...(at.step === undefined ? {} : { step: at.step }),
+            reason: "TaskOverLimit",
+            measure: policy.measure,
+            size: over.value,
+            limit: policy.limit
+          }),
+          // Marked only once the entry is durable: a failed append is retried by the next step.
+          () => Effect.sync(() => warnedJournals.add(journal))
+        )
+      )
     })
-  }
-}

@@ -250,6 +250,12 @@ const responseParts = (response: ModelResponse): ReadonlyArray<Part> =>
  * model, journals `ResponseReceived` (or `ModelFailed`, then fails), and runs
  * `afterModelStep`. The request's parts are the history's own objects.
  *
+ * The response is checked before anything acts on it: two calls sharing an
+ * id fail `InvalidResponse`, a call whose input is not JSON (see
+ * `JsonValue`) fails `NonJsonToolInput`, naming the call and where the
+ * input stops being JSON. With `config.timeouts.model`, the call (and any
+ * summary request `beforeModelStep` sends) fails `Timeout` past the limit.
+ *
  * If the adapter dies or the step is interrupted while the request is in
  * flight, no `ModelFailed` is written: the journal shows the request as
  * unanswered, which {@link resumeTurn} counts as lost.
@@ -396,8 +402,9 @@ const dispatchOneBody = Effect.fnUntraced(function* <E, R>(
 
 /**
  * Runs the calls of one step, one after the other in the model's order:
- * journals `ToolCalled`, runs the tool (a failure becomes a tool-error
- * result), runs `onToolResult`, journals `ToolResulted`. Returns the results
+ * journals `ToolCalled`, runs the tool (a failure, or outliving its limit
+ * in `config.timeouts`, becomes a tool-error result), runs `onToolResult`,
+ * journals `ToolResulted`. Returns the results
  * in call order, ready to append to the history.
  *
  * @since 0.1.0

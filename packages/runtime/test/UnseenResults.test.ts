@@ -309,15 +309,19 @@ describe("task_over_limit_warning", () => {
   const warnings = (world: World) =>
     Effect.map(journalEntries(world), (entries) => entries.filter((entry) => entry._tag === "CompactionWarning"))
 
-  it("a system prompt that alone is over the limit is reported once per turn as a CompactionWarning entry (size and limit), not on every request", () =>
+  it("a system prompt that alone is over the limit is reported once as a CompactionWarning entry (size and limit), not on every request, nor again in a second turn with fresh hooks", () =>
     runInWorld((world) =>
       Effect.gen(function* () {
         const binding = yield* bind(world, policy)
         const sent = yield* Effect.gen(function* () {
-          yield* TaskExecution.runTurn(binding, bigTask, { tools, maxSteps: 5 })
+          const first = yield* TaskExecution.runTurn(binding, bigTask, { tools, maxSteps: 5 })
+          yield* TaskExecution.runTurn(binding, History.append(first.history, [Model.text("user", "again")]), {
+            tools,
+            maxSteps: 5
+          })
           return yield* requests
         }).pipe(Effect.provide(turnLayer(world, task, scriptFor(steps))))
-        assert.isAtLeast(sent.filter((request) => !isSummaryRequest(request)).length, 4)
+        assert.isAtLeast(sent.filter((request) => !isSummaryRequest(request)).length, 5)
         const found = yield* warnings(world)
         assert.strictEqual(found.length, 1)
         const warning = found[0]
@@ -338,7 +342,7 @@ describe("task_over_limit_warning", () => {
       })
     ))
 
-  it("negative controls (wiring built here): compaction hooks without the warning stay silent, and a warning made per step reports on every request", () =>
+  it("negative controls (wiring built here): compaction hooks without the warning stay silent, and a warning without its once-guard reports on every request", () =>
     runInWorld((world) =>
       Effect.gen(function* () {
         const binding = yield* bind(world, policy)
@@ -361,13 +365,29 @@ describe("task_over_limit_warning", () => {
         assert.strictEqual((yield* warnings(world)).length, 0, "silent without the warning")
         yield* Effect.gen(function* () {
           const journal = yield* Journal.Journal
-          const perStep: Executor.Hooks<Journal.JournalIOError | Journal.JournalSequenceError> = {
+          // Warns whenever the task is over the limit, with no memory of having warned.
+          const unguarded: Executor.Hooks<Journal.JournalIOError | Journal.JournalSequenceError> = {
             beforeModelStep: (context, history) =>
-              Effect.as(Compaction.warnTaskOverLimit(journal, policy)(history, context), history)
+              Option.match(Compaction.taskOverLimit(history, policy), {
+                onNone: () => Effect.succeed(history),
+                onSome: (size) =>
+                  Effect.as(
+                    journal.append({
+                      _tag: "CompactionWarning",
+                      turn: context.turn,
+                      step: context.step,
+                      reason: "TaskOverLimit",
+                      measure: policy.measure,
+                      size,
+                      limit: policy.limit
+                    }),
+                    history
+                  )
+              })
           }
-          yield* Executor.runTurn({ tools, maxSteps: 5, hooks: perStep }, bigTask)
+          yield* Executor.runTurn({ tools, maxSteps: 5, hooks: unguarded }, bigTask)
         }).pipe(Effect.provide(turnLayer(world, task, scriptFor(steps))))
-        assert.isAbove((yield* warnings(world)).length, 1, "a warning per step is not once")
+        assert.isAbove((yield* warnings(world)).length, 1, "a warning on every step is not once")
       })
     ))
 })
