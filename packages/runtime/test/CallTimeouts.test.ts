@@ -5,7 +5,7 @@
  * hangs a turn.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Executor, Journal, Model, Timeouts, Tool } from "@tessera/runtime"
+import { EntryGate, Executor, Journal, Model, TaskExecution, Timeouts, Tool } from "@tessera/runtime"
 import { Cause, Duration, Effect, Exit, Option, Schema } from "effect"
 import { journalFolder, start, turnLayer } from "./support/turns.ts"
 import { platformLayer, runInWorld, task } from "./support/world.ts"
@@ -148,6 +148,26 @@ describe("call_timeouts", () => {
         const tags = (yield* entriesOf(world)).map((entry) => entry._tag)
         assert.include(tags, "ToolCalled")
         assert.notInclude(tags, "ToolResulted")
+      })
+    ))
+
+  it("the gated entry (TaskExecution.runTurn) passes the limits on to the executor", () =>
+    runInWorld((world) =>
+      Effect.gen(function* () {
+        const runtime = yield* world.openRuntime(Option.none(), [])
+        const context = yield* runtime.bindTask({ scope: yield* world.scopeFor([]), output: Option.none() })
+        const binding = yield* EntryGate.bind(context)
+        const script = [Model.response({ toolCalls: [call("h1", "hang")] }), Model.response({ text: "done" })]
+        const outcome = yield* TaskExecution.runTurn(binding, start, { tools, maxSteps: 4, timeouts }).pipe(
+          Effect.timeoutOption("5 seconds"),
+          Effect.provide(turnLayer(world, task, script))
+        )
+        assert.strictEqual(Option.map(outcome, (turn) => turn.text).pipe(Option.getOrUndefined), "done")
+        const resulted = (yield* entriesOf(world)).filter((entry) => entry._tag === "ToolResulted")
+        assert.deepStrictEqual(
+          resulted.map((entry) => entry.failure),
+          ["TimedOut"]
+        )
       })
     ))
 
