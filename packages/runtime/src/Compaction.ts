@@ -316,7 +316,7 @@ export interface SummaryOutcome {
  * the summary so far (starting from `previousSummary`); returns the final
  * summary text and how many requests were sent. With `summaryBytes`, every
  * answer is bounded ({@link boundSummary}) before the next request builds on
- * it, so no summary request carries more than that of previous summary.
+ * it, so the previous summary a request carries is never longer than that.
  *
  * @since 0.1.0
  * @category summarizing
