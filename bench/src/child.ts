@@ -14,6 +14,7 @@ const jobs: Record<string, () => Promise<Job>> = {
   overhead: async () => (await import("./Overhead.ts")).run,
   offload: async () => (await import("./OffloadThroughput.ts")).run,
   reopen: async () => (await import("./JournalReopen.ts")).run,
+  "hostile-size": async () => (await import("./HostileSize.ts")).run,
   "side-tessera": async () => (await import("./SideBySide.ts")).run,
   "side-langchain": async () => (await import("./LangChainSide.ts")).run
 }

@@ -12,6 +12,7 @@ import type { ContextBoundResult } from "./ContextBound.ts"
 import { onOffload, onPolicy, resultSize } from "./ContextBound.ts"
 import type { ContextControlResult } from "./ContextControl.ts"
 import { formatBytes, formatMs, formatStats, type HeapSizing, log, runChild, type Stats, stats } from "./Harness.ts"
+import { type HostileSizeResult, hostilePolicy } from "./HostileSize.ts"
 import type { ReopenResult } from "./JournalReopen.ts"
 import type { OffloadResult } from "./OffloadThroughput.ts"
 import { type OverheadResult, type StandIn, standIns as standInsInOrder } from "./Overhead.ts"
@@ -104,6 +105,19 @@ const offload = await timed("offload throughput", () =>
 const reopen = await timed("journal reopen", () =>
   runChild<ReopenResult>("reopen", { medium: "disk", entries: 100_000, plan: { warmup: 1, reps: 9 } })
 )
+const hostilePayload = 100_000_000
+const hostile = {
+  inline: await timed("hostile size, 100 MB result, no offload", () =>
+    runChild<HostileSizeResult>("hostile-size", { payloadBytes: hostilePayload, mode: "inline", medium: "disk" })
+  ),
+  refused: await timed("hostile size, 100 MB result, offload refused", () =>
+    runChild<HostileSizeResult>("hostile-size", {
+      payloadBytes: hostilePayload,
+      mode: "offload-refused",
+      medium: "disk"
+    })
+  )
+}
 const sideArgs = { warmupSteps: 60, steps: 300 }
 const sideRounds = 5
 /** The round at the median of `key`: each side's figures come from its median round, not one run. */
@@ -318,6 +332,14 @@ target(
   oursMemory.peakRss < lcFull.peakRss,
   "see Side by side"
 )
+for (const run of [hostile.inline, hostile.refused]) {
+  target(
+    `Hostile size (${run.mode}): 100 MB result, peak memory above start < 4x the payload, bounded summary requests`,
+    `${formatBytes(run.peakAboveStart)} = ${(run.peakAboveStart / run.payloadBytes).toFixed(2)}x; ${run.summaryRequests} summary requests`,
+    run.peakAboveStart < 4 * run.payloadBytes && run.summaryRequests <= 2,
+    "see Hostile size"
+  )
+}
 md.push("")
 
 md.push("## Context bound")
@@ -467,6 +489,23 @@ md.push("| --- | --- | ---: |")
 md.push(`| Journal.open | ${formatStats(reopen.journalMs)} | ${reopen.ratio.toFixed(2)}x |`)
 md.push(`| raw split + JSON.parse | ${formatStats(reopen.rawMs)} | |`)
 md.push(`| Schema check alone | ${formatStats(reopen.schemaCheckMs)} | |`)
+md.push("")
+
+md.push("## Hostile size")
+md.push("")
+md.push(
+  `One turn whose first tool result is ${hostilePayload.toLocaleString("en")} bytes of log text that is not offloaded ("inline": no offload configured; "offload-refused": offload configured and every target refused by the host's path policy, as on a full disk), then two small steps and the answer, under compaction policy \`${JSON.stringify(hostilePolicy)}\`. The result is cut to the inline limit (the policy's piece limit) with a note before it enters the history. Peak memory is the process's peak RSS minus its RSS just before the turn.`
+)
+md.push("")
+md.push(
+  "| Mode | Turn time | Peak above start | Summary requests | Turn requests | Largest turn request | Result kept |"
+)
+md.push("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+for (const run of [hostile.inline, hostile.refused]) {
+  md.push(
+    `| ${run.mode} | ${formatMs(run.wallMs)} ms | ${formatBytes(run.peakAboveStart)} | ${run.summaryRequests} | ${run.turnRequests} | ${formatBytes(run.largestTurnRequest)} | ${formatBytes(run.keptResultBytes)} |`
+  )
+}
 md.push("")
 
 md.push("## Side by side with LangChain")

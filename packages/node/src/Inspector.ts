@@ -348,6 +348,8 @@ const fields = (entry: Journal.Entry): string => {
         `file=${entry.volume === undefined ? "" : `${Volume.formatVolumeRef(entry.volume)}:`}${entry.path}`,
         `size=${entry.size}`
       )
+    case "CompactionWarning":
+      return parts(`reason=${entry.reason}`, `size=${entry.size}`, `limit=${entry.limit}`, `measure=${entry.measure}`)
   }
 }
 

@@ -13,7 +13,13 @@
  * - whole rounds are replaced, so a tool call and its result are never
  *   separated;
  * - text without line breaks is cut like any other (at grapheme
- *   boundaries), so it compacts too.
+ *   boundaries), so it compacts too;
+ * - the newest tool results reach the model before any summary replaces
+ *   them, whatever `keepRecent` says (see {@link plan});
+ * - a summary is at most the policy's summary limit long: a longer answer is
+ *   cut, with a note, never kept whole;
+ * - a task that alone measures over the limit is reported once, as a
+ *   `CompactionWarning` journal entry (see {@link warnTaskOverLimit}).
  *
  * Compaction needs the {@link PrivateSummaries.PrivateSummaries}
  * capability in its type, and admits it (`PrivateSummaries.admit`: minted,
@@ -27,7 +33,8 @@ import type { DurableFiles, Ids } from "@tessera/core"
 import { Effect, type FileSystem, Option, type Path } from "effect"
 import * as CompactionPolicy from "./CompactionPolicy.ts"
 import * as History from "./History.ts"
-import type { Journal } from "./Journal.ts"
+import { cutWithNote } from "./internal/boundedText.ts"
+import type { Journal, JournalIOError, JournalSequenceError } from "./Journal.ts"
 import type { ModelError, ModelRequest, ModelResponse, Part } from "./Model.ts"
 import { fileReference, Model, text } from "./Model.ts"
 import * as PrivateStaging from "./PrivateStaging.ts"
@@ -102,10 +109,27 @@ export interface CompactionPlan {
 }
 
 /**
+ * Whether the newest of `rounds` ends with tool results. Those answer the
+ * model's latest calls and came after its latest answer, so no request has
+ * carried them yet (a request that failed may have; carrying them again
+ * costs nothing).
+ *
+ * @since 0.1.0
+ * @category planning
+ */
+export const endsWithUnseenResults = (rounds: ReadonlyArray<ReadonlyArray<Part>>): boolean =>
+  rounds.at(-1)?.at(-1)?._tag === "ToolResult"
+
+/**
  * Decides whether the request `history` would produce crosses the policy's
  * limit and, if so, which rounds to summarize: all but the longest run of
- * most recent whole rounds that measures at most `keepRecent`. `None` when
- * under the limit or when there is nothing older than the kept rounds.
+ * most recent whole rounds that measures at most `keepRecent`, and never
+ * the newest round when it ends with tool results the model has not seen
+ * ({@link endsWithUnseenResults}): those are kept whatever their size, so
+ * every tool result is in at least one request (whole, as an offload
+ * pointer, or cut to the inline limit) before a summary replaces it. Its
+ * size counts against `keepRecent`. `None` when under the limit or when
+ * there is nothing older than the kept rounds.
  *
  * @since 0.1.0
  * @category planning
@@ -113,9 +137,10 @@ export interface CompactionPlan {
 export const plan = (history: History.History, policy: CompactionPolicy.Threshold): Option.Option<CompactionPlan> => {
   if (measureParts(policy.measure, History.toParts(history)) <= policy.limit) return Option.none()
   const all = History.rounds(history)
-  let kept = 0
-  let keptSize = 0
-  for (let index = all.length - 1; index >= 0; index--) {
+  const unseen = endsWithUnseenResults(all) ? 1 : 0
+  let kept = unseen
+  let keptSize = unseen === 1 ? measureParts(policy.measure, all.at(-1) ?? []) : 0
+  for (let index = all.length - 1 - unseen; index >= 0; index--) {
     const size = measureParts(policy.measure, all[index] ?? [])
     if (keptSize + size > policy.keepRecent) break
     keptSize += size
@@ -250,7 +275,30 @@ export interface SummaryInput {
   readonly previousSummary: Option.Option<string>
   readonly rounds: ReadonlyArray<ReadonlyArray<Part>>
   readonly pieceBytes: number
+  /** The longest summary kept, in UTF-8 bytes; a longer answer is cut ({@link boundSummary}). No bound when absent. */
+  readonly summaryBytes?: number
 }
+
+/**
+ * The note that ends a summary cut to its limit.
+ *
+ * @since 0.1.0
+ * @category summarizing
+ */
+export const summaryCutNote = (keptBytes: number, totalBytes: number, limit: number): string =>
+  `\n[summary cut: the model wrote ${totalBytes} bytes; the summary limit is ${limit} bytes, so only the first ${keptBytes} are kept]`
+
+/**
+ * A summary answer bounded to `maxBytes` UTF-8 bytes: unchanged when it
+ * fits, else its longest prefix (between graphemes) followed by
+ * {@link summaryCutNote}, together at most `maxBytes` (or the note alone,
+ * when the limit is shorter than the note).
+ *
+ * @since 0.1.0
+ * @category summarizing
+ */
+export const boundSummary = (answer: string, maxBytes: number): string =>
+  cutWithNote(answer, maxBytes, (kept, total) => summaryCutNote(kept, total, maxBytes))?.text ?? answer
 
 /**
  * A written summary and the number of summary requests it took.
@@ -267,7 +315,9 @@ export interface SummaryOutcome {
  * {@link summarize} with an explicit `generate` (a wrapped or instrumented
  * model). Sends exactly one request per piece, in order, each building on
  * the summary so far (starting from `previousSummary`); returns the final
- * summary text and how many requests were sent.
+ * summary text and how many requests were sent. With `summaryBytes`, every
+ * answer is bounded ({@link boundSummary}) before the next request builds on
+ * it, so the previous summary a request carries is never longer than that.
  *
  * @since 0.1.0
  * @category summarizing
@@ -297,7 +347,9 @@ const summarizing = Effect.fnUntraced(function* <E, R>(
         count: all.length
       })
     )
-    summary = Option.some(response.text)
+    summary = Option.some(
+      input.summaryBytes === undefined ? response.text : boundSummary(response.text, input.summaryBytes)
+    )
   }
   return { text: Option.getOrElse(summary, () => ""), requests: all.length }
 })
@@ -341,10 +393,13 @@ export const publish = Effect.fn("Compaction.publish")(function* (options: {
   readonly journal: Option.Option<Journal["Service"]>
   readonly turn?: number
   readonly requests?: number
+  /** The longest summary stored, in UTF-8 bytes: checked after the scrub, which may lengthen it ({@link boundSummary}). */
+  readonly maxBytes?: number
 }) {
   yield* PrivateSummaries.admit("Compaction.publish", options.journal)
   const redactor = yield* Effect.serviceOption(ArtifactRedactor.ArtifactRedactor)
-  const scrubbed = Option.isSome(redactor) ? yield* redactor.value.redact(options.summary) : options.summary
+  const redacted = Option.isSome(redactor) ? yield* redactor.value.redact(options.summary) : options.summary
+  const scrubbed = options.maxBytes === undefined ? redacted : boundSummary(redacted, options.maxBytes)
   const staged = yield* PrivateStaging.stageOnce(options.key, scrubbed)
   if (Option.isSome(options.journal)) {
     yield* options.journal.value.append({
@@ -417,15 +472,21 @@ export const compact = (options: CompactOptions) => {
 const compactPlanned = Effect.fn("Compaction.compact")(function* (options: CompactOptions, planned: CompactionPlan) {
   // The writer is admitted before the first summary request: a refusal costs no request.
   yield* PrivateSummaries.admit("Compaction.compact", options.journal)
+  const summaryBytes = CompactionPolicy.bytesFor(
+    options.policy.measure,
+    CompactionPolicy.summaryLimitOf(options.policy)
+  )
   const summary = yield* summarize({
     task: options.history.task,
     previousSummary: History.summaryText(options.history),
     rounds: planned.summarized,
-    pieceBytes: CompactionPolicy.bytesFor(options.policy.measure, options.policy.pieceLimit)
+    pieceBytes: CompactionPolicy.bytesFor(options.policy.measure, options.policy.pieceLimit),
+    summaryBytes
   })
   const published = yield* publish({
     key: { operation: options.operation, step: options.step },
     summary: summary.text,
+    maxBytes: summaryBytes,
     requests: summary.requests,
     journal: options.journal,
     ...(options.turn === undefined ? {} : { turn: options.turn })
@@ -435,3 +496,58 @@ const compactPlanned = Effect.fn("Compaction.compact")(function* (options: Compa
     text: published.text
   })
 })
+
+/**
+ * The size of `history`'s task in the policy's unit, when it alone is over
+ * the policy's limit: every request carries the task and compaction never
+ * replaces it, so no summary can bring a request under the limit.
+ *
+ * @since 0.1.0
+ * @category planning
+ */
+export const taskOverLimit = (history: History.History, policy: CompactionPolicy.Threshold): Option.Option<number> => {
+  const size = measureParts(policy.measure, history.task)
+  return size > policy.limit ? Option.some(size) : Option.none()
+}
+
+// The journals that already carry the warning. Keyed by the journal's service value, which lives as long
+// as the journal is open, so harnesses that bind a fresh set of hooks for every step still warn once.
+const warnedJournals = new WeakSet<object>()
+
+/**
+ * A warning that is journaled at most once per open journal: the first time
+ * it is run with a history whose task is over the limit
+ * ({@link taskOverLimit}) it appends a `CompactionWarning` entry; afterwards
+ * it does nothing, whichever hooks run it (compaction's turn hooks do,
+ * before every model step). Reopening the journal (a new process) reports
+ * it again, once.
+ *
+ * @since 0.1.0
+ * @category warnings
+ */
+export const warnTaskOverLimit =
+  (journal: Journal["Service"], policy: CompactionPolicy.Threshold) =>
+  (
+    history: History.History,
+    at: { readonly turn?: number; readonly step?: number }
+  ): Effect.Effect<void, JournalIOError | JournalSequenceError> =>
+    Effect.suspend(() => {
+      if (warnedJournals.has(journal)) return Effect.void
+      const over = taskOverLimit(history, policy)
+      if (Option.isNone(over)) return Effect.void
+      return Effect.asVoid(
+        Effect.tap(
+          journal.append({
+            _tag: "CompactionWarning",
+            ...(at.turn === undefined ? {} : { turn: at.turn }),
+            ...(at.step === undefined ? {} : { step: at.step }),
+            reason: "TaskOverLimit",
+            measure: policy.measure,
+            size: over.value,
+            limit: policy.limit
+          }),
+          // Marked only once the entry is durable: a failed append is retried by the next step.
+          () => Effect.sync(() => warnedJournals.add(journal))
+        )
+      )
+    })

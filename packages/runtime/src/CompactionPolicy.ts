@@ -38,8 +38,13 @@ export type SizeMeasure = typeof SizeMeasure.Type
  * - `pieceLimit`: the most history one summary request carries. Longer
  *   history is summarized in several requests, each building on the
  *   previous summary.
+ * - `summaryLimit`: the longest summary kept; a longer answer is cut (with
+ *   a note), never kept whole. Optional: {@link summaryLimitOf} gives the
+ *   default, a quarter of `limit`.
  *
- * All three numbers are in the unit of `measure`.
+ * All the numbers are in the unit of `measure`. The newest tool results are
+ * kept whatever `keepRecent` says until a request has carried them (see
+ * `Compaction.plan`).
  *
  * @since 0.1.0
  * @category models
@@ -48,13 +53,25 @@ export const Threshold = Schema.TaggedStruct("Threshold", {
   measure: SizeMeasure,
   limit: PositiveInt,
   keepRecent: NonNegativeInt,
-  pieceLimit: PositiveInt
+  pieceLimit: PositiveInt,
+  summaryLimit: Schema.optionalKey(PositiveInt)
 })
 /**
  * @since 0.1.0
  * @category models
  */
 export type Threshold = typeof Threshold.Type
+
+/**
+ * The longest summary `policy` keeps, in its unit: its `summaryLimit`, or a
+ * quarter of its `limit` (at least 1), which leaves most of a request for
+ * the task and the recent history.
+ *
+ * @since 0.1.0
+ * @category getters
+ */
+export const summaryLimitOf = (policy: Threshold): number =>
+  policy.summaryLimit ?? Math.max(1, Math.floor(policy.limit / 4))
 
 /**
  * Never compact.

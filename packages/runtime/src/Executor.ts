@@ -38,8 +38,10 @@ import type {
   TurnUnfinished
 } from "./Journal.ts"
 import { Journal, NoOpenTurn, openTurn } from "./Journal.ts"
+import * as JsonValue from "./JsonValue.ts"
 import type { ModelRequest, ModelResponse, Part, ToolCallPart, ToolResultPart } from "./Model.ts"
 import { Model, ModelError, text, toolResult } from "./Model.ts"
+import * as Timeouts from "./Timeouts.ts"
 import * as Tool from "./Tool.ts"
 
 /**
@@ -133,7 +135,8 @@ export const composeHooks = <E, R>(...all: ReadonlyArray<Hooks<E, R>>): Hooks<E,
 
 /**
  * What a turn runs with: the tools offered to the model, the most model
- * steps one turn may take, and the hooks.
+ * steps one turn may take, the hooks, and the time limits of its calls
+ * (none by default; see `Timeouts`).
  *
  * @since 0.1.0
  * @category models
@@ -142,6 +145,7 @@ export interface TurnConfig<E = never, R = never> {
   readonly tools: Tool.Registry<R>
   readonly maxSteps: number
   readonly hooks?: Hooks<E, R>
+  readonly timeouts?: Timeouts.CallTimeouts
 }
 
 /**
@@ -217,9 +221,25 @@ const stepTrace = { captureStackTrace: false } as const
 const checkResponse = (response: ModelResponse): Effect.Effect<ModelResponse, ModelError> => {
   const ids = response.toolCalls.map((call) => call.id)
   const duplicate = ids.find((id, index) => ids.indexOf(id) !== index)
-  return duplicate === undefined
-    ? Effect.succeed(response)
-    : Effect.fail(new ModelError({ reason: "InvalidResponse", detail: `two tool calls share the id "${duplicate}"` }))
+  if (duplicate !== undefined) {
+    return Effect.fail(
+      new ModelError({ reason: "InvalidResponse", detail: `two tool calls share the id "${duplicate}"` })
+    )
+  }
+  // The input's type says JSON, but an adapter builds it at run time: checked here, before anything
+  // renders, measures or journals it, so a bad value never reaches the history (or compaction).
+  for (const call of response.toolCalls) {
+    const notJson = JsonValue.findNotJson(call.input)
+    if (Option.isSome(notJson)) {
+      return Effect.fail(
+        new ModelError({
+          reason: "NonJsonToolInput",
+          detail: `the model adapter returned tool call "${call.id}" (tool "${call.name}") whose input is not JSON: ${notJson.value.path} is ${notJson.value.found}; the adapter must decode the provider's arguments into JSON values`
+        })
+      )
+    }
+  }
+  return Effect.succeed(response)
 }
 
 const responseParts = (response: ModelResponse): ReadonlyArray<Part> =>
@@ -230,6 +250,12 @@ const responseParts = (response: ModelResponse): ReadonlyArray<Part> =>
  * (possibly rewritten) history, journals `RequestDispatched`, calls the
  * model, journals `ResponseReceived` (or `ModelFailed`, then fails), and runs
  * `afterModelStep`. The request's parts are the history's own objects.
+ *
+ * The response is checked before anything acts on it: two calls sharing an
+ * id fail `InvalidResponse`, a call whose input is not JSON (see
+ * `JsonValue`) fails `NonJsonToolInput`, naming the call and where the
+ * input stops being JSON. With `config.timeouts.model`, the call (and any
+ * summary request `beforeModelStep` sends) fails `Timeout` past the limit.
  *
  * If the adapter dies or the step is interrupted while the request is in
  * flight, no `ModelFailed` is written: the journal shows the request as
@@ -263,7 +289,10 @@ const modelStepBody = Effect.fnUntraced(function* <E, R>(
   const model = yield* Model
   const hooks = config.hooks ?? {}
   const { step, turn } = context
-  const current = hooks.beforeModelStep === undefined ? history : yield* hooks.beforeModelStep(context, history)
+  const current =
+    hooks.beforeModelStep === undefined
+      ? history
+      : yield* hooks.beforeModelStep(context, history).pipe(Timeouts.limitModel(config.timeouts))
   const request: ModelRequest = { parts: History.toParts(current), tools: config.tools.specs }
   const measured = yield* measureRequest(request)
   yield* Effect.annotateCurrentSpan({
@@ -278,7 +307,7 @@ const modelStepBody = Effect.fnUntraced(function* <E, R>(
     size: measured.size,
     sha256: measured.sha256
   })
-  const response = yield* model.generate(request).pipe(
+  const response = yield* Timeouts.limitModelCall(config.timeouts, model.generate(request)).pipe(
     Effect.flatMap(checkResponse),
     Effect.catch((error) =>
       Effect.flatMap(scrubModelError(error), (scrubbed) =>
@@ -360,7 +389,7 @@ const dispatchOneBody = Effect.fnUntraced(function* <E, R>(
     inputSize: input.size,
     inputSha256: input.sha256
   })
-  const outcome = yield* Tool.run(config.tools, call)
+  const outcome = yield* Timeouts.limitToolCall(config.timeouts, call.name, Tool.run(config.tools, call))
   const produced = toolResult({
     callId: call.id,
     name: call.name,
@@ -395,8 +424,9 @@ const dispatchOneBody = Effect.fnUntraced(function* <E, R>(
 
 /**
  * Runs the calls of one step, one after the other in the model's order:
- * journals `ToolCalled`, runs the tool (a failure becomes a tool-error
- * result), runs `onToolResult`, journals `ToolResulted`. Returns the results
+ * journals `ToolCalled`, runs the tool (a failure, or outliving its limit
+ * in `config.timeouts`, becomes a tool-error result), runs `onToolResult`,
+ * journals `ToolResulted`. Returns the results
  * in call order, ready to append to the history.
  *
  * @since 0.1.0

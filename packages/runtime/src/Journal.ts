@@ -301,6 +301,26 @@ export const ArtifactOffloaded = Schema.TaggedStruct("ArtifactOffloaded", {
 })
 
 /**
+ * Compaction cannot do what its policy asks, and says so once instead of
+ * failing silently on every request. `TaskOverLimit`: the task's own parts
+ * (system prompt, request, attachments), which every request carries and
+ * compaction never replaces, measure `size`, over the policy's `limit`, so
+ * every request will be over it whatever is summarized.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const CompactionWarning = Schema.TaggedStruct("CompactionWarning", {
+  ...header,
+  turn: Schema.optionalKey(Ordinal),
+  step: Schema.optionalKey(Ordinal),
+  reason: Schema.Literals(["TaskOverLimit"]),
+  measure: Schema.String,
+  size: Count,
+  limit: Count
+})
+
+/**
  * Any journal entry.
  *
  * @since 0.1.0
@@ -320,7 +340,8 @@ export const Entry = Schema.Union([
   Admission,
   Rejection,
   SummaryStaged,
-  ArtifactOffloaded
+  ArtifactOffloaded,
+  CompactionWarning
 ])
 /**
  * @since 0.1.0

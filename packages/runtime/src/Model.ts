@@ -211,11 +211,22 @@ export type ModelResponse = typeof ModelResponse.Type
  * - `ScriptExhausted`: a scripted model was asked for more responses than its script has.
  * - `InvalidResponse`: the response cannot be acted on (for example two tool calls share an id).
  * - `ProviderFailure`: the provider or its transport failed.
+ * - `NonJsonToolInput`: the adapter handed over a tool call whose input is
+ *   not JSON (`undefined`, a cycle, a bigint...): a bug in the adapter, which
+ *   must decode the provider's arguments into JSON values.
+ * - `Timeout`: the call took longer than the configured model timeout and
+ *   was interrupted (see `Timeouts`).
  *
  * @since 0.1.0
  * @category errors
  */
-export const ModelErrorReason = Schema.Literals(["ScriptExhausted", "InvalidResponse", "ProviderFailure"])
+export const ModelErrorReason = Schema.Literals([
+  "ScriptExhausted",
+  "InvalidResponse",
+  "ProviderFailure",
+  "NonJsonToolInput",
+  "Timeout"
+])
 /**
  * @since 0.1.0
  * @category errors

@@ -16,6 +16,7 @@ import * as CompactionPolicy from "./CompactionPolicy.ts"
 import * as EntryGate from "./EntryGate.ts"
 import * as Executor from "./Executor.ts"
 import type * as History from "./History.ts"
+import * as InlineLimit from "./InlineLimit.ts"
 import { summarySession } from "./internal/summarySession.ts"
 import type { JournalIOError, JournalSequenceError } from "./Journal.ts"
 import { Journal } from "./Journal.ts"
@@ -72,28 +73,39 @@ export const compactionHooks = (
 ): Effect.Effect<Executor.Hooks<CompactionError, CompactionRequirements>, PrivateSummaries.ResolveError, Path.Path> =>
   PrivateSummaries.admit("TaskExecution.compactionHooks", Option.some(journal)).pipe(
     PrivateSummaries.provide(capability),
-    Effect.map((admitted) => ({
-      beforeModelStep: (context, history) =>
-        Compaction.compact({
-          history,
-          policy,
-          operation: turnOperation(context.task, context.turn),
-          step: context.step,
-          journal: Option.some(journal),
-          turn: context.turn
-        }).pipe(PrivateSummaries.provide(admitted))
-    }))
+    Effect.map((admitted) => {
+      const warn = Compaction.warnTaskOverLimit(journal, policy)
+      const hooks: Executor.Hooks<CompactionError, CompactionRequirements> = {
+        beforeModelStep: (context, history) =>
+          Effect.andThen(
+            warn(history, context),
+            Compaction.compact({
+              history,
+              policy,
+              operation: turnOperation(context.task, context.turn),
+              step: context.step,
+              journal: Option.some(journal),
+              turn: context.turn
+            }).pipe(PrivateSummaries.provide(admitted))
+          )
+      }
+      return hooks
+    })
   )
 
 /**
  * A turn's configuration: the stock executor's, plus optional offload of
- * large tool results.
+ * large tool results, and the hard limit on a result kept inline (UTF-8
+ * bytes; see `InlineLimit`). The limit defaults to
+ * `InlineLimit.defaultBytes` of the binding's policy (none when compaction
+ * is disabled).
  *
  * @since 0.1.0
  * @category models
  */
 export interface ExecutionConfig<E = never, R = never> extends Executor.TurnConfig<E, R> {
   readonly offload?: ToolResultOffload.OffloadConfig
+  readonly inlineLimit?: number
 }
 
 const offloadTarget = Effect.fnUntraced(function* (
@@ -162,10 +174,14 @@ const withGate = Effect.fnUntraced(function* <E, R>(
     hooks.push(yield* ToolResultOffload.offloadHooks(config.offload, target.value, journal))
   }
   if (config.hooks !== undefined) hooks.push(config.hooks)
+  // Last, so the limit holds for whatever offload and the harness's hooks leave inline.
+  const inlineBytes = config.inlineLimit ?? InlineLimit.defaultBytes(binding.policy)
+  if (inlineBytes !== undefined) hooks.push(InlineLimit.inlineLimitHooks(inlineBytes))
   const gated: Executor.TurnConfig<E | GatedError, R | GatedRequirements> = {
     tools: config.tools,
     maxSteps: config.maxSteps,
-    hooks: Executor.composeHooks(...hooks)
+    hooks: Executor.composeHooks(...hooks),
+    ...(config.timeouts === undefined ? {} : { timeouts: config.timeouts })
   }
   return gated
 })

@@ -19,11 +19,13 @@ import type { ToolCallPart, ToolSpec } from "./Model.ts"
  * - `InvalidInput`: the input failed the tool's Schema; the handler did not run.
  * - `Failed`: the handler failed with a typed error.
  * - `Defect`: the handler crashed (threw or died).
+ * - `TimedOut`: the call outlived its configured time limit and was
+ *   interrupted (see `Timeouts`).
  *
  * @since 0.1.0
  * @category models
  */
-export const ToolFailure = Schema.Literals(["UnknownTool", "InvalidInput", "Failed", "Defect"])
+export const ToolFailure = Schema.Literals(["UnknownTool", "InvalidInput", "Failed", "Defect", "TimedOut"])
 /**
  * @since 0.1.0
  * @category models

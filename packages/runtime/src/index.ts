@@ -29,12 +29,20 @@ export * as History from "./History.ts"
 /**
  * @since 0.1.0
  */
+export * as InlineLimit from "./InlineLimit.ts"
+/**
+ * @since 0.1.0
+ */
 export * as Journal from "./Journal.ts"
 /**
  * @since 0.1.0
  */
 export * as JournalFile from "./JournalFile.ts"
 
+/**
+ * @since 0.1.0
+ */
+export * as JsonValue from "./JsonValue.ts"
 /**
  * @since 0.1.0
  */
@@ -67,6 +75,10 @@ export * as TaskExecution from "./TaskExecution.ts"
  * @since 0.1.0
  */
 export * as TaskHost from "./TaskHost.ts"
+/**
+ * @since 0.1.0
+ */
+export * as Timeouts from "./Timeouts.ts"
 /**
  * @since 0.1.0
  */

@@ -169,6 +169,7 @@ const transition = (state: View, entry: Entry): Outcome => {
     case "Rejection":
     case "SummaryStaged":
     case "ArtifactOffloaded":
+    case "CompactionWarning":
       return none
   }
 }

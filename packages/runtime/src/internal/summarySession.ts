@@ -41,7 +41,15 @@ export const summarySession = Effect.fnUntraced(function* (
     task: history.task,
     previousSummary: History.summaryText(history),
     rounds: History.rounds(history),
-    pieceBytes: pieceBytesOf(options.policy)
+    pieceBytes: pieceBytesOf(options.policy),
+    ...(options.policy._tag === "Threshold"
+      ? {
+          summaryBytes: CompactionPolicy.bytesFor(
+            options.policy.measure,
+            CompactionPolicy.summaryLimitOf(options.policy)
+          )
+        }
+      : {})
   })
   return yield* Compaction.publish({
     key: options.key,
