@@ -11,6 +11,7 @@
  */
 import { Ids, Unauthorized } from "@tessera/core"
 import { Effect, Option, Path, Schema } from "effect"
+import * as ArtifactReadTool from "./ArtifactReadTool.ts"
 import * as Compaction from "./Compaction.ts"
 import type * as CompactionPolicy from "./CompactionPolicy.ts"
 import * as EntryGate from "./EntryGate.ts"
@@ -82,7 +83,10 @@ export const compactionHooks = (
 
 /**
  * A turn's configuration: the stock executor's, plus optional offload of
- * large tool results.
+ * large tool results. With offload, the turn's tools also offer the
+ * `ArtifactReadTool` under `offload.readTool` (see
+ * `ToolResultOffload.OffloadConfig.registerReadTool`), so the tool a pointer
+ * names exists; a tool of that name in `tools` is kept instead.
  *
  * @since 0.1.0
  * @category models
@@ -161,12 +165,23 @@ const withGate = Effect.fnUntraced(function* <E, R>(
   if (binding.policy._tag === "Threshold" && Option.isSome(capability)) {
     hooks.push(compactionHooks(binding.policy, capability.value, journal))
   }
+  const readTool =
+    config.offload !== undefined &&
+    config.offload.registerReadTool !== false &&
+    !config.tools.tools.has(config.offload.readTool)
+      ? Option.some(ArtifactReadTool.make(binding.context, { name: config.offload.readTool }))
+      : Option.none()
   if (config.offload !== undefined && Option.isSome(target)) {
-    hooks.push(ToolResultOffload.offloadHooks(config.offload, target.value, journal))
+    const offload = ToolResultOffload.offloadHooks(config.offload, target.value, journal)
+    hooks.push(Option.isSome(readTool) ? ArtifactReadTool.sparing(offload, readTool.value.name) : offload)
   }
   if (config.hooks !== undefined) hooks.push(config.hooks)
+  // Pointers name `readTool`; unless the host opts out, the turn offers a tool of that name (the host's own wins).
+  const tools = Option.isSome(readTool)
+    ? ArtifactReadTool.registerUnlessNamed(config.tools, readTool.value)
+    : config.tools
   const gated: Executor.TurnConfig<E | GatedError, R | GatedRequirements> = {
-    tools: config.tools,
+    tools,
     maxSteps: config.maxSteps,
     hooks: Executor.composeHooks(...hooks)
   }
