@@ -354,6 +354,14 @@ describe("hostile paths are refused with a typed error, and nothing outside is r
           assert.deepStrictEqual(outcome.failure, Option.some("Failed"))
           assert.notInclude(outcome.content, "OUTSIDE")
         }
+        // A pointer naming the link parses: the pointer's check is of the text, the read's is of the disk.
+        const pointer = ArtifactPointer.render({
+          path: "tool-results/link",
+          bytes: 12,
+          readWith: "read_artifact",
+          abstract: ""
+        })
+        assert.isTrue(Option.isSome(ArtifactPointer.parse(pointer)))
         const artifactFolder = path.join(world.folders.mine, "artifacts")
         assert.strictEqual(followingReader(artifactFolder, "tool-results/link"), "OUTSIDE-ROOT")
         assert.strictEqual(followingReader(artifactFolder, "lnk/inside.txt"), "OUTSIDE-LINKED")

@@ -187,8 +187,9 @@ export interface ReadableVolume {
   readonly source: "PrivateWriter" | "Grant"
 }
 
-const storeFailed = (path: string) => (error: { readonly message: string }) =>
-  new ArtifactReadRefused({ path, problem: "ReadFailed", detail: `the volume store failed: ${error.message}` })
+// The store's errors name host folders; the model gets only which failure it was.
+const storeFailed = (path: string) => (error: { readonly _tag: string }) =>
+  new ArtifactReadRefused({ path, problem: "ReadFailed", detail: `the volume store failed (${error._tag})` })
 
 const grantReadable = (scope: Grant.Scope, grant: Grant.Grant): boolean =>
   Grant.holds(scope, grant.volume, "read") || Grant.holds(scope, grant.volume, "write")
@@ -277,15 +278,15 @@ const checkSelection = (request: ReadRequest): Result.Result<Selection, Artifact
 }
 
 /**
- * The longest prefix of `bytes` of at most `limit` bytes that does not end
+ * The longest prefix of `bytes` of at most `most` bytes that does not end
  * inside a UTF-8 sequence (a cut there would show a replacement character
  * the artifact does not contain).
  */
-const utf8PrefixLength = (bytes: Uint8Array, limit: number): number => {
-  if (bytes.byteLength <= limit) return bytes.byteLength
-  let end = limit
-  // Continuation bytes are 10xxxxxx: step back to the lead byte of the sequence the limit falls in.
-  while (end > 0 && end > limit - 3 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end--
+const utf8PrefixLength = (bytes: Uint8Array, most: number): number => {
+  if (bytes.byteLength <= most) return bytes.byteLength
+  let end = most
+  // Continuation bytes are 10xxxxxx: step back to the lead byte of the sequence the cut falls in.
+  while (end > 0 && end > most - 3 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end--
   return end
 }
 
@@ -527,6 +528,14 @@ const readLines = Effect.fnUntraced(function* (
   return result
 })
 
+const limit = (value: number | undefined, fallback: number, least: number): number => {
+  const whole = Math.floor(value ?? fallback)
+  return Number.isFinite(whole) ? Math.max(least, whole) : fallback
+}
+
+// Four bytes hold any character, so every read makes progress.
+const capOf = (options: Options): number => limit(options.maxOutputBytes, defaultMaxOutputBytes, 4)
+
 /**
  * Reads an artifact for `context`: checks the path and the selection, finds
  * the artifact in the first volume the task may read that holds it (see the
@@ -541,9 +550,8 @@ export const read = Effect.fn("ArtifactReadTool.read")(function* (
   request: ReadRequest,
   options: Options = {}
 ): Effect.fn.Return<ReadResult, ArtifactReadRefused, DurableFiles.DurableFiles | Path.Path> {
-  // Four bytes hold any character, so every read makes progress.
-  const cap = Math.max(4, Math.floor(options.maxOutputBytes ?? defaultMaxOutputBytes))
-  const scan = Math.max(1, Math.floor(options.maxScanBytes ?? defaultMaxScanBytes))
+  const cap = capOf(options)
+  const scan = limit(options.maxScanBytes, defaultMaxScanBytes, 1)
   const segments = yield* Effect.fromResult(checkPath(request.path))
   const selection = yield* Effect.fromResult(checkSelection(request))
   if (selection._tag === "Bytes") {
@@ -566,7 +574,7 @@ export const make = (context: TaskContext, options: Options = {}): Tool.Tool<Dur
     name: options.name ?? defaultName,
     description:
       "Reads back a tool result that was stored as an artifact: pass the path of its [artifact] pointer line. " +
-      `Without a selection it returns the start of the artifact; select with bytes {start,end}, lines {first,last} or pattern (plain text). At most ${options.maxOutputBytes ?? defaultMaxOutputBytes} bytes come back per call, and the output says where it was cut.`,
+      `Without a selection it returns the artifact from its start; select with bytes {start,end}, lines {first,last} or pattern (plain text). At most ${capOf(options)} bytes come back per call, and the output says where it was cut.`,
     input: ReadRequest,
     handler: (request) => Effect.map(read(context, request, options), (result) => result.text)
   })
