@@ -108,6 +108,26 @@ describe.each(variants)("DurableFiles.readFile ($name)", ({ layer }) => {
     }).pipe(Effect.provide(layer))
   )
 
+  it.effect.skipIf(!fs.existsSync("/proc/self/fd"))(
+    "readFile closes every descriptor it opened, after a read and after each kind of refusal",
+    () =>
+      Effect.gen(function* () {
+        const { dir, inside, secret } = yield* layout
+        const files = yield* DurableFiles.DurableFiles
+        fs.symlinkSync(secret, path.join(inside, "sub", "out.txt"))
+        fs.symlinkSync(dir, path.join(inside, "up"))
+        fs.linkSync(secret, path.join(inside, "sub", "hard.txt"))
+        const targets = ["a.txt", "out.txt", "hard.txt", "none.txt"].map((name) => path.join(inside, "sub", name))
+        targets.push(path.join(inside, "up", "secret.txt"), path.join(inside, "sub"))
+        const open = () => fs.readdirSync("/proc/self/fd").length
+        const before = open()
+        for (let round = 0; round < 5; round++) {
+          for (const target of targets) yield* Effect.result(files.readFile(target, { within: inside }))
+        }
+        assert.strictEqual(open(), before)
+      }).pipe(Effect.provide(layer))
+  )
+
   it.effect("a missing file fails with ENOENT", () =>
     Effect.gen(function* () {
       const { inside } = yield* layout
