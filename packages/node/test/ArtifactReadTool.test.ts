@@ -457,6 +457,31 @@ describe("hostile paths are refused with a typed error, and nothing outside is r
       })
     ))
 
+  it("the tool re-checks where the file really is: a primitive reporting a place outside the artifact folder is refused", () =>
+    runInReadWorld((world) =>
+      Effect.gen(function* () {
+        plant(world)
+        const context = yield* ownContext(world)
+        // Control: with the real primitive the read succeeds.
+        const read = yield* ArtifactReadTool.read(context, { path: "tool-results/inside.txt" })
+        assert.strictEqual(contentOf(read.text), "INSIDE-MINE")
+        // A broken primitive that reads whatever it is given and says it lives beside the artifact folder.
+        const lying = Layer.succeed(DurableFiles.DurableFiles)({
+          ...NodeDurableFiles.make(),
+          readFile: (file) =>
+            Effect.succeed({
+              bytes: new Uint8Array(fs.readFileSync(file)),
+              size: fs.statSync(file).size,
+              location: path.join(world.folders.mine, "secret.txt")
+            })
+        })
+        const error = yield* Effect.flip(
+          ArtifactReadTool.read(context, { path: "tool-results/inside.txt" }).pipe(Effect.provide(lying))
+        )
+        assert.strictEqual(error.problem, "OutsideRoot")
+      })
+    ))
+
   it("a request with two selections, or a backwards range, is refused as InvalidRequest", () =>
     runInReadWorld((world) =>
       Effect.gen(function* () {
