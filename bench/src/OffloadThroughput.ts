@@ -112,7 +112,8 @@ const loggingDurableFiles = (inner: DurableFiles.DurableFilesShape, log: CallLog
     makeDirectories: logged("makeDirectories", inner.makeDirectories),
     writeNewFile: logged("writeNewFile", inner.writeNewFile),
     publishOnce: logged("publishOnce", inner.publishOnce),
-    syncDirectory: logged("syncDirectory", inner.syncDirectory)
+    syncDirectory: logged("syncDirectory", inner.syncDirectory),
+    readFile: logged("readFile", inner.readFile)
   }
 }
 
@@ -197,7 +198,9 @@ const noFileCalls = (noteWrite: () => void): DurableFiles.DurableFilesShape => (
       noteWrite()
     }),
   publishOnce: () => Effect.void,
-  syncDirectory: () => Effect.void
+  syncDirectory: () => Effect.void,
+  // An offload never reads; a read here would be a bug the benchmark should surface.
+  readFile: (path) => Effect.die(new Error(`unexpected read of ${path} during an offload`))
 })
 
 /** Larger than this machine's caches (a 2-core share of a server CPU's last-level cache is a few MiB). */

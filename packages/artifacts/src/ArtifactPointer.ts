@@ -114,6 +114,10 @@ const decodeQuoted = Schema.decodeUnknownOption(Schema.fromJsonString(Schema.Str
  * pointer: a missing or reordered field, an unterminated or invalid string,
  * an empty path, or a path that is absolute or climbs out of the root.
  *
+ * The check is of the text only: a well-formed path can still lead through
+ * a symlink planted in the artifact folder. Reading an artifact back is the
+ * runtime's `ArtifactReadTool`, which checks the disk and follows no link.
+ *
  * @since 0.1.0
  * @category parsing
  */

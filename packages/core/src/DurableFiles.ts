@@ -2,7 +2,7 @@
  * Durable, containment-checked file primitives that Effect's `FileSystem`
  * does not offer: exclusive creation that never follows a final symlink and
  * checks where the opened file really lives, write-once publication by hard
- * link, and folder syncs.
+ * link, folder syncs, and a read that follows no symlink at all.
  *
  * Artifact offload and write-once summary staging write agent content into
  * folders an agent can influence (it may plant symlinks), so every write
@@ -28,7 +28,8 @@ export const DurableFileOperation = Schema.Literals([
   "makeDirectories",
   "writeNewFile",
   "publishOnce",
-  "syncDirectory"
+  "syncDirectory",
+  "readFile"
 ])
 /**
  * @since 0.1.0
@@ -90,6 +91,45 @@ export class DurableFileFailure extends Schema.TaggedError<DurableFileFailure>()
 }
 
 /**
+ * A component of the path below the folder it had to stay within is a
+ * symbolic link. Nothing was read through it: the link was refused, not
+ * followed, whether it points inside or outside.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class SymlinkRefused extends Schema.TaggedError<SymlinkRefused>()("SymlinkRefused", {
+  operation: DurableFileOperation,
+  path: Schema.String,
+  /** The component that is a link, as a path below the real `within`. */
+  link: Schema.String
+}) {
+  override get message(): string {
+    return `${this.operation}: ${this.path} passes through the symbolic link ${this.link}, which is never followed`
+  }
+}
+
+/**
+ * The path names something other than a plain file: a folder, a device, a
+ * FIFO, a socket, or a file with more than one hard link (a second name can
+ * make a file from elsewhere appear inside the folder without a symlink).
+ * Nothing was read.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class NotPlainFile extends Schema.TaggedError<NotPlainFile>()("NotPlainFile", {
+  operation: DurableFileOperation,
+  path: Schema.String,
+  /** What was found instead, for example `a folder` or `a file with 2 hard links`. */
+  found: Schema.String
+}) {
+  override get message(): string {
+    return `${this.operation}: ${this.path} is ${this.found}, not a plain file`
+  }
+}
+
+/**
  * Options for operations that must stay inside one folder.
  *
  * @since 0.1.0
@@ -124,6 +164,34 @@ export interface WriteNewFileOptions extends WithinOptions {
    * folder the walk opened, with one resolution of `within` for both.
    */
   readonly createFolders?: boolean
+}
+
+/**
+ * Options for {@link DurableFilesShape.readFile}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ReadFileOptions extends WithinOptions {
+  /** The first byte to read; defaults to 0. Past the end, nothing is read. */
+  readonly offset?: number
+  /** The most bytes to read; defaults to the rest of the file. */
+  readonly maxBytes?: number
+}
+
+/**
+ * What {@link DurableFilesShape.readFile} read.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface FileRead {
+  /** The bytes read, from `offset`, at most `maxBytes` of them. */
+  readonly bytes: Uint8Array
+  /** The whole file's size in bytes, as the opened file reported it. */
+  readonly size: number
+  /** Where the opened file really lives (absolute, every symlink resolved). */
+  readonly location: string
 }
 
 /**
@@ -170,6 +238,22 @@ export interface DurableFilesShape {
   readonly publishOnce: (tempPath: string, finalPath: string) => Effect.Effect<void, AlreadyExists | DurableFileFailure>
   /** Flushes a folder's entries (new, renamed or removed names) to disk. */
   readonly syncDirectory: (path: string) => Effect.Effect<void, DurableFileFailure>
+  /**
+   * Reads part or all of the existing file `path`, which must lie below
+   * `options.within` (which must exist). Every component below `within`,
+   * the file included, is opened without following a symlink: a link
+   * anywhere on the way fails {@link SymlinkRefused}, and nothing is read
+   * through it, whether it points inside or outside. The opened file must be
+   * a plain file with one name ({@link NotPlainFile} otherwise; opening
+   * never blocks on a FIFO), and where it really lives is checked through
+   * its descriptor against the real `within` ({@link OutsideWithin}
+   * otherwise) before a byte is read. A missing file fails
+   * {@link DurableFileFailure} with code `ENOENT`.
+   */
+  readonly readFile: (
+    path: string,
+    options: ReadFileOptions
+  ) => Effect.Effect<FileRead, OutsideWithin | SymlinkRefused | NotPlainFile | DurableFileFailure>
 }
 
 /**

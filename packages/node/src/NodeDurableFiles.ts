@@ -35,6 +35,7 @@ import * as nodePath from "node:path"
 import type {
   DurableFileOperation,
   DurableFilesShape,
+  ReadFileOptions,
   WithinOptions,
   WriteNewFileOptions
 } from "@tessera/core/DurableFiles"
@@ -42,8 +43,10 @@ import {
   AlreadyExists,
   DurableFileFailure,
   DurableFiles,
+  NotPlainFile,
   OutsideWithin,
-  relativeWithin
+  relativeWithin,
+  SymlinkRefused
 } from "@tessera/core/DurableFiles"
 import { Effect, Layer } from "effect"
 import { writeAllBlocking } from "./internal/writeAllBlocking.ts"
@@ -95,6 +98,10 @@ const O_DIRECTORY = fs.constants.O_DIRECTORY ?? 0
 const O_SYNC = fs.constants.O_SYNC ?? 0
 const createFlags = fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_WRONLY | O_NOFOLLOW | O_SYNC
 const directoryFlags = fs.constants.O_RDONLY | O_DIRECTORY
+// Reading follows no link at any step, and a FIFO planted where a file was expected must not block the open.
+const O_NONBLOCK = fs.constants.O_NONBLOCK ?? 0
+const readFolderFlags = directoryFlags | O_NOFOLLOW
+const readFileFlags = fs.constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK
 
 /** `statfs` magic numbers of Linux file systems that live in memory: tmpfs and ramfs. */
 const memoryFileSystemTypes: ReadonlySet<number> = new Set([0x01021994, 0x858458f6])
@@ -431,7 +438,114 @@ export const make = (options: NodeDurableFilesOptions = {}): DurableFilesShape =
   const syncDirectory: DurableFilesShape["syncDirectory"] = (path) =>
     Effect.tryPromise({ try: () => syncFolder(path), catch: (error) => failure("syncDirectory", path, error) })
 
-  return DurableFiles.of({ realPath, makeDirectories, writeNewFile, publishOnce, syncDirectory })
+  /**
+   * Opens `name` inside an opened folder without following it. A component
+   * that is a link fails the open (`ELOOP`; `ENOTDIR` for a link to a file
+   * opened as a folder), so the failure is told apart from a plain one by
+   * asking the name itself, after the fact: only the error's wording depends
+   * on that question, never what is opened.
+   */
+  const openNoFollow = (folder: number, folderPath: string, name: string, flags: number, path: string): number => {
+    const child = childOf(folder, folderPath, name)
+    try {
+      return fs.openSync(child, flags)
+    } catch (error) {
+      const code = errnoCode(error)
+      if (
+        (code === "ELOOP" || code === "ENOTDIR" || code === "EMLINK") &&
+        fs.lstatSync(child, { throwIfNoEntry: false })?.isSymbolicLink()
+      ) {
+        throw new SymlinkRefused({ operation: "readFile", path, link: nodePath.join(folderPath, name) })
+      }
+      throw error
+    }
+  }
+
+  const readFile: DurableFilesShape["readFile"] = (path, { maxBytes, offset = 0, within }: ReadFileOptions) =>
+    Effect.tryPromise({
+      try: async () => {
+        const root = realWithin("readFile", within)
+        const target = nodePath.resolve(path)
+        const relative =
+          relativeWithin(nodePath.resolve(within), target, nodePath) ?? relativeWithin(root, target, nodePath)
+        if (relative === undefined || relative === "") {
+          throw new OutsideWithin({ operation: "readFile", path, within: root, actual: target })
+        }
+        const names = relative.split(nodePath.sep).filter((part) => part !== "")
+        const fileName = names.pop() ?? ""
+        // Every opened component must really be where its name says: with no link followed, the real path of
+        // each is the real root joined with the names so far. Anything else (a rename racing the walk) is refused.
+        let folder = fs.openSync(root, readFolderFlags)
+        let folderPath = root
+        let file: number
+        try {
+          for (const name of names) {
+            const next = openNoFollow(folder, folderPath, name, readFolderFlags, path)
+            const expected = nodePath.join(folderPath, name)
+            let location: string
+            try {
+              location = folderLocation(next, expected)
+            } catch (error) {
+              closeQuietly(next)
+              throw error
+            }
+            closeQuietly(folder)
+            folder = next
+            if (location !== expected) {
+              throw new OutsideWithin({ operation: "readFile", path, within: root, actual: location })
+            }
+            folderPath = location
+          }
+          file = openNoFollow(folder, folderPath, fileName, readFileFlags, path)
+        } finally {
+          closeQuietly(folder)
+        }
+        try {
+          const stat = fs.fstatSync(file)
+          if (!stat.isFile()) {
+            throw new NotPlainFile({
+              operation: "readFile",
+              path,
+              found: stat.isDirectory() ? "a folder" : "a special file"
+            })
+          }
+          if (stat.nlink !== 1) {
+            throw new NotPlainFile({ operation: "readFile", path, found: `a file with ${stat.nlink} hard links` })
+          }
+          const expected = nodePath.join(folderPath, fileName)
+          const location = fileLocation(file, expected)
+          if (location !== expected) {
+            throw new OutsideWithin({ operation: "readFile", path, within: root, actual: location ?? "(moved)" })
+          }
+          const start = Math.min(Math.max(0, offset), stat.size)
+          const length = Math.min(stat.size - start, maxBytes ?? stat.size)
+          const bytes = Buffer.alloc(length)
+          let read = 0
+          while (read < length) {
+            const count = await new Promise<number>((resolve, reject) =>
+              fs.read(file, bytes, read, length - read, start + read, (error, n) =>
+                error === null ? resolve(n) : reject(error)
+              )
+            )
+            // The file shrank since fstat: what is there is all there is.
+            if (count === 0) break
+            read += count
+          }
+          return { bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, read), size: stat.size, location }
+        } finally {
+          closeQuietly(file)
+        }
+      },
+      catch: (error) =>
+        error instanceof OutsideWithin ||
+        error instanceof SymlinkRefused ||
+        error instanceof NotPlainFile ||
+        error instanceof DurableFileFailure
+          ? error
+          : failure("readFile", path, error)
+    })
+
+  return DurableFiles.of({ realPath, makeDirectories, writeNewFile, publishOnce, syncDirectory, readFile })
 }
 
 /**

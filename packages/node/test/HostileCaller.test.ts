@@ -22,6 +22,7 @@ import { DefaultRedactor } from "@tessera/artifacts"
 import { HostAuthority, Ids, Volume } from "@tessera/core"
 import { JournalForbiddingHost, NodeDurableFiles } from "@tessera/node"
 import {
+  ArtifactReadTool,
   Compaction,
   CompactionPolicy,
   EntryGate,
@@ -309,6 +310,31 @@ describe("hostile caller: objects the guards trust are minted and checked by ide
           ),
           "Unauthorized"
         )
+      })
+    ))
+})
+
+describe("hostile caller: the read tool reads only for a genuine context", () => {
+  it("a copied context (with a hand-written scope granting another agent's volume) reads nothing; the genuine one reads its artifact", () =>
+    inArena((arena) =>
+      Effect.gen(function* () {
+        const x = yield* arena.taskOn(agentX, "task-x", arena.privX)
+        const capX = yield* PrivateSummaries.resolve(x.context)
+        const artifacts = nodePath.join(capX.folder, "artifacts", "tool-results")
+        fs.mkdirSync(artifacts, { recursive: true })
+        fs.writeFileSync(nodePath.join(artifacts, "r.txt"), "the body")
+        const y = yield* arena.taskOn(agentY, "task-y", arena.privY)
+        const forgedScope = {
+          ...y.context.scope,
+          grants: [{ task: y.context.task, volume: arena.privX, access: ["read"] }]
+        }
+        const copy = { ...y.context, agent: agentX, scope: forgedScope } as never
+        const refused = yield* Effect.flip(ArtifactReadTool.read(copy, { path: "tool-results/r.txt" }))
+        assert.strictEqual(refused._tag, "ArtifactReadRefused")
+        assert.include(refused.message, "NotMinted")
+        // Negative control: the genuine context reads the same path.
+        const genuine = yield* ArtifactReadTool.read(x.context, { path: "tool-results/r.txt" })
+        assert.include(genuine.text, "the body")
       })
     ))
 })

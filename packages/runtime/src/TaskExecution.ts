@@ -11,6 +11,7 @@
  */
 import { Ids, InvalidInput, Unauthorized } from "@tessera/core"
 import { Effect, Option, type Path, Schema } from "effect"
+import * as ArtifactReadTool from "./ArtifactReadTool.ts"
 import * as Compaction from "./Compaction.ts"
 import * as CompactionPolicy from "./CompactionPolicy.ts"
 import * as EntryGate from "./EntryGate.ts"
@@ -98,7 +99,10 @@ export const compactionHooks = (
  * large tool results, and the hard limit on a result kept inline (UTF-8
  * bytes; see `InlineLimit`). The limit defaults to
  * `InlineLimit.defaultBytes` of the binding's policy (none when compaction
- * is disabled).
+ * is disabled). With offload, the turn's tools also offer the
+ * `ArtifactReadTool` under `offload.readTool` (see
+ * `ToolResultOffload.OffloadConfig.registerReadTool`), so the tool a pointer
+ * names exists; a tool of that name in `tools` is kept instead.
  *
  * @since 0.1.0
  * @category models
@@ -170,15 +174,26 @@ const withGate = Effect.fnUntraced(function* <E, R>(
   if (binding.policy._tag === "Threshold" && Option.isSome(capability)) {
     hooks.push(yield* compactionHooks(binding.policy, capability.value, journal))
   }
+  const readTool =
+    config.offload !== undefined &&
+    config.offload.registerReadTool !== false &&
+    !config.tools.tools.has(config.offload.readTool)
+      ? Option.some(ArtifactReadTool.make(binding.context, { name: config.offload.readTool }))
+      : Option.none()
   if (config.offload !== undefined && Option.isSome(target)) {
-    hooks.push(yield* ToolResultOffload.offloadHooks(config.offload, target.value, journal))
+    const offload = yield* ToolResultOffload.offloadHooks(config.offload, target.value, journal)
+    hooks.push(Option.isSome(readTool) ? ArtifactReadTool.sparing(offload, readTool.value.name) : offload)
   }
   if (config.hooks !== undefined) hooks.push(config.hooks)
   // Last, so the limit holds for whatever offload and the harness's hooks leave inline.
   const inlineBytes = config.inlineLimit ?? InlineLimit.defaultBytes(binding.policy)
   if (inlineBytes !== undefined) hooks.push(InlineLimit.inlineLimitHooks(inlineBytes))
+  // Pointers name `readTool`; unless the host opts out, the turn offers a tool of that name (the host's own wins).
+  const tools = Option.isSome(readTool)
+    ? ArtifactReadTool.registerUnlessNamed(config.tools, readTool.value)
+    : config.tools
   const gated: Executor.TurnConfig<E | GatedError, R | GatedRequirements> = {
-    tools: config.tools,
+    tools,
     maxSteps: config.maxSteps,
     hooks: Executor.composeHooks(...hooks),
     ...(config.timeouts === undefined ? {} : { timeouts: config.timeouts })

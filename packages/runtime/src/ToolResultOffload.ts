@@ -27,10 +27,14 @@ import type { TaskContext } from "./TaskContext.ts"
  * How a turn offloads tool results.
  *
  * - `threshold`: results of more UTF-8 bytes than this are offloaded.
- * - `readTool`: the host's tool for reading a file back, named in the pointer.
+ * - `readTool`: the tool for reading an artifact back, named in the pointer.
  * - `destination`: `Private` (the agent-private volume; needs the
  *   capability) or `Output` (the task's output volume).
  * - `abstractBytes`: the pointer's abstract budget.
+ * - `registerReadTool`: whether a gated turn (`TaskExecution`) offers the
+ *   ready `ArtifactReadTool` under the `readTool` name; defaults to `true`.
+ *   A turn whose tools already hold a tool of that name keeps the host's
+ *   own either way; `false` is for a host that offers reading elsewhere.
  *
  * @since 0.1.0
  * @category models
@@ -40,6 +44,7 @@ export interface OffloadConfig {
   readonly readTool: string
   readonly destination: "Private" | "Output"
   readonly abstractBytes?: number
+  readonly registerReadTool?: boolean
 }
 
 /**

@@ -5,6 +5,10 @@
 /**
  * @since 0.1.0
  */
+export * as ArtifactReadTool from "./ArtifactReadTool.ts"
+/**
+ * @since 0.1.0
+ */
 export * as Compaction from "./Compaction.ts"
 /**
  * @since 0.1.0
