@@ -4,7 +4,7 @@ import { Effect, Option } from "effect"
 import * as fc from "fast-check"
 // The summary session with a pluggable writer timing is internal (the
 // package blocks `./internal/*`); the negative control reaches it by path.
-import { summarySession } from "../src/internal/summarySession.js"
+import { summarySession } from "../../../runtime/src/internal/summarySession.js"
 import { journalBytes, journalFolder, requests, taskParts, tools, turnLayer } from "./support/turns.ts"
 import { makeWorld, operationId, platformLayer, taskId, type World, withTempDir } from "./support/world.ts"
 
