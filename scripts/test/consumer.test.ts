@@ -249,6 +249,15 @@ describe("the packed packages, installed with npm outside the workspace", () => 
     assert.include(inspected, "ArtifactOffloaded")
   })
 
+  it("exports every public module as a subpath and keeps internal/ modules unexported", () => {
+    const load = (specifier: string) =>
+      run(process.execPath, ["--input-type=module", "-e", `await import(${JSON.stringify(specifier)})`], consumer)
+    succeed(load("@tessera/runtime/Journal"), "import @tessera/runtime/Journal")
+    const internal = load("@tessera/runtime/internal/digest")
+    assert.notStrictEqual(internal.status, 0)
+    assert.include(internal.stderr, "ERR_PACKAGE_PATH_NOT_EXPORTED")
+  })
+
   for (const resolution of ["nodenext", "bundler"] as const) {
     it(`(b) type-checks every entry point and the program under strict flags, skipLibCheck off, ${resolution} resolution`, () => {
       const checked = typeCheck(consumer, resolution, ["entries.ts", "app.ts"])
