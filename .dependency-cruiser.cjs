@@ -1,5 +1,7 @@
 // Import rules `npm test` enforces: no cycles between modules, and package
-// dependencies that point one way (core <- artifacts <- runtime <- node).
+// dependencies that point one way (core <- artifacts <- runtime <- node), for
+// tests as much as for sources: a test that needs a package above its own
+// lives in that package (packages/node/test/runtime/, for one).
 const layers = ["core", "artifacts", "runtime", "node"]
 const below = (name) => layers.slice(layers.indexOf(name) + 1)
 
@@ -18,16 +20,25 @@ module.exports = {
     ...layers.map((name) => ({
       name: `${name}-points-one-way`,
       severity: "error",
-      comment: `packages/${name}/src must not depend on packages above it (${below(name).join(", ") || "none"}).`,
-      from: { path: `^packages/${name}/src/` },
+      comment: `packages/${name} (sources, tests, type tests, bin) must not depend on packages above it (${below(name).join(", ") || "none"}).`,
+      from: { path: `^packages/${name}/` },
       to: { path: below(name).length === 0 ? "^$" : `^packages/(${below(name).join("|")})/` }
     })),
     {
       name: "no-foreign-internal",
       severity: "error",
       comment: "A package's internal/ modules are private to that package.",
-      from: { path: "^packages/([^/]+)/" },
+      from: { path: "^packages/([^/]+)/", pathNot: "^packages/node/test/[^/]+/" },
       to: { path: "^packages/([^/]+)/src/internal/", pathNot: "^packages/$1/" }
+    },
+    {
+      name: "no-foreign-internal-from-moved-tests",
+      severity: "error",
+      comment:
+        "packages/node/test/<package>/ holds <package>'s tests that need real durable files; they may reach that " +
+        "package's internal/ modules (as they did in its own test folder) and no other's.",
+      from: { path: "^packages/node/test/([^/]+)/" },
+      to: { path: "^packages/([^/]+)/src/internal/", pathNot: "^packages/(node|$1)/" }
     },
     {
       name: "src-not-from-tests",

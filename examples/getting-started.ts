@@ -26,7 +26,9 @@ import {
 } from "@tessera/runtime"
 import { Effect, Layer, Option, Schema } from "effect"
 
-const folder = fs.mkdtempSync(path.join(process.env.TESSERA_EXAMPLE_DIR ?? os.tmpdir(), "tessera-getting-started-"))
+// Destructured rather than dotted, so the file also type-checks under `noPropertyAccessFromIndexSignature` (the consumer test).
+const { TESSERA_EXAMPLE_DIR: callerFolder } = process.env
+const folder = fs.mkdtempSync(path.join(callerFolder ?? os.tmpdir(), "tessera-getting-started-"))
 
 // #region open-runtime
 const agent = Schema.decodeUnknownSync(Ids.AgentId)("researcher")
@@ -87,6 +89,9 @@ const platform = Layer.mergeAll(NodeServices.layer, NodeDurableFiles.layer, Host
 Effect.runPromise(program.pipe(Effect.provide(platform)))
   .then((outcome) => {
     console.log(`answer after ${outcome.steps} model steps: ${outcome.text}`)
-    console.log(`worked in ${folder} (removed on exit)`)
+    console.log(`worked in ${folder}`)
   })
-  .finally(() => fs.rmSync(folder, { recursive: true, force: true }))
+  // A folder under $TESSERA_EXAMPLE_DIR belongs to the caller (the consumer test inspects it afterwards).
+  .finally(() => {
+    if (callerFolder === undefined) fs.rmSync(folder, { recursive: true, force: true })
+  })

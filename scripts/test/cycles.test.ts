@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process"
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -50,6 +50,43 @@ describe("import cycle check", () => {
       assert.strictEqual(cruise(folder).status, 0)
       writeFileSync(join(folder, "b.ts"), 'import { a } from "./a.ts"\nexport const b = () => a\n')
       assert.notStrictEqual(cruise(folder).status, 0)
+    } finally {
+      rmSync(folder, { recursive: true, force: true })
+    }
+  })
+})
+
+describe("package direction check, tests included", () => {
+  // A miniature of the workspace layout: the rules match paths under packages/.
+  const layout = (testImport: string) => {
+    const folder = mkdtempSync(join(tmpdir(), "tessera-direction-"))
+    for (const name of ["runtime", "node"]) mkdirSync(join(folder, "packages", name, "src"), { recursive: true })
+    mkdirSync(join(folder, "packages", "runtime", "test"))
+    writeFileSync(join(folder, "packages", "runtime", "src", "index.ts"), "export const runtime = 1\n")
+    writeFileSync(
+      join(folder, "packages", "node", "src", "index.ts"),
+      'import { runtime } from "../../runtime/src/index.ts"\nexport const node = runtime\n'
+    )
+    writeFileSync(join(folder, "packages", "runtime", "test", "a.test.ts"), testImport)
+    return folder
+  }
+
+  it("fails on a runtime test that imports the node package (the dependency would point up)", () => {
+    const folder = layout('import { node } from "../../node/src/index.ts"\nexport const a = node\n')
+    try {
+      const result = cruise(folder)
+      assert.notStrictEqual(result.status, 0)
+      assert.include(result.stdout + result.stderr, "runtime-points-one-way")
+    } finally {
+      rmSync(folder, { recursive: true, force: true })
+    }
+  })
+
+  it("passes the same runtime test importing only its own package", () => {
+    const folder = layout('import { runtime } from "../src/index.ts"\nexport const a = runtime\n')
+    try {
+      const result = cruise(folder)
+      assert.strictEqual(result.status, 0, result.stdout + result.stderr)
     } finally {
       rmSync(folder, { recursive: true, force: true })
     }

@@ -7,7 +7,7 @@ import * as Model from "@tessera/runtime/Model"
 import { Effect } from "effect"
 import * as fc from "fast-check"
 // The request measure is internal (the package blocks `./internal/*`); the test reaches it by path.
-import { measureRequest } from "../src/internal/digest.js"
+import { measureRequest } from "../../../runtime/src/internal/digest.js"
 
 // A full collection on demand, without starting the test process with `--expose-gc`.
 v8.setFlagsFromString("--expose-gc")

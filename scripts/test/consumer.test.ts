@@ -1,0 +1,341 @@
+/**
+ * The packages as someone else's project gets them: build, `pnpm pack` every
+ * package, install the tarballs with plain npm into a folder outside the
+ * workspace, then run, type-check, bundle and inspect from there. Nothing here
+ * resolves back into the workspace: the consumer sees only the tarballs and the
+ * npm registry.
+ */
+import { type SpawnSyncReturns, spawnSync } from "node:child_process"
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { delimiter, dirname, join, relative } from "node:path"
+import { fileURLToPath } from "node:url"
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+
+const root = fileURLToPath(new URL("../..", import.meta.url))
+const packages = ["core", "artifacts", "runtime", "node"] as const
+const rootManifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8"))
+const nodeManifest = JSON.parse(readFileSync(join(root, "packages", "node", "package.json"), "utf8"))
+
+/** What the consumer installs beside the tarballs: the peers at the workspace's versions, and the tools it uses. */
+const consumerExtras = [
+  `effect@${rootManifest.devDependencies.effect}`,
+  `@effect/platform-node@${nodeManifest.devDependencies["@effect/platform-node"]}`,
+  `@types/node@${rootManifest.devDependencies["@types/node"]}`,
+  "esbuild@0.28.2"
+]
+
+/** The strict flags a consumer may use; the published types must compile under all of them, libraries included. */
+const strictOptions = {
+  target: "ES2022",
+  lib: ["ES2022"],
+  types: ["node"],
+  strict: true,
+  exactOptionalPropertyTypes: true,
+  noPropertyAccessFromIndexSignature: true,
+  noUncheckedIndexedAccess: true,
+  skipLibCheck: false,
+  noEmit: true,
+  allowImportingTsExtensions: true,
+  // The negative control below re-checks a copy of the consumer; incremental state lets it re-check only what changed.
+  incremental: true
+}
+const resolutions = {
+  nodenext: { module: "nodenext", moduleResolution: "nodenext" },
+  bundler: { module: "preserve", moduleResolution: "bundler" }
+} as const
+
+// The consumer's npm keeps its cache inside the checkout, like the check's XDG folders, never in the home folder.
+const npmCache = join(root, "node_modules", ".cache", "tessera-consumer", "npm")
+// The shebang of the inspector's bin finds `node` on PATH: the Node running this test comes first.
+const env = {
+  ...process.env,
+  PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ""}`,
+  npm_config_cache: npmCache,
+  npm_config_update_notifier: "false",
+  npm_config_audit: "false",
+  npm_config_fund: "false"
+}
+
+const run = (command: string, args: ReadonlyArray<string>, cwd: string, extraEnv: Record<string, string> = {}) =>
+  spawnSync(command, args, { cwd, env: { ...env, ...extraEnv }, encoding: "utf8", timeout: 240_000 })
+
+const output = (result: SpawnSyncReturns<string>) =>
+  `exit ${result.status}${result.error ? ` (${result.error.message})` : ""}\n${result.stdout}\n${result.stderr}`
+
+const succeed = (result: SpawnSyncReturns<string>, what: string) => {
+  assert.strictEqual(result.status, 0, `${what} failed: ${output(result)}`)
+  return result.stdout
+}
+
+/** The folders (relative to `consumer`) of every installed copy of package `name`, nested ones included. */
+const copiesOf = (consumer: string, name: string): Array<string> => {
+  const found: Array<string> = []
+  const visitPackage = (folder: string) => {
+    try {
+      if (JSON.parse(readFileSync(join(folder, "package.json"), "utf8")).name === name)
+        found.push(relative(consumer, folder))
+    } catch {
+      // a folder without a readable package.json is not a package
+    }
+    visitModules(join(folder, "node_modules"))
+  }
+  const visitModules = (folder: string) => {
+    let entries: Array<string>
+    try {
+      entries = readdirSync(folder)
+    } catch {
+      return
+    }
+    for (const entry of entries.filter((entry) => !entry.startsWith("."))) {
+      if (entry.startsWith("@"))
+        for (const scoped of readdirSync(join(folder, entry))) visitPackage(join(folder, entry, scoped))
+      else visitPackage(join(folder, entry))
+    }
+  }
+  visitModules(join(consumer, "node_modules"))
+  return found
+}
+
+/** Every `exports` or `bin` target of a manifest that is not JavaScript (declarations only under `types`). */
+const typeScriptTargets = (manifest: { exports?: unknown; bin?: unknown }): Array<string> => {
+  const wrong: Array<string> = []
+  const visit = (value: unknown, condition: string) => {
+    if (typeof value === "string") {
+      const ok = condition === "types" ? value.endsWith(".d.ts") : value.endsWith(".js")
+      if (!ok) wrong.push(`${condition}: ${value}`)
+    } else if (value !== null && typeof value === "object") {
+      for (const [key, inner] of Object.entries(value)) visit(inner, key.startsWith(".") ? condition : key)
+    }
+  }
+  visit(manifest.exports, "default")
+  visit(manifest.bin, "bin")
+  return wrong
+}
+
+const diagnosticLine = /^(\S[^(]*)\((\d+),(\d+)\): error (TS\d+): (.*)$/
+
+interface TypeCheck {
+  readonly result: SpawnSyncReturns<string>
+  /** Diagnostics outside effect's own declarations (those are effect's, reported apart). */
+  readonly ours: ReadonlyArray<string>
+  readonly effects: ReadonlyArray<string>
+}
+
+/**
+ * Type-checks `files` in the consumer under the strict flags. effect 4's own
+ * declarations name the DOM type `JsonWebKey`, missing under lib ES2022 without
+ * DOM; those diagnostics are effect's, not ours, and are kept apart (and printed).
+ */
+const typeCheck = (consumer: string, resolution: keyof typeof resolutions, files: ReadonlyArray<string>): TypeCheck => {
+  const config = `tsconfig.${resolution}.json`
+  writeFileSync(
+    join(consumer, config),
+    JSON.stringify({ compilerOptions: { ...strictOptions, ...resolutions[resolution] }, files }, null, 2)
+  )
+  const result = run(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", config], consumer)
+  const lines = result.stdout.split("\n").filter((line) => diagnosticLine.test(line))
+  const effects = lines.filter((line) => line.startsWith("node_modules/effect/"))
+  return { result, ours: lines.filter((line) => !effects.includes(line)), effects }
+}
+
+/** A file importing every public entry point of every package, as listed in the installed `dist/` folders. */
+const entriesFile = (consumer: string): string => {
+  const lines: Array<string> = []
+  for (const name of packages) {
+    const dist = join(consumer, "node_modules", "@tessera", name, "dist")
+    for (const file of readdirSync(dist)
+      .filter((file) => file.endsWith(".d.ts"))
+      .sort()) {
+      const module = file.slice(0, -".d.ts".length)
+      const specifier = module === "index" ? `@tessera/${name}` : `@tessera/${name}/${module}`
+      lines.push(`import * as ${name}_${module} from "${specifier}"`)
+    }
+  }
+  const names = lines.map((line) => line.split(" ")[3])
+  return `${lines.join("\n")}\n\nexport const entryPoints = [${names.join(", ")}].length\n`
+}
+
+let scratch = ""
+let consumer = ""
+let tarballs: Array<string> = []
+/** The folder the getting-started program (a) leaves its namespace in, for the inspector (d). */
+let programState = ""
+
+beforeAll(() => {
+  scratch = mkdtempSync(join(tmpdir(), "tessera-consumer-"))
+  assert.isTrue(relative(root, scratch).startsWith(".."), "the consumer must live outside the workspace")
+  mkdirSync(npmCache, { recursive: true })
+  // Build: every package's dist/ (JavaScript, declarations, maps) and the inspector's bin.
+  succeed(
+    run(
+      process.execPath,
+      [
+        join(root, "node_modules", "typescript", "bin", "tsc"),
+        "-b",
+        "packages/node/tsconfig.src.json",
+        "packages/node/tsconfig.bin.json"
+      ],
+      root
+    ),
+    "tsc -b"
+  )
+  const packed = join(scratch, "tarballs")
+  mkdirSync(packed)
+  for (const name of packages) {
+    succeed(run("pnpm", ["pack", "--pack-destination", packed], join(root, "packages", name)), `pnpm pack ${name}`)
+  }
+  tarballs = readdirSync(packed).map((file) => join(packed, file))
+  consumer = join(scratch, "consumer")
+  mkdirSync(consumer)
+  writeFileSync(join(consumer, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module" }))
+  succeed(run("npm", ["install", "--no-save", ...tarballs, ...consumerExtras], consumer), "npm install")
+  cpSync(join(root, "examples", "getting-started.ts"), join(consumer, "app.ts"))
+  writeFileSync(join(consumer, "entries.ts"), entriesFile(consumer))
+}, 300_000)
+
+afterAll(() => {
+  if (scratch !== "") rmSync(scratch, { recursive: true, force: true })
+})
+
+describe("the packed packages, installed with npm outside the workspace", () => {
+  it("each tarball holds package.json, README.md, LICENSE, dist/ and src/ only, with no workspace: specifier", () => {
+    assert.strictEqual(tarballs.length, packages.length)
+    for (const tarball of tarballs) {
+      const files = succeed(run("tar", ["-tzf", tarball], scratch), `tar -tzf ${tarball}`)
+        .trim()
+        .split("\n")
+      const tops = new Set(files.map((file) => file.replace(/^package\//, "").split("/")[0]))
+      assert.deepStrictEqual([...tops].sort(), ["LICENSE", "README.md", "dist", "package.json", "src"], tarball)
+      assert.isTrue(files.includes("package/dist/index.js") && files.includes("package/dist/index.d.ts"), tarball)
+      assert.isTrue(
+        files.includes("package/dist/index.d.ts.map") && files.includes("package/dist/index.js.map"),
+        tarball
+      )
+      const manifest = succeed(run("tar", ["-xzOf", tarball, "package/package.json"], scratch), "tar -xzOf")
+      assert.notInclude(manifest, "workspace:", tarball)
+      assert.deepStrictEqual(
+        typeScriptTargets(JSON.parse(manifest)),
+        [],
+        `${tarball}: exports or bin point at TypeScript`
+      )
+    }
+  })
+
+  it("installs exactly one copy of effect and of each Tessera package (effect is a peer)", () => {
+    assert.deepStrictEqual(copiesOf(consumer, "effect"), ["node_modules/effect"])
+    for (const name of packages) {
+      assert.deepStrictEqual(copiesOf(consumer, `@tessera/${name}`), [`node_modules/@tessera/${name}`])
+    }
+  })
+
+  it("(a) runs the getting-started program with node, from the published JavaScript", () => {
+    const state = join(scratch, "state")
+    mkdirSync(state)
+    const out = succeed(run(process.execPath, ["app.ts"], consumer, { TESSERA_EXAMPLE_DIR: state }), "node app.ts")
+    assert.match(out, /answer after 2 model steps: The north report shows every measurement within tolerance\./)
+    const namespaces = readdirSync(state)
+    assert.strictEqual(namespaces.length, 1, `expected one namespace folder, found ${namespaces.join(", ")}`)
+    programState = join(state, namespaces[0] ?? "")
+  })
+
+  it("(d) runs the inspector's bin (JavaScript with a shebang, linked by npm) on the folder (a) left", () => {
+    assert.notStrictEqual(programState, "", "(a) did not leave a namespace folder")
+    const bin = join(consumer, "node_modules", ".bin", "tessera-inspect")
+    assert.isTrue(readFileSync(bin, "utf8").startsWith("#!/usr/bin/env node\n"))
+    const inspected = succeed(run(bin, [programState], consumer), "tessera-inspect")
+    assert.include(inspected, "researcher-private       AgentPrivate owned by agent researcher")
+    assert.match(inspected, /journal of task task-1 \(9 entries/)
+    assert.include(inspected, "ArtifactOffloaded")
+  })
+
+  it("exports every public module as a subpath and keeps internal/ modules unexported", () => {
+    const load = (specifier: string) =>
+      run(process.execPath, ["--input-type=module", "-e", `await import(${JSON.stringify(specifier)})`], consumer)
+    succeed(load("@tessera/runtime/Journal"), "import @tessera/runtime/Journal")
+    const internal = load("@tessera/runtime/internal/digest")
+    assert.notStrictEqual(internal.status, 0)
+    assert.include(internal.stderr, "ERR_PACKAGE_PATH_NOT_EXPORTED")
+  })
+
+  for (const resolution of ["nodenext", "bundler"] as const) {
+    it(`(b) type-checks every entry point and the program under strict flags, skipLibCheck off, ${resolution} resolution`, () => {
+      const checked = typeCheck(consumer, resolution, ["entries.ts", "app.ts"])
+      assert.deepStrictEqual(checked.ours, [], output(checked.result))
+      if (checked.effects.length > 0)
+        process.stdout.write(`[consumer] effect's own declarations: ${checked.effects.join("; ")}\n`)
+      // No exit status other than "errors reported" is acceptable, and any error must be one of effect's.
+      assert.include([0, 2], checked.result.status, output(checked.result))
+      assert.strictEqual(checked.result.status === 0, checked.effects.length === 0, output(checked.result))
+    })
+  }
+
+  it("(c) bundles the program with esbuild and runs the bundle", () => {
+    succeed(
+      run(
+        join(consumer, "node_modules", ".bin", "esbuild"),
+        ["app.ts", "--bundle", "--platform=node", "--format=esm", "--outfile=bundle.mjs", "--log-level=warning"],
+        consumer
+      ),
+      "esbuild"
+    )
+    const state = join(scratch, "bundle-state")
+    mkdirSync(state)
+    const out = succeed(
+      run(process.execPath, ["bundle.mjs"], consumer, { TESSERA_EXAMPLE_DIR: state }),
+      "node bundle.mjs"
+    )
+    assert.match(out, /answer after 2 model steps/)
+    process.stdout.write(
+      `[consumer] esbuild bundle: ${(statSync(join(consumer, "bundle.mjs")).size / 1024).toFixed(1)} KB\n`
+    )
+  })
+})
+
+describe("negative controls: the same consumer checks against broken packages", () => {
+  it("an export pointing at a .ts file fails the manifest check and fails to run under node_modules", () => {
+    const broken = join(scratch, "broken-ts-export")
+    cpSync(consumer, broken, { recursive: true, verbatimSymlinks: true })
+    const manifestPath = join(broken, "node_modules", "@tessera", "runtime", "package.json")
+    const manifest = JSON.parse(readFileSync(manifestPath, "utf8"))
+    manifest.exports["."] = "./src/index.ts"
+    writeFileSync(manifestPath, JSON.stringify(manifest, null, 2))
+    assert.deepStrictEqual(typeScriptTargets(manifest), ["default: ./src/index.ts"])
+    const state = join(scratch, "broken-state")
+    mkdirSync(state)
+    const ran = run(process.execPath, ["app.ts"], broken, { TESSERA_EXAMPLE_DIR: state })
+    assert.notStrictEqual(ran.status, 0)
+    assert.include(ran.stderr, "ERR_UNSUPPORTED_NODE_MODULES_TYPE_STRIPPING")
+    rmSync(broken, { recursive: true, force: true })
+  })
+
+  it("an error inside a published declaration file is reported (skipLibCheck is really off)", () => {
+    const broken = join(scratch, "broken-declaration")
+    cpSync(consumer, broken, { recursive: true, verbatimSymlinks: true })
+    const declaration = join(broken, "node_modules", "@tessera", "core", "dist", "index.d.ts")
+    writeFileSync(declaration, `${readFileSync(declaration, "utf8")}\nexport declare const broken: NoSuchType\n`)
+    const checked = typeCheck(broken, "bundler", ["entries.ts", "app.ts"])
+    assert.isTrue(
+      checked.ours.some((line) => line.startsWith("node_modules/@tessera/core/dist/index.d.ts")),
+      output(checked.result)
+    )
+    rmSync(broken, { recursive: true, force: true })
+  })
+
+  it("a second copy of effect nested under a Tessera package is found", () => {
+    const broken = join(scratch, "broken-two-effects")
+    mkdirSync(broken)
+    const nested = join(broken, "node_modules", "@tessera", "core", "node_modules", "effect")
+    mkdirSync(nested, { recursive: true })
+    cpSync(
+      join(consumer, "node_modules", "effect", "package.json"),
+      join(broken, "node_modules", "effect", "package.json")
+    )
+    cpSync(join(consumer, "node_modules", "effect", "package.json"), join(nested, "package.json"))
+    writeFileSync(join(broken, "node_modules", "@tessera", "core", "package.json"), '{"name":"@tessera/core"}')
+    assert.deepStrictEqual(copiesOf(broken, "effect").sort(), [
+      "node_modules/@tessera/core/node_modules/effect",
+      "node_modules/effect"
+    ])
+  })
+})
