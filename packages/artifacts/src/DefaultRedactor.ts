@@ -43,6 +43,13 @@ export interface RedactionRule {
   readonly flags?: string
   /** The longest match the pattern allows, plus what its lookaheads read past it, in UTF-16 code units. */
   readonly maxLength: number
+  /**
+   * How far before where it starts matching the pattern reads (lookbehinds,
+   * `\b`), in UTF-16 code units; 1 when absent. A streaming redactor keeps
+   * that much released text to scan with, so a chunk boundary never hides
+   * the context a rule needs.
+   */
+  readonly maxLookbehind?: number
   /** What the rule catches, for people reading a list of rules. */
   readonly description?: string
   readonly verify?: (secret: string, group: string) => boolean
@@ -117,6 +124,8 @@ export interface DefaultRedactor {
    * possible match, so a match's end and the character after it are seen.
    */
   readonly window: number
+  /** The released text a streaming redactor keeps to scan with: the rules' longest look behind. */
+  readonly context: number
   /** The merged regions {@link DefaultRedactor.redactText} replaces, in order. */
   readonly spans: (text: string) => ReadonlyArray<Span>
   /** Every accepted match, whole (name and operator included), with the regions it replaces. */
@@ -136,8 +145,9 @@ export interface Span {
 }
 
 /**
- * One accepted match: the whole matched text (`start`, `end`) and the regions
- * of it that are replaced.
+ * One accepted match: the whole matched text (`start`, `end`; `start` is
+ * earlier than where the pattern matched when a secret group inside a
+ * lookbehind captured text before it) and the regions of it that are replaced.
  *
  * @since 0.1.0
  * @category models
@@ -174,6 +184,9 @@ const prefixGroups = (pattern: string, prefix: string): string =>
 
 const compileRule = (rule: RedactionRule, flags: string): CompiledRule => {
   if (!Number.isInteger(rule.maxLength) || rule.maxLength <= 0) throw invalid(rule, "maxLength must be a positive integer")
+  if (rule.maxLookbehind !== undefined && (!Number.isInteger(rule.maxLookbehind) || rule.maxLookbehind < 0)) {
+    throw invalid(rule, "maxLookbehind must be a non-negative integer")
+  }
   if (numberedBackreference.test(rule.pattern)) throw invalid(rule, "numbered backreferences are not supported")
   let sticky: RegExp
   try {
@@ -228,7 +241,8 @@ const matchAt = (compiled: CompiledRule, text: string, at: number): Match | unde
   if (replaced.length === 0) return undefined
   const verify = compiled.rule.verify
   if (verify !== undefined && !verify(checked?.text ?? found[0], checked?.group ?? "")) return undefined
-  return { start: at, end, rule: name, replaced }
+  // A secret group inside a lookbehind starts before the match; the match is counted from there.
+  return { start: Math.min(at, ...replaced.map((span) => span.start)), end, rule: name, replaced }
 }
 
 const scanSet = (set: RuleSet, text: string, into: Array<Match>): void => {
@@ -254,7 +268,8 @@ const merge = (found: Array<Span>): ReadonlyArray<Span> => {
   const merged: Array<Span> = []
   for (const span of found) {
     const last = merged[merged.length - 1]
-    if (last !== undefined && span.start < last.end) {
+    // Adjacent regions become one: a marker never sits right beside another.
+    if (last !== undefined && span.start <= last.end) {
       if (span.end > last.end) merged[merged.length - 1] = { ...last, end: span.end }
     } else {
       merged.push(span)
@@ -285,6 +300,7 @@ export const make = (options: DefaultRedactorOptions = {}): DefaultRedactor => {
   const sets = compileSets(rules)
   const secrets = (options.secrets ?? []).map((secret) => Redacted.value(secret)).filter((value) => value.length > 0)
   const window = Math.max(0, ...rules.map((rule) => rule.maxLength), ...secrets.map((value) => value.length)) + 1
+  const context = Math.max(1, ...rules.map((rule) => rule.maxLookbehind ?? 1))
 
   const matches = (text: string): ReadonlyArray<Match> => {
     const found: Array<Match> = []
@@ -299,7 +315,7 @@ export const make = (options: DefaultRedactorOptions = {}): DefaultRedactor => {
   }
   const spans = (text: string): ReadonlyArray<Span> => merge(matches(text).flatMap((match) => match.replaced))
 
-  return { redactText: (text) => render(text, spans(text)), window, spans, matches }
+  return { redactText: (text) => render(text, spans(text)), window, context, spans, matches }
 }
 
 /**
@@ -319,42 +335,54 @@ const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff
 
 /**
  * A streaming redactor: it releases text only once it lies more than
- * `window` characters before the end of what has arrived, and never cuts
- * inside a match, so the concatenated output contains no secret that a
- * whole-body redaction would have caught, wherever the chunk boundaries fall.
+ * `window` characters before the end of what has arrived, never cuts inside
+ * a match, and keeps the last `context` released characters to scan with (a
+ * rule's look behind reads them), so the concatenated output contains no
+ * secret that a whole-body redaction would have caught, wherever the chunk
+ * boundaries fall.
  *
  * @since 0.1.0
  * @category constructors
  */
 export const streaming = (redactor: DefaultRedactor): StreamingRedactor => {
+  // `pending` starts with `kept` characters that were already released: context for the rules' look behind.
   let pending = ""
+  let kept = 0
+  /** Renders `pending` from `kept` to `cut` with the regions of `matches` inside it. */
+  const release = (matches: ReadonlyArray<Match>, cut: number): string => {
+    const spans = merge(matches.filter((match) => match.end <= cut).flatMap((match) => match.replaced))
+      .map((span) => ({ ...span, start: Math.max(span.start - kept, 0), end: span.end - kept }))
+      .filter((span) => span.end > span.start)
+    return render(pending.slice(kept, cut), spans)
+  }
   return {
     push: (chunk) => {
       pending += chunk
-      if (pending.length <= redactor.window) return ""
+      if (pending.length - kept <= redactor.window) return ""
       const matches = redactor.matches(pending)
       // The cut never falls inside a whole match (name included): the rest would no longer match on its own.
       let cut = pending.length - redactor.window
-      if (isHighSurrogate(pending.charCodeAt(cut - 1))) cut -= 1
+      if (cut > kept && isHighSurrogate(pending.charCodeAt(cut - 1))) cut -= 1
       for (let moved = true; moved; ) {
         moved = false
         for (const match of matches) {
-          if (match.start < cut && match.end > cut) {
-            cut = match.start
+          const earlier = Math.max(match.start, kept)
+          if (match.start < cut && match.end > cut && earlier < cut) {
+            cut = earlier
             moved = true
           }
         }
       }
-      const released = render(
-        pending.slice(0, cut),
-        merge(matches.filter((match) => match.end <= cut).flatMap((match) => match.replaced))
-      )
-      pending = pending.slice(cut)
+      const released = release(matches, cut)
+      const from = Math.max(0, cut - redactor.context)
+      pending = pending.slice(from)
+      kept = cut - from
       return released
     },
     end: () => {
-      const rest = redactor.redactText(pending)
+      const rest = release(redactor.matches(pending), pending.length)
       pending = ""
+      kept = 0
       return rest
     }
   }

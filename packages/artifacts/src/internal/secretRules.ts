@@ -22,17 +22,20 @@ export interface RuleData {
   readonly pattern: string
   readonly flags?: string
   readonly maxLength: number
+  readonly maxLookbehind?: number
   readonly verify?: (secret: string, group: string) => boolean
 }
 
 const r = String.raw
 
-/** Not preceded by a character of a token's own charset. */
-const start = r`(?<![A-Za-z0-9_-])`
-/** Not followed by one. */
+/** Not followed by a character of a token's own charset. */
 const end = r`(?![A-Za-z0-9_-])`
 
-/** A prefixed token: `prefix` then `body`, bounded on both sides. */
+/**
+ * A prefixed token: `prefix` then `body`, bounded on both sides. The check
+ * that no token character precedes the prefix is a lookbehind placed after
+ * the prefix, so the combined scan only stops where the prefix occurs.
+ */
 const prefixed = (
   name: string,
   description: string,
@@ -43,7 +46,7 @@ const prefixed = (
 ): RuleData => ({
   name,
   description,
-  pattern: `${start}${prefix}${body}${end}`,
+  pattern: prefix === "" ? `(?<![A-Za-z0-9_-])${body}${end}` : `${prefix}(?<=(?<![A-Za-z0-9_-])${prefix})${body}${end}`,
   maxLength: maxLength + 1,
   ...(verify === undefined ? {} : { verify })
 })
@@ -63,11 +66,10 @@ const assignedValue = r`(?:\\(?<eq>["'])(?<secret2>(?:(?!\\\k<eq>)[^\n\r]){1,512
 const nameEnd = r`(?![\w-]|\.\w)(?:\\?["'\x60])?\]?`
 const operator = r`[ \t]{0,8}(?::=|\?=|\+=|=>|=(?!=)|:(?!:))[ \t]{0,8}`
 /**
- * Names whose values are never secrets although they end like one, and names
- * inside a URL's user info (`https://x-access-token:...@host`), which
- * `url-credentials` covers up to the `@`.
+ * Not a name inside a URL's user info (`https://x-access-token:...@host`):
+ * `url-credentials` covers those up to the `@`.
  */
-const notSecretNames = r`(?<!(?:eos|bos|pad|unk|sep|cls|mask|next|page|continuation|cancellation|sync|max|num|n)[_.-]?)(?<!://[^\s/@]{0,64})`
+const notInUserInfo = r`(?<!://[^\s/@]{0,64})`
 
 const assignment = (
   name: string,
@@ -77,14 +79,21 @@ const assignment = (
 ): RuleData => ({
   name,
   description,
-  pattern: `${notSecretNames}(?:${names})${nameEnd}${operator}${assignedValue}`,
+  pattern: `(?:${names})${nameEnd}${notInUserInfo}${operator}${assignedValue}`,
   flags: "i",
   maxLength: 1100,
+  // The user-info check reads `://` and up to 64 characters before the operator.
+  maxLookbehind: 72,
   verify
 })
 
-const passwordNames = r`passw(?:or)?d|passphrase|(?<![a-z])pwd|(?<=\w[_.-])pass`
-const secretNames = r`secret(?:[_.-]?(?:key(?:[_.-]?base)?|access[_.-]?key|token))?|(?:api|access|private|signing|encryption|master|auth|client|app|account|service|session)[_.-]?key|api[_.-]?secret|(?:access|auth|refresh|bearer|api|id|session|personal[_.-]?access|bot|app|webhook|deploy|oauth|security|csrf)?[_.-]?token|credentials?|(?:aws_)?session_token`
+/**
+ * Each name starts with its keyword (any prefix may come before it, `DB_`,
+ * `MYSQL_ROOT_`, `openai.`), so the combined scan stops only where a keyword
+ * occurs; what must or must not precede the keyword is a lookbehind after it.
+ */
+const passwordNames = r`passw(?:or)?d|passphrase|pwd(?<![a-z]pwd)|pass(?<=\w[_.-]pass)`
+const secretNames = r`token(?<!(?:eos|bos|pad|unk|sep|cls|mask|next|page|continuation|cancellation|sync|max|num|n)[_.-]?token)|secret|credentials?|key(?:[_.-]?base)?(?<=(?:api|access|secret|private|signing|encryption|master|auth|client|app|account|service|session)[_.-]?key(?:[_.-]?base)?)`
 
 const passwordValue = (value: string, group: string) => !notALiteral(value, group !== "secret3")
 const generatedValue = (value: string, group: string) => !notALiteral(value, group !== "secret3") && looksGenerated(value)
@@ -164,8 +173,9 @@ export const rules: ReadonlyArray<RuleData> = [
   {
     name: "azure-ad-client-secret",
     description: "Microsoft Entra ID (Azure AD) client secrets",
-    pattern: r`(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])`,
-    maxLength: 42
+    pattern: r`Q~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])(?<=(?<![A-Za-z0-9_~.-])(?<secret>[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}))`,
+    maxLength: 42,
+    maxLookbehind: 6
   },
   prefixed("digitalocean-token", "DigitalOcean personal, OAuth and refresh tokens", "do[opr]_v1_", "[a-f0-9]{64}", 71),
   prefixed("alibaba-access-key-id", "Alibaba Cloud access key IDs", "LTAI", "[A-Za-z0-9]{12,20}", 24),
@@ -191,7 +201,13 @@ export const rules: ReadonlyArray<RuleData> = [
   prefixed("rubygems-api-key", "RubyGems API keys", "rubygems_", "[a-f0-9]{48}", 57),
   prefixed("nuget-api-key", "NuGet API keys", "oy2", "[a-z0-9]{43}", 46),
   prefixed("docker-hub-token", "Docker Hub personal access tokens", "dckr_pat_", "[A-Za-z0-9_-]{27,64}", 73),
-  prefixed("terraform-cloud-token", "HCP Terraform (Terraform Cloud) API tokens", r`[A-Za-z0-9]{14}\.atlasv1\.`, "[A-Za-z0-9_=-]{60,90}", 113),
+  {
+    name: "terraform-cloud-token",
+    description: "HCP Terraform (Terraform Cloud) API tokens",
+    pattern: r`\.atlasv1\.[A-Za-z0-9_=-]{60,90}${end}(?<=(?<![A-Za-z0-9_-])(?<secret>[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,90}))`,
+    maxLength: 114,
+    maxLookbehind: 16
+  },
   prefixed("vault-token", "HashiCorp Vault service, batch and recovery tokens", r`hv[sbr]\.`, "[A-Za-z0-9_-]{24,512}", 516),
   prefixed("pulumi-token", "Pulumi access tokens", "pul-", "[a-f0-9]{40}", 44),
   prefixed("doppler-token", "Doppler service and personal tokens", r`dp\.(?:pt|st|ct|sa|scim|audit)\.`, "[A-Za-z0-9]{40,44}", 55),
@@ -240,8 +256,9 @@ export const rules: ReadonlyArray<RuleData> = [
   {
     name: "telegram-bot-token",
     description: "Telegram bot tokens",
-    pattern: r`(?<![0-9])[0-9]{8,10}:AA[0-9A-Za-z_-]{33}(?![A-Za-z0-9_-])`,
-    maxLength: 47
+    pattern: r`:AA[0-9A-Za-z_-]{33}${end}(?<=(?<![0-9])(?<secret>[0-9]{8,10}:AA[0-9A-Za-z_-]{33}))`,
+    maxLength: 47,
+    maxLookbehind: 12
   },
   {
     name: "teams-webhook",
@@ -252,7 +269,14 @@ export const rules: ReadonlyArray<RuleData> = [
   prefixed("twilio-api-key", "Twilio API key SIDs paired with secrets", "SK", "[0-9a-f]{32}", 34),
   prefixed("sendgrid-api-key", "SendGrid API keys", r`SG\.`, r`[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}`, 69),
   prefixed("mailgun-api-key", "Mailgun API keys", "key-", "[0-9a-f]{32}", 36),
-  prefixed("mailchimp-api-key", "Mailchimp API keys", "", "[0-9a-f]{32}-us[0-9]{1,2}", 37),
+  {
+    name: "mailchimp-api-key",
+    description: "Mailchimp API keys",
+    // Found by its -usN data-centre suffix; the key is captured by the lookbehind that follows it.
+    pattern: r`-us[0-9]{1,2}${end}(?<=(?<![A-Za-z0-9_-])(?<secret>[0-9a-f]{32}-us[0-9]{1,2}))`,
+    maxLength: 38,
+    maxLookbehind: 34
+  },
   prefixed("brevo-api-key", "Brevo (Sendinblue) API keys", "xkeysib-", "[a-f0-9]{64}-[A-Za-z0-9]{16}", 89),
 
   // Payments.
@@ -271,7 +295,7 @@ export const rules: ReadonlyArray<RuleData> = [
   {
     name: "payment-card-number",
     description: "payment card numbers (Visa, Mastercard, American Express, Discover), Luhn-checked",
-    pattern: r`(?<![0-9A-Za-z_.-])(?:4[0-9]{3}|5[1-5][0-9]{2}|2[2-7][0-9]{2}|6011|3[47][0-9]{2})(?:[ -]?[0-9]{4}){2}[ -]?[0-9]{1,7}(?![0-9A-Za-z_-]|\.[0-9])`,
+    pattern: r`(?:4[0-9]{3}|5[1-5][0-9]{2}|2[2-7][0-9]{2}|6011|3[47][0-9]{2})(?<=(?<![0-9A-Za-z_.-])[0-9]{4})(?:[ -]?[0-9]{4}){2}[ -]?[0-9]{1,7}(?![0-9A-Za-z_-]|\.[0-9])`,
     maxLength: 26,
     verify: (value) => {
       const digits = value.replace(/[ -]/g, "")
@@ -313,8 +337,8 @@ export const rules: ReadonlyArray<RuleData> = [
   {
     name: "url-credentials",
     description: "the password in a URL's user info (scheme://user:password@host), any scheme",
-    pattern: r`\b[A-Za-z][A-Za-z0-9+.-]{1,31}://[^\s:/?#@"'<>]{0,256}:(?<secret>[^\s/?#"'<>]{1,256})@(?=[^\s/?#@"'<>]{1,256})`,
-    maxLength: 810
+    pattern: r`://(?<=[A-Za-z0-9+.-]://)[^\s:/?#@"'<>]{0,256}:(?<secret>[^\s/?#"'<>]{1,256})@(?=[^\s/?#@"'<>]{1,256})`,
+    maxLength: 780
   },
   {
     name: "http-basic-credentials",
@@ -349,7 +373,7 @@ export const rules: ReadonlyArray<RuleData> = [
   {
     name: "authorization-header",
     description: "the credential of an Authorization header with the Token or ApiKey scheme, or none",
-    pattern: r`\bauthorization\b(?:\\?["'])?[ \t]{0,8}[:=][ \t]{0,8}(?:\\?["'])?(?:(?:token|apikey|api-key|key|sso-key)[ \t]{1,8})?(?<secret>[A-Za-z0-9._~+/:-]{8,1024}={0,8})(?![A-Za-z0-9._~+/:=-])(?![ \t]{1,8}\w)`,
+    pattern: r`\bauthorization\b(?:\\?["'])?[ \t]{0,8}[:=][ \t]{0,8}(?:\\?["'])?(?:(?:token|apikey|api-key|key|sso-key)[ \t]{1,8})?(?!AWS4-)(?<secret>[A-Za-z0-9._~+/:-]{8,1024}={0,8})(?![A-Za-z0-9._~+/:=-])`,
     flags: "i",
     maxLength: 1100,
     verify: looksGenerated
