@@ -93,7 +93,7 @@ const assignment = (
  * occurs; what must or must not precede the keyword is a lookbehind after it.
  */
 const passwordNames = r`passw(?:or)?d|passphrase|pwd(?<![a-z]pwd)|pass(?<=\w[_.-]pass)`
-const secretNames = r`token(?<!(?:eos|bos|pad|unk|sep|cls|mask|next|page|continuation|cancellation|sync|max|num|n)[_.-]?token)|secret|credentials?|key(?:[_.-]?base)?(?<=(?:api|access|secret|private|signing|encryption|master|auth|client|app|account|service|session)[_.-]?key(?:[_.-]?base)?)`
+const secretNames = r`token(?<!(?:eos|bos|pad|unk|sep|cls|mask|next|page|continuation|cancellation|sync|max)[_.-]?token)|secret|credentials?|key(?:[_.-]?base)?(?<=(?:api|access|secret|private|signing|encryption|master|auth|client|app|account|service|session)[_.-]?key(?:[_.-]?base)?)`
 
 const passwordValue = (value: string, group: string) => !notALiteral(value, group !== "secret3")
 const generatedValue = (value: string, group: string) => !notALiteral(value, group !== "secret3") && looksGenerated(value)
@@ -398,6 +398,17 @@ export const rules: ReadonlyArray<RuleData> = [
     pattern: r`<(?:[\w.-]{1,64}:)?[\w.-]{0,64}(?:password|passwd|secret|token|api[_-]?key)>(?<secret>[^<\n]{1,512})</`,
     flags: "i",
     maxLength: 660,
+    verify: passwordValue
+  },
+  {
+    name: "name-value-secret",
+    description:
+      "a literal in the value field that follows a name field naming a password, secret, token or API key (Kubernetes and Compose env lists, GitHub Actions inputs)",
+    // Found at the keyword; the lookbehind after it checks that the keyword ends the value of a `name` field.
+    pattern: `(?:passw(?:or)?d|secret|token|api[_-]?key|private[_-]?key|credentials?)(?<=\\bname["']?[ \\t]{0,8}[:=][ \\t]{0,8}["']?[\\w.-]{0,64})["']?[ \\t]{0,8},?[ \\t]{0,8}\\r?\\n[ \\t]{0,32}-?[ \\t]{0,8}["']?value["']?[ \\t]{0,8}[:=][ \\t]{0,8}${assignedValue}`,
+    flags: "i",
+    maxLength: 1200,
+    maxLookbehind: 90,
     verify: passwordValue
   },
   assignment(

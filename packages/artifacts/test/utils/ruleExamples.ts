@@ -408,6 +408,13 @@ export const ruleExamples: Readonly<Record<string, RuleExamples>> = {
     positives: [p("<user><password>", password(), "</password></user>")],
     negatives: ["<password></password>", "<passwordPolicy>strict</passwordPolicy>"]
   },
+  "name-value-secret": {
+    positives: [
+      p("env:\n  - name: REDIS_PASSWORD\n    value: \"", password(), '"\n'),
+      p('[{"name": "GITHUB_TOKEN",\n  "value": "', chars(ALNUM, 30), '"}]')
+    ],
+    negatives: ["  - name: REDIS_PASSWORD\n    valueFrom:\n      secretKeyRef: {name: redis}", "  - name: TOKEN_TTL\n    value: 3600"]
+  },
   "password-assignment": {
     positives: [
       p("DB_PASSWORD=", password(), "\n"),
