@@ -180,10 +180,13 @@ const invalid = (rule: RedactionRule, reason: string) => new InvalidRedactionRul
 
 /** Prefixes the pattern's group names, so rules can share names inside one combined expression. */
 const prefixGroups = (pattern: string, prefix: string): string =>
-  pattern.replace(groupName, (_, name: string) => `(?<${prefix}${name}>`).replace(/\\k<([A-Za-z_$][\w$]*)>/g, (_, name: string) => `\\k<${prefix}${name}>`)
+  pattern
+    .replace(groupName, (_, name: string) => `(?<${prefix}${name}>`)
+    .replace(/\\k<([A-Za-z_$][\w$]*)>/g, (_, name: string) => `\\k<${prefix}${name}>`)
 
 const compileRule = (rule: RedactionRule, flags: string): CompiledRule => {
-  if (!Number.isInteger(rule.maxLength) || rule.maxLength <= 0) throw invalid(rule, "maxLength must be a positive integer")
+  if (!Number.isInteger(rule.maxLength) || rule.maxLength <= 0)
+    throw invalid(rule, "maxLength must be a positive integer")
   if (rule.maxLookbehind !== undefined && (!Number.isInteger(rule.maxLookbehind) || rule.maxLookbehind < 0)) {
     throw invalid(rule, "maxLookbehind must be a non-negative integer")
   }
@@ -308,7 +311,12 @@ export const make = (options: DefaultRedactorOptions = {}): DefaultRedactor => {
     for (const secret of secrets) {
       for (let at = text.indexOf(secret); at >= 0; at = text.indexOf(secret, at + 1)) {
         const end = at + secret.length
-        found.push({ start: at, end, rule: registeredSecretRule, replaced: [{ start: at, end, rule: registeredSecretRule }] })
+        found.push({
+          start: at,
+          end,
+          rule: registeredSecretRule,
+          replaced: [{ start: at, end, rule: registeredSecretRule }]
+        })
       }
     }
     return found

@@ -7,7 +7,7 @@ import { type Positive, ruleExamples } from "./utils/ruleExamples.ts"
 const rules = DefaultRedactor.defaultRules
 const alone = new Map(rules.map((rule) => [rule.name, DefaultRedactor.make({ rules: [rule] })]))
 const all = DefaultRedactor.make()
-const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
 
 /**
  * Why `redactor` did not replace exactly the example's value with one marker
@@ -17,8 +17,8 @@ const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
  */
 const markerViolation = (redactor: DefaultRedactor.DefaultRedactor, example: Positive, rule?: string) => {
   const output = redactor.redactText(`${example.before}${example.secret}${example.after}`)
-  const marker = rule === undefined ? "\\[REDACTED:[a-z0-9-]+\\]" : escape(DefaultRedactor.replacementFor(rule))
-  return new RegExp(`^${escape(example.before)}${marker}${escape(example.after)}$`).test(output)
+  const marker = rule === undefined ? "\\[REDACTED:[a-z0-9-]+\\]" : escapeRegExp(DefaultRedactor.replacementFor(rule))
+  return new RegExp(`^${escapeRegExp(example.before)}${marker}${escapeRegExp(example.after)}$`).test(output)
     ? undefined
     : `expected only the value replaced, got ${JSON.stringify(output)}`
 }
@@ -44,7 +44,8 @@ describe("default redaction rules", () => {
         for (const example of examples.positives) {
           assert.isUndefined(markerViolation(redactor, example, rule.name), JSON.stringify(example))
           const matches = redactor.matches(`${example.before}${example.secret}${example.after}`)
-          for (const match of matches) assert.isAtMost(match.end - match.start, rule.maxLength, "maxLength bounds a match")
+          for (const match of matches)
+            assert.isAtMost(match.end - match.start, rule.maxLength, "maxLength bounds a match")
         }
         for (const negative of examples.negatives) assert.strictEqual(redactor.redactText(negative), negative)
       })
@@ -73,7 +74,9 @@ describe("default redaction rules", () => {
     const example = { before: 'PASSWORD := "', secret: "hunter2", after: '"' }
     assert.strictEqual(former.redactText('PASSWORD := "hunter2"'), 'PASSWORD :[REDACTED:key-value-secret] "hunter2"')
     assert.isDefined(markerViolation(former, example, "key-value-secret"))
-    assert.isDefined(markerViolation(former, { before: '"password" => "', secret: "pw", after: '"' }, "key-value-secret"))
+    assert.isDefined(
+      markerViolation(former, { before: '"password" => "', secret: "pw", after: '"' }, "key-value-secret")
+    )
     assert.isUndefined(markerViolation(all, example))
   })
 
@@ -86,8 +89,9 @@ describe("default redaction rules", () => {
           keyQuote: fc.constantFrom("", '"', "'", '\\"'),
           operator: fc.constantFrom("=", ":", ":=", "?=", "=>", " = ", ": ", " => ", "+="),
           quote: fc.constantFrom("", '"', "'", "`", '\\"'),
-          value: fc.stringMatching(/^[A-Za-z0-9!#%*+.@^_~-]{2,40}$/)// Values a literal cannot start with: an option's dash, a `%VAR%` reference, a placeholder.
-          .filter((v) => /\d/.test(v) && !/^(?:[-.]|%\w*%|your[_-])/.test(v))
+          value: fc
+            .stringMatching(/^[A-Za-z0-9!#%*+.@^_~-]{2,40}$/) // Values a literal cannot start with: an option's dash, a `%VAR%` reference, a placeholder.
+            .filter((v) => /\d/.test(v) && !/^(?:[-.]|%\w*%|your[_-])/.test(v))
         }),
         ({ keyQuote, name, operator, prefix, quote, value }) => {
           const before = `${keyQuote}${prefix}${name}${keyQuote}${operator}${quote}`
@@ -110,7 +114,10 @@ describe("default redaction rules", () => {
   it("a rejected candidate does not hide a secret inside its text", () => {
     const token = `ghp_${"a1B2c3D4e5".repeat(3)}xYz123`
     // The XML rule matches first and its value check rejects the reference; the token inside is still found.
-    assert.strictEqual(all.redactText(`<password>$REF ${token}</password>`), "<password>$REF [REDACTED:github-token]</password>")
+    assert.strictEqual(
+      all.redactText(`<password>$REF ${token}</password>`),
+      "<password>$REF [REDACTED:github-token]</password>"
+    )
   })
 })
 
@@ -160,6 +167,9 @@ describe("host rules", () => {
         }
       ]
     })
-    assert.strictEqual(redactor.redactText(`id "TKT-123456" and 'TKT-654321"`), `id "TKT-[REDACTED:ticket-token]" and 'TKT-654321"`)
+    assert.strictEqual(
+      redactor.redactText(`id "TKT-123456" and 'TKT-654321"`),
+      `id "TKT-[REDACTED:ticket-token]" and 'TKT-654321"`
+    )
   })
 })

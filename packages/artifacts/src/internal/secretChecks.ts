@@ -85,9 +85,11 @@ const identifierPath = /^[A-Za-z_$][A-Za-z_$]*(?:\.[A-Za-z_$][\w$]*)*$/
 /** A value that is a reference, a type, a keyword or a mask, not a literal secret. */
 export const notALiteral = (value: string, quoted: boolean): boolean => {
   if (reference.test(value) || masked.test(value) || notSecrets.has(value.toLowerCase())) return true
+  // A path with two or more folders is a file's location (`"PWD": "/Users/ann"`).
+  if (/^(?:~|\.{1,2})?\/[^/\s]+\//.test(value)) return true
   // Unquoted, a bare identifier or member path (no digit, no symbol) is code (`password = user.password`),
-  // and a path is a file's location (`PWD=/home/user`).
-  return !quoted && (identifierPath.test(value) || /^(?:~|\.{1,2})?\//.test(value))
+  // a hexadecimal literal is a constant (`STENCIL_PASS_DEPTH_PASS: 0x0B96`), and so is a path.
+  return !quoted && (identifierPath.test(value) || /^0x[0-9a-f]+$/i.test(value) || /^(?:~|\.{1,2})?\//.test(value))
 }
 
 /** A value that looks generated: long enough, varied, and not a plain word or number. */

@@ -96,7 +96,8 @@ const passwordNames = r`passw(?:or)?d|passphrase|pwd(?<![a-z]pwd)|pass(?<=\w[_.-
 const secretNames = r`token(?<!(?:eos|bos|pad|unk|sep|cls|mask|next|page|continuation|cancellation|sync|max)[_.-]?token)|secret|credentials?|key(?:[_.-]?base)?(?<=(?:api|access|secret|private|signing|encryption|master|auth|client|app|account|service|session)[_.-]?key(?:[_.-]?base)?)`
 
 const passwordValue = (value: string, group: string) => !notALiteral(value, group !== "secret3")
-const generatedValue = (value: string, group: string) => !notALiteral(value, group !== "secret3") && looksGenerated(value)
+const generatedValue = (value: string, group: string) =>
+  !notALiteral(value, group !== "secret3") && looksGenerated(value)
 
 const netrcOrFlagValue = r`(?<secret>(?![-"'])[^\s"']{1,256})`
 
@@ -182,9 +183,27 @@ export const rules: ReadonlyArray<RuleData> = [
   prefixed("heroku-api-key", "Heroku platform API keys", "HRKU-", "[A-Za-z0-9_-]{20,100}", 105),
 
   // Source hosts and CI.
-  prefixed("github-token", "GitHub personal, OAuth, user, server and refresh tokens", "gh[pousr]_", "[A-Za-z0-9]{36,251}", 255),
-  prefixed("github-fine-grained-token", "GitHub fine-grained personal access tokens", "github_pat_", "[A-Za-z0-9_]{22,244}", 255),
-  prefixed("gitlab-personal-token", "GitLab personal, project and group access tokens", "glpat-", "[A-Za-z0-9_.-]{20,249}", 255),
+  prefixed(
+    "github-token",
+    "GitHub personal, OAuth, user, server and refresh tokens",
+    "gh[pousr]_",
+    "[A-Za-z0-9]{36,251}",
+    255
+  ),
+  prefixed(
+    "github-fine-grained-token",
+    "GitHub fine-grained personal access tokens",
+    "github_pat_",
+    "[A-Za-z0-9_]{22,244}",
+    255
+  ),
+  prefixed(
+    "gitlab-personal-token",
+    "GitLab personal, project and group access tokens",
+    "glpat-",
+    "[A-Za-z0-9_.-]{20,249}",
+    255
+  ),
   prefixed(
     "gitlab-ci-token",
     "GitLab runner, deploy, pipeline-trigger, CI build, feed and OAuth application tokens",
@@ -194,7 +213,13 @@ export const rules: ReadonlyArray<RuleData> = [
   ),
   prefixed("bitbucket-app-password", "Bitbucket app passwords", "ATBB", "[A-Za-z0-9_=.-]{28,64}", 68),
   prefixed("atlassian-api-token", "Atlassian (Jira, Confluence) API tokens", "ATATT3", "[A-Za-z0-9_=.-]{40,300}", 306),
-  prefixed("circleci-token", "CircleCI personal and project API tokens", "CCI(?:PAT|PRJ)_", "[A-Za-z0-9]{22}_[a-f0-9]{40}", 71),
+  prefixed(
+    "circleci-token",
+    "CircleCI personal and project API tokens",
+    "CCI(?:PAT|PRJ)_",
+    "[A-Za-z0-9]{22}_[a-f0-9]{40}",
+    71
+  ),
   prefixed("buildkite-token", "Buildkite API access tokens", "bkua_", "[a-f0-9]{40}", 45),
   prefixed("npm-token", "npm access tokens", "npm_", "[A-Za-z0-9]{36}", 40),
   prefixed("pypi-token", "PyPI API tokens", "pypi-AgEIcHlwaS5vcmc", "[A-Za-z0-9_-]{50,300}", 320),
@@ -208,11 +233,29 @@ export const rules: ReadonlyArray<RuleData> = [
     maxLength: 114,
     maxLookbehind: 16
   },
-  prefixed("vault-token", "HashiCorp Vault service, batch and recovery tokens", r`hv[sbr]\.`, "[A-Za-z0-9_-]{24,512}", 516),
+  prefixed(
+    "vault-token",
+    "HashiCorp Vault service, batch and recovery tokens",
+    r`hv[sbr]\.`,
+    "[A-Za-z0-9_-]{24,512}",
+    516
+  ),
   prefixed("pulumi-token", "Pulumi access tokens", "pul-", "[a-f0-9]{40}", 44),
-  prefixed("doppler-token", "Doppler service and personal tokens", r`dp\.(?:pt|st|ct|sa|scim|audit)\.`, "[A-Za-z0-9]{40,44}", 55),
+  prefixed(
+    "doppler-token",
+    "Doppler service and personal tokens",
+    r`dp\.(?:pt|st|ct|sa|scim|audit)\.`,
+    "[A-Za-z0-9]{40,44}",
+    55
+  ),
   prefixed("sentry-token", "Sentry organization and user auth tokens", "sntry[su]_", "[A-Za-z0-9+/=_]{40,300}", 307),
-  prefixed("grafana-token", "Grafana service account and Grafana Cloud tokens", "(?:glsa|glc)_", "[A-Za-z0-9+/_=]{32,400}", 405),
+  prefixed(
+    "grafana-token",
+    "Grafana service account and Grafana Cloud tokens",
+    "(?:glsa|glc)_",
+    "[A-Za-z0-9+/_=]{32,400}",
+    405
+  ),
   prefixed("new-relic-key", "New Relic user API keys", "NRAK-", "[A-Z0-9]{27}", 32),
   prefixed("databricks-token", "Databricks personal access tokens", "dapi", "[a-f0-9]{32}(?:-[0-9])?", 38),
   prefixed("linear-api-key", "Linear API keys", "lin_api_", "[A-Za-z0-9]{40}", 48),
@@ -221,8 +264,20 @@ export const rules: ReadonlyArray<RuleData> = [
   prefixed("notion-token", "Notion integration tokens", "(?:ntn_|secret_)", "[A-Za-z0-9]{43,46}", 53),
   prefixed("airtable-token", "Airtable personal access tokens", "pat", r`[A-Za-z0-9]{14}\.[a-f0-9]{64}`, 82),
   prefixed("supabase-token", "Supabase access tokens", "sbp_", "[a-f0-9]{40}", 44),
-  prefixed("planetscale-token", "PlanetScale service tokens and passwords", "pscale_(?:tkn|pw|oauth)_", "[A-Za-z0-9_.-]{32,64}", 77),
-  prefixed("one-password-service-token", "1Password service account tokens", "ops_", "eyJ[A-Za-z0-9_-]{100,2048}", 2056),
+  prefixed(
+    "planetscale-token",
+    "PlanetScale service tokens and passwords",
+    "pscale_(?:tkn|pw|oauth)_",
+    "[A-Za-z0-9_.-]{32,64}",
+    77
+  ),
+  prefixed(
+    "one-password-service-token",
+    "1Password service account tokens",
+    "ops_",
+    "eyJ[A-Za-z0-9_-]{100,2048}",
+    2056
+  ),
 
   // Chat and messaging.
   prefixed(
@@ -280,9 +335,21 @@ export const rules: ReadonlyArray<RuleData> = [
   prefixed("brevo-api-key", "Brevo (Sendinblue) API keys", "xkeysib-", "[a-f0-9]{64}-[A-Za-z0-9]{16}", 89),
 
   // Payments.
-  prefixed("stripe-secret-key", "Stripe secret and restricted keys, live and test", "(?:sk|rk)_(?:live|test)_", "[0-9A-Za-z]{10,247}", 255),
+  prefixed(
+    "stripe-secret-key",
+    "Stripe secret and restricted keys, live and test",
+    "(?:sk|rk)_(?:live|test)_",
+    "[0-9A-Za-z]{10,247}",
+    255
+  ),
   prefixed("stripe-webhook-secret", "Stripe webhook signing secrets", "whsec_", "[A-Za-z0-9+/=]{32,128}", 134),
-  prefixed("square-token", "Square access tokens and OAuth secrets", "(?:sq0atp-|sq0csp-|EAAA)", "[0-9A-Za-z_-]{22,80}", 87),
+  prefixed(
+    "square-token",
+    "Square access tokens and OAuth secrets",
+    "(?:sq0atp-|sq0csp-|EAAA)",
+    "[0-9A-Za-z_-]{22,80}",
+    87
+  ),
   prefixed(
     "braintree-access-token",
     "PayPal Braintree access tokens",
@@ -304,7 +371,13 @@ export const rules: ReadonlyArray<RuleData> = [
   },
 
   // Model providers.
-  prefixed("anthropic-api-key", "Anthropic API and admin keys", "sk-ant-(?:api|admin|sid)[0-9]{2}-", "[A-Za-z0-9_-]{32,200}", 220),
+  prefixed(
+    "anthropic-api-key",
+    "Anthropic API and admin keys",
+    "sk-ant-(?:api|admin|sid)[0-9]{2}-",
+    "[A-Za-z0-9_-]{32,200}",
+    220
+  ),
   prefixed(
     "openai-api-key",
     "OpenAI project, service account, admin and legacy keys, and DeepSeek-style sk- keys",
@@ -321,9 +394,21 @@ export const rules: ReadonlyArray<RuleData> = [
   prefixed("xai-api-key", "xAI API keys", "xai-", "[A-Za-z0-9]{80}", 84),
 
   // Other services with documented prefixes.
-  prefixed("mapbox-secret-token", "Mapbox secret tokens", r`sk\.`, r`eyJ[A-Za-z0-9_-]{20,400}\.[A-Za-z0-9_-]{16,64}`, 472),
+  prefixed(
+    "mapbox-secret-token",
+    "Mapbox secret tokens",
+    r`sk\.`,
+    r`eyJ[A-Za-z0-9_-]{20,400}\.[A-Za-z0-9_-]{16,64}`,
+    472
+  ),
   prefixed("facebook-access-token", "Facebook (Meta) access tokens", "EAA[BCDGI]", "[A-Za-z0-9]{90,400}", 404),
-  prefixed("twitter-bearer-token", "X (Twitter) app bearer tokens", "AAAAAAAAAAAAAAAAAAAAA", "[A-Za-z0-9%]{30,200}", 221),
+  prefixed(
+    "twitter-bearer-token",
+    "X (Twitter) app bearer tokens",
+    "AAAAAAAAAAAAAAAAAAAAA",
+    "[A-Za-z0-9%]{30,200}",
+    221
+  ),
   prefixed("dropbox-token", "Dropbox short-lived access tokens", r`sl\.(?:u\.)?`, "[A-Za-z0-9_-]{130,1400}", 1405),
   prefixed("shippo-token", "Shippo API tokens", "shippo_(?:live|test)_", "[a-f0-9]{40}", 52),
 
@@ -413,7 +498,7 @@ export const rules: ReadonlyArray<RuleData> = [
   },
   assignment(
     "password-assignment",
-    "any literal assigned to a name ending in password, passwd, passphrase, pwd or _pass (DB_PASSWORD=, \"password\": , :=, ?=, =>, quoted or JSON-escaped)",
+    'any literal assigned to a name ending in password, passwd, passphrase, pwd or _pass (DB_PASSWORD=, "password": , :=, ?=, =>, quoted or JSON-escaped)',
     passwordNames,
     passwordValue
   ),

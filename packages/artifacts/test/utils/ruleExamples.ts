@@ -71,7 +71,8 @@ const pem = (label: string) => `-----BEGIN ${label}-----\n${pemBody(4)}\n${chars
 const jwtPart = (json: string) => btoa(json).replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_")
 const jwt = () =>
   `${jwtPart('{"alg":"HS256","typ":"JWT"}')}.${jwtPart(`{"sub":"${chars(DIGITS, 10)}","name":"Ada"}`)}.${chars(URLSAFE, 43)}`
-const password = () => `${g.pick(["Tr0ub4dor", "hunter", "Sommer", "blue-Moon", "qwerty"])}${chars(DIGITS, 3)}!${chars(ALNUM, 4)}`
+const password = () =>
+  `${g.pick(["Tr0ub4dor", "hunter", "Sommer", "blue-Moon", "qwerty"])}${chars(DIGITS, 3)}!${chars(ALNUM, 4)}`
 
 /** Every default rule's examples, by rule name. */
 export const ruleExamples: Readonly<Record<string, RuleExamples>> = {
@@ -81,7 +82,10 @@ export const ruleExamples: Readonly<Record<string, RuleExamples>> = {
       p("", pem("OPENSSH PRIVATE KEY"), "\n"),
       p('{"private_key": "', pem("PRIVATE KEY").replaceAll("\n", "\\n"), '", "client_email": "x@y.iam"}')
     ],
-    negatives: [`-----BEGIN PUBLIC KEY-----\n${pemBody(2)}\n-----END PUBLIC KEY-----`, "the PRIVATE KEY header is BEGIN"]
+    negatives: [
+      `-----BEGIN PUBLIC KEY-----\n${pemBody(2)}\n-----END PUBLIC KEY-----`,
+      "the PRIVATE KEY header is BEGIN"
+    ]
   },
   "pgp-private-key-block": {
     positives: [
@@ -387,13 +391,14 @@ export const ruleExamples: Readonly<Record<string, RuleExamples>> = {
   },
   "bearer-token": {
     positives: [p("Authorization: Bearer ", `${chars(ALNUM, 30)}.${chars(URLSAFE, 10)}`, "\n")],
-    negatives: ["The bearer instruments of value", "Authorization: Bearer ${TOKEN}"]
+    negatives: [
+      "The bearer instruments of value",
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell reference, not a template
+      "Authorization: Bearer ${TOKEN}"
+    ]
   },
   "authorization-header": {
-    positives: [
-      p("Authorization: token ", chars(HEX, 40)),
-      p('"Authorization": "', `${chars(ALNUM, 24)}`, '"')
-    ],
+    positives: [p("Authorization: token ", chars(HEX, 40)), p('"Authorization": "', `${chars(ALNUM, 24)}`, '"')],
     negatives: ["Authorization: AWS4-HMAC-SHA256 Credential=x", "authorization: required"]
   },
   "netrc-password": {
@@ -410,10 +415,13 @@ export const ruleExamples: Readonly<Record<string, RuleExamples>> = {
   },
   "name-value-secret": {
     positives: [
-      p("env:\n  - name: REDIS_PASSWORD\n    value: \"", password(), '"\n'),
+      p('env:\n  - name: REDIS_PASSWORD\n    value: "', password(), '"\n'),
       p('[{"name": "GITHUB_TOKEN",\n  "value": "', chars(ALNUM, 30), '"}]')
     ],
-    negatives: ["  - name: REDIS_PASSWORD\n    valueFrom:\n      secretKeyRef: {name: redis}", "  - name: TOKEN_TTL\n    value: 3600"]
+    negatives: [
+      "  - name: REDIS_PASSWORD\n    valueFrom:\n      secretKeyRef: {name: redis}",
+      "  - name: TOKEN_TTL\n    value: 3600"
+    ]
   },
   "password-assignment": {
     positives: [
@@ -431,6 +439,7 @@ export const ruleExamples: Readonly<Record<string, RuleExamples>> = {
       "password: str",
       "self.password = password",
       "PASSWORD_MIN_LENGTH=12",
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell or workflow reference, not a template
       "password: ${DB_PASSWORD}",
       'password = ""',
       "if password == 'x':",
@@ -451,6 +460,7 @@ export const ruleExamples: Readonly<Record<string, RuleExamples>> = {
       'eos_token = "</s>"',
       "token = tokens[i]",
       "secret: my-app-secret",
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell or workflow reference, not a template
       "GITHUB_TOKEN: ${{ secrets.GITHUB_TOKEN }}",
       "secretName: db-credentials",
       "token_type: bearer"

@@ -59,7 +59,8 @@ const luhnComplete = (digits: string): string => {
 const words = ["Sommer", "blue", "Falcon", "rocket", "Maple", "quartz", "tiger", "Nimbus", "orbit", "violet"]
 /** Symbols a password may hold unescaped in every context below (a URL's user info included). */
 const symbols = "!*+-._~^"
-const humanPassword = () => `${pick(words)}${pick(words).toLowerCase()}${chars(DIGITS, 2)}${chars(symbols, 1)}${chars(ALNUM, 3)}`
+const humanPassword = () =>
+  `${pick(words)}${pick(words).toLowerCase()}${chars(DIGITS, 2)}${chars(symbols, 1)}${chars(ALNUM, 3)}`
 
 /** Contexts for a token whose format identifies it, named `env`/`json` where a name is shown. */
 const tokenContexts = (env: string, json: string): ReadonlyArray<(v: string) => string> => [
@@ -93,11 +94,13 @@ const keyBlock = (label: string) => {
 }
 const keyContexts: ReadonlyArray<(v: string) => string> = [
   (v) => `$ cat ~/.ssh/id_key\n${v}\n$ ls`,
-  (v) => `{"type": "service_account", "private_key": "${v.replaceAll("\n", "\\n")}\\n", "client_email": "svc@proj.iam.gserviceaccount.com"}`,
-  (v) => `tls:\n  key: |\n${v
-    .split("\n")
-    .map((line) => `    ${line}`)
-    .join("\n")}\n  cert: cert.pem`
+  (v) =>
+    `{"type": "service_account", "private_key": "${v.replaceAll("\n", "\\n")}\\n", "client_email": "svc@proj.iam.gserviceaccount.com"}`,
+  (v) =>
+    `tls:\n  key: |\n${v
+      .split("\n")
+      .map((line) => `    ${line}`)
+      .join("\n")}\n  cert: cert.pem`
 ]
 
 const kinds: ReadonlyArray<Kind> = [
@@ -120,11 +123,7 @@ const kinds: ReadonlyArray<Kind> = [
     kind: "aws-session-token",
     count: 3,
     value: () => ({ value: `IQoJb3JpZ2luX2Vj${chars(BASE64, 300)}` }),
-    contexts: [
-      (v) => `AWS_SESSION_TOKEN=${v}`,
-      (v) => `{"SessionToken": "${v}"}`,
-      (v) => `aws_session_token = ${v}`
-    ]
+    contexts: [(v) => `AWS_SESSION_TOKEN=${v}`, (v) => `{"SessionToken": "${v}"}`, (v) => `aws_session_token = ${v}`]
   },
   token("google-api-key", "GOOGLE_API_KEY", "apiKey", () => `AIza${chars(URLSAFE, 35)}`),
   token("google-oauth-client-secret", "GOOGLE_CLIENT_SECRET", "client_secret", () => `GOCSPX-${chars(URLSAFE, 28)}`, 4),
@@ -146,13 +145,25 @@ const kinds: ReadonlyArray<Kind> = [
       (v) => `  - name: storage\n    value: ${v}`
     ]
   },
-  token("azure-ad-client-secret", "AZURE_CLIENT_SECRET", "clientSecret", () => `${chars(ALNUM, 3)}8Q~${chars(`${ALNUM}_~.-`, 34)}`, 4),
+  token(
+    "azure-ad-client-secret",
+    "AZURE_CLIENT_SECRET",
+    "clientSecret",
+    () => `${chars(ALNUM, 3)}8Q~${chars(`${ALNUM}_~.-`, 34)}`,
+    4
+  ),
   token("digitalocean-token", "DIGITALOCEAN_TOKEN", "token", () => `dop_v1_${chars(HEX, 64)}`, 4),
   token("heroku-api-key", "HEROKU_API_KEY", "apiKey", () => `HRKU-AA${chars(URLSAFE, 58)}`, 4),
 
   // Source hosts and CI.
   token("github-classic-token", "GITHUB_TOKEN", "token", () => `ghp_${chars(ALNUM, 36)}`),
-  token("github-app-token", "GH_APP_TOKEN", "installation_token", () => `${pick(["ghs_", "gho_", "ghu_"])}${chars(ALNUM, 36)}`, 4),
+  token(
+    "github-app-token",
+    "GH_APP_TOKEN",
+    "installation_token",
+    () => `${pick(["ghs_", "gho_", "ghu_"])}${chars(ALNUM, 36)}`,
+    4
+  ),
   token(
     "github-fine-grained-token",
     "GH_PAT",
@@ -163,20 +174,43 @@ const kinds: ReadonlyArray<Kind> = [
   token("gitlab-personal-token", "GITLAB_TOKEN", "private_token", () => `glpat-${chars(URLSAFE, 20)}`),
   token("gitlab-runner-token", "RUNNER_TOKEN", "token", () => `glrt-${chars(URLSAFE, 20)}`, 4),
   token("bitbucket-app-password", "BITBUCKET_APP_PASSWORD", "app_password", () => `ATBB${chars(ALNUM, 32)}`, 4),
-  token("atlassian-api-token", "JIRA_API_TOKEN", "apiToken", () => `ATATT3xFfGF0${chars(URLSAFE, 170)}=${chars(HEX.toUpperCase(), 8)}`, 4),
+  token(
+    "atlassian-api-token",
+    "JIRA_API_TOKEN",
+    "apiToken",
+    () => `ATATT3xFfGF0${chars(URLSAFE, 170)}=${chars(HEX.toUpperCase(), 8)}`,
+    4
+  ),
   token("circleci-token", "CIRCLE_TOKEN", "token", () => `CCIPAT_${chars(ALNUM, 22)}_${chars(HEX, 40)}`, 4),
   token("npm-token", "NPM_TOKEN", "authToken", () => `npm_${chars(ALNUM, 36)}`),
   token("pypi-token", "TWINE_PASSWORD", "password", () => `pypi-AgEIcHlwaS5vcmc${chars(URLSAFE, 140)}`, 4),
   token("docker-hub-token", "DOCKERHUB_TOKEN", "token", () => `dckr_pat_${chars(URLSAFE, 27)}`, 4),
-  token("terraform-cloud-token", "TF_TOKEN_app_terraform_io", "token", () => `${chars(ALNUM, 14)}.atlasv1.${chars(URLSAFE, 67)}`, 4),
+  token(
+    "terraform-cloud-token",
+    "TF_TOKEN_app_terraform_io",
+    "token",
+    () => `${chars(ALNUM, 14)}.atlasv1.${chars(URLSAFE, 67)}`,
+    4
+  ),
   token("vault-token", "VAULT_TOKEN", "client_token", () => `hvs.${chars(URLSAFE, 90)}`),
   token("databricks-token", "DATABRICKS_TOKEN", "token", () => `dapi${chars(HEX, 32)}`, 4),
   token("sentry-auth-token", "SENTRY_AUTH_TOKEN", "token", () => `sntryu_${chars(HEX, 64)}`, 3),
   token("grafana-service-token", "GRAFANA_TOKEN", "token", () => `glsa_${chars(ALNUM, 32)}_${chars(HEX, 8)}`, 3),
 
   // Chat and messaging.
-  token("slack-bot-token", "SLACK_BOT_TOKEN", "bot_token", () => `xoxb-${chars(DIGITS, 12)}-${chars(DIGITS, 13)}-${chars(ALNUM, 24)}`),
-  token("slack-user-token", "SLACK_USER_TOKEN", "user_token", () => `xoxp-${chars(DIGITS, 12)}-${chars(DIGITS, 12)}-${chars(DIGITS, 13)}-${chars(HEX, 32)}`, 4),
+  token(
+    "slack-bot-token",
+    "SLACK_BOT_TOKEN",
+    "bot_token",
+    () => `xoxb-${chars(DIGITS, 12)}-${chars(DIGITS, 13)}-${chars(ALNUM, 24)}`
+  ),
+  token(
+    "slack-user-token",
+    "SLACK_USER_TOKEN",
+    "user_token",
+    () => `xoxp-${chars(DIGITS, 12)}-${chars(DIGITS, 12)}-${chars(DIGITS, 13)}-${chars(HEX, 32)}`,
+    4
+  ),
   {
     kind: "slack-webhook",
     count: 5,
@@ -270,7 +304,10 @@ const kinds: ReadonlyArray<Kind> = [
       value: () => {
         const password = humanPassword()
         const user = scheme === "redis" ? "" : pick(["admin", "app", "svc_reader"])
-        return { value: `${scheme}://${user}:${password}@db-${chars(LOWER, 5)}.internal.example.com:5432/app`, secret: password }
+        return {
+          value: `${scheme}://${user}:${password}@db-${chars(LOWER, 5)}.internal.example.com:5432/app`,
+          secret: password
+        }
       },
       contexts: [
         (v) => `DATABASE_URL=${v}`,
