@@ -343,7 +343,8 @@ const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff
 
 /**
  * A streaming redactor: it releases text only once it lies more than
- * `window` characters before the end of what has arrived, never cuts inside
+ * `window` characters before the end of what has arrived (scanning once at
+ * least another `window` characters have arrived), never cuts inside
  * a match, and keeps the last `context` released characters to scan with (a
  * rule's look behind reads them), so the concatenated output contains no
  * secret that a whole-body redaction would have caught, wherever the chunk
@@ -366,7 +367,9 @@ export const streaming = (redactor: DefaultRedactor): StreamingRedactor => {
   return {
     push: (chunk) => {
       pending += chunk
-      if (pending.length - kept <= redactor.window) return ""
+      // Scanning waits for a window's worth of new text beyond the held-back tail, so each scan releases at
+      // least that much and small chunks cost linear time overall, not a rescan of the tail per chunk.
+      if (pending.length - kept <= 2 * redactor.window) return ""
       const matches = redactor.matches(pending)
       // The cut never falls inside a whole match (name included): the rest would no longer match on its own.
       let cut = pending.length - redactor.window

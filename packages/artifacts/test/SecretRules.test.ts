@@ -1,3 +1,5 @@
+import * as fs from "node:fs"
+import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
 import { ArtifactRedactor, DefaultRedactor } from "@tessera/artifacts"
 import { Effect, Exit } from "effect"
@@ -34,6 +36,18 @@ describe("default redaction rules", () => {
       assert.isAbove(examples?.negatives.length ?? 0, 0, rule.name)
       assert.isAbove(rule.description?.length ?? 0, 0, rule.name)
     }
+  })
+
+  it("docs/security-model.md lists exactly the default rules, with their descriptions", () => {
+    const doc = fs.readFileSync(fileURLToPath(new URL("../../../docs/security-model.md", import.meta.url)), "utf8")
+    const listed = [...doc.matchAll(/^\| `([a-z0-9-]+)` +\| (.*?) *\|$/gm)].map(([, name, description]) => ({
+      name,
+      description
+    }))
+    assert.deepStrictEqual(
+      listed,
+      rules.map((rule) => ({ name: rule.name, description: rule.description?.replace(/\|/g, "\\|") }))
+    )
   })
 
   describe("each rule on its own", () => {
