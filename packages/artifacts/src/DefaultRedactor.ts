@@ -195,7 +195,10 @@ const compileRule = (rule: RedactionRule, flags: string): CompiledRule => {
   try {
     sticky = new RegExp(rule.pattern, `${flags}dy`)
   } catch (error) {
-    throw invalid(rule, error instanceof Error ? error.message : "the pattern does not compile")
+    // The engine's message quotes the pattern; only its diagnosis is kept.
+    const diagnosis =
+      error instanceof Error ? error.message.replace(/^Invalid regular expression: \/.*\/[a-z]*: /s, "") : ""
+    throw invalid(rule, `the pattern does not compile${diagnosis === "" ? "" : ` (${diagnosis})`}`)
   }
   sticky.lastIndex = 0
   if (sticky.test("")) throw invalid(rule, "the pattern matches the empty string")

@@ -137,7 +137,7 @@ describe("default redaction rules", () => {
 
 describe("host rules", () => {
   const bad: ReadonlyArray<[string, DefaultRedactor.RedactionRule, string]> = [
-    ["does not compile", { name: "broken", pattern: "(unclosed", maxLength: 10 }, "regular expression"],
+    ["does not compile", { name: "broken", pattern: "(unclosed", maxLength: 10 }, "does not compile"],
     ["numbered backreference", { name: "backref", pattern: "(a)\\1", maxLength: 10 }, "numbered backreferences"],
     ["matches the empty string", { name: "empty", pattern: "x*", maxLength: 10 }, "empty string"],
     ["maxLength not positive", { name: "zero", pattern: "x", maxLength: 0 }, "maxLength"],
@@ -155,6 +155,8 @@ describe("host rules", () => {
       if (!(thrown instanceof DefaultRedactor.InvalidRedactionRule)) return
       assert.strictEqual(thrown.rule, rule.name)
       assert.include(thrown.reason, reason)
+      // A host's pattern may name what it protects: the error gives the diagnosis, not the pattern.
+      if (rule.pattern.length > 4) assert.notInclude(thrown.message, rule.pattern)
     })
   }
 

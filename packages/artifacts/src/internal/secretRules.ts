@@ -7,11 +7,17 @@
  * the name the value is assigned to and checks the value (see
  * `secretChecks.ts`).
  *
- * Conventions every rule keeps (the tests check them for each rule):
+ * Conventions every rule keeps:
  * - a match never starts or ends inside a run of the value's own charset, so
- *   a marker never leaves part of a value beside it;
- * - `maxLength` covers the match and what its lookaheads read past it;
- * - no numbered backreferences (rules are combined into one expression).
+ *   a marker never leaves part of a value beside it (the marker test checks
+ *   each rule's examples byte for byte);
+ * - `maxLength` covers the match and what its lookaheads read past it, and
+ *   `maxLookbehind` what it reads before (the tests check every example's
+ *   match against its bound);
+ * - a pattern starts with its most distinctive literal where it has one, and
+ *   puts boundary checks in lookbehinds after it: the combined scan is fast
+ *   only when its alternatives start with literals;
+ * - no numbered backreferences (rules are combined; `make` refuses them).
  */
 import { basicCredentials, looksGenerated, luhn, notALiteral } from "./secretChecks.ts"
 
