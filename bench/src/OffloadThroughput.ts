@@ -112,6 +112,7 @@ const loggingDurableFiles = (inner: DurableFiles.DurableFilesShape, log: CallLog
     makeDirectories: logged("makeDirectories", inner.makeDirectories),
     writeNewFile: logged("writeNewFile", inner.writeNewFile),
     publishOnce: logged("publishOnce", inner.publishOnce),
+    publishReplacing: logged("publishReplacing", inner.publishReplacing),
     syncDirectory: logged("syncDirectory", inner.syncDirectory)
   }
 }
@@ -197,6 +198,7 @@ const noFileCalls = (noteWrite: () => void): DurableFiles.DurableFilesShape => (
       noteWrite()
     }),
   publishOnce: () => Effect.void,
+  publishReplacing: () => Effect.void,
   syncDirectory: () => Effect.void
 })
 

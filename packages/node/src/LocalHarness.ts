@@ -103,8 +103,20 @@ export interface LocalHarnessService extends HostTasks {
    * scratch volume resolves as private writer).
    */
   readonly bindTask: HostTasks["bindTask"]
-  /** The task's journal on the journal volume, written with the blocking `NodeJournalFile`. */
+  /**
+   * The task's journal on the journal volume, written with the blocking
+   * `NodeJournalFile`, under the task's lock (`task-locks/<task>.lock` in the
+   * namespace folder): one writer per task journal, in this process and
+   * across processes; a live holder fails `Journal.TaskInUse`, a lock a dead
+   * process left fails `StaleNamespaceLock` unless the harness was opened
+   * with `recoverStaleLock`.
+   */
   readonly journalLayer: HostTasks["journalLayer"]
+  /**
+   * Repairs the task's journal under its lock (`Journal.repair`): the
+   * explicit, journaled way back from a journal another writer corrupted.
+   */
+  readonly repairJournal: HostTasks["repairJournal"]
   /**
    * Binds `task` and runs `body` with the task's `Journal` (written with the
    * blocking `NodeJournalFile`), the harness's `ArtifactPathPolicy` and the
@@ -220,7 +232,14 @@ export const open = Effect.fnUntraced(function* (
     artifactFolders: [yield* host.store.folderOf(scratch), yield* host.store.folderOf(output)],
     journalFolder
   })
-  const tasks = makeHostTasks({ runtime, agent, taskVolumes: [scratch, output], journalFolder, pathPolicy })
+  const tasks = makeHostTasks({
+    runtime,
+    agent,
+    taskVolumes: [scratch, output],
+    journalFolder,
+    pathPolicy,
+    taskLocks: opened.taskLocks
+  })
   const harness: LocalHarnessService = {
     ...tasks,
     namespace: opened.namespace,
@@ -275,6 +294,7 @@ export const makePathPolicy = Effect.fnUntraced(function* (
       path.join(opened.folder, "meta"),
       opened.lock.file,
       `${opened.lock.file}.recovery`,
+      opened.taskLocks.folder,
       locations.journalFolder
     ],
     (location) => both(location)

@@ -26,6 +26,7 @@
  * @since 0.1.0
  */
 import { hostname } from "node:os"
+import { DurableFiles } from "@tessera/core"
 import type { Scope } from "effect"
 import { Clock, Effect, FileSystem, Option, Path, Result, Schema } from "effect"
 import * as SecureRandom from "effect/crypto/SecureRandom"
@@ -215,7 +216,7 @@ const take = Effect.fnUntraced(function* (file: string, options: AcquireOptions)
   /** Publishes `record` at `target` atomically; `false` when the name is taken. */
   const publish = (target: string) =>
     Effect.gen(function* () {
-      const temp = path.join(path.dirname(target), `.${path.basename(target)}.${record.token}.tmp`)
+      const temp = path.join(path.dirname(target), DurableFiles.temporaryName(path.basename(target), record.token))
       const write = Effect.scoped(
         Effect.gen(function* () {
           const handle = yield* fs.open(temp, { flag: "wx", mode: 0o644 })

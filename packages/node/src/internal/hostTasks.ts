@@ -9,8 +9,9 @@ import { ArtifactPathPolicy } from "@tessera/artifacts"
 import type { Ids, Volume } from "@tessera/core"
 import type { FilesystemTaskRuntime } from "@tessera/runtime"
 import { EntryGate, Journal } from "@tessera/runtime"
-import type { FileSystem, Path } from "effect"
-import { Effect, Layer } from "effect"
+import type { Option } from "effect"
+import { Effect, FileSystem, Layer, Path } from "effect"
+import * as NamespaceLock from "../NamespaceLock.ts"
 import * as NodeDigest from "../NodeDigest.ts"
 import * as NodeJournalFile from "../NodeJournalFile.ts"
 
@@ -22,7 +23,19 @@ export interface HostTasksInput {
   readonly taskVolumes: ReadonlyArray<Volume.VolumeRef>
   readonly journalFolder: string
   readonly pathPolicy: ArtifactPathPolicy.ArtifactPathPolicyShape
+  /** Where the per-task journal locks live, and whether stale ones are replaced. */
+  readonly taskLocks: { readonly folder: string; readonly recoverStale: boolean }
 }
+
+/** Every way taking a task's journal for writing can fail. */
+export type TaskJournalError =
+  | Journal.JournalCorrupt
+  | Journal.JournalNotRecognized
+  | Journal.JournalIOError
+  | Journal.TaskInUse
+  | NamespaceLock.StaleNamespaceLock
+  | NamespaceLock.NamespaceLockInvalid
+  | NamespaceLock.NamespaceLockIoError
 
 /** The helpers, documented on the public hosts that expose them. */
 export interface HostTasks {
@@ -32,14 +45,21 @@ export interface HostTasks {
   ) => Effect.Effect<EntryGate.TaskBinding, FilesystemTaskRuntime.BindError>
   readonly journalLayer: (
     task: Ids.TaskId
-  ) => Layer.Layer<Journal.Journal, Journal.JournalCorrupt | Journal.JournalIOError, FileSystem.FileSystem | Path.Path>
+  ) => Layer.Layer<Journal.Journal, TaskJournalError, FileSystem.FileSystem | Path.Path>
+  readonly repairJournal: (
+    task: Ids.TaskId
+  ) => Effect.Effect<
+    Option.Option<Journal.Repaired>,
+    Exclude<TaskJournalError, Journal.JournalCorrupt | Journal.JournalNotRecognized>,
+    FileSystem.FileSystem | Path.Path
+  >
   readonly withTask: <A, E, R>(
     task: Ids.TaskId,
     body: (binding: EntryGate.TaskBinding) => Effect.Effect<A, E, R>,
     options?: EntryGate.BindOptions
   ) => Effect.Effect<
     A,
-    E | FilesystemTaskRuntime.BindError | Journal.JournalCorrupt | Journal.JournalIOError,
+    E | FilesystemTaskRuntime.BindError | TaskJournalError,
     Exclude<R, Journal.Journal | ArtifactPathPolicy.ArtifactPathPolicy> | FileSystem.FileSystem | Path.Path
   >
 }
@@ -56,9 +76,41 @@ export const makeHostTasks = (input: HostTasksInput): HostTasks => {
         Effect.flatMap((scope) => input.runtime.bindTask({ scope })),
         Effect.flatMap((context) => EntryGate.bind(context, options))
       )
+  // The task's journal lock, for the scope: one writer per journal across processes. A live holder (another
+  // process, or another fiber of this one) is `TaskInUse`.
+  const lockTask = (task: Ids.TaskId) =>
+    Effect.gen(function* () {
+      const fs = yield* FileSystem.FileSystem
+      const path = yield* Path.Path
+      const file = path.join(input.taskLocks.folder, `${task}.lock`)
+      yield* fs
+        .makeDirectory(input.taskLocks.folder, { recursive: true })
+        .pipe(
+          Effect.mapError(
+            (error) => new NamespaceLock.NamespaceLockIoError({ file, operation: "create", detail: error.message })
+          )
+        )
+      return yield* NamespaceLock.acquire(file, { recoverStale: input.taskLocks.recoverStale }).pipe(
+        Effect.catchTag("NamespaceInUse", (held) =>
+          Effect.fail(
+            new Journal.TaskInUse({
+              task,
+              file: path.join(input.journalFolder, Journal.fileName(task)),
+              holder:
+                held.pid === process.pid ? "this process" : `process ${held.pid} on ${held.host} since ${held.since}`
+            })
+          )
+        )
+      )
+    })
   // One task per process at a time: a blocking sync costs less than a worker round trip.
   const journalLayer = (task: Ids.TaskId) =>
-    Journal.layer({ folder: input.journalFolder, task }).pipe(Layer.provide(NodeJournalFile.layer))
+    Layer.effect(
+      Journal.Journal,
+      lockTask(task).pipe(Effect.andThen(Journal.open({ folder: input.journalFolder, task })))
+    ).pipe(Layer.provide(NodeJournalFile.layer))
+  const repairJournal = (task: Ids.TaskId) =>
+    Effect.scoped(lockTask(task).pipe(Effect.andThen(Journal.repair({ folder: input.journalFolder, task }))))
   const withTask = <A, E, R>(
     task: Ids.TaskId,
     body: (binding: EntryGate.TaskBinding) => Effect.Effect<A, E, R>,
@@ -74,5 +126,5 @@ export const makeHostTasks = (input: HostTasksInput): HostTasks => {
         )
       )
     )
-  return { bindTask, journalLayer, withTask }
+  return { bindTask, journalLayer, repairJournal, withTask }
 }
