@@ -14,7 +14,7 @@ import { Journal } from "@tessera/runtime"
 import { Effect, Schema } from "effect"
 
 const child = path.join(import.meta.dirname, "fixtures", "crashTurns.ts")
-const turns = 12
+const turns = 8
 const kills = 30
 const bodyBytes = 40_000
 
@@ -113,9 +113,14 @@ describe("kill test", () => {
       const tags = entries.map((entry) => entry._tag)
       assert.strictEqual(tags.filter((tag) => tag === "TurnClosed").length, turns)
       assert.notInclude(tags, "TurnAbandoned")
-      // Every large result the journal records went to an artifact.
+      // Every large call the model asked for has a result, and every one went to an artifact. (A request lost
+      // to a kill is not asked again: the turn continues with the next step, so a turn may make fewer calls.)
+      const asked = entries.flatMap((entry) =>
+        entry._tag === "ResponseReceived" ? entry.toolCalls.filter((call) => call.callId.endsWith(":big")) : []
+      )
       const large = entries.filter((entry) => entry._tag === "ToolResulted" && entry.callId.endsWith(":big"))
-      assert.strictEqual(large.length, turns * 3)
+      assert.isAbove(asked.length, 0)
+      assert.strictEqual(large.length, asked.length)
       for (const entry of large) {
         if (entry._tag === "ToolResulted") assert.isBelow(entry.size, 4096, `${entry.callId} stayed inline`)
       }

@@ -45,7 +45,7 @@
  * @since 0.1.0
  */
 import { ArtifactPointer } from "@tessera/artifacts"
-import { Ids, Volume } from "@tessera/core"
+import { DurableFiles, Ids, Volume } from "@tessera/core"
 import type { Scope } from "effect"
 import { Clock, Context, Effect, FileSystem, Layer, Option, Path, Result, Schema, Semaphore } from "effect"
 import * as SecureRandom from "effect/crypto/SecureRandom"
@@ -1200,10 +1200,9 @@ export const repair = Effect.fnUntraced(function* (
       if (Result.isFailure(encoded)) {
         return yield* new JournalIOError({ file, operation: "repair", detail: encoded.failure.message })
       }
-      const repaired = new Uint8Array(keptBytes + 0)
-      repaired.set(bytes.subarray(0, keptBytes))
+      const repaired = bytes.subarray(0, keptBytes)
       const lineBytes = new TextEncoder().encode(`${JSON.stringify(encoded.success)}\n`)
-      const temp = path.join(location.folder, `.${fileName(task)}.${SecureRandom.uuidV4Unsafe()}.tessera-partial`)
+      const temp = path.join(location.folder, DurableFiles.temporaryName(fileName(task), SecureRandom.uuidV4Unsafe()))
       yield* Effect.scoped(
         Effect.gen(function* () {
           const handle = yield* fs.open(temp, { flag: "wx" })
