@@ -9,7 +9,7 @@ import { hostname } from "node:os"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { DurableFiles } from "@tessera/core"
-import { Inspector, LocalHarness, StateNamespace } from "@tessera/node"
+import { Inspector, LocalHarness, NamespaceLock, StateNamespace } from "@tessera/node"
 import { Journal } from "@tessera/runtime"
 import { Deferred, Effect, Exit, Fiber, Option } from "effect"
 import { agentId, nodeLayer, taskId, tempDir } from "./support/temp.ts"
@@ -99,6 +99,25 @@ describe("finding 1 at the host: one writer per task journal", () => {
         assert.strictEqual(failureTag(stale), "StaleNamespaceLock")
         yield* Effect.scoped(Effect.flatMap(open(stateDir, true), (h) => h.withTask(task, () => Effect.void)))
         assert.isFalse(fs.existsSync(taskLockOf(stateDir)), "the lock is released with the task")
+      }).pipe(Effect.scoped, Effect.provide(nodeLayer))
+  )
+
+  it.effect(
+    "a task lock recovery a kill interrupted is finished by the next recovering harness; the namespace lock's rule (a person removes it) would stay stuck",
+    () =>
+      Effect.gen(function* () {
+        const stateDir = yield* tempDir
+        const dead = spawnSync(process.execPath, ["-e", ""]).pid as number
+        writeLock(taskLockOf(stateDir), dead)
+        writeLock(`${taskLockOf(stateDir)}.recovery`, dead)
+        // Negative control: the namespace lock's own rule refuses an interrupted recovery.
+        const stuck = yield* Effect.exit(
+          Effect.scoped(NamespaceLock.acquire(taskLockOf(stateDir), { recoverStale: true }))
+        )
+        assert.strictEqual(failureTag(stuck), "StaleNamespaceLock")
+        assert.include(String(Exit.isFailure(stuck) ? stuck.cause : ""), "recovery")
+        yield* Effect.scoped(Effect.flatMap(open(stateDir, true), (h) => h.withTask(task, () => Effect.void)))
+        assert.isFalse(fs.existsSync(`${taskLockOf(stateDir)}.recovery`))
       }).pipe(Effect.scoped, Effect.provide(nodeLayer))
   )
 

@@ -10,7 +10,7 @@ import type { Ids, Volume } from "@tessera/core"
 import type { FilesystemTaskRuntime } from "@tessera/runtime"
 import { EntryGate, Journal } from "@tessera/runtime"
 import type { Option } from "effect"
-import { Effect, FileSystem, Layer, Path } from "effect"
+import { Effect, FileSystem, Layer, Path, Semaphore } from "effect"
 import * as NamespaceLock from "../NamespaceLock.ts"
 import * as NodeDigest from "../NodeDigest.ts"
 import * as NodeJournalFile from "../NodeJournalFile.ts"
@@ -76,6 +76,10 @@ export const makeHostTasks = (input: HostTasksInput): HostTasks => {
         Effect.flatMap((scope) => input.runtime.bindTask({ scope })),
         Effect.flatMap((context) => EntryGate.bind(context, options))
       )
+  // Task locks are taken one at a time in this process, and only under the namespace lock, so no other
+  // recoverer can run meanwhile: a recovery a kill interrupted can be finished instead of needing a person.
+  const taking = Semaphore.makeUnsafe(1)
+  const takeOneAtATime = <A, E, R>(effect: Effect.Effect<A, E, R>) => taking.withPermit(effect)
   // The task's journal lock, for the scope: one writer per journal across processes. A live holder (another
   // process, or another fiber of this one) is `TaskInUse`.
   const lockTask = (task: Ids.TaskId) =>
@@ -90,7 +94,8 @@ export const makeHostTasks = (input: HostTasksInput): HostTasks => {
             (error) => new NamespaceLock.NamespaceLockIoError({ file, operation: "create", detail: error.message })
           )
         )
-      return yield* NamespaceLock.acquire(file, { recoverStale: input.taskLocks.recoverStale }).pipe(
+      const options = { recoverStale: input.taskLocks.recoverStale, recoverInterruptedRecovery: true }
+      return yield* takeOneAtATime(NamespaceLock.acquire(file, options)).pipe(
         Effect.catchTag("NamespaceInUse", (held) =>
           Effect.fail(
             new Journal.TaskInUse({
