@@ -8,13 +8,19 @@
  *    `NamespaceLock`): one runtime per namespace at a time, a typed
  *    `NamespaceInUse` naming the holder otherwise, and a typed
  *    `StaleNamespaceLock` for a lock a crashed process left;
- * 2. makes sure the standard volumes exist: `<agent>-scratch`
+ * 2. removes the temporary names a crash left in the store
+ *    (`DurableFiles.isTemporaryName`: writes cut short, never content);
+ * 3. makes sure the standard volumes exist: `<agent>-scratch`
  *    (`AgentPrivate`, owned by the agent), `journal` (`Journal`, owned by the
  *    host) and `output` (`Output`, owned by the host);
- * 3. issues the runtime's scope (read and write on scratch and output; never
+ * 4. issues the runtime's scope (read and write on scratch and output; never
  *    on the journal, which only the host writes) and opens
  *    `FilesystemTaskRuntime.fromHost` with the scratch volume as its private
  *    volume, so compaction has an owner-bound writer by default.
+ *
+ * Each task's journal is then written under a lock of its own
+ * (`task-locks/<task>.lock`): one writer per task journal, whether the second
+ * would be another fiber or another process (`Journal.TaskInUse`).
  *
  * Everything lives in the namespace folder, so removing that folder removes
  * the harness's state. Tests always pass `stateDir`.

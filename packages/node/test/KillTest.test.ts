@@ -14,7 +14,8 @@ import { Journal } from "@tessera/runtime"
 import { Effect, Schema } from "effect"
 
 const child = path.join(import.meta.dirname, "fixtures", "crashTurns.ts")
-const turns = 12
+/** Turns the task starts with; when a run ends before every kill was made, the task gets more. */
+const firstTurns = 6
 const kills = 30
 const bodyBytes = 40_000
 
@@ -24,7 +25,7 @@ interface Run {
 }
 
 /** Starts the child; kills it `killAfterMs` after it is ready (never when `undefined`). */
-const runChild = (stateDir: string, killAfterMs: number | undefined): Promise<Run> =>
+const runChild = (stateDir: string, turns: number, killAfterMs: number | undefined): Promise<Run> =>
   new Promise((resolve, reject) => {
     const process_ = spawn(process.execPath, [child, stateDir, String(turns)], { stdio: ["ignore", "pipe", "pipe"] })
     let output = ""
@@ -85,16 +86,20 @@ describe("kill test", () => {
     try {
       let killed = 0
       let partialSeen = 0
-      for (let attempt = 0; attempt < kills; attempt++) {
-        const run = await runChild(stateDir, 5 + Math.floor(Math.random() * 100))
-        if (run.outcome === "done") break
+      let turns = firstTurns
+      while (killed < kills) {
+        const run = await runChild(stateDir, turns, 5 + Math.floor(Math.random() * 100))
+        if (run.outcome === "done") {
+          turns += 3
+          continue
+        }
         killed++
         // What a host or a read tool listing the folder sees right after the kill.
         const problems = partialFiles(path.join(stateDir, "crash", "volumes", "crasher-scratch"))
         assert.deepStrictEqual(problems, [], "a partial file is visible under a final name after a kill")
         partialSeen += walk(path.join(stateDir, "crash", "volumes")).temporary.length
       }
-      const final = await runChild(stateDir, undefined)
+      const final = await runChild(stateDir, turns, undefined)
       assert.strictEqual(final.outcome, "done")
 
       const violations = path.join(stateDir, "violations.log")
@@ -125,13 +130,12 @@ describe("kill test", () => {
         if (entry._tag === "ToolResulted") assert.isBelow(entry.size, 4096, `${entry.callId} stayed inline`)
       }
       console.info(
-        `kill test: ${killed} kills, ${tags.filter((tag) => tag === "TurnResumed").length} resumes, ` +
+        `kill test: ${killed} kills over ${turns} turns, ${tags.filter((tag) => tag === "TurnResumed").length} resumes, ` +
           `${tags.filter((tag) => tag === "SummarySuperseded").length} summaries superseded, ` +
           `${entries.filter((entry) => entry._tag === "SummaryStaged" && entry.adopted === true).length} adopted, ` +
           `${entries.filter((entry) => entry._tag === "ArtifactOffloaded" && entry.disposition !== undefined).length} artifacts reused or replaced, ` +
           `${partialSeen} temporary names seen after kills`
       )
-      assert.strictEqual(killed, kills, "the task ended before every kill was made")
     } finally {
       fs.rmSync(stateDir, { recursive: true, force: true })
     }
