@@ -112,6 +112,7 @@ const loggingDurableFiles = (inner: DurableFiles.DurableFilesShape, log: CallLog
     makeDirectories: logged("makeDirectories", inner.makeDirectories),
     writeNewFile: logged("writeNewFile", inner.writeNewFile),
     publishOnce: logged("publishOnce", inner.publishOnce),
+    publishReplacing: logged("publishReplacing", inner.publishReplacing),
     syncDirectory: logged("syncDirectory", inner.syncDirectory),
     readFile: logged("readFile", inner.readFile)
   }
@@ -198,6 +199,7 @@ const noFileCalls = (noteWrite: () => void): DurableFiles.DurableFilesShape => (
       noteWrite()
     }),
   publishOnce: () => Effect.void,
+  publishReplacing: () => Effect.void,
   syncDirectory: () => Effect.void,
   // An offload never reads; a read here would be a bug the benchmark should surface.
   readFile: (path) => Effect.die(new Error(`unexpected read of ${path} during an offload`))

@@ -18,9 +18,15 @@
  *    the real root: a symlink leading out of the root is refused before
  *    anything is written through it. The policy is asked again with the real
  *    path.
- * 5. The file is created exclusively (no replacing, no final symlink) and the
- *    opened file itself is checked to live under the real root
- *    (`DurableFiles.writeNewFile`).
+ * 5. The body is written to a temporary name in the target's folder,
+ *    created exclusively (no replacing, no final symlink), the opened file
+ *    itself checked to live under the real root, and synced
+ *    (`DurableFiles.writeNewFile`). Only then is it linked under its final
+ *    name and the folder synced: a file under a final name is always
+ *    complete, and a crash leaves at most a temporary name
+ *    (`DurableFiles.isTemporaryName`). A final name already present (an
+ *    interrupted attempt at the same target) is reused when it holds the same
+ *    bytes and atomically replaced otherwise.
  *
  * A refused or failed offload is soft: the caller gets its own content back
  * inline with the typed reason, so the content is never lost. No error carries
@@ -33,8 +39,10 @@
  * @since 0.1.0
  */
 import * as Digest from "@tessera/core/Digest"
-import { DurableFiles, relativeWithin } from "@tessera/core/DurableFiles"
+import type { AlreadyExists, DurableFileFailure, OutsideWithin } from "@tessera/core/DurableFiles"
+import { DurableFiles, relativeWithin, temporaryName } from "@tessera/core/DurableFiles"
 import { Data, Effect, FileSystem, Option, Path, Schema } from "effect"
+import * as SecureRandom from "effect/crypto/SecureRandom"
 import type { ArtifactPathRejected } from "./ArtifactPath.ts"
 import { resolveRelative } from "./ArtifactPath.ts"
 import type { ArtifactInternalRoot, ArtifactInternalState } from "./ArtifactPathPolicy.ts"
@@ -109,6 +117,13 @@ export type OffloadResult = Data.TaggedEnum<{
     readonly size: number
     /** `sha256:<hex>` of the stored bytes. */
     readonly digest: string
+    /**
+     * How the file got its final name: `Written` (the name was free),
+     * `Reused` (a file with exactly these bytes was already there, left by
+     * an interrupted attempt) or `Replaced` (a file with other bytes was
+     * there and was atomically replaced).
+     */
+    readonly disposition: "Written" | "Reused" | "Replaced"
   }
   Inline: {
     readonly content: string
@@ -211,18 +226,22 @@ const write = Effect.fnUntraced(function* (request: OffloadRequest, body: string
   const policy = yield* Effect.serviceOption(ArtifactPathPolicy)
   if (Option.isSome(policy)) yield* Effect.fromResult(check(policy.value, realTarget))
 
-  const written = files.writeNewFile(realTarget, stored, { within: realRoot }).pipe(
-    Effect.mapError((error) => {
-      switch (error._tag) {
-        case "OutsideWithin":
-          return new ArtifactEscapedRoot({ path: relative, root: realRoot, actual: error.actual })
-        case "AlreadyExists":
-          return writeFailed(error.operation, "EEXIST")
-        case "DurableFileFailure":
-          return writeFailed(error.operation, error.code)
-      }
-    })
-  )
+  const writeError = (error: WriteError) => {
+    switch (error._tag) {
+      case "OutsideWithin":
+        return new ArtifactEscapedRoot({ path: relative, root: realRoot, actual: error.actual })
+      case "AlreadyExists":
+        return writeFailed(error.operation, "EEXIST")
+      case "DurableFileFailure":
+        return writeFailed(error.operation, error.code)
+    }
+  }
+  // The bytes go to a temporary name in the final folder first; only a complete, synced file is ever
+  // linked under the final name, so a crash leaves at most a recognisable temporary name behind.
+  const tempTarget = path.join(realParent, temporaryName(path.basename(realTarget), SecureRandom.uuidV4Unsafe()))
+  const written = files
+    .writeNewFile(tempTarget, stored, { within: realRoot, syncFolder: false })
+    .pipe(Effect.mapError(writeError))
   // The measure and the abstract do not depend on the write: they are taken while the file is written and
   // synced (which wait on the device, not on this thread).
   const described = Effect.map(Digest.measureText(stored), (measure) => ({
@@ -230,8 +249,46 @@ const write = Effect.fnUntraced(function* (request: OffloadRequest, body: string
     abstract: buildAbstract(stored, request.abstractBytes ?? defaultAbstractBytes)
   }))
   const [, { measure, abstract }] = yield* Effect.all([written, described], { concurrency: 2 })
+  const disposition = yield* place(realTarget, tempTarget, measure.sha256).pipe(
+    Effect.mapError(writeError),
+    Effect.onError(() => fs.remove(tempTarget).pipe(Effect.ignore))
+  )
   const pointer = render({ path: relative, bytes: measure.size, readWith: request.readTool, abstract })
-  return OffloadResult.Offloaded({ pointer, path: relative, size: measure.size, digest: `sha256:${measure.sha256}` })
+  return OffloadResult.Offloaded({
+    pointer,
+    path: relative,
+    size: measure.size,
+    digest: `sha256:${measure.sha256}`,
+    disposition
+  })
+})
+
+type WriteError = AlreadyExists | OutsideWithin | DurableFileFailure
+
+/**
+ * Moves the complete temporary file to the final name. A final name that is
+ * free gets the file (`Written`). A final name already taken (an attempt that
+ * was interrupted after writing it, since the target names one call) is kept
+ * when it holds exactly these bytes (`Reused`, the temporary file removed)
+ * and replaced by them otherwise (`Replaced`), so the body never stays
+ * inline because of a leftover.
+ */
+const place = Effect.fnUntraced(function* (finalPath: string, tempPath: string, sha256: string) {
+  const files = yield* DurableFiles
+  const fs = yield* FileSystem.FileSystem
+  const linked = yield* files.publishOnce(tempPath, finalPath).pipe(
+    Effect.as(true),
+    Effect.catchTag("AlreadyExists", () => Effect.succeed(false))
+  )
+  if (linked) return "Written" as const
+  const existing = yield* fs.readFile(finalPath).pipe(Effect.option)
+  const same = Option.isSome(existing) && (yield* Digest.sha256(existing.value)) === sha256
+  if (same) {
+    yield* fs.remove(tempPath).pipe(Effect.ignore)
+    return "Reused" as const
+  }
+  yield* files.publishReplacing(tempPath, finalPath)
+  return "Replaced" as const
 })
 
 /**

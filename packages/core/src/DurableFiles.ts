@@ -28,6 +28,7 @@ export const DurableFileOperation = Schema.Literals([
   "makeDirectories",
   "writeNewFile",
   "publishOnce",
+  "publishReplacing",
   "syncDirectory",
   "readFile"
 ])
@@ -236,6 +237,15 @@ export interface DurableFilesShape {
    * removed and the final folder is synced.
    */
   readonly publishOnce: (tempPath: string, finalPath: string) => Effect.Effect<void, AlreadyExists | DurableFileFailure>
+  /**
+   * Publishes a fully written `tempPath` at `finalPath` by rename, replacing
+   * whatever file the final name held in one atomic step (a reader sees the
+   * old file or the new one, never a mix), then syncs the folder. Both names
+   * must be in the same folder. For callers that have decided the existing
+   * file must go (an artifact an interrupted attempt left with other bytes);
+   * write-once content uses {@link publishOnce}.
+   */
+  readonly publishReplacing: (tempPath: string, finalPath: string) => Effect.Effect<void, DurableFileFailure>
   /** Flushes a folder's entries (new, renamed or removed names) to disk. */
   readonly syncDirectory: (path: string) => Effect.Effect<void, DurableFileFailure>
   /**
@@ -263,6 +273,37 @@ export interface DurableFilesShape {
  * @category services
  */
 export class DurableFiles extends Context.Service<DurableFiles, DurableFilesShape>()("@tessera/core/DurableFiles") {}
+
+/**
+ * What marks a temporary name: every durable file is written under
+ * `.<final name>.<token>` followed by this suffix, in its final folder, and
+ * only then linked or renamed to its final name.
+ *
+ * @since 0.1.0
+ * @category temporary names
+ */
+export const temporarySuffix = ".tessera-partial"
+
+/**
+ * The temporary name for a file that will be published as `finalName`
+ * (a bare name, no folder): hidden (a leading dot), unique through `token`
+ * (a random UUID), and recognisable by {@link isTemporaryName}. A temporary
+ * name is never content: listings skip it, and hosts remove the ones a crash
+ * left behind when they open their folders.
+ *
+ * @since 0.1.0
+ * @category temporary names
+ */
+export const temporaryName = (finalName: string, token: string): string => `.${finalName}.${token}${temporarySuffix}`
+
+/**
+ * Whether a bare file name is a temporary name made by {@link temporaryName}.
+ *
+ * @since 0.1.0
+ * @category temporary names
+ */
+export const isTemporaryName = (name: string): boolean =>
+  name.startsWith(".") && name.endsWith(temporarySuffix) && name.length > temporarySuffix.length + 2
 
 /**
  * The few path operations {@link relativeWithin} needs; Node's `path` module

@@ -26,7 +26,7 @@
  *
  * @since 0.1.0
  */
-import { Ids, Volume } from "@tessera/core"
+import { DurableFiles, Ids, Volume } from "@tessera/core"
 import { Journal, StoreLayout, VolumeStore } from "@tessera/runtime"
 import type { FileSystem as FileSystemNs } from "effect"
 import { Effect, FileSystem, Option, Path, Schema } from "effect"
@@ -92,6 +92,7 @@ export type InspectError =
   | VolumeStore.OpenError
   | VolumeStore.VolumeMetadataInvalid
   | Journal.JournalCorrupt
+  | Journal.JournalNotRecognized
   | Journal.JournalIOError
 
 /**
@@ -290,7 +291,8 @@ const listFiles = Effect.fnUntraced(function* (folder: string) {
   for (const name of [...names].sort()) {
     const full = path.join(folder, name)
     const info = yield* fs.lstat(full).pipe(Effect.mapError(io(full, "stat")))
-    if (info.type === "Directory") continue
+    // A temporary name is a write in progress or one a crash cut short: never content.
+    if (info.type === "Directory" || DurableFiles.isTemporaryName(path.basename(name))) continue
     found.push({ path: name.split(path.sep).join("/"), size: Number(info.size) })
   }
   return found
@@ -340,13 +342,31 @@ const fields = (entry: Journal.Entry): string => {
       return parts(
         `operation=${entry.operation}`,
         `file=${Volume.formatVolumeRef(entry.volume)}:${entry.path}`,
-        `size=${entry.size}`
+        `size=${entry.size}`,
+        entry.adopted === true ? "adopted" : undefined
       )
     case "ArtifactOffloaded":
       return parts(
         entry.callId === undefined ? undefined : `call=${entry.callId}`,
         `file=${entry.volume === undefined ? "" : `${Volume.formatVolumeRef(entry.volume)}:`}${entry.path}`,
-        `size=${entry.size}`
+        `size=${entry.size}`,
+        entry.disposition === undefined ? undefined : `disposition=${entry.disposition}`
+      )
+    case "SummaryStarted":
+      return parts(`operation=${entry.operation}`, `inputs=${short(entry.inputsSha256)}`)
+    case "SummarySuperseded":
+      return parts(
+        `operation=${entry.operation}`,
+        `file=${Volume.formatVolumeRef(entry.volume)}:${entry.path}`,
+        `size=${entry.size}`,
+        `reason=${JSON.stringify(entry.reason)}`
+      )
+    case "JournalRepaired":
+      return parts(
+        `line=${entry.line}`,
+        `kept=${entry.keptBytes}B`,
+        `dropped=${entry.droppedBytes}B`,
+        `detail=${JSON.stringify(entry.detail)}`
       )
     case "CompactionWarning":
       return parts(`reason=${entry.reason}`, `size=${entry.size}`, `limit=${entry.limit}`, `measure=${entry.measure}`)

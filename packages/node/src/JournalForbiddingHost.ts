@@ -122,7 +122,14 @@ export const open = Effect.fnUntraced(function* (
     artifactFolders: [yield* host.store.folderOf(output)],
     journalFolder
   })
-  const tasks = makeHostTasks({ runtime, agent: options.agent, taskVolumes: [output], journalFolder, pathPolicy })
+  const tasks = makeHostTasks({
+    runtime,
+    agent: options.agent,
+    taskVolumes: [output],
+    journalFolder,
+    pathPolicy,
+    taskLocks: opened.taskLocks
+  })
   const service: JournalForbiddingHostService = {
     ...tasks,
     namespace: opened.namespace,

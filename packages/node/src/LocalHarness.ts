@@ -8,13 +8,19 @@
  *    `NamespaceLock`): one runtime per namespace at a time, a typed
  *    `NamespaceInUse` naming the holder otherwise, and a typed
  *    `StaleNamespaceLock` for a lock a crashed process left;
- * 2. makes sure the standard volumes exist: `<agent>-scratch`
+ * 2. removes the temporary names a crash left in the store
+ *    (`DurableFiles.isTemporaryName`: writes cut short, never content);
+ * 3. makes sure the standard volumes exist: `<agent>-scratch`
  *    (`AgentPrivate`, owned by the agent), `journal` (`Journal`, owned by the
  *    host) and `output` (`Output`, owned by the host);
- * 3. issues the runtime's scope (read and write on scratch and output; never
+ * 4. issues the runtime's scope (read and write on scratch and output; never
  *    on the journal, which only the host writes) and opens
  *    `FilesystemTaskRuntime.fromHost` with the scratch volume as its private
  *    volume, so compaction has an owner-bound writer by default.
+ *
+ * Each task's journal is then written under a lock of its own
+ * (`task-locks/<task>.lock`): one writer per task journal, whether the second
+ * would be another fiber or another process (`Journal.TaskInUse`).
  *
  * Everything lives in the namespace folder, so removing that folder removes
  * the harness's state. Tests always pass `stateDir`.
@@ -103,8 +109,20 @@ export interface LocalHarnessService extends HostTasks {
    * scratch volume resolves as private writer).
    */
   readonly bindTask: HostTasks["bindTask"]
-  /** The task's journal on the journal volume, written with the blocking `NodeJournalFile`. */
+  /**
+   * The task's journal on the journal volume, written with the blocking
+   * `NodeJournalFile`, under the task's lock (`task-locks/<task>.lock` in the
+   * namespace folder): one writer per task journal, in this process and
+   * across processes; a live holder fails `Journal.TaskInUse`, a lock a dead
+   * process left fails `StaleNamespaceLock` unless the harness was opened
+   * with `recoverStaleLock`.
+   */
   readonly journalLayer: HostTasks["journalLayer"]
+  /**
+   * Repairs the task's journal under its lock (`Journal.repair`): the
+   * explicit, journaled way back from a journal another writer corrupted.
+   */
+  readonly repairJournal: HostTasks["repairJournal"]
   /**
    * Binds `task` and runs `body` with the task's `Journal` (written with the
    * blocking `NodeJournalFile`), the harness's `ArtifactPathPolicy` and the
@@ -225,7 +243,14 @@ export const open = Effect.fnUntraced(function* (
     ],
     journalFolder
   })
-  const tasks = makeHostTasks({ runtime, agent, taskVolumes: [scratch, output], journalFolder, pathPolicy })
+  const tasks = makeHostTasks({
+    runtime,
+    agent,
+    taskVolumes: [scratch, output],
+    journalFolder,
+    pathPolicy,
+    taskLocks: opened.taskLocks
+  })
   const harness: LocalHarnessService = {
     ...tasks,
     namespace: opened.namespace,
@@ -280,6 +305,7 @@ export const makePathPolicy = Effect.fnUntraced(function* (
       path.join(opened.folder, StoreLayout.metaFolder[0] ?? "meta"),
       opened.lock.file,
       `${opened.lock.file}.recovery`,
+      opened.taskLocks.folder,
       locations.journalFolder
     ],
     (location) => both(location)

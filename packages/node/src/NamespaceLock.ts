@@ -26,6 +26,7 @@
  * @since 0.1.0
  */
 import { hostname } from "node:os"
+import { DurableFiles } from "@tessera/core"
 import type { Scope } from "effect"
 import { Clock, Effect, FileSystem, Option, Path, Result, Schema } from "effect"
 import * as SecureRandom from "effect/crypto/SecureRandom"
@@ -163,6 +164,14 @@ export interface HeldLock {
 export interface AcquireOptions {
   /** Replace a stale lock (holder dead, same host) instead of failing {@link StaleNamespaceLock}. */
   readonly recoverStale?: boolean
+  /**
+   * With `recoverStale`, also remove a `.recovery` file a dead process of this
+   * host left (a recovery killed midway) instead of failing. Only safe where
+   * no other recoverer can run meanwhile: the caller holds an enclosing lock
+   * and takes this one from a single fiber at a time (the local hosts' task
+   * locks, under the namespace lock).
+   */
+  readonly recoverInterruptedRecovery?: boolean
 }
 
 /**
@@ -215,7 +224,7 @@ const take = Effect.fnUntraced(function* (file: string, options: AcquireOptions)
   /** Publishes `record` at `target` atomically; `false` when the name is taken. */
   const publish = (target: string) =>
     Effect.gen(function* () {
-      const temp = path.join(path.dirname(target), `.${path.basename(target)}.${record.token}.tmp`)
+      const temp = path.join(path.dirname(target), DurableFiles.temporaryName(path.basename(target), record.token))
       const write = Effect.scoped(
         Effect.gen(function* () {
           const handle = yield* fs.open(temp, { flag: "wx", mode: 0o644 })
@@ -275,13 +284,20 @@ const take = Effect.fnUntraced(function* (file: string, options: AcquireOptions)
     Effect.gen(function* () {
       if (!(yield* publish(recoveryFile))) {
         const other = yield* read(recoveryFile)
-        if (Option.isSome(other)) {
-          return yield* judge(
+        if (Option.isNone(other)) return
+        const refusal = yield* Effect.flip(
+          judge(
             recoveryFile,
             other.value,
             "a recovery of this namespace was interrupted; remove this file by hand once no process uses the namespace"
           )
+        )
+        if (refusal._tag === "NamespaceInUse" || options.recoverInterruptedRecovery !== true) {
+          return yield* Effect.fail(refusal)
         }
+        // The caller guarantees no other recoverer: the interrupted recovery's file goes, and the next attempt
+        // recovers the lock itself.
+        yield* fs.remove(recoveryFile).pipe(Effect.mapError(io("remove an interrupted recovery", recoveryFile)))
         return
       }
       yield* Effect.gen(function* () {

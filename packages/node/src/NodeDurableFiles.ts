@@ -435,6 +435,18 @@ export const make = (options: NodeDurableFilesOptions = {}): DurableFilesShape =
       if (nodePath.resolve(tempFolder) !== nodePath.resolve(finalFolder)) await syncFolder(tempFolder)
     }).pipe(Effect.catchTag("OutsideWithin", (error) => Effect.fail(failure("publishOnce", finalPath, error))))
 
+  const publishReplacing: DurableFilesShape["publishReplacing"] = (tempPath, finalPath) =>
+    Effect.tryPromise({
+      try: async () => {
+        if (nodePath.resolve(nodePath.dirname(tempPath)) !== nodePath.resolve(nodePath.dirname(finalPath))) {
+          throw new Error("the temporary name and the final name must share a folder")
+        }
+        fs.renameSync(tempPath, finalPath)
+        await syncFolder(nodePath.dirname(finalPath))
+      },
+      catch: (error) => failure("publishReplacing", finalPath, error)
+    })
+
   const syncDirectory: DurableFilesShape["syncDirectory"] = (path) =>
     Effect.tryPromise({ try: () => syncFolder(path), catch: (error) => failure("syncDirectory", path, error) })
 
@@ -545,7 +557,15 @@ export const make = (options: NodeDurableFilesOptions = {}): DurableFilesShape =
           : failure("readFile", path, error)
     })
 
-  return DurableFiles.of({ realPath, makeDirectories, writeNewFile, publishOnce, syncDirectory, readFile })
+  return DurableFiles.of({
+    realPath,
+    makeDirectories,
+    writeNewFile,
+    publishOnce,
+    publishReplacing,
+    syncDirectory,
+    readFile
+  })
 }
 
 /**

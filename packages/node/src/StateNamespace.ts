@@ -12,12 +12,13 @@
  *
  * @since 0.1.0
  */
+import * as nodeFs from "node:fs"
 import { homedir } from "node:os"
 import * as nodePath from "node:path"
 import type { HostAuthority, InvalidInput } from "@tessera/core"
-import { Ids, Volume } from "@tessera/core"
+import { DurableFiles, Ids, Volume } from "@tessera/core"
 import type { VolumeStore } from "@tessera/runtime"
-import { TaskHost } from "@tessera/runtime"
+import { StoreLayout, TaskHost } from "@tessera/runtime"
 import type { Layer, Scope } from "effect"
 import { Effect, FileSystem, Option, Path, Schema } from "effect"
 import * as NamespaceLock from "./NamespaceLock.ts"
@@ -54,6 +55,45 @@ export const defaultStateDir: Effect.Effect<string> = Effect.sync(() =>
  * @category locations
  */
 export const lockFileName = "namespace.lock"
+
+/**
+ * The folder inside the namespace folder that holds one lock file per task
+ * journal open for writing (`<task>.lock`, see `NamespaceLock`).
+ *
+ * @since 0.1.0
+ * @category locations
+ */
+export const taskLockFolderName = "task-locks"
+
+/**
+ * Removes every temporary name (`DurableFiles.isTemporaryName`) below
+ * `folder`: writes a crash cut short, which never were content. Only the
+ * holder of the namespace calls it, before any task runs, so no write of
+ * its own is in progress. Returns how many names were removed.
+ *
+ * @since 0.1.0
+ * @category cleanup
+ */
+export const removeTemporaryNames = (folder: string): Effect.Effect<number> =>
+  Effect.sync(() => {
+    let removed = 0
+    let names: ReadonlyArray<string>
+    try {
+      names = nodeFs.readdirSync(folder, { recursive: true, encoding: "utf8" })
+    } catch {
+      return 0
+    }
+    for (const name of names) {
+      if (!DurableFiles.isTemporaryName(nodePath.basename(name))) continue
+      try {
+        nodeFs.unlinkSync(nodePath.join(folder, name))
+        removed += 1
+      } catch {
+        // Gone already, or a folder by that name: nothing of a write to remove.
+      }
+    }
+    return removed
+  })
 
 /**
  * A namespace name that cannot be a folder name: it must be an identifier
@@ -118,6 +158,11 @@ export interface StateNamespace {
   readonly folder: string
   readonly lock: NamespaceLock.HeldLock
   readonly host: TaskHost.TaskHost
+  /**
+   * Where task journal locks live, and whether a task lock a dead process of
+   * this host left is replaced (the namespace's own `recoverStaleLock`).
+   */
+  readonly taskLocks: { readonly folder: string; readonly recoverStale: boolean }
 }
 
 /**
@@ -159,8 +204,29 @@ export const open = Effect.fnUntraced(function* (
     path.join(folder, lockFileName),
     options.recoverStaleLock === true ? { recoverStale: true } : {}
   )
+  // Holding the namespace, no write of anyone's is in progress: every temporary name is a crash's leftover.
+  for (const inside of [StoreLayout.volumesFolder, StoreLayout.metaFolder[0] ?? "meta", taskLockFolderName]) {
+    yield* removeTemporaryNames(path.join(folder, inside))
+  }
+  // Made here, not by a task's first lock, so that binding and refusing tasks changes nothing on disk.
+  const taskLocksFolder = path.join(folder, taskLockFolderName)
+  yield* fs
+    .makeDirectory(taskLocksFolder, { recursive: true })
+    .pipe(
+      Effect.mapError(
+        (error) =>
+          new NamespaceLock.NamespaceLockIoError({ file: taskLocksFolder, operation: "create", detail: error.message })
+      )
+    )
   const host = yield* TaskHost.open({ root: folder, storeId: namespace }).pipe(Effect.provide(authority))
-  const opened: StateNamespace = { namespace, stateDir, folder, lock, host }
+  const opened: StateNamespace = {
+    namespace,
+    stateDir,
+    folder,
+    lock,
+    host,
+    taskLocks: { folder: taskLocksFolder, recoverStale: options.recoverStaleLock === true }
+  }
   return opened
 })
 

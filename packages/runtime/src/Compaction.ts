@@ -34,7 +34,8 @@ import { Effect, type FileSystem, Option, type Path } from "effect"
 import * as CompactionPolicy from "./CompactionPolicy.ts"
 import * as History from "./History.ts"
 import { cutWithNote } from "./internal/boundedText.ts"
-import type { Journal, JournalIOError, JournalSequenceError } from "./Journal.ts"
+import { measureRequest } from "./internal/digest.ts"
+import { type Journal, type JournalIOError, type JournalSequenceError, summaryKey } from "./Journal.ts"
 import type { ModelError, ModelRequest, ModelResponse, Part } from "./Model.ts"
 import { fileReference, Model, text } from "./Model.ts"
 import * as PrivateStaging from "./PrivateStaging.ts"
@@ -414,15 +415,7 @@ export const publish = Effect.fn("Compaction.publish")(function* (options: {
       sha256: staged.sha256
     })
   }
-  const published: PublishedSummary = {
-    staged,
-    text: scrubbed,
-    parts: [
-      fileReference({ role: "user", volume: staged.volume, path: staged.path, mediaType: "text/plain" }),
-      text("user", `Summary of the earlier work, from ${staged.path}:\n${scrubbed}`)
-    ]
-  }
-  return published
+  return publishedSummary(staged, scrubbed)
 })
 
 /**
@@ -476,20 +469,37 @@ const compactPlanned = Effect.fn("Compaction.compact")(function* (options: Compa
     options.policy.measure,
     CompactionPolicy.summaryLimitOf(options.policy)
   )
+  const key: PrivateStaging.StagingKey = { operation: options.operation, step: options.step }
+  const previousSummary = History.summaryText(options.history)
+  const pieceBytes = CompactionPolicy.bytesFor(options.policy.measure, options.policy.pieceLimit)
+  const turn = options.turn === undefined ? {} : { turn: options.turn }
+  let inputsSha256: string | undefined
+  if (Option.isSome(options.journal)) {
+    const journal = options.journal.value
+    inputsSha256 = yield* summaryInputsDigest(options.history.task, previousSummary, planned.summarized, pieceBytes)
+    const leftover = yield* recoverLeftover(journal, key, inputsSha256, turn)
+    if (Option.isSome(leftover)) {
+      return History.summarizeLeadingRounds(options.history, planned.summarized.length, {
+        parts: leftover.value.parts,
+        text: leftover.value.text
+      })
+    }
+    yield* journal.append({ _tag: "SummaryStarted", ...turn, step: key.step, operation: key.operation, inputsSha256 })
+  }
   const summary = yield* summarize({
     task: options.history.task,
-    previousSummary: History.summaryText(options.history),
+    previousSummary,
     rounds: planned.summarized,
-    pieceBytes: CompactionPolicy.bytesFor(options.policy.measure, options.policy.pieceLimit),
+    pieceBytes,
     summaryBytes
   })
   const published = yield* publish({
-    key: { operation: options.operation, step: options.step },
+    key,
     summary: summary.text,
     maxBytes: summaryBytes,
     requests: summary.requests,
     journal: options.journal,
-    ...(options.turn === undefined ? {} : { turn: options.turn })
+    ...turn
   })
   return History.summarizeLeadingRounds(options.history, planned.summarized.length, {
     parts: published.parts,
@@ -551,3 +561,98 @@ export const warnTaskOverLimit =
         )
       )
     })
+
+/**
+ * The digest of what a summary is made from: the piece size, the task, the
+ * previous summary and the rounds, as one request's hash chain (parts are
+ * measured once and cached, so this costs little beyond the rounds' first
+ * measure).
+ */
+const summaryInputsDigest = (
+  task: ReadonlyArray<Part>,
+  previousSummary: Option.Option<string>,
+  rounds: ReadonlyArray<ReadonlyArray<Part>>,
+  pieceBytes: number
+): Effect.Effect<string> =>
+  Effect.map(
+    measureRequest({
+      // A fresh first part, so this measure never takes over the conversation's own memo.
+      parts: [
+        text("system", `summary inputs, pieces of ${pieceBytes} bytes`),
+        ...task,
+        text(
+          "user",
+          Option.getOrElse(previousSummary, () => "")
+        ),
+        ...rounds.flat()
+      ],
+      tools: []
+    }),
+    (measure) => measure.sha256
+  )
+
+/**
+ * A summary file already staged under `key` (an attempt that a crash or a
+ * failure interrupted after staging it) is adopted when the journal's
+ * `SummaryStarted` for the key recorded exactly these inputs (and, when the
+ * journal recorded the staging, the file still has the recorded digest): the
+ * journal then records it (`SummaryStaged` with `adopted`) if it had not, and
+ * no summary request is sent. Otherwise it is superseded: the journal
+ * records `SummarySuperseded` with the file's size and digest, and the file
+ * is removed so the key can be staged again.
+ */
+const recoverLeftover = Effect.fnUntraced(function* (
+  journal: Journal["Service"],
+  key: PrivateStaging.StagingKey,
+  inputsSha256: string,
+  turn: { readonly turn?: number }
+) {
+  const found = yield* PrivateStaging.readStaged(key)
+  if (Option.isNone(found)) return Option.none<PublishedSummary>()
+  const staged = found.value
+  const record = (yield* journal.state).summaries.get(summaryKey(key.operation, key.step))
+  const sameInputs = record?.inputsSha256 === inputsSha256
+  const intact = record?.staged === undefined || record.staged.sha256 === staged.file.sha256
+  if (sameInputs && intact) {
+    if (record?.staged === undefined) {
+      yield* journal.append({
+        _tag: "SummaryStaged",
+        ...turn,
+        step: key.step,
+        operation: key.operation,
+        volume: staged.file.volume,
+        path: staged.file.path,
+        size: staged.file.size,
+        sha256: staged.file.sha256,
+        adopted: true
+      })
+    }
+    return Option.some(publishedSummary(staged.file, staged.text))
+  }
+  yield* journal.append({
+    _tag: "SummarySuperseded",
+    ...turn,
+    step: key.step,
+    operation: key.operation,
+    volume: staged.file.volume,
+    path: staged.file.path,
+    size: staged.file.size,
+    sha256: staged.file.sha256,
+    reason: !intact
+      ? "the file is not the one the journal recorded"
+      : record?.inputsSha256 === undefined
+        ? "the journal records no inputs for this summary"
+        : "it summarizes other inputs"
+  })
+  yield* PrivateStaging.withdraw(key)
+  return Option.none<PublishedSummary>()
+})
+
+const publishedSummary = (staged: PrivateStaging.StagedFile, scrubbed: string): PublishedSummary => ({
+  staged,
+  text: scrubbed,
+  parts: [
+    fileReference({ role: "user", volume: staged.volume, path: staged.path, mediaType: "text/plain" }),
+    text("user", `Summary of the earlier work, from ${staged.path}:\n${scrubbed}`)
+  ]
+})

@@ -26,17 +26,31 @@
  *   not follow from the lines before it, fails the open with
  *   {@link JournalCorrupt}, naming the file and the 1-based line.
  *
- * One writer per journal file at a time is assumed; the runtime that owns
- * the journal volume enforces it.
+ * - **Not a journal is refused, untouched.** Bytes after the last newline
+ *   that are neither a complete entry nor the start of a line this journal
+ *   writes (garbage, another format, a file with no newline at all that is
+ *   not one entry) fail the open with {@link JournalNotRecognized} and the
+ *   file is left as it is. A complete entry that only lacks its newline is
+ *   kept and its line finished; blank lines ending the file are cut and the
+ *   cut recorded like a cut line.
+ * - **One writer per journal.** {@link open} claims the file for its scope:
+ *   a second open in the same process fails {@link TaskInUse} until the
+ *   first scope closes. Across processes the host takes a lock per task
+ *   journal (the local hosts do; see `@tessera/node`).
+ * - **Repair is explicit.** A journal another writer interleaved lines into
+ *   stays {@link JournalCorrupt} until {@link repair} is called, which
+ *   replaces it atomically by its longest valid prefix followed by a
+ *   {@link JournalRepaired} entry describing what was dropped.
  *
  * @since 0.1.0
  */
 import { ArtifactPointer } from "@tessera/artifacts"
-import { Ids, InvalidInput, Volume } from "@tessera/core"
+import { DurableFiles, Ids, InvalidInput, Volume } from "@tessera/core"
 import { Clock, Context, Effect, FileSystem, Layer, Option, Path, Result, Schema, Scope, Semaphore } from "effect"
+import * as SecureRandom from "effect/crypto/SecureRandom"
 import { sha256Bytes } from "./internal/digest.ts"
 import { eachLine } from "./internal/journalLines.ts"
-import { advance, emptyState, makeReplay } from "./internal/journalState.ts"
+import { advance, emptyState, summaryKey as internalSummaryKey, makeReplay } from "./internal/journalState.ts"
 import * as JournalFile from "./JournalFile.ts"
 import * as StoreLayout from "./StoreLayout.ts"
 import { ToolFailure } from "./Tool.ts"
@@ -280,7 +294,66 @@ export const SummaryStaged = Schema.TaggedStruct("SummaryStaged", {
   volume: Volume.VolumeRef,
   path: Schema.String,
   size: Count,
-  sha256: Sha256
+  sha256: Sha256,
+  /** True when the file was found staged (by an attempt a crash interrupted) and adopted, not written now. */
+  adopted: Schema.optionalKey(Schema.Boolean)
+})
+
+/**
+ * A summary is about to be written for a key: `inputsSha256` is the digest of
+ * what it summarizes (the task, the previous summary, the rounds and the
+ * piece size). A file found under the key after a crash is adopted only when
+ * the inputs recorded here are the inputs of the summary being made again.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const SummaryStarted = Schema.TaggedStruct("SummaryStarted", {
+  ...header,
+  turn: Schema.optionalKey(Ordinal),
+  step: Ordinal,
+  operation: Schema.String,
+  inputsSha256: Sha256
+})
+
+/**
+ * A staged summary was withdrawn on purpose: the file under the key
+ * (described by `path`, `size`, `sha256`) was left by an interrupted attempt
+ * whose inputs are not the ones being summarized now, and is removed so the
+ * key can be staged again. `reason` says why it could not be adopted.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const SummarySuperseded = Schema.TaggedStruct("SummarySuperseded", {
+  ...header,
+  turn: Schema.optionalKey(Ordinal),
+  step: Ordinal,
+  operation: Schema.String,
+  volume: Volume.VolumeRef,
+  path: Schema.String,
+  size: Count,
+  sha256: Sha256,
+  reason: Schema.String
+})
+
+/**
+ * The journal was cut back on purpose by {@link repair} to its longest valid
+ * prefix: entries from the 1-based `line` on did not follow (another writer
+ * interleaved its lines). `keptBytes` were kept; `droppedBytes` and
+ * `droppedSha256` describe what was removed, and `detail` why the first
+ * dropped line was refused.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const JournalRepaired = Schema.TaggedStruct("JournalRepaired", {
+  ...header,
+  line: Ordinal,
+  keptBytes: Count,
+  droppedBytes: Ordinal,
+  droppedSha256: Sha256,
+  detail: Schema.String
 })
 
 /**
@@ -297,7 +370,13 @@ export const ArtifactOffloaded = Schema.TaggedStruct("ArtifactOffloaded", {
   volume: Schema.optionalKey(Volume.VolumeRef),
   path: Schema.String,
   size: Count,
-  sha256: Sha256
+  sha256: Sha256,
+  /**
+   * Absent when the file was written under a free name. `Reused`: an
+   * interrupted attempt had left exactly these bytes there; `Replaced`: it had
+   * left other bytes, which were atomically replaced.
+   */
+  disposition: Schema.optionalKey(Schema.Literals(["Reused", "Replaced"]))
 })
 
 /**
@@ -341,7 +420,10 @@ export const Entry = Schema.Union([
   Rejection,
   SummaryStaged,
   ArtifactOffloaded,
-  CompactionWarning
+  CompactionWarning,
+  SummaryStarted,
+  SummarySuperseded,
+  JournalRepaired
 ])
 /**
  * @since 0.1.0
@@ -417,7 +499,30 @@ export interface JournalState {
   readonly lastEntry: Option.Option<Entry>
   readonly turns: ReadonlyArray<TurnState>
   readonly truncations: ReadonlyArray<{ readonly line: number; readonly droppedBytes: number }>
+  /** What the journal records about each summary key, by {@link summaryKey}. */
+  readonly summaries: ReadonlyMap<string, SummaryRecord>
 }
+
+/**
+ * What the journal records about one summary key: the inputs of the last
+ * summary started for it, and the file staged for it, if any (both cleared
+ * by a supersede).
+ *
+ * @since 0.1.0
+ * @category state
+ */
+export interface SummaryRecord {
+  readonly inputsSha256: string | undefined
+  readonly staged: { readonly path: string; readonly size: number; readonly sha256: string } | undefined
+}
+
+/**
+ * The key of {@link JournalState.summaries} for an operation and step.
+ *
+ * @since 0.1.0
+ * @category state
+ */
+export const summaryKey: (operation: string, step: number) => string = internalSummaryKey
 
 /**
  * The open turn, if there is one.
@@ -550,6 +655,43 @@ export class TurnUnfinished extends Schema.TaggedError<TurnUnfinished>()("TurnUn
 }
 
 /**
+ * The task's journal already has a writer: another fiber of this process
+ * (`holder` is `this process`) or another process (`holder` names its pid
+ * and host). One writer per journal: nothing was opened or written.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class TaskInUse extends Schema.TaggedError<TaskInUse>()("TaskInUse", {
+  task: Ids.TaskId,
+  file: Schema.String,
+  holder: Schema.String
+}) {
+  override get message(): string {
+    return `task ${this.task} is in use: its journal ${this.file} is already open for writing by ${this.holder}`
+  }
+}
+
+/**
+ * The file is not a journal this library wrote, and nothing was changed:
+ * its bytes after the last newline (all of them, when it has none) are
+ * neither complete entries nor the start of one cut by a crash (garbage, or
+ * a file of another format). `reason` says what was found.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class JournalNotRecognized extends Schema.TaggedError<JournalNotRecognized>()("JournalNotRecognized", {
+  file: Schema.String,
+  line: Schema.Int,
+  reason: Schema.String
+}) {
+  override get message(): string {
+    return `${this.file} is not a journal (left untouched): line ${this.line} ${this.reason}`
+  }
+}
+
+/**
  * Every way a journal operation can fail.
  *
  * @since 0.1.0
@@ -557,6 +699,8 @@ export class TurnUnfinished extends Schema.TaggedError<TurnUnfinished>()("TurnUn
  */
 export type JournalError =
   | JournalCorrupt
+  | JournalNotRecognized
+  | TaskInUse
   | JournalIOError
   | JournalSequenceError
   | TurnAlreadyOpen
@@ -625,52 +769,127 @@ interface Replayed {
   readonly state: JournalState
   /** Every complete entry, when asked for (reopening needs only the state). */
   readonly entries: ReadonlyArray<Entry>
-  /** Length of the file up to and including its last newline. */
+  /** Length of the file up to and including the newline of its last entry. */
   readonly completeBytes: number
+  /** Blank lines after the last entry (newlines only), tolerated at the end of a file and cut on reopen. */
+  readonly blankBytes: number
   /** Bytes after the last newline: a line cut mid-append. */
   readonly tail: Uint8Array<ArrayBuffer>
+  /** The bytes after the last newline are a complete entry that only lacks its newline (already in `state`). */
+  readonly tailIsEntry: boolean
+}
+
+/** What every line this journal writes starts with: the encoded entry's tag comes first. */
+const lineStart = new TextEncoder().encode('{"_tag":"')
+
+/**
+ * Whether the bytes after the last newline can be the start of a line this
+ * journal wrote, cut by a crash mid-append: a prefix of the line opening
+ * followed by no NUL and no control byte other than a tab. Garbage, or a
+ * file of another format, is not.
+ */
+const isCutLine = (tail: Uint8Array): boolean => {
+  const opening = Math.min(tail.length, lineStart.length)
+  for (let index = 0; index < opening; index++) if (tail[index] !== lineStart[index]) return false
+  for (let index = opening; index < tail.length; index++) {
+    const byte = tail[index] as number
+    if (byte < 0x20 && byte !== 0x09) return false
+  }
+  return true
+}
+
+/** One line's entry, or why it is not one; `JSON.parse`, the entry Schema, then the transition. */
+const decodeLine = (text: string | undefined, fold: ReturnType<typeof makeReplay>): Entry | string => {
+  if (text === undefined) return "the line is not valid UTF-8"
+  if (text.length === 0) return "the line is blank (a blank line is tolerated only at the end of the file)"
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch (error) {
+    return `the line is not JSON: ${error instanceof Error ? error.message : String(error)}`
+  }
+  const decoded = decodeEntry(json)
+  if (Result.isFailure(decoded)) return decoded.failure.message
+  const refused = fold.add(decoded.success)
+  return refused ?? decoded.success
 }
 
 /**
  * Decodes and folds every complete line in one synchronous pass: each line
  * is decoded as UTF-8 (see `internal/journalLines.ts`), parsed with
  * `JSON.parse`, checked against the entry Schema, and applied by the same
- * transition function that guards appends.
+ * transition function that guards appends. Then it tells what follows the
+ * last entry: blank lines (tolerated), a cut line, a complete entry without
+ * its newline, or bytes no journal writes ({@link JournalNotRecognized}).
  */
 const replay = (
   file: string,
   task: Ids.TaskId,
   bytes: Uint8Array,
   keepEntries: boolean
-): Result.Result<Replayed, JournalCorrupt> => {
-  const completeBytes = bytes.lastIndexOf(newline) + 1
+): Result.Result<Replayed, JournalCorrupt | JournalNotRecognized> => {
+  const afterLastNewline = bytes.lastIndexOf(newline) + 1
+  const tail = bytes.slice(afterLastNewline)
+  // Blank lines ending the file (nothing after them) are tolerated: an editor or a tool may add one.
+  let completeBytes = afterLastNewline
+  if (tail.length === 0) {
+    while (
+      completeBytes >= 1 &&
+      bytes[completeBytes - 1] === newline &&
+      (completeBytes === 1 || bytes[completeBytes - 2] === newline)
+    ) {
+      completeBytes -= 1
+    }
+  }
+  const blankBytes = afterLastNewline - completeBytes
   const fold = makeReplay(task)
   const entries: Array<Entry> = []
   let line = 0
   const corruption = eachLine(bytes, completeBytes, (text): JournalCorrupt | undefined => {
     line += 1
-    const corrupt = (detail: string) => new JournalCorrupt({ file, line, detail })
-    if (text === undefined) return corrupt("the line is not valid UTF-8")
-    let json: unknown
-    try {
-      json = JSON.parse(text)
-    } catch (error) {
-      return corrupt(`the line is not JSON: ${error instanceof Error ? error.message : String(error)}`)
-    }
-    const decoded = decodeEntry(json)
-    if (Result.isFailure(decoded)) return corrupt(decoded.failure.message)
-    const refused = fold.add(decoded.success)
-    if (refused !== undefined) return corrupt(refused)
-    if (keepEntries) entries.push(decoded.success)
+    const decoded = decodeLine(text, fold)
+    if (typeof decoded === "string") return new JournalCorrupt({ file, line, detail: decoded })
+    if (keepEntries) entries.push(decoded)
     return undefined
   })
   if (corruption !== undefined) return Result.fail(corruption)
-  return Result.succeed({ state: fold.state(), entries, completeBytes, tail: bytes.slice(completeBytes) })
+  let tailIsEntry = false
+  if (tail.length > 0) {
+    const text = utf8Text(tail)
+    const asEntry = text === undefined || !text.startsWith('{"_tag":"') ? undefined : decodeLine(text, fold)
+    if (asEntry !== undefined && typeof asEntry !== "string") {
+      tailIsEntry = true
+      if (keepEntries) entries.push(asEntry)
+    } else if (!isCutLine(tail)) {
+      return Result.fail(
+        new JournalNotRecognized({
+          file,
+          line: line + 1,
+          reason:
+            afterLastNewline === 0
+              ? `is ${tail.length} bytes without a newline that are neither an entry nor the start of one`
+              : `ends the file with ${tail.length} bytes that are neither an entry nor the start of one`
+        })
+      )
+    }
+  }
+  return Result.succeed({ state: fold.state(), entries, completeBytes, blankBytes, tail, tailIsEntry })
+}
+
+const tailDecoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true })
+const utf8Text = (bytes: Uint8Array): string | undefined => {
+  try {
+    return tailDecoder.decode(bytes)
+  } catch {
+    return undefined
+  }
 }
 
 /**
  * Reads every complete entry of a journal without opening it for writing
- * (and without recovering a cut tail). For inspection and tests.
+ * (and without recovering a cut tail). For inspection and tests. A journal
+ * that does not exist has no entries (journals are created by their first
+ * entry), so a task that never journaled reads as empty.
  *
  * @since 0.1.0
  * @category reading
@@ -679,20 +898,40 @@ export const readEntries = Effect.fnUntraced(function* (
   location: JournalLocation
 ): Effect.fn.Return<
   ReadonlyArray<Entry>,
-  JournalCorrupt | JournalIOError | InvalidInput.InvalidInput,
+  JournalCorrupt | JournalNotRecognized | JournalIOError | InvalidInput.InvalidInput,
   FileSystem.FileSystem | Path.Path
 > {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const task = yield* decodeTask(location.task)
   const file = path.resolve(location.folder, fileName(task))
-  const bytes = yield* fs
-    .readFile(file)
-    .pipe(Effect.mapError((error) => new JournalIOError({ file, operation: "read", detail: error.message })))
-  const replayed = replay(file, task, bytes, true)
+  const bytes = yield* fs.readFile(file).pipe(
+    Effect.map(Option.some),
+    Effect.catchIf(
+      (error) => error.reason._tag === "NotFound",
+      () => Effect.succeed(Option.none<Uint8Array>())
+    ),
+    Effect.mapError((error) => new JournalIOError({ file, operation: "read", detail: error.message }))
+  )
+  if (Option.isNone(bytes)) return []
+  const replayed = replay(file, task, bytes.value, true)
   if (Result.isFailure(replayed)) return yield* replayed.failure
   return replayed.success.entries
 })
+
+// The journals open for writing in this process, by absolute file: one writer per journal.
+const writers = new Set<string>()
+
+/** Registers this scope as the only writer of `file` in the process, until the scope closes. */
+const claimWriter = (task: Ids.TaskId, file: string): Effect.Effect<void, TaskInUse, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.suspend(() => {
+      if (writers.has(file)) return Effect.fail(new TaskInUse({ task, file, holder: "this process" }))
+      writers.add(file)
+      return Effect.void
+    }),
+    () => Effect.sync(() => writers.delete(file))
+  )
 
 /**
  * Opens the journal of a task in a folder and rebuilds its state. A journal
@@ -709,7 +948,7 @@ export const open = Effect.fnUntraced(function* (
   location: JournalLocation
 ): Effect.fn.Return<
   JournalService,
-  JournalCorrupt | JournalIOError | InvalidInput.InvalidInput,
+  JournalCorrupt | JournalNotRecognized | JournalIOError | TaskInUse | InvalidInput.InvalidInput,
   FileSystem.FileSystem | Path.Path | Scope.Scope
 > {
   const fs = yield* FileSystem.FileSystem
@@ -718,6 +957,7 @@ export const open = Effect.fnUntraced(function* (
   const file = path.resolve(location.folder, fileName(task))
   const ioError = (operation: string) => (error: { readonly message: string }) =>
     new JournalIOError({ file, operation, detail: error.message })
+  yield* claimWriter(task, file)
 
   const existed = yield* fs.exists(file).pipe(Effect.mapError(ioError("stat")))
   const replayed = existed
@@ -725,7 +965,14 @@ export const open = Effect.fnUntraced(function* (
         Effect.mapError(ioError("read")),
         Effect.flatMap((bytes) => Effect.fromResult(replay(file, task, bytes, false)))
       )
-    : { state: emptyState(task), entries: [], completeBytes: 0, tail: new Uint8Array(0) }
+    : {
+        state: emptyState(task),
+        entries: [],
+        completeBytes: 0,
+        blankBytes: 0,
+        tail: new Uint8Array(0),
+        tailIsEntry: false
+      }
 
   const journalFile = yield* JournalFile.JournalFile
   const scope = yield* Scope.Scope
@@ -867,14 +1114,22 @@ export const open = Effect.fnUntraced(function* (
           return writeTo(input)
         })
 
-  if (handle !== undefined && replayed.tail.length > 0) {
-    yield* handle.truncate(replayed.completeBytes).pipe(Effect.mapError(ioError("truncate cut tail")))
-    const droppedSha256 = yield* sha256Bytes(replayed.tail)
+  // Only a file that existed can end in a cut or unterminated line.
+  const existing = handle
+  if (existing !== undefined && replayed.tailIsEntry) {
+    // The last entry is whole and only lacks its newline: finish its line, losing nothing.
+    yield* existing.append("\n").pipe(Effect.mapError(ioError("finish the last line")))
+    size = replayed.completeBytes + replayed.tail.length + 1
+  } else if (existing !== undefined && (replayed.tail.length > 0 || replayed.blankBytes > 0)) {
+    // A cut line (or blank lines ending the file) is cut back, and the cut is recorded, never hidden.
+    const dropped = replayed.tail.length > 0 ? replayed.tail : new Uint8Array(replayed.blankBytes).fill(newline)
+    yield* existing.truncate(replayed.completeBytes).pipe(Effect.mapError(ioError("truncate cut tail")))
+    const droppedSha256 = yield* sha256Bytes(dropped)
     yield* write({
       _tag: "TruncationRecovered",
       line: replayed.state.entries + 1,
       keptBytes: replayed.completeBytes,
-      droppedBytes: replayed.tail.length,
+      droppedBytes: dropped.length,
       droppedSha256
     }).pipe(
       Effect.catchTag("JournalSequenceError", (error) =>
@@ -939,6 +1194,113 @@ export const open = Effect.fnUntraced(function* (
 })
 
 /**
+ * What {@link repair} did: the 1-based line of the first entry that did not
+ * follow, how many entries and bytes were kept, how many bytes were dropped,
+ * and why that line was refused.
+ *
+ * @since 0.1.0
+ * @category repair
+ */
+export interface Repaired {
+  readonly line: number
+  readonly keptEntries: number
+  readonly keptBytes: number
+  readonly droppedBytes: number
+  readonly detail: string
+}
+
+/**
+ * Repairs a journal that {@link open} refuses as {@link JournalCorrupt} (for
+ * example after two writers interleaved their lines): keeps its longest
+ * valid prefix (every line up to the first one that does not decode or does
+ * not follow) and appends a {@link JournalRepaired} entry saying what was
+ * dropped (size and SHA-256, never the bytes' meaning). The repaired file is
+ * written and synced under a temporary name and renamed over the journal, so
+ * a crash leaves either the old file or the repaired one.
+ *
+ * Explicit only: nothing calls it on its own. `None` when the journal opens
+ * as it is (a cut last line is not corruption: {@link open} recovers it).
+ * Fails {@link TaskInUse} while this process has the journal open; across
+ * processes the caller holds the host's task lock.
+ *
+ * @since 0.1.0
+ * @category repair
+ */
+export const repair = Effect.fnUntraced(function* (
+  location: JournalLocation
+): Effect.fn.Return<Option.Option<Repaired>, JournalIOError | TaskInUse, FileSystem.FileSystem | Path.Path> {
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
+  const task = location.task
+  const file = path.resolve(location.folder, fileName(task))
+  const ioError = (operation: string) => (error: { readonly message: string }) =>
+    new JournalIOError({ file, operation, detail: error.message })
+  return yield* Effect.scoped(
+    Effect.gen(function* () {
+      yield* claimWriter(task, file)
+      const bytes = yield* fs.readFile(file).pipe(Effect.mapError(ioError("read")))
+      if (Result.isSuccess(replay(file, task, bytes, false))) return Option.none<Repaired>()
+      // The longest prefix of lines that decode and follow one another.
+      const fold = makeReplay(task)
+      let keptBytes = 0
+      let line = 0
+      const completeBytes = bytes.lastIndexOf(newline) + 1
+      const refusal = eachLine(bytes, completeBytes, (text) => {
+        line += 1
+        const decoded = decodeLine(text, fold)
+        if (typeof decoded === "string") return decoded
+        keptBytes = bytes.indexOf(newline, keptBytes) + 1
+        return undefined
+      })
+      const detail = refusal ?? "the bytes after the last line are not an entry"
+      const firstDropped = refusal === undefined ? line + 1 : line
+      const dropped = bytes.subarray(keptBytes)
+      const kept = fold.state()
+      const at = yield* Clock.currentTimeMillis
+      const entry: Entry = {
+        _tag: "JournalRepaired",
+        seq: kept.entries,
+        at,
+        line: firstDropped,
+        keptBytes,
+        droppedBytes: Math.max(1, dropped.length),
+        droppedSha256: yield* sha256Bytes(Uint8Array.from(dropped)),
+        detail
+      }
+      const encoded = encodeEntry(entry)
+      if (Result.isFailure(encoded)) {
+        return yield* new JournalIOError({ file, operation: "repair", detail: encoded.failure.message })
+      }
+      const repaired = bytes.subarray(0, keptBytes)
+      const lineBytes = new TextEncoder().encode(`${JSON.stringify(encoded.success)}\n`)
+      const temp = path.join(location.folder, DurableFiles.temporaryName(fileName(task), SecureRandom.uuidV4Unsafe()))
+      yield* Effect.scoped(
+        Effect.gen(function* () {
+          const handle = yield* fs.open(temp, { flag: "wx" })
+          yield* handle.writeAll(repaired)
+          yield* handle.writeAll(lineBytes)
+          yield* handle.sync
+        })
+      ).pipe(
+        Effect.andThen(fs.rename(temp, file)),
+        Effect.mapError(ioError("repair")),
+        Effect.onError(() => fs.remove(temp).pipe(Effect.ignore))
+      )
+      yield* Effect.scoped(fs.open(location.folder, { flag: "r" }).pipe(Effect.flatMap((folder) => folder.sync))).pipe(
+        Effect.ignore
+      )
+      return Option.some<Repaired>({
+        line: firstDropped,
+        keptEntries: kept.entries,
+        keptBytes,
+        droppedBytes: dropped.length,
+        detail
+      })
+    })
+  )
+})
+
+/**
  * The journal of one task as a layer. The file stays open for the layer's
  * lifetime.
  *
@@ -949,6 +1311,6 @@ export const layer = (
   location: JournalLocation
 ): Layer.Layer<
   Journal,
-  JournalCorrupt | JournalIOError | InvalidInput.InvalidInput,
+  JournalCorrupt | JournalNotRecognized | JournalIOError | TaskInUse | InvalidInput.InvalidInput,
   FileSystem.FileSystem | Path.Path
 > => Layer.effect(Journal, open(location))

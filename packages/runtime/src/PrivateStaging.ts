@@ -17,7 +17,7 @@
 
 import type { Unauthorized, Volume } from "@tessera/core"
 import { DurableFiles, Ids, InvalidInput } from "@tessera/core"
-import { Effect, Exit, FileSystem, Path, Schema } from "effect"
+import { Effect, Exit, FileSystem, Option, Path, Schema } from "effect"
 import * as SecureRandom from "effect/crypto/SecureRandom"
 import type { PlatformError } from "effect/PlatformError"
 import { sha256Bytes } from "./internal/digest.ts"
@@ -159,7 +159,7 @@ export const stageOnce = Effect.fn("PrivateStaging.stageOnce")(function* (
   const relative = relativePath(key)
   const finalPath = path.join(capability.folder, relative)
   const folder = path.dirname(finalPath)
-  const tempPath = path.join(folder, `.${key.step}.txt.${SecureRandom.uuidV4Unsafe()}.staging`)
+  const tempPath = path.join(folder, DurableFiles.temporaryName(`${key.step}.txt`, SecureRandom.uuidV4Unsafe()))
   // The temp file's real folder is checked by `writeNewFile`; the final name shares that folder.
   if (DurableFiles.relativeWithin(capability.folder, finalPath, path) === undefined) {
     return yield* new DurableFiles.OutsideWithin({
@@ -194,4 +194,63 @@ export const stageOnce = Effect.fn("PrivateStaging.stageOnce")(function* (
     stagedSize: bytes.length,
     stagedSha256: sha256
   })
+})
+
+/**
+ * The file staged under `key`, if there is one, with its text: what
+ * compaction adopts when a crash interrupted it after staging.
+ *
+ * @since 0.1.0
+ * @category staging
+ */
+export const readStaged = Effect.fnUntraced(function* (givenKey: StagingKey) {
+  const key = yield* InvalidInput.decode(StagingKey, "PrivateStaging.readStaged", "key")(givenKey)
+  const capability = yield* PrivateSummaries.admit("PrivateStaging.readStaged")
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
+  const relative = relativePath(key)
+  const absolutePath = path.join(capability.folder, relative)
+  const bytes = yield* fs.readFile(absolutePath).pipe(
+    Effect.map(Option.some),
+    Effect.catchIf(
+      (error: PlatformError) => error.reason._tag === "NotFound",
+      () => Effect.succeed(Option.none<Uint8Array>())
+    ),
+    Effect.mapError((error: PlatformError) => new StagingReadFailed({ path: absolutePath, detail: error.message }))
+  )
+  if (Option.isNone(bytes)) return Option.none<{ readonly file: StagedFile; readonly text: string }>()
+  const file: StagedFile = {
+    volume: capability.volume,
+    path: relative,
+    absolutePath,
+    size: bytes.value.length,
+    sha256: yield* sha256Bytes(Uint8Array.from(bytes.value)),
+    outcome: "AlreadyStaged"
+  }
+  return Option.some({ file, text: new TextDecoder().decode(bytes.value) })
+})
+
+/**
+ * Removes the file staged under `key` and syncs its folder: the one way a
+ * staged file goes, used only after the journal recorded why
+ * (`SummarySuperseded`). Absent already is fine.
+ *
+ * @since 0.1.0
+ * @category staging
+ */
+export const withdraw = Effect.fnUntraced(function* (givenKey: StagingKey) {
+  const key = yield* InvalidInput.decode(StagingKey, "PrivateStaging.withdraw", "key")(givenKey)
+  const capability = yield* PrivateSummaries.admit("PrivateStaging.withdraw")
+  const fs = yield* FileSystem.FileSystem
+  const files = yield* DurableFiles.DurableFiles
+  const path = yield* Path.Path
+  const absolutePath = path.join(capability.folder, relativePath(key))
+  yield* fs.remove(absolutePath).pipe(
+    Effect.catchIf(
+      (error: PlatformError) => error.reason._tag === "NotFound",
+      () => Effect.void
+    ),
+    Effect.mapError((error: PlatformError) => new StagingReadFailed({ path: absolutePath, detail: error.message }))
+  )
+  yield* files.syncDirectory(path.dirname(absolutePath))
 })

@@ -13,6 +13,12 @@
  *   volumes/<journal volume>/<task>.jsonl   a task's journal
  * ```
  *
+ * A local host's namespace folder is a store root that also holds its
+ * `namespace.lock` and `task-locks/<task>.lock` (stated in the node
+ * package's `StateNamespace`). Any file of the store may briefly exist
+ * under a temporary name (`DurableFiles.isTemporaryName`), which is never
+ * content.
+ *
  * Every name that comes from an id is built from a decoded identifier
  * (`[A-Za-z0-9][A-Za-z0-9_-]*`), so it is always one plain path segment.
  *
@@ -106,12 +112,3 @@ export const summaryPath = (operation: Ids.OperationId, step: number): string =>
  * @category layout
  */
 export const artifactFolder = "artifacts"
-
-/**
- * Whether a file name is a temporary name of an unfinished write (a dot
- * file ending in `.staging`), which is never content.
- *
- * @since 0.1.0
- * @category layout
- */
-export const isTemporaryName = (name: string): boolean => name.startsWith(".") && name.endsWith(".staging")

@@ -9,7 +9,7 @@
  *
  * @since 0.1.0
  */
-import { Ids, InvalidInput, Unauthorized } from "@tessera/core"
+import { Digest, Ids, InvalidInput, Unauthorized } from "@tessera/core"
 import { Effect, Option, type Path, Schema } from "effect"
 import * as ArtifactReadTool from "./ArtifactReadTool.ts"
 import * as Compaction from "./Compaction.ts"
@@ -29,14 +29,22 @@ import * as ToolResultOffload from "./ToolResultOffload.ts"
 const decodeOperation = Schema.decodeUnknownSync(Ids.OperationId)
 
 /**
- * The summary operation of a turn: `<task>-t<turn>`, so summaries of
- * different tasks and turns sharing one private volume never collide.
+ * The summary operation of a turn: `<task>-<kind><turn>`, so summaries of
+ * different tasks and turns sharing one private volume never collide. One
+ * to one over task, kind and turn: a task id longer than 100 characters
+ * (the whole would not be an identifier) keeps its first 80 characters
+ * followed by `_` and 16 hex digits of its SHA-256, never just a prefix
+ * that another task may share.
  *
  * @since 0.1.0
  * @category naming
  */
-export const turnOperation = (task: Ids.TaskId, turn: number, kind = "t"): Ids.OperationId =>
-  decodeOperation(`${task.slice(0, 100)}-${kind}${turn}`)
+export const turnOperation = (task: Ids.TaskId, turn: number, kind = "t"): Effect.Effect<Ids.OperationId> =>
+  task.length <= 100
+    ? Effect.succeed(decodeOperation(`${task}-${kind}${turn}`))
+    : Effect.map(Digest.sha256(new TextEncoder().encode(task)), (digest) =>
+        decodeOperation(`${task.slice(0, 80)}_${digest.slice(0, 16)}-${kind}${turn}`)
+      )
 
 /**
  * What compaction can fail with.
@@ -80,15 +88,17 @@ export const compactionHooks = (
         beforeModelStep: (context, history) =>
           Effect.andThen(
             warn(history, context),
-            Compaction.compact({
-              history,
-              policy,
-              operation: turnOperation(context.task, context.turn),
-              step: context.step,
-              journal: Option.some(journal),
-              turn: context.turn
-            }).pipe(PrivateSummaries.provide(admitted))
-          )
+            Effect.flatMap(turnOperation(context.task, context.turn), (operation) =>
+              Compaction.compact({
+                history,
+                policy,
+                operation,
+                step: context.step,
+                journal: Option.some(journal),
+                turn: context.turn
+              })
+            )
+          ).pipe(PrivateSummaries.provide(admitted))
       }
       return hooks
     })
@@ -310,7 +320,7 @@ export const summarize = Effect.fn("TaskExecution.summarize")(function* (
   const state = yield* journal.state
   return yield* summarySession(binding, history, {
     key: {
-      operation: key.operation ?? turnOperation(binding.context.task, state.entries, "summary"),
+      operation: key.operation ?? (yield* turnOperation(binding.context.task, state.entries, "summary")),
       step: key.step ?? 1
     },
     policy,
@@ -339,7 +349,7 @@ export const runSummaryFileTurn = Effect.fn("TaskExecution.runSummaryFileTurn")(
   const outcome = yield* Executor.runTurn(gated, history)
   const published = yield* Compaction.publish({
     key: {
-      operation: key.operation ?? turnOperation(binding.context.task, outcome.turn, "file"),
+      operation: key.operation ?? (yield* turnOperation(binding.context.task, outcome.turn, "file")),
       step: key.step ?? outcome.steps
     },
     summary: outcome.text,

@@ -13,7 +13,7 @@
  */
 import { ArtifactOffload } from "@tessera/artifacts"
 import type { Ids, Volume } from "@tessera/core"
-import { DurableFiles, Unauthorized } from "@tessera/core"
+import { Digest, DurableFiles, Unauthorized } from "@tessera/core"
 import { Effect, type FileSystem, Option, Path } from "effect"
 import type * as Executor from "./Executor.ts"
 import { makeRegistry } from "./internal/trusted.ts"
@@ -147,17 +147,54 @@ const admitTarget = Effect.fnUntraced(function* (target: OffloadTarget, journal:
   return target
 })
 
-const safeSegment = (text: string): string => text.replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 96) || "call"
-
 /**
- * The relative target of one tool result: unique per task, turn, step and
- * call, and always a plain path segment (call ids are provider text).
+ * A call id as a file-name segment, one-to-one: letters, digits and `_` stay
+ * as they are, every other UTF-8 byte (`-` and `.` included) becomes `.` and
+ * two lowercase hex digits, so two different ids never share a segment and
+ * the segment holds no `-` (the separator of {@link resultTarget}). An
+ * encoding longer than 96 characters keeps its first 63 and appends `~` and
+ * the first 32 hex digits of the id's SHA-256, so a long id stays short and
+ * distinct (up to a digest collision).
  *
  * @since 0.1.0
  * @category paths
  */
-export const resultTarget = (context: Executor.ToolContext): string =>
-  `tool-results/${context.task}-t${context.turn}-s${context.step}-${safeSegment(context.call.id)}.txt`
+export const callIdSegment = (callId: string): Effect.Effect<string> => {
+  let encoded = ""
+  for (const byte of encoder.encode(callId)) {
+    const isKept =
+      (byte >= 0x30 && byte <= 0x39) ||
+      (byte >= 0x41 && byte <= 0x5a) ||
+      (byte >= 0x61 && byte <= 0x7a) ||
+      byte === 0x5f
+    encoded += isKept ? String.fromCharCode(byte) : `.${byte.toString(16).padStart(2, "0")}`
+  }
+  if (encoded.length === 0) return Effect.succeed("~empty")
+  if (encoded.length <= maxSegment) return Effect.succeed(encoded)
+  return Effect.map(
+    Digest.sha256(encoder.encode(callId)),
+    (digest) => `${encoded.slice(0, maxSegment - 33)}~${digest.slice(0, 32)}`
+  )
+}
+
+const encoder = new TextEncoder()
+const maxSegment = 96
+
+/**
+ * The relative target of one tool result: `tool-results/<task>-t<turn>-s<step>-<call>.txt`
+ * with `<call>` from {@link callIdSegment}. One-to-one over task, turn, step
+ * and call (the call segment holds no `-`, so the name splits back at its
+ * last three separators), and always a plain path segment (call ids are
+ * provider text, `call:1` and `call.1` included).
+ *
+ * @since 0.1.0
+ * @category paths
+ */
+export const resultTarget = (context: Executor.ToolContext): Effect.Effect<string> =>
+  Effect.map(
+    callIdSegment(context.call.id),
+    (segment) => `tool-results/${context.task}-t${context.turn}-s${context.step}-${segment}.txt`
+  )
 
 const stripDigestPrefix = (digest: string): string => digest.replace(/^sha256:/, "")
 
@@ -192,7 +229,7 @@ export const offloadResult = Effect.fn("ToolResultOffload.offloadResult")(functi
     content: result.content,
     threshold: config.threshold,
     root: target.root,
-    target: resultTarget(context),
+    target: yield* resultTarget(context),
     readTool: config.readTool,
     ...(config.abstractBytes === undefined ? {} : { abstractBytes: config.abstractBytes })
   })
@@ -210,7 +247,8 @@ export const offloadResult = Effect.fn("ToolResultOffload.offloadResult")(functi
     volume: target.volume,
     path: `${artifactFolder}/${outcome.path}`,
     size: outcome.size,
-    sha256: stripDigestPrefix(outcome.digest)
+    sha256: stripDigestPrefix(outcome.digest),
+    ...(outcome.disposition === "Written" ? {} : { disposition: outcome.disposition })
   })
   return { ...result, content: outcome.pointer }
 })

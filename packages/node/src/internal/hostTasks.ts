@@ -9,8 +9,9 @@ import { ArtifactPathPolicy } from "@tessera/artifacts"
 import { Ids, InvalidInput, Volume } from "@tessera/core"
 import type { FilesystemTaskRuntime, VolumeStore } from "@tessera/runtime"
 import { EntryGate, Journal } from "@tessera/runtime"
-import type { FileSystem, Path } from "effect"
-import { Effect, Layer } from "effect"
+import type { Option } from "effect"
+import { Effect, FileSystem, Layer, Path, Semaphore } from "effect"
+import * as NamespaceLock from "../NamespaceLock.ts"
 import * as NodeDigest from "../NodeDigest.ts"
 import * as NodeJournalFile from "../NodeJournalFile.ts"
 import * as StateNamespace from "../StateNamespace.ts"
@@ -23,6 +24,8 @@ export interface HostTasksInput {
   readonly taskVolumes: ReadonlyArray<Volume.VolumeRef>
   readonly journalFolder: string
   readonly pathPolicy: ArtifactPathPolicy.ArtifactPathPolicyShape
+  /** Where the per-task journal locks live, and whether stale ones are replaced. */
+  readonly taskLocks: { readonly folder: string; readonly recoverStale: boolean }
 }
 
 /**
@@ -44,14 +47,28 @@ export type TaskBindError =
   | VolumeStore.VolumeMetadataInvalid
   | VolumeStore.StoreIoError
 
+/** Every way taking a task's journal for writing can fail. */
+export type TaskJournalError =
+  | InvalidInput.InvalidInput
+  | Journal.JournalCorrupt
+  | Journal.JournalNotRecognized
+  | Journal.JournalIOError
+  | Journal.TaskInUse
+  | NamespaceLock.StaleNamespaceLock
+  | NamespaceLock.NamespaceLockInvalid
+  | NamespaceLock.NamespaceLockIoError
+
 /** The helpers, documented on the public hosts that expose them. */
 export interface HostTasks {
   readonly bindTask: (task: Ids.TaskId, options?: TaskOptions) => Effect.Effect<EntryGate.TaskBinding, TaskBindError>
   readonly journalLayer: (
     task: Ids.TaskId
-  ) => Layer.Layer<
-    Journal.Journal,
-    Journal.JournalCorrupt | Journal.JournalIOError | InvalidInput.InvalidInput,
+  ) => Layer.Layer<Journal.Journal, TaskJournalError, FileSystem.FileSystem | Path.Path>
+  readonly repairJournal: (
+    task: Ids.TaskId
+  ) => Effect.Effect<
+    Option.Option<Journal.Repaired>,
+    Exclude<TaskJournalError, Journal.JournalCorrupt | Journal.JournalNotRecognized> | InvalidInput.InvalidInput,
     FileSystem.FileSystem | Path.Path
   >
   readonly withTask: <A, E, R>(
@@ -60,7 +77,7 @@ export interface HostTasks {
     options?: TaskOptions
   ) => Effect.Effect<
     A,
-    E | TaskBindError | Journal.JournalCorrupt | Journal.JournalIOError,
+    E | TaskBindError | TaskJournalError,
     Exclude<R, Journal.Journal | ArtifactPathPolicy.ArtifactPathPolicy> | FileSystem.FileSystem | Path.Path
   >
 }
@@ -69,11 +86,13 @@ export interface HostTasks {
 export const taskScratchId = (task: Ids.TaskId): Ids.VolumeId =>
   Ids.VolumeId.make(`${task.slice(0, 128 - "-scratch".length)}-scratch`)
 
+const decodeTask = InvalidInput.decode(Ids.TaskId, "withTask", "task")
+
 export const makeHostTasks = (input: HostTasksInput): HostTasks => {
   const store = input.runtime.host.store
   const bindTask = (given: Ids.TaskId, options: TaskOptions = {}) =>
     Effect.gen(function* () {
-      const task = yield* InvalidInput.decode(Ids.TaskId, "bindTask", "task")(given)
+      const task = yield* decodeTask(given)
       const created =
         options.createPrivate === true
           ? [
@@ -93,15 +112,54 @@ export const makeHostTasks = (input: HostTasksInput): HostTasks => {
       const { createPrivate: _, ...gate } = options
       return yield* EntryGate.bind(context, gate)
     })
+  // Task locks are taken one at a time in this process, and only under the namespace lock, so no other
+  // recoverer can run meanwhile: a recovery a kill interrupted can be finished instead of needing a person.
+  const taking = Semaphore.makeUnsafe(1)
+  const takeOneAtATime = <A, E, R>(effect: Effect.Effect<A, E, R>) => taking.withPermit(effect)
+  // The task's journal lock, for the scope: one writer per journal across processes. A live holder (another
+  // process, or another fiber of this one) is `TaskInUse`.
+  const lockTask = (given: Ids.TaskId) =>
+    Effect.gen(function* () {
+      // The id becomes a lock file name: decoded first.
+      const task = yield* decodeTask(given)
+      const fs = yield* FileSystem.FileSystem
+      const path = yield* Path.Path
+      const file = path.join(input.taskLocks.folder, `${task}.lock`)
+      yield* fs
+        .makeDirectory(input.taskLocks.folder, { recursive: true })
+        .pipe(
+          Effect.mapError(
+            (error) => new NamespaceLock.NamespaceLockIoError({ file, operation: "create", detail: error.message })
+          )
+        )
+      const options = { recoverStale: input.taskLocks.recoverStale, recoverInterruptedRecovery: true }
+      return yield* takeOneAtATime(NamespaceLock.acquire(file, options)).pipe(
+        Effect.catchTag("NamespaceInUse", (held) =>
+          Effect.fail(
+            new Journal.TaskInUse({
+              task,
+              file: path.join(input.journalFolder, Journal.fileName(task)),
+              holder:
+                held.pid === process.pid ? "this process" : `process ${held.pid} on ${held.host} since ${held.since}`
+            })
+          )
+        )
+      )
+    })
   // One task per process at a time: a blocking sync costs less than a worker round trip.
   const journalLayer = (task: Ids.TaskId) =>
-    Journal.layer({ folder: input.journalFolder, task }).pipe(Layer.provide(NodeJournalFile.layer))
+    Layer.effect(
+      Journal.Journal,
+      lockTask(task).pipe(Effect.andThen(Journal.open({ folder: input.journalFolder, task })))
+    ).pipe(Layer.provide(NodeJournalFile.layer))
+  const repairJournal = (task: Ids.TaskId) =>
+    Effect.scoped(lockTask(task).pipe(Effect.andThen(Journal.repair({ folder: input.journalFolder, task }))))
   const withTask = <A, E, R>(
     task: Ids.TaskId,
     body: (binding: EntryGate.TaskBinding) => Effect.Effect<A, E, R>,
     options: TaskOptions = {}
   ) =>
-    // Bind first: a refused binding must not even open the journal (and a
+    // Bind first: a refused binding must not even take the task's lock (and a
     // journal file is created only by its first entry anyway).
     bindTask(task, options).pipe(
       Effect.flatMap((binding) =>
@@ -116,5 +174,5 @@ export const makeHostTasks = (input: HostTasksInput): HostTasks => {
         )
       )
     )
-  return { bindTask, journalLayer, withTask }
+  return { bindTask, journalLayer, repairJournal, withTask }
 }

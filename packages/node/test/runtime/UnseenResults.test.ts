@@ -351,14 +351,16 @@ describe("task_over_limit_warning", () => {
           const journal = yield* Journal.Journal
           const compactOnly: Executor.Hooks<TaskExecution.CompactionError, TaskExecution.CompactionRequirements> = {
             beforeModelStep: (context, history) =>
-              Compaction.compact({
-                history,
-                policy,
-                operation: TaskExecution.turnOperation(context.task, context.turn),
-                step: context.step,
-                journal: Option.some(journal),
-                turn: context.turn
-              }).pipe(PrivateSummaries.provide(capability))
+              Effect.flatMap(TaskExecution.turnOperation(context.task, context.turn), (operation) =>
+                Compaction.compact({
+                  history,
+                  policy,
+                  operation,
+                  step: context.step,
+                  journal: Option.some(journal),
+                  turn: context.turn
+                })
+              ).pipe(PrivateSummaries.provide(capability))
           }
           yield* Executor.runTurn({ tools, maxSteps: 5, hooks: compactOnly }, bigTask)
         }).pipe(Effect.provide(turnLayer(world, task, scriptFor(steps))))

@@ -11,14 +11,18 @@
  */
 import type { Ids } from "@tessera/core"
 import { Option, Result } from "effect"
-import type { Entry, JournalState, TurnState } from "../Journal.ts"
+import type { Entry, JournalState, SummaryRecord, TurnState } from "../Journal.ts"
+
+/** The key of `JournalState.summaries` for an operation and step. */
+export const summaryKey = (operation: string, step: number): string => `${operation}/${step}`
 
 export const emptyState = (task: Ids.TaskId): JournalState => ({
   task,
   entries: 0,
   lastEntry: Option.none(),
   turns: [],
-  truncations: []
+  truncations: [],
+  summaries: new Map()
 })
 
 type Step = Result.Result<JournalState, string>
@@ -31,6 +35,7 @@ type Change =
   | { readonly _tag: "OpenTurnUpdated"; readonly turn: TurnState }
   | { readonly _tag: "TurnAdded"; readonly turn: TurnState }
   | { readonly _tag: "TruncationAdded"; readonly truncation: Truncation }
+  | { readonly _tag: "SummaryRecorded"; readonly key: string; readonly record: SummaryRecord }
 
 /**
  * A change, or why the entry cannot follow. Reopening applies every entry of
@@ -40,7 +45,7 @@ type Change =
 type Outcome = Change | string
 
 /** The parts of a state a transition reads. */
-type View = Pick<JournalState, "task" | "turns" | "truncations">
+type View = Pick<JournalState, "task" | "turns" | "truncations" | "summaries">
 
 const none: Change = { _tag: "None" }
 
@@ -165,11 +170,30 @@ const transition = (state: View, entry: Entry): Outcome => {
     }
     case "TruncationRecovered":
       return { _tag: "TruncationAdded", truncation: { line: entry.line, droppedBytes: entry.droppedBytes } }
+    case "SummaryStarted": {
+      const key = summaryKey(entry.operation, entry.step)
+      const known = state.summaries.get(key)
+      if (known?.staged !== undefined) return `summary ${key} is staged already; supersede it first`
+      return { _tag: "SummaryRecorded", key, record: { inputsSha256: entry.inputsSha256, staged: undefined } }
+    }
+    case "SummaryStaged": {
+      const key = summaryKey(entry.operation, entry.step ?? 0)
+      const known = state.summaries.get(key)
+      if (known?.staged !== undefined && known.staged.sha256 !== entry.sha256) {
+        return `summary ${key} is staged already with other content; supersede it first`
+      }
+      const staged = { path: entry.path, size: entry.size, sha256: entry.sha256 }
+      return { _tag: "SummaryRecorded", key, record: { inputsSha256: known?.inputsSha256, staged } }
+    }
+    case "SummarySuperseded": {
+      const key = summaryKey(entry.operation, entry.step)
+      return { _tag: "SummaryRecorded", key, record: { inputsSha256: undefined, staged: undefined } }
+    }
     case "Admission":
     case "Rejection":
-    case "SummaryStaged":
     case "ArtifactOffloaded":
     case "CompactionWarning":
+    case "JournalRepaired":
       return none
   }
 }
@@ -185,6 +209,7 @@ export const advance = (state: JournalState, entry: Entry): Step => {
   if (typeof change === "string") return Result.fail(change)
   let turns = state.turns
   let truncations = state.truncations
+  let summaries = state.summaries
   switch (change._tag) {
     case "OpenTurnUpdated":
       turns = state.turns.with(-1, change.turn)
@@ -195,6 +220,9 @@ export const advance = (state: JournalState, entry: Entry): Step => {
     case "TruncationAdded":
       truncations = [...state.truncations, change.truncation]
       break
+    case "SummaryRecorded":
+      summaries = new Map(state.summaries).set(change.key, change.record)
+      break
     case "None":
       break
   }
@@ -203,7 +231,8 @@ export const advance = (state: JournalState, entry: Entry): Step => {
     entries: state.entries + 1,
     lastEntry: Option.some(entry),
     turns,
-    truncations
+    truncations,
+    summaries
   })
 }
 
@@ -221,7 +250,8 @@ export interface Replay {
 export const makeReplay = (task: Ids.TaskId): Replay => {
   const turns: Array<TurnState> = []
   const truncations: Array<Truncation> = []
-  const view: View = { task, turns, truncations }
+  const summaries = new Map<string, SummaryRecord>()
+  const view: View = { task, turns, truncations, summaries }
   let entries = 0
   let last: Entry | undefined
   return {
@@ -240,6 +270,9 @@ export const makeReplay = (task: Ids.TaskId): Replay => {
         case "TruncationAdded":
           truncations.push(change.truncation)
           break
+        case "SummaryRecorded":
+          summaries.set(change.key, change.record)
+          break
         case "None":
           break
       }
@@ -252,7 +285,8 @@ export const makeReplay = (task: Ids.TaskId): Replay => {
       entries,
       lastEntry: last === undefined ? Option.none() : Option.some(last),
       turns: turns.slice(),
-      truncations: truncations.slice()
+      truncations: truncations.slice(),
+      summaries: new Map(summaries)
     })
   }
 }

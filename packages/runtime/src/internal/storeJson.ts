@@ -4,6 +4,7 @@
  *
  * @internal
  */
+import { DurableFiles } from "@tessera/core"
 import type { FileSystem, Path } from "effect"
 import { Effect, Option, Result, Schema, SchemaIssue } from "effect"
 import * as SecureRandom from "effect/crypto/SecureRandom"
@@ -69,7 +70,8 @@ export const readTextIfExists = (
  * then hard-linked to their final name. The link is atomic and, unlike a
  * rename, fails when the name already exists, so a reader never sees a torn
  * file and an existing file is never replaced (returns `false` in that case).
- * The temporary name starts with a dot, so listings skip leftovers of a crash.
+ * The temporary name is `DurableFiles.temporaryName`'s, so listings skip
+ * leftovers of a crash and hosts remove them on open.
  */
 export const publishExclusive = (
   fs: FileSystem.FileSystem,
@@ -78,7 +80,10 @@ export const publishExclusive = (
   text: string
 ): Effect.Effect<boolean, PlatformError> =>
   Effect.gen(function* () {
-    const temp = path.join(path.dirname(file), `.${path.basename(file)}.${SecureRandom.uuidV4Unsafe()}.tmp`)
+    const temp = path.join(
+      path.dirname(file),
+      DurableFiles.temporaryName(path.basename(file), SecureRandom.uuidV4Unsafe())
+    )
     const publish = Effect.gen(function* () {
       yield* Effect.scoped(
         Effect.gen(function* () {
