@@ -27,7 +27,7 @@
  * @since 0.1.0
  */
 import { DurableFiles, Ids, Volume } from "@tessera/core"
-import { Journal, StoreLayout, VolumeStore } from "@tessera/runtime"
+import { Journal, type JournalEntry, StoreLayout, VolumeStore } from "@tessera/runtime"
 import type { FileSystem as FileSystemNs } from "effect"
 import { Effect, FileSystem, Option, Path, Schema } from "effect"
 
@@ -129,7 +129,7 @@ export interface JournalReport {
   readonly task: Ids.TaskId
   readonly volume: Ids.VolumeId
   readonly file: string
-  readonly entries: ReadonlyArray<Journal.Entry>
+  readonly entries: ReadonlyArray<JournalEntry.Entry>
 }
 
 /**
@@ -300,7 +300,7 @@ const listFiles = Effect.fnUntraced(function* (folder: string) {
 
 const short = (digest: string): string => digest.slice(0, 12)
 
-const fields = (entry: Journal.Entry): string => {
+const fields = (entry: JournalEntry.Entry): string => {
   const turn = "turn" in entry && entry.turn !== undefined ? `turn=${entry.turn}` : undefined
   const step = "step" in entry && entry.step !== undefined ? `step=${entry.step}` : undefined
   const parts = (...rest: ReadonlyArray<string | undefined>) =>
@@ -380,7 +380,7 @@ const fields = (entry: Journal.Entry): string => {
  * @since 0.1.0
  * @category rendering
  */
-export const formatEntry = (entry: Journal.Entry): string =>
+export const formatEntry = (entry: JournalEntry.Entry): string =>
   `#${String(entry.seq).padStart(3, " ")}  ${new Date(entry.at).toISOString()}  ${entry._tag.padEnd(19, " ")} ${fields(entry)}`.trimEnd()
 
 /**

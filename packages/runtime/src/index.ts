@@ -41,6 +41,10 @@ export * as Journal from "./Journal.ts"
 /**
  * @since 0.1.0
  */
+export * as JournalEntry from "./JournalEntry.ts"
+/**
+ * @since 0.1.0
+ */
 export * as JournalFile from "./JournalFile.ts"
 
 /**

@@ -11,7 +11,8 @@
  */
 import type { Ids } from "@tessera/core"
 import { Option, Result } from "effect"
-import type { Entry, JournalState, SummaryRecord, TurnState } from "../Journal.ts"
+import type { JournalState, SummaryRecord, TurnState } from "../Journal.ts"
+import type { Entry } from "../JournalEntry.ts"
 
 /** The key of `JournalState.summaries` for an operation and step. */
 export const summaryKey = (operation: string, step: number): string => `${operation}/${step}`

@@ -1,0 +1,407 @@
+/**
+ * The journal's vocabulary: every entry a task journal records, as Schemas.
+ * One line of a journal file is one {@link Entry}, encoded as JSON
+ * ({@link EntryLine}). Readers that only interpret journals (the inspector,
+ * a host's own tooling) need this module and nothing of the writer's.
+ *
+ * Entries record *that* something happened and how big it was (sizes and
+ * SHA-256 digests), never the bodies.
+ *
+ * @since 0.1.0
+ */
+import { Ids, Volume } from "@tessera/core"
+import { Schema } from "effect"
+import { ToolFailure } from "./Tool.ts"
+
+// Reopening checks every field of every line, so these checks are plain
+// predicates: one integer test per field instead of `Int` plus a bound, and a
+// character loop instead of a regular expression (together about a tenth of
+// a reopen's decoding).
+const integerAtLeast = (minimum: number) =>
+  Schema.Number.check(
+    Schema.makeFilter((n: number) => Number.isSafeInteger(n) && n >= minimum, {
+      expected: `an integer >= ${minimum}`
+    })
+  )
+const Count = integerAtLeast(0)
+const Ordinal = integerAtLeast(1)
+
+/** Whether `text` is 64 lowercase hex digits, like `/^[0-9a-f]{64}$/`. */
+const isSha256Hex = (text: string): boolean => {
+  if (text.length !== 64) return false
+  for (let index = 0; index < 64; index++) {
+    const code = text.charCodeAt(index)
+    if (!((code >= 48 && code <= 57) || (code >= 97 && code <= 102))) return false
+  }
+  return true
+}
+const Sha256 = Schema.String.check(Schema.makeFilter(isSha256Hex, { expected: "a lowercase hex SHA-256 digest" }))
+
+/** Fields every entry carries: its position in the file and when it was written. */
+const header = {
+  /** Zero-based index of the entry in the file; the next append uses the entry count. */
+  seq: Count,
+  /** Epoch milliseconds from Effect's `Clock`. */
+  at: Schema.Number
+}
+
+/**
+ * A turn began. Only one turn is open at a time.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const TurnOpened = Schema.TaggedStruct("TurnOpened", { ...header, turn: Ordinal, task: Ids.TaskId })
+
+/**
+ * An unfinished turn is being continued (after a failure or a crash). A
+ * request that was dispatched before it and never answered counts as lost.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const TurnResumed = Schema.TaggedStruct("TurnResumed", { ...header, turn: Ordinal })
+
+/**
+ * A model request left: how many parts, how many bytes, and a digest. Not
+ * the body.
+ *
+ * Both are composed from per-part measures, so that a step costs work in
+ * proportion to its new parts rather than to the whole history (a part is
+ * measured once, when first sent). With `c(x)` the canonical JSON of `x`
+ * (`JSON.stringify`, a bigint written as `<digits>n`) and `h(x)` the
+ * lowercase hex SHA-256 of `x`'s UTF-8 bytes:
+ *
+ * - `size` is the UTF-8 byte length of `{"parts":[c(p1),c(p2),...],"tools":c(tools)}`,
+ *   which for a plain JSON request is exactly the length of `JSON.stringify(request)`.
+ * - `sha256` is a hash chain: with `k0` the empty text and
+ *   `ki = h(k(i-1) + h(c(pi)))` for each part in request order, it is
+ *   `h(kn + h(c(tools)))`. Two requests have the same digest exactly when
+ *   they have the same parts in the same order and the same tools, and a
+ *   step hashes only the parts that are new since the previous request.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const RequestDispatched = Schema.TaggedStruct("RequestDispatched", {
+  ...header,
+  turn: Ordinal,
+  step: Ordinal,
+  parts: Count,
+  size: Count,
+  sha256: Sha256
+})
+
+/**
+ * A call the model asked for, by id and tool name.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const CallRef = Schema.Struct({ callId: Schema.String, name: Schema.String })
+/**
+ * @since 0.1.0
+ * @category entries
+ */
+export type CallRef = typeof CallRef.Type
+
+/**
+ * The model answered a request: size and digest of its text, and the calls
+ * it asked for (no calls: the turn is answered).
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const ResponseReceived = Schema.TaggedStruct("ResponseReceived", {
+  ...header,
+  turn: Ordinal,
+  step: Ordinal,
+  textSize: Count,
+  textSha256: Sha256,
+  toolCalls: Schema.Array(CallRef)
+})
+
+/**
+ * A request got no usable response. The turn stays open.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const ModelFailed = Schema.TaggedStruct("ModelFailed", {
+  ...header,
+  turn: Ordinal,
+  step: Ordinal,
+  reason: Schema.String,
+  detail: Schema.String
+})
+
+/**
+ * A tool call is about to run: size and digest of its JSON input.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const ToolCalled = Schema.TaggedStruct("ToolCalled", {
+  ...header,
+  turn: Ordinal,
+  step: Ordinal,
+  callId: Schema.String,
+  name: Schema.String,
+  inputSize: Count,
+  inputSha256: Sha256
+})
+
+/**
+ * A tool call produced the result that enters the history: its size and
+ * digest (after any offload replaced a large body by a pointer), whether it
+ * is an error and, if so, why.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const ToolResulted = Schema.TaggedStruct("ToolResulted", {
+  ...header,
+  turn: Ordinal,
+  step: Ordinal,
+  callId: Schema.String,
+  name: Schema.String,
+  isError: Schema.Boolean,
+  failure: Schema.optionalKey(ToolFailure),
+  size: Count,
+  sha256: Sha256
+})
+
+/**
+ * A turn ended with an answer.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const TurnClosed = Schema.TaggedStruct("TurnClosed", { ...header, turn: Ordinal, steps: Count })
+
+/**
+ * An unfinished turn was given up on purpose.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const TurnAbandoned = Schema.TaggedStruct("TurnAbandoned", {
+  ...header,
+  turn: Ordinal,
+  steps: Count,
+  reason: Schema.String
+})
+
+/**
+ * Reopening found a last line without its newline (a crash mid-append) and
+ * truncated the file back to `keptBytes`. `line` is the 1-based line number
+ * the cut line had; `droppedBytes` and `droppedSha256` describe what was cut.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const TruncationRecovered = Schema.TaggedStruct("TruncationRecovered", {
+  ...header,
+  line: Ordinal,
+  keptBytes: Count,
+  droppedBytes: Ordinal,
+  droppedSha256: Sha256
+})
+
+/**
+ * An operation (a turn, a summary, a binding) passed its entry gate.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const Admission = Schema.TaggedStruct("Admission", {
+  ...header,
+  turn: Schema.optionalKey(Ordinal),
+  operation: Schema.String,
+  detail: Schema.String
+})
+
+/**
+ * An operation was refused at its entry gate.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const Rejection = Schema.TaggedStruct("Rejection", {
+  ...header,
+  turn: Schema.optionalKey(Ordinal),
+  operation: Schema.String,
+  reason: Schema.String,
+  detail: Schema.String
+})
+
+/**
+ * A summary was staged on a private volume. The summary itself is private
+ * content and is never copied here.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const SummaryStaged = Schema.TaggedStruct("SummaryStaged", {
+  ...header,
+  turn: Schema.optionalKey(Ordinal),
+  step: Schema.optionalKey(Ordinal),
+  operation: Schema.String,
+  /** How many summary requests the model was sent to write it (one per piece of history). */
+  requests: Schema.optionalKey(Count),
+  volume: Volume.VolumeRef,
+  path: Schema.String,
+  size: Count,
+  sha256: Sha256,
+  /** True when the file was found staged (by an attempt a crash interrupted) and adopted, not written now. */
+  adopted: Schema.optionalKey(Schema.Boolean)
+})
+
+/**
+ * A summary is about to be written for a key: `inputsSha256` is the digest of
+ * what it summarizes (the task, the previous summary, the rounds and the
+ * piece size). A file found under the key after a crash is adopted only when
+ * the inputs recorded here are the inputs of the summary being made again.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const SummaryStarted = Schema.TaggedStruct("SummaryStarted", {
+  ...header,
+  turn: Schema.optionalKey(Ordinal),
+  step: Ordinal,
+  operation: Schema.String,
+  inputsSha256: Sha256
+})
+
+/**
+ * A staged summary was withdrawn on purpose: the file under the key
+ * (described by `path`, `size`, `sha256`) was left by an interrupted attempt
+ * whose inputs are not the ones being summarized now, and is removed so the
+ * key can be staged again. `reason` says why it could not be adopted.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const SummarySuperseded = Schema.TaggedStruct("SummarySuperseded", {
+  ...header,
+  turn: Schema.optionalKey(Ordinal),
+  step: Ordinal,
+  operation: Schema.String,
+  volume: Volume.VolumeRef,
+  path: Schema.String,
+  size: Count,
+  sha256: Sha256,
+  reason: Schema.String
+})
+
+/**
+ * The journal was cut back on purpose by {@link repair} to its longest valid
+ * prefix: entries from the 1-based `line` on did not follow (another writer
+ * interleaved its lines). `keptBytes` were kept; `droppedBytes` and
+ * `droppedSha256` describe what was removed, and `detail` why the first
+ * dropped line was refused.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const JournalRepaired = Schema.TaggedStruct("JournalRepaired", {
+  ...header,
+  line: Ordinal,
+  keptBytes: Count,
+  droppedBytes: Ordinal,
+  droppedSha256: Sha256,
+  detail: Schema.String
+})
+
+/**
+ * A large tool result was written to disk and replaced by a pointer.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const ArtifactOffloaded = Schema.TaggedStruct("ArtifactOffloaded", {
+  ...header,
+  turn: Schema.optionalKey(Ordinal),
+  step: Schema.optionalKey(Ordinal),
+  callId: Schema.optionalKey(Schema.String),
+  volume: Schema.optionalKey(Volume.VolumeRef),
+  path: Schema.String,
+  size: Count,
+  sha256: Sha256,
+  /**
+   * Absent when the file was written under a free name. `Reused`: an
+   * interrupted attempt had left exactly these bytes there; `Replaced`: it had
+   * left other bytes, which were atomically replaced.
+   */
+  disposition: Schema.optionalKey(Schema.Literals(["Reused", "Replaced"]))
+})
+
+/**
+ * Compaction cannot do what its policy asks, and says so once instead of
+ * failing silently on every request. `TaskOverLimit`: the task's own parts
+ * (system prompt, request, attachments), which every request carries and
+ * compaction never replaces, measure `size`, over the policy's `limit`, so
+ * every request will be over it whatever is summarized.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const CompactionWarning = Schema.TaggedStruct("CompactionWarning", {
+  ...header,
+  turn: Schema.optionalKey(Ordinal),
+  step: Schema.optionalKey(Ordinal),
+  reason: Schema.Literals(["TaskOverLimit"]),
+  measure: Schema.String,
+  size: Count,
+  limit: Count
+})
+
+/**
+ * Any journal entry.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const Entry = Schema.Union([
+  TurnOpened,
+  TurnResumed,
+  RequestDispatched,
+  ResponseReceived,
+  ModelFailed,
+  ToolCalled,
+  ToolResulted,
+  TurnClosed,
+  TurnAbandoned,
+  TruncationRecovered,
+  Admission,
+  Rejection,
+  SummaryStaged,
+  ArtifactOffloaded,
+  CompactionWarning,
+  SummaryStarted,
+  SummarySuperseded,
+  JournalRepaired
+])
+/**
+ * @since 0.1.0
+ * @category entries
+ */
+export type Entry = typeof Entry.Type
+
+/**
+ * An entry as a caller hands it to {@link JournalService.append}: the journal
+ * fills in `seq` and `at`.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export type EntryInput = Entry extends infer E ? (E extends Entry ? Omit<E, "seq" | "at"> : never) : never
+
+/**
+ * One line of the file: an entry encoded as JSON.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const EntryLine = Schema.fromJsonString(Entry)
