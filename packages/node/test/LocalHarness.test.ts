@@ -153,6 +153,25 @@ describe("LocalHarness.open", () => {
   )
 })
 
+describe("LocalHarness.withTask input", () => {
+  it.live("a path-shaped task id fails InvalidInput naming the task, and nothing is created for it", () =>
+    Effect.gen(function* () {
+      const stateDir = yield* tempDir
+      const harness = yield* LocalHarness.open({ stateDir, namespace, agent })
+      const before = fs.readdirSync(path.join(stateDir, namespace), { recursive: true }).sort()
+      for (const bad of ["../../escape", "a/b", "", ".hidden"]) {
+        const error = yield* Effect.flip(harness.withTask(bad as never, () => Effect.void))
+        assert.strictEqual(error._tag, "InvalidInput")
+        if (error._tag === "InvalidInput") assert.strictEqual(error.field, "task", error.message)
+      }
+      assert.deepStrictEqual(fs.readdirSync(path.join(stateDir, namespace), { recursive: true }).sort(), before)
+      assert.isFalse(fs.existsSync(path.join(stateDir, "escape.jsonl")))
+      // Negative control: a well-formed id runs its body.
+      assert.strictEqual(yield* harness.withTask(taskId("fine"), () => Effect.succeed("ran")), "ran")
+    }).pipe(Effect.scoped, Effect.provide(nodeLayer))
+  )
+})
+
 describe("one runtime per namespace", () => {
   it.live(
     "a second open in the same process while the first holds the namespace fails NamespaceInUse naming this process",
