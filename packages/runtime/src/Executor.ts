@@ -40,9 +40,9 @@ import type {
 } from "./Journal.ts"
 import { Journal, NoOpenTurn, openTurn } from "./Journal.ts"
 import * as JsonValue from "./JsonValue.ts"
-import * as Observability from "./Observability.ts"
 import type { ModelRequest, ModelResponse, Part, ToolCallPart, ToolResultPart } from "./Model.ts"
 import { Model, ModelError, text, toolResult } from "./Model.ts"
+import * as Observability from "./Observability.ts"
 import * as Timeouts from "./Timeouts.ts"
 import * as Tool from "./Tool.ts"
 
@@ -515,7 +515,10 @@ export const runTurn = <E = never, R = never>(
 ): Effect.Effect<TurnOutcome, ExecutorError | E, Model | Journal | R> =>
   Effect.gen(function* () {
     const journal = yield* Journal
-    yield* Effect.annotateCurrentSpan({ ...Observability.operation("invoke_agent", journal.task), "tessera.task": journal.task })
+    yield* Effect.annotateCurrentSpan({
+      ...Observability.operation("invoke_agent", journal.task),
+      "tessera.task": journal.task
+    })
     if (config.hooks?.beforeTurn !== undefined) {
       yield* config.hooks.beforeTurn({ task: journal.task, resuming: false }, history)
     }

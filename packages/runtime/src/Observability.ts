@@ -202,9 +202,7 @@ export const timeModelRequest = (kind: RequestKind) => {
  */
 export const timeToolCall =
   (name: string) =>
-  <A extends { readonly failure: Option.Option<string> }, E, R>(
-    self: Effect.Effect<A, E, R>
-  ): Effect.Effect<A, E, R> =>
+  <A extends { readonly failure: Option.Option<string> }, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     timed<A>(
       Metric.withAttributes(toolCallDuration, { "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name }),
       (exit) => (Exit.isSuccess(exit) ? Option.getOrUndefined(exit.value.failure) : errorType(exit))
