@@ -336,29 +336,27 @@ export const summarizeWith = <E, R>(
 
 const timeSummaryRequest = Observability.timeModelRequest("summary")
 
-// One span per summary request, beside the model step's own: sizes, never the piece or the answer.
+// One span per summary request, beside the model step's own: sizes, never the piece or the answer. The piece's
+// size stands for the request's: measuring the whole request would hash it, and replace the step's measure memo.
 const summaryRequestSpan = <E, R>(
   index: number,
   count: number,
-  generate: Effect.Effect<ModelResponse, E, R>,
-  request: ModelRequest
+  piece: string,
+  generate: Effect.Effect<ModelResponse, E, R>
 ): Effect.Effect<ModelResponse, E, R> =>
-  Effect.flatMap(measureRequest(request), (measured) =>
-    timeSummaryRequest(generate).pipe(
-      Effect.tap((response) =>
-        Effect.annotateCurrentSpan("tessera.response.size", ArtifactPointer.utf8Length(response.text))
-      ),
-      Effect.withSpan("Compaction.summaryRequest", {
-        kind: "client",
-        attributes: {
-          "gen_ai.operation.name": "chat",
-          "tessera.summary.piece": index + 1,
-          "tessera.summary.pieces": count,
-          "tessera.request.parts": request.parts.length,
-          "tessera.request.size": measured.size
-        }
-      })
-    )
+  timeSummaryRequest(generate).pipe(
+    Effect.tap((response) =>
+      Effect.annotateCurrentSpan("tessera.response.size", ArtifactPointer.utf8Length(response.text))
+    ),
+    Effect.withSpan("Compaction.summaryRequest", {
+      kind: "client",
+      attributes: {
+        "gen_ai.operation.name": "chat",
+        "tessera.summary.piece": index + 1,
+        "tessera.summary.pieces": count,
+        "tessera.summary.piece.size": ArtifactPointer.utf8Length(piece)
+      }
+    })
   )
 
 // Defined once rather than as a generator function created per call (see `modelStep` in `Executor.ts`).
@@ -369,14 +367,21 @@ const summarizing = Effect.fnUntraced(function* <E, R>(
   const all = pieces(input.rounds, input.pieceBytes)
   let summary = input.previousSummary
   for (let index = 0; index < all.length; index++) {
-    const request = summaryRequest({
-      task: input.task,
-      previousSummary: summary,
-      piece: all[index] ?? "",
+    const piece = all[index] ?? ""
+    const response = yield* summaryRequestSpan(
       index,
-      count: all.length
-    })
-    const response = yield* summaryRequestSpan(index, all.length, generate(request), request)
+      all.length,
+      piece,
+      generate(
+        summaryRequest({
+          task: input.task,
+          previousSummary: summary,
+          piece,
+          index,
+          count: all.length
+        })
+      )
+    )
     summary = Option.some(
       input.summaryBytes === undefined ? response.text : boundSummary(response.text, input.summaryBytes)
     )

@@ -203,10 +203,25 @@ export const timeModelRequest = (kind: RequestKind) => {
 export const timeToolCall =
   (name: string) =>
   <A extends { readonly failure: Option.Option<string> }, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-    timed<A>(
-      Metric.withAttributes(toolCallDuration, { "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name }),
-      (exit) => (Exit.isSuccess(exit) ? Option.getOrUndefined(exit.value.failure) : errorType(exit))
-    )(self)
+    timed<A>(toolMetric(name), toolFailure)(self)
+
+const toolFailure = (exit: Exit.Exit<{ readonly failure: Option.Option<string> }, unknown>): string | undefined =>
+  Exit.isSuccess(exit) ? Option.getOrUndefined(exit.value.failure) : errorType(exit)
+
+// One attributed metric per tool name, made once: a turn calls the same few tools over and over. The names come
+// from model output, so the cache is bounded; past the bound a metric is made per call.
+const toolMetricsBound = 256
+const toolMetrics = new Map<string, Metric.Metric<number, unknown>>()
+const toolMetric = (name: string): Metric.Metric<number, unknown> => {
+  const known = toolMetrics.get(name)
+  if (known !== undefined) return known
+  const made = Metric.withAttributes(toolCallDuration, {
+    "gen_ai.operation.name": "execute_tool",
+    "gen_ai.tool.name": name
+  })
+  if (toolMetrics.size < toolMetricsBound) toolMetrics.set(name, made)
+  return made
+}
 
 /**
  * Token counts and finish reasons of one model response, as far as the

@@ -242,7 +242,7 @@ describe("OTLP export of a turn", () => {
         assert.isAbove(Number(attributesOf(compaction as OtlpSpan)["tessera.compaction.rounds"]), 0)
         for (const request of summaryRequests) {
           assert.strictEqual(request.kind, clientKind)
-          assert.isAbove(Number(attributesOf(request)["tessera.request.size"]), 0)
+          assert.isAbove(Number(attributesOf(request)["tessera.summary.piece.size"]), 0)
         }
         assert.deepInclude(attributesOf(byName(spans, "PrivateStaging.stageOnce")[0] as OtlpSpan), {
           "tessera.staging.outcome": "Published"
