@@ -64,6 +64,36 @@ describe("examples run as smoke tests", () => {
     }
   })
 
+  it("tracing.ts exports a turn's spans and metrics to a loopback OTLP/HTTP receiver: offload under the tool call, compaction under the step that compacted", () => {
+    const scratch = mkdtempSync(join(tmpdir(), "tessera-tracing-test-"))
+    try {
+      const { OTEL_EXPORTER_OTLP_ENDPOINT: _ignored, ...env } = process.env
+      const result = spawnSync(process.execPath, [join(folder, "tracing.ts")], {
+        cwd: scratch,
+        encoding: "utf8",
+        env: { ...env, TESSERA_EXAMPLE_DIR: scratch },
+        timeout: 120_000
+      })
+      assert.strictEqual(result.status, 0, result.stderr)
+      const out = result.stdout
+      assert.match(out, /^ {2}tessera\.turn gen_ai\.operation\.name=invoke_agent$/m)
+      assert.match(
+        out,
+        /^ {4}tessera\.toolCall .*gen_ai\.tool\.name=fetch_report tessera\.step=1\n {6}ToolResultOffload\.offloadResult .*tessera\.offload\.outcome=Written$/m
+      )
+      assert.match(
+        out,
+        /^ {4}tessera\.modelStep gen_ai\.operation\.name=chat tessera\.step=4\n {6}Compaction\.compact tessera\.step=4\n {8}Compaction\.summarize\n {10}Compaction\.summaryRequest/m
+      )
+      assert.include(
+        out,
+        "metrics received: gen_ai.client.operation.duration, tessera.summary.requests, tessera.tool.duration"
+      )
+    } finally {
+      rmSync(scratch, { recursive: true, force: true })
+    }
+  })
+
   it("host-policy.ts scrubs with the host's own rules and refuses the host's state with the specific error", () => {
     const scratch = mkdtempSync(join(tmpdir(), "tessera-host-policy-test-"))
     try {

@@ -38,6 +38,7 @@ import { measureRequest } from "./internal/digest.ts"
 import { type Journal, type JournalIOError, type JournalSequenceError, summaryKey } from "./Journal.ts"
 import type { ModelError, ModelRequest, ModelResponse, Part } from "./Model.ts"
 import { fileReference, Model, text } from "./Model.ts"
+import * as Observability from "./Observability.ts"
 import * as PrivateStaging from "./PrivateStaging.ts"
 import * as PrivateSummaries from "./PrivateSummaries.ts"
 
@@ -328,7 +329,34 @@ export const summarizeWith = <E, R>(
   input: SummaryInput
 ): Effect.Effect<SummaryOutcome, E, R> =>
   summarizing(generate, input).pipe(
-    Effect.withSpan("Compaction.summarize", { attributes: { "tessera.summary.rounds": input.rounds.length } })
+    Effect.withSpan("Compaction.summarize", {
+      attributes: { "tessera.summary.rounds": input.rounds.length }
+    })
+  )
+
+const timeSummaryRequest = Observability.timeModelRequest("summary")
+
+// One span per summary request, beside the model step's own: sizes, never the piece or the answer. The piece's
+// size stands for the request's: measuring the whole request would hash it, and replace the step's measure memo.
+const summaryRequestSpan = <E, R>(
+  index: number,
+  count: number,
+  piece: string,
+  generate: Effect.Effect<ModelResponse, E, R>
+): Effect.Effect<ModelResponse, E, R> =>
+  timeSummaryRequest(generate).pipe(
+    Effect.tap((response) =>
+      Effect.annotateCurrentSpan("tessera.response.size", ArtifactPointer.utf8Length(response.text))
+    ),
+    Effect.withSpan("Compaction.summaryRequest", {
+      kind: "client",
+      attributes: {
+        "gen_ai.operation.name": "chat",
+        "tessera.summary.piece": index + 1,
+        "tessera.summary.pieces": count,
+        "tessera.summary.piece.size": ArtifactPointer.utf8Length(piece)
+      }
+    })
   )
 
 // Defined once rather than as a generator function created per call (see `modelStep` in `Executor.ts`).
@@ -339,19 +367,26 @@ const summarizing = Effect.fnUntraced(function* <E, R>(
   const all = pieces(input.rounds, input.pieceBytes)
   let summary = input.previousSummary
   for (let index = 0; index < all.length; index++) {
-    const response = yield* generate(
-      summaryRequest({
-        task: input.task,
-        previousSummary: summary,
-        piece: all[index] ?? "",
-        index,
-        count: all.length
-      })
+    const piece = all[index] ?? ""
+    const response = yield* summaryRequestSpan(
+      index,
+      all.length,
+      piece,
+      generate(
+        summaryRequest({
+          task: input.task,
+          previousSummary: summary,
+          piece,
+          index,
+          count: all.length
+        })
+      )
     )
     summary = Option.some(
       input.summaryBytes === undefined ? response.text : boundSummary(response.text, input.summaryBytes)
     )
   }
+  yield* Effect.annotateCurrentSpan("tessera.summary.requests", all.length)
   return { text: Option.getOrElse(summary, () => ""), requests: all.length }
 })
 
@@ -402,6 +437,7 @@ export const publish = Effect.fn("Compaction.publish")(function* (options: {
   const redacted = Option.isSome(redactor) ? yield* redactor.value.redact(options.summary) : options.summary
   const scrubbed = options.maxBytes === undefined ? redacted : boundSummary(redacted, options.maxBytes)
   const staged = yield* PrivateStaging.stageOnce(options.key, scrubbed)
+  yield* Effect.annotateCurrentSpan({ "tessera.summary.size": staged.size, "tessera.staging.outcome": staged.outcome })
   if (Option.isSome(options.journal)) {
     yield* options.journal.value.append({
       _tag: "SummaryStaged",
@@ -473,12 +509,20 @@ const compactPlanned = Effect.fn("Compaction.compact")(function* (options: Compa
   const previousSummary = History.summaryText(options.history)
   const pieceBytes = CompactionPolicy.bytesFor(options.policy.measure, options.policy.pieceLimit)
   const turn = options.turn === undefined ? {} : { turn: options.turn }
+  yield* Effect.annotateCurrentSpan({
+    ...(Option.isSome(options.journal) ? { "tessera.task": options.journal.value.task } : {}),
+    ...(options.turn === undefined ? {} : { "tessera.turn": options.turn }),
+    "tessera.step": key.step,
+    "tessera.operation": key.operation,
+    "tessera.compaction.rounds": planned.summarized.length
+  })
   let inputsSha256: string | undefined
   if (Option.isSome(options.journal)) {
     const journal = options.journal.value
     inputsSha256 = yield* summaryInputsDigest(options.history.task, previousSummary, planned.summarized, pieceBytes)
     const leftover = yield* recoverLeftover(journal, key, inputsSha256, turn)
     if (Option.isSome(leftover)) {
+      yield* Effect.annotateCurrentSpan("tessera.compaction.recovered", true)
       return History.summarizeLeadingRounds(options.history, planned.summarized.length, {
         parts: leftover.value.parts,
         text: leftover.value.text

@@ -104,6 +104,11 @@ const armedWithoutWriter = (context: TaskContext, entry: EntryPoint, cause: Unau
  * @category gate
  */
 export const verify = Effect.fn("EntryGate.verify")(function* (binding: TaskBinding, entry: EntryPoint) {
+  yield* Effect.annotateCurrentSpan({
+    "tessera.task": binding.context.task,
+    "tessera.entry": entry,
+    "tessera.policy": binding.policy._tag
+  })
   yield* admitBinding(binding, entry)
   if (binding.policy._tag === "Disabled") return Option.none<PrivateSummaries.PrivateWriterCapability>()
   const capability = yield* PrivateSummaries.resolve(binding.context).pipe(
@@ -130,6 +135,7 @@ export const bind = Effect.fn("EntryGate.bind")(function* (context: TaskContext,
         Effect.mapError((error) => (error._tag === "Unauthorized" ? armedWithoutWriter(context, "Bind", error) : error))
       )
     }
+    yield* Effect.annotateCurrentSpan({ "tessera.task": context.task, "tessera.policy": policy._tag })
     return bindings.mint<TaskBinding>({ context, policy })
   }
   // The default is decided by whether the capability resolves, which is the
@@ -138,5 +144,6 @@ export const bind = Effect.fn("EntryGate.bind")(function* (context: TaskContext,
   const policy = Option.isSome(resolved)
     ? yield* CompactionPolicy.decodePolicy(options.threshold ?? CompactionPolicy.defaultThreshold, "EntryGate.bind")
     : CompactionPolicy.disabled
+  yield* Effect.annotateCurrentSpan({ "tessera.task": context.task, "tessera.policy": policy._tag })
   return bindings.mint<TaskBinding>({ context, policy })
 })

@@ -21,7 +21,8 @@
  *   pointer in place of a large body) before it is journaled and before it
  *   enters the next request.
  *
- * Every turn, model step and tool call runs in its own span.
+ * Every turn, model step and tool call runs in its own span (see
+ * `Observability` and docs/tracing.md for their attributes and metrics).
  *
  * @since 0.1.0
  */
@@ -41,6 +42,7 @@ import { Journal, NoOpenTurn, openTurn } from "./Journal.ts"
 import * as JsonValue from "./JsonValue.ts"
 import type { ModelRequest, ModelResponse, Part, ToolCallPart, ToolResultPart } from "./Model.ts"
 import { Model, ModelError, text, toolResult } from "./Model.ts"
+import * as Observability from "./Observability.ts"
 import * as Timeouts from "./Timeouts.ts"
 import * as Tool from "./Tool.ts"
 
@@ -214,6 +216,8 @@ export type ExecutorError =
   | StepLimitExceeded
   | ResumeMismatch
 
+const timeStepRequest = Observability.timeModelRequest("step")
+
 // Per-step spans capture no stack: it would point into this module, not at the harness, and
 // capturing one is a measurable part of a step. The span names and attributes say where.
 const stepTrace = { captureStackTrace: false } as const
@@ -272,7 +276,15 @@ export const modelStep = <E = never, R = never>(
   modelStepBody(config, context, history).pipe(
     Effect.withSpan(
       "tessera.modelStep",
-      { attributes: { "tessera.task": context.task, "tessera.turn": context.turn, "tessera.step": context.step } },
+      {
+        kind: "client",
+        attributes: {
+          ...Observability.operation("chat", context.task),
+          "tessera.task": context.task,
+          "tessera.turn": context.turn,
+          "tessera.step": context.step
+        }
+      },
       stepTrace
     )
   )
@@ -308,6 +320,7 @@ const modelStepBody = Effect.fnUntraced(function* <E, R>(
     sha256: measured.sha256
   })
   const response = yield* Timeouts.limitModelCall(config.timeouts, model.generate(request)).pipe(
+    timeStepRequest,
     Effect.flatMap(checkResponse),
     Effect.catch((error) =>
       Effect.flatMap(scrubModelError(error), (scrubbed) =>
@@ -362,6 +375,8 @@ const dispatchOne = <E, R>(
       "tessera.toolCall",
       {
         attributes: {
+          ...Observability.operation("execute_tool", context.task),
+          ...Observability.toolAttributes(context.call.name, context.call.id),
           "tessera.task": context.task,
           "tessera.turn": context.turn,
           "tessera.step": context.step,
@@ -380,6 +395,7 @@ const dispatchOneBody = Effect.fnUntraced(function* <E, R>(
 ): Effect.fn.Return<ToolResultPart, JournalIOError | JournalSequenceError | E, R> {
   const { call, step, turn } = context
   const input = yield* measureJson(call.input)
+  yield* Effect.annotateCurrentSpan("tessera.tool.input.size", input.size)
   yield* journal.append({
     _tag: "ToolCalled",
     turn,
@@ -389,7 +405,9 @@ const dispatchOneBody = Effect.fnUntraced(function* <E, R>(
     inputSize: input.size,
     inputSha256: input.sha256
   })
-  const outcome = yield* Timeouts.limitToolCall(config.timeouts, call.name, Tool.run(config.tools, call))
+  const outcome = yield* Timeouts.limitToolCall(config.timeouts, call.name, Tool.run(config.tools, call)).pipe(
+    Observability.timeToolCall(call.name)
+  )
   const produced = toolResult({
     callId: call.id,
     name: call.name,
@@ -497,7 +515,10 @@ export const runTurn = <E = never, R = never>(
 ): Effect.Effect<TurnOutcome, ExecutorError | E, Model | Journal | R> =>
   Effect.gen(function* () {
     const journal = yield* Journal
-    yield* Effect.annotateCurrentSpan({ "tessera.task": journal.task })
+    yield* Effect.annotateCurrentSpan({
+      ...Observability.operation("invoke_agent", journal.task),
+      "tessera.task": journal.task
+    })
     if (config.hooks?.beforeTurn !== undefined) {
       yield* config.hooks.beforeTurn({ task: journal.task, resuming: false }, history)
     }
@@ -528,7 +549,7 @@ export const resumeTurn = <E = never, R = never>(
   Effect.gen(function* () {
     const journal = yield* Journal
     const task = journal.task
-    yield* Effect.annotateCurrentSpan({ "tessera.task": task })
+    yield* Effect.annotateCurrentSpan({ ...Observability.operation("invoke_agent", task), "tessera.task": task })
     if (config.hooks?.beforeTurn !== undefined) yield* config.hooks.beforeTurn({ task, resuming: true }, history)
     const open = openTurn(yield* journal.state)
     if (Option.isNone(open)) return yield* new NoOpenTurn({ task, operation: "resume" })

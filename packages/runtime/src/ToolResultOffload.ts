@@ -219,6 +219,15 @@ export const offloadResult = Effect.fn("ToolResultOffload.offloadResult")(functi
   result: ToolResultPart
 ) {
   yield* admitTarget(target, journal)
+  yield* Effect.annotateCurrentSpan({
+    "tessera.task": context.task,
+    "tessera.turn": context.turn,
+    "tessera.step": context.step,
+    "gen_ai.tool.name": context.call.name,
+    "gen_ai.tool.call.id": context.call.id,
+    "tessera.offload.volume": target.volume.volume,
+    "tessera.offload.threshold": config.threshold
+  })
   const capability = capabilityOf.get(target)
   // A UTF-8 body is at least as many bytes as UTF-16 code units, at most three times as many:
   // only a result that may cross the threshold can be written, and only then is the volume re-read.
@@ -233,6 +242,11 @@ export const offloadResult = Effect.fn("ToolResultOffload.offloadResult")(functi
     readTool: config.readTool,
     ...(config.abstractBytes === undefined ? {} : { abstractBytes: config.abstractBytes })
   })
+  yield* Effect.annotateCurrentSpan(
+    outcome._tag === "Inline"
+      ? { "tessera.offload.outcome": Option.isSome(outcome.reason) ? "Refused" : "Inline" }
+      : { "tessera.offload.outcome": outcome.disposition, "tessera.offload.size": outcome.size }
+  )
   if (outcome._tag === "Inline") {
     if (Option.isSome(outcome.reason)) {
       yield* Effect.logWarning(`offload of ${context.call.id} refused; kept inline: ${outcome.reason.value.message}`)

@@ -58,6 +58,10 @@ export * as Model from "./Model.ts"
 /**
  * @since 0.1.0
  */
+export * as Observability from "./Observability.ts"
+/**
+ * @since 0.1.0
+ */
 export * as PrivateStaging from "./PrivateStaging.ts"
 /**
  * @since 0.1.0
