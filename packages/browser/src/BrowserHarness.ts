@@ -18,16 +18,22 @@
  *    runtimes on the same host with any `private: Option<VolumeRef>`
  *    decision, checked by the same verdicts as everywhere else.
  *
+ * Each task's journal is written under a Web Lock of its own
+ * (`tessera-task:<namespace>/<task>`): one writer per task journal across
+ * the origin's tabs and workers (`Journal.TaskInUse` otherwise).
+ *
  * It needs the browser platform (`BrowserPlatform.layer`) in its context.
  *
  * @since 0.1.0
  */
+
+import { ArtifactPathPolicy } from "@tessera/artifacts"
 import type { DurableFiles, Grant } from "@tessera/core"
 import { HostAuthority, Ids, InvalidInput, Volume } from "@tessera/core"
 import type { VolumeStore } from "@tessera/runtime"
-import { FilesystemTaskRuntime, TaskHost } from "@tessera/runtime"
-import type { FileSystem, Path, Scope } from "effect"
-import { Effect, type Layer, Option, Schema } from "effect"
+import { EntryGate, FilesystemTaskRuntime, Journal, StoreLayout, TaskHost } from "@tessera/runtime"
+import type { FileSystem, Scope } from "effect"
+import { Effect, Layer, Option, Path, Result, Schema } from "effect"
 import * as WebLockNamespace from "./WebLockNamespace.ts"
 
 /**
@@ -79,11 +85,51 @@ export interface BrowserHarnessService {
   readonly volumes: HarnessVolumes
   /** The journal volume's folder: `Journal.layer({ folder: journalFolder, task })`. */
   readonly journalFolder: string
+  /**
+   * The artifact path policy: the namespace folder is internal, except the
+   * scratch and output data folders (where artifacts belong); the store's
+   * manifest and metadata and the journal folder are internal state.
+   */
+  readonly pathPolicy: ArtifactPathPolicy.ArtifactPathPolicyShape
+  /**
+   * Issues `task` (running for the agent) read and write on scratch and
+   * output, binds it to the runtime and passes it through the entry gate.
+   */
+  readonly bindTask: (
+    task: Ids.TaskId,
+    options?: EntryGate.BindOptions
+  ) => Effect.Effect<EntryGate.TaskBinding, TaskError>
+  /** The task's journal on the journal volume, under the task's Web Lock. */
+  readonly journalLayer: (
+    task: Ids.TaskId
+  ) => Layer.Layer<Journal.Journal, TaskError, FileSystem.FileSystem | Path.Path>
+  /** Runs `body` with the task bound, its journal and the path policy provided. */
+  readonly withTask: <A, E, R>(
+    task: Ids.TaskId,
+    body: (binding: EntryGate.TaskBinding) => Effect.Effect<A, E, R>,
+    options?: EntryGate.BindOptions
+  ) => Effect.Effect<
+    A,
+    E | TaskError,
+    Exclude<R, Journal.Journal | ArtifactPathPolicy.ArtifactPathPolicy> | FileSystem.FileSystem | Path.Path
+  >
   /** Opens another runtime on this harness's host, with the same checks as `FilesystemTaskRuntime.fromHost`. */
   readonly openRuntime: (
     options: FilesystemTaskRuntime.Options
   ) => Effect.Effect<FilesystemTaskRuntime.FilesystemTaskRuntime, FilesystemTaskRuntime.BindError>
 }
+
+/**
+ * What binding a task or opening its journal can fail with.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export type TaskError =
+  | FilesystemTaskRuntime.BindError
+  | Effect.Error<ReturnType<typeof EntryGate.bind>>
+  | WebLockNamespace.LocksUnavailable
+  | Effect.Error<ReturnType<typeof Journal.open>>
 
 /**
  * A volume of the namespace already exists with other facts than the
@@ -139,6 +185,7 @@ export const open = Effect.fnUntraced(function* (options: OpenOptions) {
   const namespace = yield* decodeNamespace(options.namespace)
   const agent = yield* decodeAgent(options.agent)
   const scratchId = yield* InvalidInput.decode(Ids.VolumeId, "BrowserHarness.open", "agent")(`${agent}-scratch`)
+  const path = yield* Path.Path
   const lock = yield* WebLockNamespace.acquire(namespace)
   const folder = `${options.root ?? "/tessera"}/${namespace}`
   const authority = options.authority ?? HostAuthority.permissive
@@ -157,6 +204,52 @@ export const open = Effect.fnUntraced(function* (options: OpenOptions) {
   const scope = yield* host.issueScope(options.runtimeTask ?? harnessTask, capabilities, agent)
   const runtime = yield* FilesystemTaskRuntime.fromHost(host, { private: Option.some(scratch), scope })
   const journalFolder = yield* host.store.folderOf(journal)
+  const root = host.store.root
+  const artifactFolders = [StoreLayout.dataFolder(path, root, scratch.volume), yield* host.store.folderOf(output)]
+  const stateLocations = [
+    path.join(root, StoreLayout.manifestFile),
+    path.join(root, StoreLayout.metaFolder[0] ?? "meta"),
+    journalFolder
+  ]
+  const pathPolicy: ArtifactPathPolicy.ArtifactPathPolicyShape = {
+    isInternalState: (absolute) =>
+      stateLocations.some((location) => ArtifactPathPolicy.isAtOrBelow(location, absolute)),
+    isUnderInternalRoot: (absolute) =>
+      ArtifactPathPolicy.isAtOrBelow(root, absolute) &&
+      !artifactFolders.some((folder) => ArtifactPathPolicy.isAtOrBelow(folder, absolute))
+  }
+  const decodeTask = InvalidInput.decode(Ids.TaskId, "BrowserHarness", "task")
+  const bindTask = (given: Ids.TaskId, gate: EntryGate.BindOptions = {}) =>
+    Effect.gen(function* () {
+      const task = yield* decodeTask(given)
+      const taskScope = yield* host.issueScope(task, capabilities, agent)
+      const context = yield* runtime.bindTask({ scope: taskScope })
+      return yield* EntryGate.bind(context, gate)
+    })
+  const journalLayer = (given: Ids.TaskId) =>
+    Layer.effect(
+      Journal.Journal,
+      Effect.gen(function* () {
+        const task = yield* decodeTask(given)
+        const held = yield* WebLockNamespace.holdIfAvailable(`tessera-task:${namespace}/${task}`)
+        if (Result.isFailure(held)) {
+          return yield* new Journal.TaskInUse({
+            task,
+            file: path.join(journalFolder, Journal.fileName(task)),
+            holder: held.failure.length === 0 ? "another client of this origin" : `client ${held.failure.join(", ")}`
+          })
+        }
+        return yield* Journal.open({ folder: journalFolder, task })
+      })
+    )
+  const withTask = <A, E, R>(
+    task: Ids.TaskId,
+    body: (binding: EntryGate.TaskBinding) => Effect.Effect<A, E, R>,
+    gate: EntryGate.BindOptions = {}
+  ) =>
+    Effect.flatMap(bindTask(task, gate), (binding) =>
+      body(binding).pipe(Effect.provide(Layer.merge(journalLayer(task), ArtifactPathPolicy.layer(pathPolicy))))
+    )
   const service: BrowserHarnessService = {
     namespace,
     agent,
@@ -166,6 +259,10 @@ export const open = Effect.fnUntraced(function* (options: OpenOptions) {
     runtime,
     volumes: { scratch, journal, output },
     journalFolder,
+    pathPolicy,
+    bindTask,
+    journalLayer,
+    withTask,
     openRuntime: (runtimeOptions) => FilesystemTaskRuntime.fromHost(host, runtimeOptions)
   }
   return service

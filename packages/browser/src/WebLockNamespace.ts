@@ -12,7 +12,7 @@
  * @since 0.1.0
  */
 import type { Scope } from "effect"
-import { Effect, Schema } from "effect"
+import { Effect, Result, Schema } from "effect"
 
 /**
  * The namespace is held by another runtime of this origin (another tab,
@@ -41,10 +41,10 @@ export class NamespaceInUse extends Schema.TaggedError<NamespaceInUse>()("Namesp
  * @category errors
  */
 export class LocksUnavailable extends Schema.TaggedError<LocksUnavailable>()("LocksUnavailable", {
-  namespace: Schema.String
+  lock: Schema.String
 }) {
   override get message(): string {
-    return `cannot lock namespace ${this.namespace}: navigator.locks is missing (Web Locks need a secure context)`
+    return `cannot take the Web Lock ${this.lock}: navigator.locks is missing (Web Locks need a secure context)`
   }
 }
 
@@ -70,6 +70,54 @@ export const lockName = (namespace: string): string => `tessera-namespace:${name
 const locks = (): LockManager | undefined => (globalThis as { navigator?: Navigator }).navigator?.locks
 
 /**
+ * Holds the Web Lock `name` for the lifetime of the scope when no client of
+ * the origin holds it (`Some`), or answers at once with the ids of the
+ * clients that do (`None` is never waited on).
+ *
+ * @since 0.1.0
+ * @category locking
+ */
+export const holdIfAvailable = (
+  name: string
+): Effect.Effect<Result.Result<void, ReadonlyArray<string>>, LocksUnavailable, Scope.Scope> => {
+  const take = Effect.callback<(() => void) | undefined, LocksUnavailable>((resume) => {
+    const manager = locks()
+    if (manager === undefined) {
+      resume(Effect.fail(new LocksUnavailable({ lock: name })))
+      return
+    }
+    let release: () => void = () => undefined
+    const released = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    manager
+      .request(name, { mode: "exclusive", ifAvailable: true }, async (granted) => {
+        if (granted === null) {
+          resume(Effect.succeed(undefined))
+          return
+        }
+        resume(Effect.succeed(release))
+        await released
+      })
+      .catch(() => resume(Effect.fail(new LocksUnavailable({ lock: name }))))
+  })
+  return Effect.acquireRelease(take, (release) => Effect.sync(() => release?.())).pipe(
+    Effect.flatMap(
+      (release): Effect.Effect<Result.Result<void, ReadonlyArray<string>>> =>
+        release !== undefined
+          ? Effect.succeed(Result.succeed(undefined))
+          : Effect.promise(async () => (await locks()?.query())?.held ?? []).pipe(
+              Effect.map((held) =>
+                Result.fail(
+                  held.filter((one) => one.name === name).flatMap((one) => (one.clientId ? [one.clientId] : []))
+                )
+              )
+            )
+    )
+  )
+}
+
+/**
  * Takes the namespace's lock for the lifetime of the scope, or fails
  * {@link NamespaceInUse} without waiting when any client of the origin
  * holds it.
@@ -81,44 +129,9 @@ export const acquire = (
   namespace: string
 ): Effect.Effect<HeldNamespace, NamespaceInUse | LocksUnavailable, Scope.Scope> => {
   const lock = lockName(namespace)
-  const take = Effect.callback<(() => void) | undefined, LocksUnavailable>((resume) => {
-    const manager = locks()
-    if (manager === undefined) {
-      resume(Effect.fail(new LocksUnavailable({ namespace })))
-      return
-    }
-    let release: () => void = () => undefined
-    const released = new Promise<void>((resolve) => {
-      release = resolve
-    })
-    manager
-      .request(lock, { mode: "exclusive", ifAvailable: true }, async (granted) => {
-        if (granted === null) {
-          resume(Effect.succeed(undefined))
-          return
-        }
-        resume(Effect.succeed(release))
-        await released
-      })
-      .catch(() => resume(Effect.fail(new LocksUnavailable({ namespace }))))
-  })
-  return Effect.acquireRelease(take, (release) => Effect.sync(() => release?.())).pipe(
-    Effect.flatMap((release) =>
-      release !== undefined
-        ? Effect.succeed({ namespace, lock })
-        : Effect.promise(async () => (await locks()?.query())?.held ?? []).pipe(
-            Effect.flatMap((held) =>
-              Effect.fail(
-                new NamespaceInUse({
-                  namespace,
-                  lock,
-                  holders: held
-                    .filter((one) => one.name === lock)
-                    .flatMap((one) => (one.clientId ? [one.clientId] : []))
-                })
-              )
-            )
-          )
-    )
+  return Effect.flatMap(holdIfAvailable(lock), (held) =>
+    Result.isSuccess(held)
+      ? Effect.succeed({ namespace, lock })
+      : Effect.fail(new NamespaceInUse({ namespace, lock, holders: held.failure }))
   )
 }
