@@ -35,7 +35,9 @@ export const browserSkipped: string | undefined = existsSync(chromiumPath)
   ? undefined
   : `no Chromium at ${chromiumPath}: install it (Debian/Ubuntu: sudo apt-get install -y chromium) or set TESSERA_CHROMIUM`
 
-if (browserSkipped !== undefined) {
+// Said once per run: vitest's workers inherit the marker and stay quiet.
+if (browserSkipped !== undefined && process.env.TESSERA_BROWSER_SKIP_SAID === undefined) {
+  process.env.TESSERA_BROWSER_SKIP_SAID = "1"
   process.stderr.write(
     `\n${"!".repeat(78)}\n[tessera] SKIPPING THE BROWSER TEST PROJECT (packages/browser): ${browserSkipped}\n${"!".repeat(78)}\n\n`
   )

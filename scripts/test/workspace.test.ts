@@ -1,6 +1,7 @@
+import { spawnSync } from "node:child_process"
 import { readdirSync, readFileSync, statSync } from "node:fs"
 import { join } from "node:path"
-import { fileURLToPath } from "node:url"
+import { fileURLToPath, pathToFileURL } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
 import projects, { browserSkipped, packageProjects } from "../../vitest.workspace.ts"
 
@@ -29,6 +30,37 @@ describe("vitest.workspace.ts", () => {
     for (const name of packageProjects) {
       if (name !== "browser" || browserSkipped === undefined) assert.include(roots, `./packages/${name}`)
     }
+  })
+})
+
+/** The project names vitest.workspace.ts yields in a fresh Node process with `chromium` as the browser's path, and its stderr. */
+const projectsWith = (chromium: string) => {
+  const { TESSERA_BROWSER_SKIP_SAID: _, ...env } = process.env
+  const url = pathToFileURL(join(root, "vitest.workspace.ts")).href
+  const result = spawnSync(
+    process.execPath,
+    [
+      "--input-type=module",
+      "-e",
+      `const m = await import(${JSON.stringify(url)}); console.log(JSON.stringify(m.default.map((p) => p.test.name)))`
+    ],
+    { cwd: root, env: { ...env, TESSERA_CHROMIUM: chromium }, encoding: "utf8" }
+  )
+  return { names: JSON.parse(result.stdout.trim().split("\n").at(-1) ?? "[]") as Array<string>, stderr: result.stderr }
+}
+
+describe("the browser project without Chromium", () => {
+  it("browser_skip_is_loud: with no Chromium, only the browser project is left out, and stderr says so once", () => {
+    const { names, stderr } = projectsWith(join(root, "no-such-chromium"))
+    assert.deepStrictEqual(names, ["core", "artifacts", "runtime", "node", "examples", "bench", "workspace"])
+    assert.strictEqual(stderr.split("SKIPPING THE BROWSER TEST PROJECT").length - 1, 1, stderr)
+    assert.include(stderr, "apt-get install -y chromium")
+  })
+
+  it("control: with a Chromium at the path, the browser project runs and nothing is said", () => {
+    const { names, stderr } = projectsWith(process.execPath)
+    assert.include(names, "browser")
+    assert.notInclude(stderr, "SKIPPING")
   })
 })
 

@@ -4,6 +4,7 @@
  * file, and a journal held by its sync access handle in one worker.
  */
 import { assert, describe, it } from "@effect/vitest"
+import type { Report } from "../example/runExample.ts"
 import { withRoot } from "./support.ts"
 
 const worker = () => new Worker(new URL("./fixtures/raceWorker.ts", import.meta.url), { type: "module" })
@@ -98,6 +99,27 @@ describe("across workers", () => {
       } finally {
         holder.terminate()
         second.terminate()
+      }
+    }))
+
+  it("worker_harness_turn: a dedicated worker opens the browser harness and runs the example's turn (offload, compaction, journal on a sync access handle)", () =>
+    withRoot("worker-harness", async (root) => {
+      const runner = new Worker(new URL("./fixtures/harnessWorker.ts", import.meta.url), { type: "module" })
+      try {
+        const answer = await new Promise<{ ok: boolean; report?: Report; error?: string }>((resolve) => {
+          runner.onmessage = (event) => resolve(event.data)
+          runner.postMessage(root)
+        })
+        assert.isTrue(answer.ok, answer.error)
+        const report = answer.report as Report
+        assert.include(
+          report.requests.map((request) => request.what),
+          "summary request"
+        )
+        assert.match(report.finalStartsWith, /^summaries\/research-t1\/\d+\.txt$/)
+        assert.isTrue(report.files.some((file) => file.file === "volumes/journal/research.jsonl"))
+      } finally {
+        runner.terminate()
       }
     }))
 })

@@ -63,14 +63,22 @@ export const fileAt = async (path: string, create = false): Promise<FileSystemFi
 
 /** What is at `path`: a file, a folder, or nothing. */
 export const kindAt = async (path: string): Promise<"file" | "directory" | undefined> => {
-  const segments = segmentsOf(path)
-  if (segments.length === 0) return "directory"
+  if (segmentsOf(path).length === 0) return "directory"
   try {
     const { folder, name } = await parentOf(path)
-    for await (const [entry, handle] of folder.entries()) if (entry === name) return handle.kind
-    return undefined
+    await folder.getFileHandle(name)
+    return "file"
   } catch (error) {
-    if (nameOf(error) === "NotFoundError" || nameOf(error) === "TypeMismatchError") return undefined
+    // A folder at the name answers TypeMismatchError; a missing name or parent, NotFoundError.
+    if (nameOf(error) === "TypeMismatchError") {
+      const { folder, name } = await parentOf(path).catch(() => ({ folder: undefined, name: "" }))
+      if (folder === undefined) return undefined
+      return folder.getDirectoryHandle(name).then(
+        () => "directory" as const,
+        () => undefined
+      )
+    }
+    if (nameOf(error) === "NotFoundError") return undefined
     throw error
   }
 }
