@@ -74,6 +74,23 @@ describe("OpfsFileSystem", () => {
     ))
 })
 
+describe("OpfsFileSystem rename", () => {
+  it("rename replaces an existing target in one step, as the journal's repair needs, and removes the old name", () =>
+    withRoot("rename", (root) =>
+      run(
+        Effect.gen(function* () {
+          const fs = yield* FileSystem.FileSystem
+          yield* fs.makeDirectory(root, { recursive: true })
+          yield* fs.writeFileString(`${root}/journal.jsonl`, "old and corrupt")
+          yield* fs.writeFileString(`${root}/.journal.tmp`, "repaired")
+          yield* fs.rename(`${root}/.journal.tmp`, `${root}/journal.jsonl`)
+          assert.strictEqual(yield* fs.readFileString(`${root}/journal.jsonl`), "repaired")
+          assert.deepStrictEqual(yield* fs.readDirectory(root), ["journal.jsonl"])
+        })
+      )
+    ))
+})
+
 describe("OpfsDurableFiles", () => {
   const durable = OpfsDurableFiles.opfs
   it("readFile returns the asked range and the whole size; a folder is NotPlainFile, a missing file ENOENT", () =>
