@@ -8,11 +8,14 @@
  * 1. takes the namespace's Web Lock (`WebLockNamespace`): one runtime per
  *    namespace across every tab and worker of the origin, a typed
  *    `NamespaceInUse` otherwise;
- * 2. opens the store at `<root>/<namespace>` (default root `/tessera`) and
+ * 2. removes the temporary names a closed tab or a crash left in the
+ *    namespace (`DurableFiles.isTemporaryName`: writes cut short, never
+ *    content; only the lock holder may, so none is anyone's write in progress);
+ * 3. opens the store at `<root>/<namespace>` (default root `/tessera`) and
  *    makes sure the standard volumes exist: `<agent>-scratch`
  *    (`AgentPrivate`, owned by the agent), `journal` and `output` (owned by
  *    the host);
- * 3. issues the runtime's scope (read and write on scratch and output) and
+ * 4. issues the runtime's scope (read and write on scratch and output) and
  *    opens `FilesystemTaskRuntime.fromHost` with the scratch volume as its
  *    private volume. {@link BrowserHarnessService.openRuntime} opens further
  *    runtimes on the same host with any `private: Option<VolumeRef>`
@@ -26,14 +29,12 @@
  *
  * @since 0.1.0
  */
-
 import { ArtifactPathPolicy } from "@tessera/artifacts"
-import type { DurableFiles, Grant } from "@tessera/core"
-import { HostAuthority, Ids, InvalidInput, Volume } from "@tessera/core"
-import type { VolumeStore } from "@tessera/runtime"
-import { EntryGate, FilesystemTaskRuntime, Journal, StoreLayout, TaskHost } from "@tessera/runtime"
-import type { FileSystem, Scope } from "effect"
-import { Effect, Layer, Option, Path, Result, Schema } from "effect"
+import type { Grant } from "@tessera/core"
+import { DurableFiles, HostAuthority, Ids, InvalidInput, Volume } from "@tessera/core"
+import { EntryGate, FilesystemTaskRuntime, Journal, StoreLayout, TaskHost, VolumeStore } from "@tessera/runtime"
+import type { Scope } from "effect"
+import { Effect, FileSystem, Layer, Option, Path, Result, Schema } from "effect"
 import * as WebLockNamespace from "./WebLockNamespace.ts"
 
 /**
@@ -170,6 +171,20 @@ const ensureVolume = (store: VolumeStore.VolumeStore, volume: VolumeStore.Create
     return ref
   })
 
+/** Removes every temporary name below `folder` (nothing when the folder does not exist yet). */
+const removeLeftovers = (folder: string) =>
+  Effect.gen(function* () {
+    const fs = yield* FileSystem.FileSystem
+    if (!(yield* fs.exists(folder))) return
+    const names = yield* fs.readDirectory(folder, { recursive: true })
+    const leftovers = names.filter((name) => DurableFiles.isTemporaryName(name.split("/").at(-1) ?? ""))
+    yield* Effect.forEach(leftovers, (name) => fs.remove(`${folder}/${name}`), { discard: true })
+  }).pipe(
+    Effect.mapError(
+      (error) => new VolumeStore.StoreIoError({ operation: "remove leftovers", path: folder, detail: error.message })
+    )
+  )
+
 const decodeNamespace = InvalidInput.decode(Ids.StoreId, "BrowserHarness.open", "namespace")
 const decodeAgent = InvalidInput.decode(Ids.AgentId, "BrowserHarness.open", "agent")
 const volumeId = Schema.decodeUnknownSync(Ids.VolumeId)
@@ -188,6 +203,7 @@ export const open = Effect.fnUntraced(function* (options: OpenOptions) {
   const path = yield* Path.Path
   const lock = yield* WebLockNamespace.acquire(namespace)
   const folder = `${options.root ?? "/tessera"}/${namespace}`
+  yield* removeLeftovers(folder)
   const authority = options.authority ?? HostAuthority.permissive
   const host = yield* TaskHost.open({ root: folder, storeId: namespace }).pipe(Effect.provide(authority))
   const scratch = yield* ensureVolume(host.store, {

@@ -4,7 +4,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { BrowserHarness, BrowserPlatform, WebLockNamespace } from "@tessera/browser"
-import { Ids } from "@tessera/core"
+import { DurableFiles, Ids } from "@tessera/core"
 import { Journal } from "@tessera/runtime"
 import { Context, Effect, Exit, FileSystem, Layer, Option, Schema, Scope } from "effect"
 import { withRoot } from "./support.ts"
@@ -128,6 +128,27 @@ describe("the browser harness", () => {
             Effect.map(Layer.build(harness.journalLayer(task)), (context) => Context.get(context, Journal.Journal).task)
           )
           assert.strictEqual(opened, task)
+        }).pipe(Effect.provide(BrowserPlatform.layer))
+      )
+    ))
+
+  it("harness_leftovers: opening removes the temporary names a closed tab left, and keeps every other file", () =>
+    withRoot("harness-leftovers", (root) =>
+      run(
+        Effect.gen(function* () {
+          const fs = yield* FileSystem.FileSystem
+          const output = yield* Effect.scoped(
+            Effect.flatMap(BrowserHarness.open({ namespace: "work", agent, root }), (harness) =>
+              harness.host.store.folderOf(harness.volumes.output)
+            )
+          )
+          const leftover = `${output}/${DurableFiles.temporaryName("report.txt", crypto.randomUUID())}`
+          yield* fs.writeFileString(leftover, "cut short")
+          yield* fs.writeFileString(`${output}/report.txt`, "content")
+          yield* fs.writeFileString(`${output}/.hidden-but-content`, "content")
+          yield* Effect.scoped(BrowserHarness.open({ namespace: "work", agent, root }))
+          assert.isFalse(yield* fs.exists(leftover), "the temporary name is gone")
+          assert.deepStrictEqual((yield* fs.readDirectory(output)).sort(), [".hidden-but-content", "report.txt"])
         }).pipe(Effect.provide(BrowserPlatform.layer))
       )
     ))
