@@ -25,6 +25,22 @@ module.exports = {
       to: { path: below(name).length === 0 ? "^$" : `^packages/(${below(name).join("|")})/` }
     })),
     {
+      name: "platforms-apart",
+      severity: "error",
+      comment:
+        "packages/node and packages/browser are two platforms over the same runtime: neither depends on the other, " +
+        "and everything below them depends on neither.",
+      from: { path: "^packages/(node|browser)/" },
+      to: { path: "^packages/(node|browser)/", pathNot: "^packages/$1/" }
+    },
+    {
+      name: "nothing-below-depends-on-browser",
+      severity: "error",
+      comment: "packages/core, artifacts and runtime must not depend on packages/browser.",
+      from: { path: "^packages/(core|artifacts|runtime)/" },
+      to: { path: "^packages/browser/" }
+    },
+    {
       name: "no-foreign-internal",
       severity: "error",
       comment: "A package's internal/ modules are private to that package.",

@@ -3,6 +3,8 @@
  * longer reads this file by itself), and `scripts/test/workspace.test.ts`
  * fails when a folder under `packages/` is missing from it.
  */
+import { existsSync } from "node:fs"
+import { playwright } from "@vitest/browser-playwright"
 import { defineProject } from "vitest/config"
 
 const project = (name: string, root: string) =>
@@ -15,10 +17,50 @@ const project = (name: string, root: string) =>
   })
 
 /** Package folders under `packages/` that have a test project. */
-export const packageProjects: ReadonlyArray<string> = ["core", "artifacts", "runtime", "node"]
+export const packageProjects: ReadonlyArray<string> = ["core", "artifacts", "runtime", "node", "browser"]
+
+/**
+ * The Chromium the browser project drives (Debian's `chromium` package;
+ * Playwright's own browser download is not used). `TESSERA_CHROMIUM`
+ * overrides the path.
+ */
+export const chromiumPath: string = process.env.TESSERA_CHROMIUM ?? "/usr/bin/chromium"
+
+/**
+ * Why the browser project is left out of this run, or `undefined` when it
+ * runs. `npm test` installs Chromium first when it can (scripts/check.mjs);
+ * when it could not, the project is skipped, and said so loudly.
+ */
+export const browserSkipped: string | undefined = existsSync(chromiumPath)
+  ? undefined
+  : `no Chromium at ${chromiumPath}: install it (Debian/Ubuntu: sudo apt-get install -y chromium) or set TESSERA_CHROMIUM`
+
+// Said once per run: vitest's workers inherit the marker and stay quiet.
+if (browserSkipped !== undefined && process.env.TESSERA_BROWSER_SKIP_SAID === undefined) {
+  process.env.TESSERA_BROWSER_SKIP_SAID = "1"
+  process.stderr.write(
+    `\n${"!".repeat(78)}\n[tessera] SKIPPING THE BROWSER TEST PROJECT (packages/browser): ${browserSkipped}\n${"!".repeat(78)}\n\n`
+  )
+}
+
+const browserProject = defineProject({
+  test: {
+    name: "browser",
+    root: "./packages/browser",
+    include: ["test/**/*.test.ts"],
+    browser: {
+      enabled: true,
+      headless: true,
+      screenshotFailures: false,
+      provider: playwright({ launchOptions: { executablePath: chromiumPath, args: ["--no-sandbox"] } }),
+      instances: [{ browser: "chromium" }]
+    }
+  }
+})
 
 export default [
-  ...packageProjects.map((name) => project(name, `./packages/${name}`)),
+  ...packageProjects.filter((name) => name !== "browser").map((name) => project(name, `./packages/${name}`)),
+  ...(browserSkipped === undefined ? [browserProject] : []),
   project("examples", "./examples"),
   project("bench", "./bench"),
   project("workspace", "./scripts")

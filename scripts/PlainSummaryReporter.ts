@@ -1,9 +1,10 @@
 /**
  * Ends a vitest run with one plain line, `vitest: N passed, N failed, N skipped`,
  * after vitest's own summary, so tools that read only a run's closing line
- * (CI among them) see the counts.
+ * (CI among them) see the counts, and whether the browser project was left out.
  */
 import type { Reporter, TestModule } from "vitest/node"
+import { browserSkipped } from "../vitest.workspace.ts"
 
 export default class PlainSummaryReporter implements Reporter {
   onTestRunEnd(testModules: ReadonlyArray<TestModule>): void {
@@ -16,6 +17,10 @@ export default class PlainSummaryReporter implements Reporter {
         else counts.skipped++
       }
     }
-    process.stdout.write(`\nvitest: ${counts.passed} passed, ${counts.failed} failed, ${counts.skipped} skipped\n`)
+    // A browser project left out (no Chromium) is said on the closing line too, never only above it.
+    const browser = browserSkipped === undefined ? "" : `; BROWSER PROJECT SKIPPED: ${browserSkipped}`
+    process.stdout.write(
+      `\nvitest: ${counts.passed} passed, ${counts.failed} failed, ${counts.skipped} skipped${browser}\n`
+    )
   }
 }

@@ -2,7 +2,7 @@
 // Every check `npm test` runs, in order; the vitest run comes last so the
 // output ends with its summary line. Stops at the first failing step.
 import { spawnSync } from "node:child_process"
-import { mkdirSync } from "node:fs"
+import { existsSync, mkdirSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 
@@ -19,6 +19,32 @@ for (const name of ["XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CO
   env[name] = folder
 }
 
+// The browser project drives Debian's Chromium (Playwright's own download
+// cannot be relied on). Install it when missing and we may (root with
+// apt-get, as in CI); otherwise say what to install: vitest.workspace.ts then
+// leaves out the browser project, and says so loudly, never silently.
+const chromium = process.env.TESSERA_CHROMIUM ?? "/usr/bin/chromium"
+const ensureChromium = () => {
+  if (existsSync(chromium)) return
+  const isRoot = typeof process.getuid === "function" && process.getuid() === 0
+  const apt = spawnSync("apt-get", ["--version"], { stdio: "ignore" }).status === 0
+  if (isRoot && apt && process.env.TESSERA_CHROMIUM === undefined) {
+    process.stdout.write("\n[tessera] installing Chromium for the browser tests (apt-get install -y chromium)\n")
+    const aptEnv = { ...process.env, DEBIAN_FRONTEND: "noninteractive" }
+    for (const args of [["update"], ["install", "-y", "chromium"]]) {
+      const result = spawnSync("apt-get", args, { cwd: root, env: aptEnv, stdio: "inherit" })
+      if (result.status !== 0) break
+    }
+    if (existsSync(chromium)) return
+  }
+  const banner = "!".repeat(78)
+  process.stdout.write(
+    `\n${banner}\n[tessera] no Chromium at ${chromium}, and it could not be installed here` +
+      `${isRoot ? "" : " (installing needs root)"}.\n[tessera] Install it (Debian/Ubuntu: sudo apt-get install -y chromium) or set ` +
+      `TESSERA_CHROMIUM to a Chromium binary.\n[tessera] THE BROWSER TEST PROJECT WILL BE SKIPPED IN THIS RUN.\n${banner}\n`
+  )
+}
+
 const steps = [
   ["type-check (tsc -b: sources, tests, type tests, examples)", bin("tsc"), ["-b"]],
   ["lint and format (biome ci)", bin("biome"), ["ci", "--colors=off", "--no-errors-on-unmatched", "."]],
@@ -29,6 +55,8 @@ const steps = [
   ],
   ["tests, property tests and example smoke runs (vitest)", bin("vitest"), ["run", ...process.argv.slice(2)]]
 ]
+
+ensureChromium()
 
 for (const [title, command, args] of steps) {
   process.stdout.write(`\n[tessera] ${title}\n`)

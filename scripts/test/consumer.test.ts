@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
-const packages = ["core", "artifacts", "runtime", "node"] as const
+const packages = ["core", "artifacts", "runtime", "node", "browser"] as const
 const rootManifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8"))
 const nodeManifest = JSON.parse(readFileSync(join(root, "packages", "node", "package.json"), "utf8"))
 
@@ -174,7 +174,8 @@ beforeAll(() => {
         join(root, "node_modules", "typescript", "bin", "tsc"),
         "-b",
         "packages/node/tsconfig.src.json",
-        "packages/node/tsconfig.bin.json"
+        "packages/node/tsconfig.bin.json",
+        "packages/browser/tsconfig.src.json"
       ],
       root
     ),

@@ -1,8 +1,9 @@
+import { spawnSync } from "node:child_process"
 import { readdirSync, readFileSync, statSync } from "node:fs"
 import { join } from "node:path"
-import { fileURLToPath } from "node:url"
+import { fileURLToPath, pathToFileURL } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
-import projects, { packageProjects } from "../../vitest.workspace.ts"
+import projects, { browserSkipped, packageProjects } from "../../vitest.workspace.ts"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
 
@@ -25,12 +26,50 @@ describe("vitest.workspace.ts", () => {
     const { default: config } = await import("../../vitest.config.ts")
     assert.strictEqual(config.test?.projects, projects)
     const roots = projects.map((project) => project.test?.root)
-    for (const name of packageProjects) assert.include(roots, `./packages/${name}`)
+    // The browser project is left out only when Chromium is missing, and that run says so loudly.
+    for (const name of packageProjects) {
+      if (name !== "browser" || browserSkipped === undefined) assert.include(roots, `./packages/${name}`)
+    }
   })
 })
 
-/** The layers, lowest first; a package may depend only on packages before it. */
-const layers = ["core", "artifacts", "runtime", "node"]
+/** The project names vitest.workspace.ts yields in a fresh Node process with `chromium` as the browser's path, and its stderr. */
+const projectsWith = (chromium: string) => {
+  const { TESSERA_BROWSER_SKIP_SAID: _, ...env } = process.env
+  const url = pathToFileURL(join(root, "vitest.workspace.ts")).href
+  const result = spawnSync(
+    process.execPath,
+    [
+      "--input-type=module",
+      "-e",
+      `const m = await import(${JSON.stringify(url)}); console.log(JSON.stringify(m.default.map((p) => p.test.name)))`
+    ],
+    { cwd: root, env: { ...env, TESSERA_CHROMIUM: chromium }, encoding: "utf8" }
+  )
+  return { names: JSON.parse(result.stdout.trim().split("\n").at(-1) ?? "[]") as Array<string>, stderr: result.stderr }
+}
+
+describe("the browser project without Chromium", () => {
+  it("browser_skip_is_loud: with no Chromium, only the browser project is left out, and stderr says so once", () => {
+    const { names, stderr } = projectsWith(join(root, "no-such-chromium"))
+    assert.deepStrictEqual(names, ["core", "artifacts", "runtime", "node", "examples", "bench", "workspace"])
+    assert.strictEqual(stderr.split("SKIPPING THE BROWSER TEST PROJECT").length - 1, 1, stderr)
+    assert.include(stderr, "apt-get install -y chromium")
+  })
+
+  it("control: with a Chromium at the path, the browser project runs and nothing is said", () => {
+    const { names, stderr } = projectsWith(process.execPath)
+    assert.include(names, "browser")
+    assert.notInclude(stderr, "SKIPPING")
+  })
+})
+
+/**
+ * Each package's layer, lowest first; a package may depend only on packages
+ * of a lower layer. node and browser are two platforms side by side.
+ */
+const layers: Record<string, number> = { core: 0, artifacts: 1, runtime: 2, node: 3, browser: 3 }
+const layerOf = (name: string): number => layers[name] ?? Number.POSITIVE_INFINITY
 
 type Manifest = Partial<Record<"dependencies" | "devDependencies" | "peerDependencies", Record<string, string>>>
 
@@ -41,19 +80,22 @@ const upwardDependencies = (manifests: Record<string, Manifest>): Array<string> 
       Object.keys(manifest[kind] ?? {})
         .filter((name) => name.startsWith("@tessera/"))
         .map((name) => name.slice("@tessera/".length))
-        .filter((to) => !layers.includes(to) || layers.indexOf(to) >= layers.indexOf(from))
+        .filter((to) => layerOf(to) >= layerOf(from))
         .map((to) => `${from} -> ${to} (${kind})`)
     )
   )
 
 const workspaceManifests = (): Record<string, Manifest> =>
   Object.fromEntries(
-    layers.map((name) => [name, JSON.parse(readFileSync(join(root, "packages", name, "package.json"), "utf8"))])
+    Object.keys(layers).map((name) => [
+      name,
+      JSON.parse(readFileSync(join(root, "packages", name, "package.json"), "utf8"))
+    ])
   )
 
 describe("workspace package graph", () => {
   it("has the packages in the layer list, and no other", () => {
-    assert.deepStrictEqual([...packageFolders].sort(), [...layers].sort())
+    assert.deepStrictEqual([...packageFolders].sort(), Object.keys(layers).sort())
   })
 
   it("points one way, dev dependencies included, so pnpm sees no cycle", () => {
@@ -68,5 +110,15 @@ describe("workspace package graph", () => {
       runtime: { ...runtime, devDependencies: { ...runtime.devDependencies, "@tessera/node": "workspace:^" } }
     }
     assert.deepStrictEqual(upwardDependencies(broken), ["runtime -> node (devDependencies)"])
+  })
+
+  it("negative control: a browser dependency on the node package (a platform on a platform) is reported", () => {
+    const manifests = workspaceManifests()
+    const browser = manifests.browser ?? {}
+    const broken = {
+      ...manifests,
+      browser: { ...browser, dependencies: { ...browser.dependencies, "@tessera/node": "workspace:^" } }
+    }
+    assert.deepStrictEqual(upwardDependencies(broken), ["browser -> node (dependencies)"])
   })
 })
