@@ -13,14 +13,17 @@ import { fileURLToPath } from "node:url"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
-const packages = ["core", "artifacts", "runtime", "node"] as const
+const packages = ["core", "artifacts", "runtime", "node", "ai-sdk"] as const
 const rootManifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8"))
 const nodeManifest = JSON.parse(readFileSync(join(root, "packages", "node", "package.json"), "utf8"))
+const aiSdkManifest = JSON.parse(readFileSync(join(root, "packages", "ai-sdk", "package.json"), "utf8"))
 
 /** What the consumer installs beside the tarballs: the peers at the workspace's versions, and the tools it uses. */
 const consumerExtras = [
   `effect@${rootManifest.devDependencies.effect}`,
   `@effect/platform-node@${nodeManifest.devDependencies["@effect/platform-node"]}`,
+  `ai@${aiSdkManifest.devDependencies.ai}`,
+  `@ai-sdk/provider@${aiSdkManifest.devDependencies["@ai-sdk/provider"]}`,
   `@types/node@${rootManifest.devDependencies["@types/node"]}`,
   "esbuild@0.28.2"
 ]
@@ -149,7 +152,7 @@ const entriesFile = (consumer: string): string => {
       .sort()) {
       const module = file.slice(0, -".d.ts".length)
       const specifier = module === "index" ? `@tessera/${name}` : `@tessera/${name}/${module}`
-      lines.push(`import * as ${name}_${module} from "${specifier}"`)
+      lines.push(`import * as ${name.replace("-", "_")}_${module} from "${specifier}"`)
     }
   }
   const names = lines.map((line) => line.split(" ")[3])
@@ -174,7 +177,8 @@ beforeAll(() => {
         join(root, "node_modules", "typescript", "bin", "tsc"),
         "-b",
         "packages/node/tsconfig.src.json",
-        "packages/node/tsconfig.bin.json"
+        "packages/node/tsconfig.bin.json",
+        "packages/ai-sdk/tsconfig.src.json"
       ],
       root
     ),
