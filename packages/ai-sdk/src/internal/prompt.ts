@@ -136,8 +136,10 @@ const rendered = (part: Model.Part): ContentPart | string => {
 }
 
 /**
- * The parts of a history as a prompt: consecutive parts of one role form
- * one message; a part that came from the prompt unchanged is its original.
+ * The parts of a history as a prompt. A part that came from the prompt
+ * unchanged is its original, in a message of its own origin (messages are
+ * never merged or split); parts Tessera made (a summary reference, an
+ * offloaded result) form messages of their role.
  */
 export const toPrompt = (
   parts: ReadonlyArray<Model.Part>,
@@ -145,12 +147,11 @@ export const toPrompt = (
 ): LanguageModelV4Prompt => {
   const prompt: Array<LanguageModelV4Message> = []
   let group:
-    | { role: MessageRole; content: Array<ContentPart | string>; sources: Set<LanguageModelV4Message | undefined> }
+    | { role: MessageRole; content: Array<ContentPart | string>; source: LanguageModelV4Message | undefined }
     | undefined
   const flush = () => {
     if (group === undefined) return
-    const [only] = group.sources
-    const providerOptions = group.sources.size === 1 && only !== undefined ? only.providerOptions : undefined
+    const providerOptions = group.source?.providerOptions
     const extra = providerOptions === undefined ? {} : { providerOptions }
     if (group.role === "system") {
       for (const content of group.content) prompt.push({ role: "system", content: content as string, ...extra })
@@ -163,12 +164,19 @@ export const toPrompt = (
     const origin = origins.get(part)
     const role = origin?.role ?? roleOf(part)
     const content = origin?.part ?? rendered(part)
-    if (group === undefined || group.role !== role) {
+    // An offloaded result stays in its original tool message when that message is still open.
+    const source = origin?.message
+    const joins =
+      group !== undefined &&
+      group.role === role &&
+      (group.source === source ||
+        (source === undefined && role === "tool") ||
+        (group.source === undefined && origin === undefined))
+    if (!joins) {
       flush()
-      group = { role, content: [], sources: new Set() }
+      group = { role, content: [], source }
     }
-    group.content.push(content)
-    group.sources.add(origin?.message)
+    group?.content.push(content)
   }
   flush()
   return prompt
