@@ -2,7 +2,8 @@ import type { LanguageModelV4Message, LanguageModelV4Prompt } from "@ai-sdk/prov
 import { assert, describe, it } from "@effect/vitest"
 import { History } from "@tessera/runtime"
 import * as fc from "fast-check"
-import { toHistory, toPrompt } from "../src/internal/prompt.ts"
+// The conversion is internal (the package blocks `./internal/*`); the test reaches it by path.
+import { toHistory, toPrompt } from "../src/internal/prompt.js"
 
 const text = fc.string({ maxLength: 40 })
 const id = fc.stringMatching(/^[a-z0-9:_-]{1,12}$/)
