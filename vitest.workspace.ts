@@ -15,7 +15,7 @@ const project = (name: string, root: string) =>
   })
 
 /** Package folders under `packages/` that have a test project. */
-export const packageProjects: ReadonlyArray<string> = ["core", "artifacts", "runtime", "node", "ai-sdk"]
+export const packageProjects: ReadonlyArray<string> = ["core", "artifacts", "runtime", "node", "ai-sdk", "mcp"]
 
 export default [
   ...packageProjects.map((name) => project(name, `./packages/${name}`)),
