@@ -104,6 +104,7 @@ const program = Effect.gen(function* () {
     task,
     (binding) =>
       Effect.gen(function* () {
+        // #region ai-sdk-middleware
         const tessera = yield* TesseraMiddleware.make(binding, {
           offload: { threshold: 2_000, readTool: "read_artifact", destination: "Private" }
         })
@@ -116,6 +117,7 @@ const program = Effect.gen(function* () {
             prepareStep: tessera.prepareStep
           })
         )
+        // #endregion ai-sdk-middleware
         console.log(`answer: ${result.text}`)
         console.log(`tool results offloaded: ${tessera.offloaded.size}`)
         console.log(`first pointer: ${tessera.offloaded.get("log-1")}`)

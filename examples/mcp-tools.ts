@@ -50,17 +50,23 @@ const script: ScriptedModel.Script = (request) => {
 }
 
 const program = Effect.gen(function* () {
+  // #region mcp-tools
   const client = yield* McpClient.McpClient
   const tools = yield* McpTools.tools(client, { prefix: "incidents__" })
+  // #endregion mcp-tools
   console.log(`MCP server ${client.serverInfo?.name ?? "?"} offers: ${tools.map((tool) => tool.name).join(", ")}`)
   const harness = yield* LocalHarness.open({ stateDir, namespace: "mcp", agent })
   const outcome = yield* harness
-    .withTask(task, (binding) =>
-      TaskExecution.runTurn(binding, History.make([Model.text("user", "What happened to billing?")]), {
-        tools: Tool.registry(...tools),
-        maxSteps: 4,
-        offload: { threshold: 4_000, readTool: "read_artifact", destination: "Private" }
-      })
+    .withTask(
+      task,
+      (binding) =>
+        // #region mcp-turn
+        TaskExecution.runTurn(binding, History.make([Model.text("user", "What happened to billing?")]), {
+          tools: Tool.registry(...tools),
+          maxSteps: 4,
+          offload: { threshold: 4_000, readTool: "read_artifact", destination: "Private" }
+        })
+      // #endregion mcp-turn
     )
     .pipe(Effect.provide(Layer.merge(ScriptedModel.layer(script), DefaultRedactor.layer())))
   console.log(`answer: ${outcome.text}`)

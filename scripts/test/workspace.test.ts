@@ -29,8 +29,12 @@ describe("vitest.workspace.ts", () => {
   })
 })
 
-/** The layers, lowest first; a package may depend only on packages before it. */
-const layers = ["core", "artifacts", "runtime", "node"]
+/**
+ * The layers, lowest first; a package may depend only on packages before it.
+ * The ecosystem adapters come after node: their sources need only runtime,
+ * their tests use node for real durable files.
+ */
+const layers = ["core", "artifacts", "runtime", "node", "ai-sdk", "mcp"]
 
 type Manifest = Partial<Record<"dependencies" | "devDependencies" | "peerDependencies", Record<string, string>>>
 
