@@ -23,7 +23,7 @@ import { TesseraMiddleware } from "@tessera/ai-sdk"
 import { DefaultRedactor } from "@tessera/artifacts"
 import { Ids } from "@tessera/core"
 import { JournalForbiddingHost, LocalHarness, NodeDurableFiles } from "@tessera/node"
-import { CompactionPolicy } from "@tessera/runtime"
+import { CompactionPolicy, type EntryGate } from "@tessera/runtime"
 import { generateText, jsonSchema, type ModelMessage, stepCountIs, tool, wrapLanguageModel } from "ai"
 import { MockLanguageModelV4 } from "ai/test"
 import { Effect, Layer, Schema } from "effect"
@@ -97,6 +97,25 @@ const largest = (model: MockLanguageModelV4) =>
       .map((call) => JSON.stringify(call.prompt).length)
   )
 
+// #region ai-sdk-middleware
+const runWithTessera = (binding: EntryGate.TaskBinding, model: MockLanguageModelV4) =>
+  Effect.gen(function* () {
+    const tessera = yield* TesseraMiddleware.make(binding, {
+      offload: { threshold: 2_000, readTool: "read_artifact", destination: "Private" }
+    })
+    const result = yield* Effect.promise(() =>
+      generateText({
+        model: wrapLanguageModel({ model, middleware: tessera.middleware }),
+        tools: { fetchLog },
+        messages,
+        stopWhen: stepCountIs(calls + 1),
+        prepareStep: tessera.prepareStep
+      })
+    )
+    return { tessera, result }
+  })
+// #endregion ai-sdk-middleware
+
 const program = Effect.gen(function* () {
   const harness = yield* LocalHarness.open({ stateDir, namespace: "ai-sdk", agent })
   const withTessera = scriptedModel()
@@ -104,20 +123,7 @@ const program = Effect.gen(function* () {
     task,
     (binding) =>
       Effect.gen(function* () {
-        // #region ai-sdk-middleware
-        const tessera = yield* TesseraMiddleware.make(binding, {
-          offload: { threshold: 2_000, readTool: "read_artifact", destination: "Private" }
-        })
-        const result = yield* Effect.promise(() =>
-          generateText({
-            model: wrapLanguageModel({ model: withTessera, middleware: tessera.middleware }),
-            tools: { fetchLog },
-            messages,
-            stopWhen: stepCountIs(calls + 1),
-            prepareStep: tessera.prepareStep
-          })
-        )
-        // #endregion ai-sdk-middleware
+        const { result, tessera } = yield* runWithTessera(binding, withTessera)
         console.log(`answer: ${result.text}`)
         console.log(`tool results offloaded: ${tessera.offloaded.size}`)
         console.log(`first pointer: ${tessera.offloaded.get("log-1")}`)

@@ -22,7 +22,7 @@ import { DefaultRedactor } from "@tessera/artifacts"
 import { Ids } from "@tessera/core"
 import { McpTools } from "@tessera/mcp"
 import { LocalHarness, NodeDurableFiles } from "@tessera/node"
-import { History, Model, ScriptedModel, TaskExecution, Tool } from "@tessera/runtime"
+import { type EntryGate, History, Model, ScriptedModel, TaskExecution, Tool } from "@tessera/runtime"
 import { Effect, Layer, Schema } from "effect"
 import { McpClient, McpProtocol } from "effect/ai"
 import { ChildProcess } from "effect/process"
@@ -49,25 +49,27 @@ const script: ScriptedModel.Script = (request) => {
     : Model.response({ text: "Billing was restarted 400 times by the deploy bot." })
 }
 
-const program = Effect.gen(function* () {
-  // #region mcp-tools
+// #region mcp-tools
+const discover = Effect.gen(function* () {
   const client = yield* McpClient.McpClient
-  const tools = yield* McpTools.tools(client, { prefix: "incidents__" })
-  // #endregion mcp-tools
+  return yield* McpTools.tools(client, { prefix: "incidents__" })
+})
+
+const turn = (binding: EntryGate.TaskBinding, tools: ReadonlyArray<Tool.Tool>) =>
+  TaskExecution.runTurn(binding, History.make([Model.text("user", "What happened to billing?")]), {
+    tools: Tool.registry(...tools),
+    maxSteps: 4,
+    offload: { threshold: 4_000, readTool: "read_artifact", destination: "Private" }
+  })
+// #endregion mcp-tools
+
+const program = Effect.gen(function* () {
+  const client = yield* McpClient.McpClient
+  const tools = yield* discover
   console.log(`MCP server ${client.serverInfo?.name ?? "?"} offers: ${tools.map((tool) => tool.name).join(", ")}`)
   const harness = yield* LocalHarness.open({ stateDir, namespace: "mcp", agent })
   const outcome = yield* harness
-    .withTask(
-      task,
-      (binding) =>
-        // #region mcp-turn
-        TaskExecution.runTurn(binding, History.make([Model.text("user", "What happened to billing?")]), {
-          tools: Tool.registry(...tools),
-          maxSteps: 4,
-          offload: { threshold: 4_000, readTool: "read_artifact", destination: "Private" }
-        })
-      // #endregion mcp-turn
-    )
+    .withTask(task, (binding) => turn(binding, tools))
     .pipe(Effect.provide(Layer.merge(ScriptedModel.layer(script), DefaultRedactor.layer())))
   console.log(`answer: ${outcome.text}`)
   const result = sent[1]?.parts.find((part) => part._tag === "ToolResult")
