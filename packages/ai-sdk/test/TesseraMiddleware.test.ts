@@ -1,6 +1,6 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
-import type { LanguageModelV4CallOptions, LanguageModelV4Middleware } from "@ai-sdk/provider"
+import { APICallError, type LanguageModelV4CallOptions, type LanguageModelV4Middleware } from "@ai-sdk/provider"
 import { assert, describe, it } from "@effect/vitest"
 import { TesseraMiddleware } from "@tessera/ai-sdk"
 import { DefaultRedactor } from "@tessera/artifacts"
@@ -295,6 +295,50 @@ describe("TesseraMiddleware (Vercel AI SDK 7)", () => {
         assert.notInclude(stored, "AKIAIOSFODNN7EXAMPLE")
         assert.include(stored, "[REDACTED:")
         for (const call of model.doGenerateCalls) assert.notInclude(promptText(call.prompt), "AKIAIOSFODNN7EXAMPLE")
+      })
+    ))
+
+  it("a failed model call is journaled as ModelFailed, scrubbed, and the AI SDK's retry continues the same turn", () =>
+    inWorld((world) =>
+      Effect.gen(function* () {
+        const binding = yield* bindTask(world, true)
+        const tessera = yield* TesseraMiddleware.make(binding, { offload }).pipe(
+          Effect.provide(DefaultRedactor.layer())
+        )
+        let attempts = 0
+        const model = new MockLanguageModelV4({
+          doGenerate: async () => {
+            attempts++
+            if (attempts === 1) {
+              throw new APICallError({
+                message: "upstream 503 for key aws_access_key_id=AKIAIOSFODNN7EXAMPLE",
+                url: "https://provider.invalid/v1",
+                requestBodyValues: {},
+                isRetryable: true
+              })
+            }
+            return attempts === 2 ? callTool("call-1", 10, "x") : answer("done")
+          }
+        })
+        const result = yield* Effect.promise(() =>
+          generateText({
+            model: wrapLanguageModel({ model, middleware: tessera.middleware }),
+            tools,
+            messages: start,
+            stopWhen: stepCountIs(5),
+            maxRetries: 1
+          })
+        )
+        assert.strictEqual(result.text, "done")
+        const journal = journalText(world)
+        assert.include(journal, '"_tag":"ModelFailed"')
+        assert.notInclude(
+          journal,
+          "AKIAIOSFODNN7EXAMPLE",
+          "the provider's error text is scrubbed before it is journaled"
+        )
+        assert.include(journal, '"_tag":"TurnClosed"')
+        assert.strictEqual(journal.split('"_tag":"TurnOpened"').length - 1, 1, "one turn")
       })
     ))
 
