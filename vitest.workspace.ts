@@ -17,7 +17,15 @@ const project = (name: string, root: string) =>
   })
 
 /** Package folders under `packages/` that have a test project. */
-export const packageProjects: ReadonlyArray<string> = ["core", "artifacts", "runtime", "node", "browser"]
+export const packageProjects: ReadonlyArray<string> = [
+  "core",
+  "artifacts",
+  "runtime",
+  "node",
+  "browser",
+  "ai-sdk",
+  "mcp"
+]
 
 /**
  * The Chromium the browser project drives (Debian's `chromium` package;

@@ -33,6 +33,50 @@ describe("examples run as smoke tests", () => {
     })
   }
 
+  it("ai-sdk.ts shows the AI SDK middleware offloading, compacting, reporting summary usage and refusing a writerless task", () => {
+    const scratch = mkdtempSync(join(tmpdir(), "tessera-ai-sdk-example-"))
+    try {
+      const result = spawnSync(process.execPath, [join(folder, "ai-sdk.ts")], {
+        cwd: scratch,
+        encoding: "utf8",
+        env: { ...process.env, TESSERA_EXAMPLE_DIR: scratch },
+        timeout: 120_000
+      })
+      assert.strictEqual(result.status, 0, result.stderr)
+      const out = result.stdout
+      assert.match(out, /answer: All 30 services are ok\./)
+      assert.match(out, /tool results offloaded: 30/)
+      assert.match(out, /summary requests: [1-9]\d* /)
+      assert.match(out, /credentials in them: none \(redacted\)/)
+      assert.match(out, /writerless task refused: Unauthorized; model requests sent: 0/)
+      const sizes = /largest request: (\d+) bytes with Tessera, (\d+) bytes without/.exec(out)
+      assert.isNotNull(sizes)
+      assert.isBelow(Number(sizes?.[1]) * 5, Number(sizes?.[2]), "the wrapped model's largest request is a fraction")
+    } finally {
+      rmSync(scratch, { recursive: true, force: true })
+    }
+  })
+
+  it("mcp-tools.ts shows an MCP server's tool result offloaded and scrubbed like any other", () => {
+    const scratch = mkdtempSync(join(tmpdir(), "tessera-mcp-example-"))
+    try {
+      const result = spawnSync(process.execPath, [join(folder, "mcp-tools.ts")], {
+        cwd: scratch,
+        encoding: "utf8",
+        env: { ...process.env, TESSERA_EXAMPLE_DIR: scratch },
+        timeout: 120_000
+      })
+      assert.strictEqual(result.status, 0, result.stderr)
+      const out = result.stdout
+      assert.match(out, /MCP server incidents offers: incidents__incident_log/)
+      assert.match(out, /the model saw: \[artifact\] path="tool-results\/mcp-1-t1-s1-call\.2d1\.txt"/)
+      assert.match(out, /400 lines; credentials in them: none \(redacted\)/)
+      assert.match(out, /model requests carrying the log body: 0/)
+    } finally {
+      rmSync(scratch, { recursive: true, force: true })
+    }
+  })
+
   it("demo.ts shows offload, compaction, the four-request turn and the refusals", () => {
     const scratch = mkdtempSync(join(tmpdir(), "tessera-demo-test-"))
     try {

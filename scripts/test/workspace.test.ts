@@ -52,7 +52,17 @@ const projectsWith = (chromium: string) => {
 describe("the browser project without Chromium", () => {
   it("browser_skip_is_loud: with no Chromium, only the browser project is left out, and stderr says so once", () => {
     const { names, stderr } = projectsWith(join(root, "no-such-chromium"))
-    assert.deepStrictEqual(names, ["core", "artifacts", "runtime", "node", "examples", "bench", "workspace"])
+    assert.deepStrictEqual(names, [
+      "core",
+      "artifacts",
+      "runtime",
+      "node",
+      "ai-sdk",
+      "mcp",
+      "examples",
+      "bench",
+      "workspace"
+    ])
     assert.strictEqual(stderr.split("SKIPPING THE BROWSER TEST PROJECT").length - 1, 1, stderr)
     assert.include(stderr, "apt-get install -y chromium")
   })
@@ -66,9 +76,11 @@ describe("the browser project without Chromium", () => {
 
 /**
  * Each package's layer, lowest first; a package may depend only on packages
- * of a lower layer. node and browser are two platforms side by side.
+ * of a lower layer. node and browser are two platforms side by side; the
+ * ecosystem adapters (ai-sdk, mcp) come after node: their sources need only
+ * runtime, their tests use node for real durable files.
  */
-const layers: Record<string, number> = { core: 0, artifacts: 1, runtime: 2, node: 3, browser: 3 }
+const layers: Record<string, number> = { core: 0, artifacts: 1, runtime: 2, node: 3, browser: 3, "ai-sdk": 4, mcp: 4 }
 const layerOf = (name: string): number => layers[name] ?? Number.POSITIVE_INFINITY
 
 type Manifest = Partial<Record<"dependencies" | "devDependencies" | "peerDependencies", Record<string, string>>>

@@ -1,0 +1,8 @@
+/**
+ * @since 0.1.0
+ */
+
+/**
+ * @since 0.1.0
+ */
+export * as TesseraMiddleware from "./TesseraMiddleware.ts"
