@@ -313,6 +313,47 @@ export interface SummaryOutcome {
 }
 
 /**
+ * Which summary request of a summary this is: zero-based `index` of `count`.
+ *
+ * @since 0.2.0
+ * @category summarizing
+ */
+export interface SummaryPiece {
+  readonly index: number
+  readonly count: number
+}
+
+/**
+ * `generate` with every answered summary request journaled as its own
+ * `SummaryRequestAnswered` entry (piece, answer size, the provider's usage
+ * and finish reason), so a task's token total counts summary requests too.
+ * A request that fails is not journaled (it has no usage to account).
+ *
+ * @since 0.2.0
+ * @category summarizing
+ */
+export const journaledSummaryRequests =
+  <E, R>(
+    generate: (request: ModelRequest) => Effect.Effect<ModelResponse, E, R>,
+    journal: Journal["Service"],
+    at: { readonly operation: string; readonly step?: number; readonly turn?: number }
+  ) =>
+  (request: ModelRequest, piece: SummaryPiece): Effect.Effect<ModelResponse, E | JournalIOError | JournalSequenceError, R> =>
+    Effect.tap(generate(request), (response) =>
+      journal.append({
+        _tag: "SummaryRequestAnswered",
+        ...(at.turn === undefined ? {} : { turn: at.turn }),
+        ...(at.step === undefined ? {} : { step: at.step }),
+        operation: at.operation,
+        piece: piece.index + 1,
+        pieces: piece.count,
+        textSize: ArtifactPointer.utf8Length(response.text),
+        ...(response.usage === undefined ? {} : { usage: response.usage }),
+        ...(response.finishReason === undefined ? {} : { finishReason: response.finishReason })
+      })
+    )
+
+/**
  * {@link summarize} with an explicit `generate` (a wrapped or instrumented
  * model). Sends exactly one request per piece, in order, each building on
  * the summary so far (starting from `previousSummary`); returns the final
@@ -324,7 +365,7 @@ export interface SummaryOutcome {
  * @category summarizing
  */
 export const summarizeWith = <E, R>(
-  generate: (request: ModelRequest) => Effect.Effect<ModelResponse, E, R>,
+  generate: (request: ModelRequest, piece: SummaryPiece) => Effect.Effect<ModelResponse, E, R>,
   input: SummaryInput
 ): Effect.Effect<SummaryOutcome, E, R> =>
   summarizing(generate, input).pipe(
@@ -333,7 +374,7 @@ export const summarizeWith = <E, R>(
 
 // Defined once rather than as a generator function created per call (see `modelStep` in `Executor.ts`).
 const summarizing = Effect.fnUntraced(function* <E, R>(
-  generate: (request: ModelRequest) => Effect.Effect<ModelResponse, E, R>,
+  generate: (request: ModelRequest, piece: SummaryPiece) => Effect.Effect<ModelResponse, E, R>,
   input: SummaryInput
 ): Effect.fn.Return<SummaryOutcome, E, R> {
   const all = pieces(input.rounds, input.pieceBytes)
@@ -346,7 +387,8 @@ const summarizing = Effect.fnUntraced(function* <E, R>(
         piece: all[index] ?? "",
         index,
         count: all.length
-      })
+      }),
+      { index, count: all.length }
     )
     summary = Option.some(
       input.summaryBytes === undefined ? response.text : boundSummary(response.text, input.summaryBytes)
@@ -486,7 +528,15 @@ const compactPlanned = Effect.fn("Compaction.compact")(function* (options: Compa
     }
     yield* journal.append({ _tag: "SummaryStarted", ...turn, step: key.step, operation: key.operation, inputsSha256 })
   }
-  const summary = yield* summarize({
+  const model = yield* Model
+  const generate = Option.isSome(options.journal)
+    ? journaledSummaryRequests(model.generate, options.journal.value, {
+        operation: key.operation,
+        step: key.step,
+        ...turn
+      })
+    : model.generate
+  const summary = yield* summarizeWith(generate, {
     task: options.history.task,
     previousSummary,
     rounds: planned.summarized,
