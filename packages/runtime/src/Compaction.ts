@@ -84,6 +84,45 @@ const renderedPieces = (part: Part): readonly [frame: string, body: string] => {
 export const measureParts = (measure: CompactionPolicy.SizeMeasure, parts: ReadonlyArray<Part>): number =>
   parts.reduce((total, part) => total + CompactionPolicy.fromBytes(measure, renderedBytes(part)), 0)
 
+/**
+ * The provider's input-token count for one request: the request's parts
+ * (the very objects sent) and the count it reported for them.
+ *
+ * @since 0.2.0
+ * @category measuring
+ */
+export interface ReportedInput {
+  readonly parts: ReadonlyArray<Part>
+  readonly inputTokens: number
+}
+
+/**
+ * The size of the request `parts` make, in the policy's unit. Under
+ * `reportedTokens`, when `reported` was measured on a prefix of `parts`
+ * (the same part objects, in order), that prefix counts as the provider
+ * reported it and only the rest is estimated; otherwise every part is
+ * estimated ({@link measureParts}).
+ *
+ * @since 0.2.0
+ * @category measuring
+ */
+export const measureRequestParts = (
+  measure: CompactionPolicy.SizeMeasure,
+  parts: ReadonlyArray<Part>,
+  reported?: ReportedInput
+): number => {
+  if (measure !== "reportedTokens" || reported === undefined || !isPrefix(reported.parts, parts)) {
+    return measureParts(measure, parts)
+  }
+  return reported.inputTokens + measureParts(measure, parts.slice(reported.parts.length))
+}
+
+const isPrefix = (prefix: ReadonlyArray<Part>, parts: ReadonlyArray<Part>): boolean => {
+  if (prefix.length > parts.length) return false
+  for (let index = 0; index < prefix.length; index++) if (prefix[index] !== parts[index]) return false
+  return true
+}
+
 // Parts are immutable values that a history keeps reusing, so each one is
 // rendered and counted once, not once per model step.
 const renderedSizes = new WeakMap<Part, number>()
@@ -130,13 +169,19 @@ export const endsWithUnseenResults = (rounds: ReadonlyArray<ReadonlyArray<Part>>
  * every tool result is in at least one request (whole, as an offload
  * pointer, or cut to the inline limit) before a summary replaces it. Its
  * size counts against `keepRecent`. `None` when under the limit or when
- * there is nothing older than the kept rounds.
+ * there is nothing older than the kept rounds. The request is measured by
+ * {@link measureRequestParts} (with `reported`, the provider's count of the
+ * previous request, under `reportedTokens`).
  *
  * @since 0.1.0
  * @category planning
  */
-export const plan = (history: History.History, policy: CompactionPolicy.Threshold): Option.Option<CompactionPlan> => {
-  if (measureParts(policy.measure, History.toParts(history)) <= policy.limit) return Option.none()
+export const plan = (
+  history: History.History,
+  policy: CompactionPolicy.Threshold,
+  reported?: ReportedInput
+): Option.Option<CompactionPlan> => {
+  if (measureRequestParts(policy.measure, History.toParts(history), reported) <= policy.limit) return Option.none()
   const all = History.rounds(history)
   const unseen = endsWithUnseenResults(all) ? 1 : 0
   let kept = unseen
@@ -338,7 +383,10 @@ export const journaledSummaryRequests =
     journal: Journal["Service"],
     at: { readonly operation: string; readonly step?: number; readonly turn?: number }
   ) =>
-  (request: ModelRequest, piece: SummaryPiece): Effect.Effect<ModelResponse, E | JournalIOError | JournalSequenceError, R> =>
+  (
+    request: ModelRequest,
+    piece: SummaryPiece
+  ): Effect.Effect<ModelResponse, E | JournalIOError | JournalSequenceError, R> =>
     Effect.tap(generate(request), (response) =>
       journal.append({
         _tag: "SummaryRequestAnswered",
@@ -486,6 +534,8 @@ export interface CompactOptions {
   readonly step: number
   readonly journal: Option.Option<Journal["Service"]>
   readonly turn?: number
+  /** The provider's count for the previous request, used under `reportedTokens` (see {@link plan}). */
+  readonly reported?: ReportedInput
 }
 
 /**
@@ -500,7 +550,7 @@ export interface CompactOptions {
  * @category compacting
  */
 export const compact = (options: CompactOptions) => {
-  const planned = plan(options.history, options.policy)
+  const planned = plan(options.history, options.policy, options.reported)
   return Option.isNone(planned) ? Effect.succeed(options.history) : compactPlanned(options, planned.value)
 }
 

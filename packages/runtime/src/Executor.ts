@@ -51,8 +51,8 @@ import type {
   TurnUnfinished
 } from "./Journal.ts"
 import { Journal, NoOpenTurn, openTurn } from "./Journal.ts"
-import * as JsonValue from "./JsonValue.ts"
 import type * as JournalEntry from "./JournalEntry.ts"
+import * as JsonValue from "./JsonValue.ts"
 import type {
   FinishReason,
   ModelRequest,
@@ -688,7 +688,9 @@ export const resumeTurn = <E = never, R = never>(
       if (config.onEvent !== undefined) yield* config.onEvent({ _tag: "TurnClosed", outcome: closed })
       return closed
     }
-    return yield* Effect.flatMap(dispatchTools(config, { task, turn: turn.turn, step: turn.steps }, pending), (results) =>
-      continueTurn(config, { task, turn: turn.turn, firstStep: turn.steps + 1 }, History.append(history, results))
+    return yield* Effect.flatMap(
+      dispatchTools(config, { task, turn: turn.turn, step: turn.steps }, pending),
+      (results) =>
+        continueTurn(config, { task, turn: turn.turn, firstStep: turn.steps + 1 }, History.append(history, results))
     ).pipe(abandonOnInterrupt(journal, turn.turn))
   }).pipe(Effect.withSpan("tessera.resumeTurn"))

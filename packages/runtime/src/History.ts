@@ -78,12 +78,7 @@ export const toParts = (history: History): ReadonlyArray<Part> => {
   const leading = leadingSystemCount(history.task)
   return leading === 0
     ? [...history.summary.parts, ...history.task, ...history.parts]
-    : [
-        ...history.task.slice(0, leading),
-        ...history.summary.parts,
-        ...history.task.slice(leading),
-        ...history.parts
-      ]
+    : [...history.task.slice(0, leading), ...history.summary.parts, ...history.task.slice(leading), ...history.parts]
 }
 
 const leadingSystemCount = (task: ReadonlyArray<Part>): number => {

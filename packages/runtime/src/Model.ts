@@ -257,7 +257,15 @@ export const addUsage = (self: Usage, that: Usage): Usage => {
  * @since 0.2.0
  * @category models
  */
-export const FinishReason = Schema.Literals(["stop", "length", "tool-calls", "content-filter", "error", "other", "unknown"])
+export const FinishReason = Schema.Literals([
+  "stop",
+  "length",
+  "tool-calls",
+  "content-filter",
+  "error",
+  "other",
+  "unknown"
+])
 /**
  * @since 0.2.0
  * @category models
@@ -514,8 +522,9 @@ export const collect = <E, R, E2 = never, R2 = never>(
  * @since 0.2.0
  * @category constructors
  */
-export const fromStream = (stream: (request: ModelRequest) => Stream.Stream<ModelStreamEvent, ModelError>): Model["Service"] =>
-  Model.of({ stream, generate: (request) => collect(stream(request)) })
+export const fromStream = (
+  stream: (request: ModelRequest) => Stream.Stream<ModelStreamEvent, ModelError>
+): Model["Service"] => Model.of({ stream, generate: (request) => collect(stream(request)) })
 
 /**
  * A model from a non-streaming adapter; `stream` emits the whole response as
@@ -529,7 +538,8 @@ export const fromGenerate = (
 ): Model["Service"] =>
   Model.of({
     generate,
-    stream: (request) => Stream.flatMap(Stream.fromEffect(generate(request)), (response) => Stream.fromIterable(responseEvents(response)))
+    stream: (request) =>
+      Stream.flatMap(Stream.fromEffect(generate(request)), (response) => Stream.fromIterable(responseEvents(response)))
   })
 
 /**

@@ -101,7 +101,8 @@ export const streamEvents = (response: ModelResponse): ReadonlyArray<ModelStream
   }
   for (const call of response.toolCalls) {
     const rendered = renderInput(call.input)
-    if (rendered !== undefined) events.push({ _tag: "ToolCallDelta", id: call.id, name: call.name, inputDelta: rendered })
+    if (rendered !== undefined)
+      events.push({ _tag: "ToolCallDelta", id: call.id, name: call.name, inputDelta: rendered })
     events.push({ _tag: "ToolCall", call })
   }
   if (response.usage !== undefined) events.push({ _tag: "Usage", usage: response.usage })

@@ -68,7 +68,9 @@ export type CompactionRequirements = Exclude<
 
 /**
  * The hooks that compact history before every model step (mid-turn too)
- * under a `Threshold` policy, publishing through `capability`. The
+ * under a `Threshold` policy, publishing through `capability`. Under the
+ * `reportedTokens` measure they keep the input tokens the provider reported
+ * for the previous request of the turn and measure the next one from it. The
  * capability is admitted against `journal` when the hooks are made (minted,
  * minted for the journal's task on its store, volume unchanged), so a
  * foreign capability is refused before the turn sends anything.
@@ -85,7 +87,14 @@ export const compactionHooks = (
     PrivateSummaries.provide(capability),
     Effect.map((admitted) => {
       const warn = Compaction.warnTaskOverLimit(journal, policy)
+      // The provider's count for the previous request of these hooks' turn (see `reportedTokens`).
+      let reported: Compaction.ReportedInput | undefined
       const hooks: Executor.Hooks<CompactionError, CompactionRequirements> = {
+        afterModelStep: (_context, outcome) =>
+          Effect.sync(() => {
+            const inputTokens = outcome.response.usage?.inputTokens
+            reported = inputTokens === undefined ? undefined : { parts: outcome.request.parts, inputTokens }
+          }),
         beforeModelStep: (context, history) =>
           Effect.andThen(
             warn(history, context),
@@ -96,7 +105,8 @@ export const compactionHooks = (
                 operation,
                 step: context.step,
                 journal: Option.some(journal),
-                turn: context.turn
+                turn: context.turn,
+                ...(reported === undefined ? {} : { reported })
               })
             )
           ).pipe(PrivateSummaries.provide(admitted))
@@ -299,7 +309,8 @@ export const streamTurn = <E = never, R = never>(
         (queue) => {
           const offer = (event: Executor.TurnEvent): Effect.Effect<void> => Effect.asVoid(Queue.offer(queue, event))
           const own = config.onEvent
-          const onEvent = own === undefined ? offer : (event: Executor.TurnEvent) => Effect.andThen(own(event), offer(event))
+          const onEvent =
+            own === undefined ? offer : (event: Executor.TurnEvent) => Effect.andThen(own(event), offer(event))
           return runTurn(binding, history, { ...config, onEvent }).pipe(
             Effect.provideService(JournalTap, (entry) => {
               switch (entry._tag) {
