@@ -307,7 +307,11 @@ export const streamTurn = <E = never, R = never>(
         Effect.Services<ReturnType<typeof runTurn<E, R>>>
       >(
         (queue) => {
-          const offer = (event: Executor.TurnEvent): Effect.Effect<void> => Effect.asVoid(Queue.offer(queue, event))
+          // With room in the buffer an event is handed over at once; a full buffer suspends the turn.
+          const offer = (event: Executor.TurnEvent): Effect.Effect<void> =>
+            Effect.suspend(() =>
+              Queue.offerUnsafe(queue, event) ? Effect.void : Effect.asVoid(Queue.offer(queue, event))
+            )
           const own = config.onEvent
           const onEvent =
             own === undefined ? offer : (event: Executor.TurnEvent) => Effect.andThen(own(event), offer(event))
