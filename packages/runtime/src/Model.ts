@@ -395,8 +395,11 @@ export class Model extends Context.Service<
 >()("@tessera/runtime/Model") {}
 
 /**
- * The events a whole response streams as, in one chunk: text, reasoning,
- * each call, usage, finish (the parts the response has).
+ * The events a whole response streams as, in one chunk: reasoning, text,
+ * each call, usage, finish (the parts the response has). Collecting them
+ * ({@link collect}) gives the response back, except that metadata without
+ * a finish reason comes back with one (`tool-calls` when the response has
+ * calls, else `stop`), since metadata travels with the finish event.
  *
  * @since 0.2.0
  * @category streaming
