@@ -52,9 +52,13 @@ const kib = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`
 const heading = (text: string) => console.log(`\n== ${text} ${"=".repeat(Math.max(0, 70 - text.length))}`)
 const requestBytes = (request: Model.ModelRequest) => Compaction.measureParts("bytes", request.parts)
 const describeRequest = (request: Model.ModelRequest): string => {
-  const first = request.parts[0]
+  const [first, second] = request.parts
   if (Compaction.isSummaryRequest(request)) return "summary request"
   if (first?._tag === "FileReference") return `starts with ${first.path}`
+  // A compacted request keeps the system message first, the summary right after it.
+  if (first?._tag === "Text" && first.role === "system" && second?._tag === "FileReference") {
+    return `system message, then ${second.path}`
+  }
   return `${request.parts.length} parts`
 }
 
@@ -225,10 +229,14 @@ const program = Effect.gen(function* () {
   for (const [index, request] of four.entries()) {
     console.log(`  request ${index + 1}: ${describeRequest(request).padEnd(40)} ${kib(requestBytes(request))}`)
   }
-  const finalFirst = four.at(-1)?.parts[0]
-  console.log(
-    `exactly ${four.length} model requests; the last starts with ${finalFirst?._tag === "FileReference" ? `${finalFirst.path} on volume ${finalFirst.volume.volume}` : "something else"}`
-  )
+  const [finalFirst, finalSecond] = four.at(-1)?.parts ?? []
+  const opening =
+    finalFirst?._tag === "FileReference"
+      ? `${finalFirst.path} on volume ${finalFirst.volume.volume}`
+      : finalFirst?._tag === "Text" && finalFirst.role === "system" && finalSecond?._tag === "FileReference"
+        ? `the system message, then ${finalSecond.path} on volume ${finalSecond.volume.volume}`
+        : "something else"
+  console.log(`exactly ${four.length} model requests; the last starts with ${opening}`)
 
   // 3. Refusals.
   heading("3. Refusals")

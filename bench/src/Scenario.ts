@@ -19,6 +19,12 @@ export interface SideResult {
   readonly peakRss: number
   readonly retainedHeap: number
   readonly wallMs: number
+  /**
+   * Process CPU time (user + system) of the measured run, in milliseconds:
+   * what a step costs the machine, less sensitive than wall time to other
+   * load on it. Reported by our side only.
+   */
+  readonly cpuMs?: number
 }
 
 /** Splits the intervals between agent model calls by whether a summary request fell inside them. */

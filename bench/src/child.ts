@@ -16,6 +16,7 @@ const jobs: Record<string, () => Promise<Job>> = {
   reopen: async () => (await import("./JournalReopen.ts")).run,
   "hostile-size": async () => (await import("./HostileSize.ts")).run,
   "side-tessera": async () => (await import("./SideBySide.ts")).run,
+  "stream-overhead": async () => (await import("./SideBySide.ts")).runStreamOverhead,
   "side-langchain": async () => (await import("./LangChainSide.ts")).run
 }
 

@@ -89,8 +89,11 @@ describe("examples run as smoke tests", () => {
       assert.strictEqual(result.status, 0, result.stderr)
       const out = result.stdout
       assert.match(out, /\[artifact\] path="tool-results\/research-t1-s1-log\.2dnorth\.txt"/)
-      assert.match(out, /starts with summaries\/research-t1\//)
-      assert.match(out, /exactly 4 model requests; the last starts with summaries\/four-requests-t1\/3\.txt/)
+      assert.match(out, /system message, then summaries\/research-t1\//)
+      assert.match(
+        out,
+        /exactly 4 model requests; the last starts with the system message, then summaries\/four-requests-t1\/3\.txt/
+      )
       assert.match(out, /NotOwnerBound/)
       assert.match(out, /model requests sent before the refusal: 0/)
       assert.match(out, /leaked credentials in them: none \(redacted\)/)

@@ -276,19 +276,18 @@ export const make = Effect.fn("AiSdk.make")(function* (binding: EntryGate.TaskBi
   }
 
   const summaryModel = (inner: LanguageModelV4) =>
-    Model.Model.of({
-      generate: (request) =>
-        Effect.tryPromise({
-          try: () => inner.doGenerate({ prompt: toPrompt(request.parts, new WeakMap()) }),
-          catch: (error) => new Model.ModelError({ reason: "ProviderFailure", detail: describe(error) })
-        }).pipe(
-          Effect.map((result) => {
-            pending = addUsage(pending, result.usage)
-            total = addUsage(total, result.usage)
-            return Model.response({ text: responseText(result) })
-          })
-        )
-    })
+    Model.fromGenerate((request) =>
+      Effect.tryPromise({
+        try: () => inner.doGenerate({ prompt: toPrompt(request.parts, new WeakMap()) }),
+        catch: (error) => new Model.ModelError({ reason: "ProviderFailure", detail: describe(error) })
+      }).pipe(
+        Effect.map((result) => {
+          pending = addUsage(pending, result.usage)
+          total = addUsage(total, result.usage)
+          return Model.response({ text: responseText(result) })
+        })
+      )
+    )
 
   // The turn's previous calls, answered in this prompt: journaled, then offloaded, as the executor does.
   const recordResults = Effect.fnUntraced(function* (turn: Journal.TurnState, history: History.History) {

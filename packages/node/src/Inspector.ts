@@ -27,7 +27,7 @@
  * @since 0.1.0
  */
 import { DurableFiles, Ids, Volume } from "@tessera/core"
-import { Journal, type JournalEntry, StoreLayout, VolumeStore } from "@tessera/runtime"
+import { Journal, JournalEntry, StoreLayout, VolumeStore } from "@tessera/runtime"
 import type { FileSystem as FileSystemNs } from "effect"
 import { Effect, FileSystem, Option, Path, Schema } from "effect"
 
@@ -130,6 +130,8 @@ export interface JournalReport {
   readonly volume: Ids.VolumeId
   readonly file: string
   readonly entries: ReadonlyArray<JournalEntry.Entry>
+  /** The task's token total: the usage its turn steps and summary requests reported. */
+  readonly usage: JournalEntry.UsageTotal
 }
 
 /**
@@ -228,7 +230,13 @@ export const inspect = Effect.fnUntraced(function* (
             Effect.fail(new InspectIoError({ path: file.path, operation: "read a journal", detail: error.message }))
           )
         )
-        journals.push({ task: task.value, volume: descriptor.id, file: path.join(volumeFolder, file.path), entries })
+        journals.push({
+          task: task.value,
+          volume: descriptor.id,
+          file: path.join(volumeFolder, file.path),
+          entries,
+          usage: JournalEntry.totalUsage(entries)
+        })
         continue
       }
       files.push({ volume: descriptor.id, path: file.path, size: file.size })
@@ -300,6 +308,23 @@ const listFiles = Effect.fnUntraced(function* (folder: string) {
 
 const short = (digest: string): string => digest.slice(0, 12)
 
+/**
+ * Token counts as `in=… out=… cached=… reasoning=…`, the counts a provider
+ * did not report left out (`none reported` when it reported none).
+ *
+ * @since 0.2.0
+ * @category rendering
+ */
+export const formatUsage = (usage: JournalEntry.UsageTotal["usage"]): string => {
+  const shown = [
+    usage.inputTokens === undefined ? undefined : `in=${usage.inputTokens}`,
+    usage.outputTokens === undefined ? undefined : `out=${usage.outputTokens}`,
+    usage.cachedInputTokens === undefined ? undefined : `cached=${usage.cachedInputTokens}`,
+    usage.reasoningTokens === undefined ? undefined : `reasoning=${usage.reasoningTokens}`
+  ].filter((part) => part !== undefined)
+  return shown.length === 0 ? "none reported" : shown.join(",")
+}
+
 const fields = (entry: JournalEntry.Entry): string => {
   const turn = "turn" in entry && entry.turn !== undefined ? `turn=${entry.turn}` : undefined
   const step = "step" in entry && entry.step !== undefined ? `step=${entry.step}` : undefined
@@ -315,7 +340,17 @@ const fields = (entry: JournalEntry.Entry): string => {
     case "ResponseReceived":
       return parts(
         `text=${entry.textSize}B`,
-        `calls=[${entry.toolCalls.map((call) => `${call.callId}:${call.name}`).join(", ")}]`
+        `calls=[${entry.toolCalls.map((call) => `${call.callId}:${call.name}`).join(", ")}]`,
+        entry.finishReason === undefined ? undefined : `finish=${entry.finishReason}`,
+        entry.usage === undefined ? undefined : `usage=${formatUsage(entry.usage)}`
+      )
+    case "SummaryRequestAnswered":
+      return parts(
+        `operation=${entry.operation}`,
+        `piece=${entry.piece}/${entry.pieces}`,
+        `text=${entry.textSize}B`,
+        entry.finishReason === undefined ? undefined : `finish=${entry.finishReason}`,
+        entry.usage === undefined ? undefined : `usage=${formatUsage(entry.usage)}`
       )
     case "ModelFailed":
       return parts(`reason=${entry.reason}`, `detail=${JSON.stringify(entry.detail)}`)
@@ -421,7 +456,11 @@ export const render = (report: Report): string => {
   if (report.journals.length === 0) lines.push("journals: (none)", "")
   for (const journal of report.journals) {
     lines.push(`journal of task ${journal.task} (${journal.entries.length} entries, ${journal.file}):`)
-    lines.push(...journal.entries.map((entry) => `  ${formatEntry(entry)}`), "")
+    lines.push(...journal.entries.map((entry) => `  ${formatEntry(entry)}`))
+    lines.push(
+      `  tokens: ${formatUsage(journal.usage.usage)} (${journal.usage.reported} of ${journal.usage.responses} responses reported usage)`,
+      ""
+    )
   }
   lines.push(`summaries (${report.summaries.length}):`, ...fileLines(report.summaries), "")
   lines.push(`artifacts (${report.artifacts.length}):`, ...fileLines(report.artifacts))

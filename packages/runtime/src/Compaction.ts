@@ -85,6 +85,45 @@ const renderedPieces = (part: Part): readonly [frame: string, body: string] => {
 export const measureParts = (measure: CompactionPolicy.SizeMeasure, parts: ReadonlyArray<Part>): number =>
   parts.reduce((total, part) => total + CompactionPolicy.fromBytes(measure, renderedBytes(part)), 0)
 
+/**
+ * The provider's input-token count for one request: the request's parts
+ * (the very objects sent) and the count it reported for them.
+ *
+ * @since 0.2.0
+ * @category measuring
+ */
+export interface ReportedInput {
+  readonly parts: ReadonlyArray<Part>
+  readonly inputTokens: number
+}
+
+/**
+ * The size of the request `parts` make, in the policy's unit. Under
+ * `reportedTokens`, when `reported` was measured on a prefix of `parts`
+ * (the same part objects, in order), that prefix counts as the provider
+ * reported it and only the rest is estimated; otherwise every part is
+ * estimated ({@link measureParts}).
+ *
+ * @since 0.2.0
+ * @category measuring
+ */
+export const measureRequestParts = (
+  measure: CompactionPolicy.SizeMeasure,
+  parts: ReadonlyArray<Part>,
+  reported?: ReportedInput
+): number => {
+  if (measure !== "reportedTokens" || reported === undefined || !isPrefix(reported.parts, parts)) {
+    return measureParts(measure, parts)
+  }
+  return reported.inputTokens + measureParts(measure, parts.slice(reported.parts.length))
+}
+
+const isPrefix = (prefix: ReadonlyArray<Part>, parts: ReadonlyArray<Part>): boolean => {
+  if (prefix.length > parts.length) return false
+  for (let index = 0; index < prefix.length; index++) if (prefix[index] !== parts[index]) return false
+  return true
+}
+
 // Parts are immutable values that a history keeps reusing, so each one is
 // rendered and counted once, not once per model step.
 const renderedSizes = new WeakMap<Part, number>()
@@ -131,13 +170,19 @@ export const endsWithUnseenResults = (rounds: ReadonlyArray<ReadonlyArray<Part>>
  * every tool result is in at least one request (whole, as an offload
  * pointer, or cut to the inline limit) before a summary replaces it. Its
  * size counts against `keepRecent`. `None` when under the limit or when
- * there is nothing older than the kept rounds.
+ * there is nothing older than the kept rounds. The request is measured by
+ * {@link measureRequestParts} (with `reported`, the provider's count of the
+ * previous request, under `reportedTokens`).
  *
  * @since 0.1.0
  * @category planning
  */
-export const plan = (history: History.History, policy: CompactionPolicy.Threshold): Option.Option<CompactionPlan> => {
-  if (measureParts(policy.measure, History.toParts(history)) <= policy.limit) return Option.none()
+export const plan = (
+  history: History.History,
+  policy: CompactionPolicy.Threshold,
+  reported?: ReportedInput
+): Option.Option<CompactionPlan> => {
+  if (measureRequestParts(policy.measure, History.toParts(history), reported) <= policy.limit) return Option.none()
   const all = History.rounds(history)
   const unseen = endsWithUnseenResults(all) ? 1 : 0
   let kept = unseen
@@ -314,6 +359,50 @@ export interface SummaryOutcome {
 }
 
 /**
+ * Which summary request of a summary this is: zero-based `index` of `count`.
+ *
+ * @since 0.2.0
+ * @category summarizing
+ */
+export interface SummaryPiece {
+  readonly index: number
+  readonly count: number
+}
+
+/**
+ * `generate` with every answered summary request journaled as its own
+ * `SummaryRequestAnswered` entry (piece, answer size, the provider's usage
+ * and finish reason), so a task's token total counts summary requests too.
+ * A request that fails is not journaled (it has no usage to account).
+ *
+ * @since 0.2.0
+ * @category summarizing
+ */
+export const journaledSummaryRequests =
+  <E, R>(
+    generate: (request: ModelRequest) => Effect.Effect<ModelResponse, E, R>,
+    journal: Journal["Service"],
+    at: { readonly operation: string; readonly step?: number; readonly turn?: number }
+  ) =>
+  (
+    request: ModelRequest,
+    piece: SummaryPiece
+  ): Effect.Effect<ModelResponse, E | JournalIOError | JournalSequenceError, R> =>
+    Effect.tap(generate(request), (response) =>
+      journal.append({
+        _tag: "SummaryRequestAnswered",
+        ...(at.turn === undefined ? {} : { turn: at.turn }),
+        ...(at.step === undefined ? {} : { step: at.step }),
+        operation: at.operation,
+        piece: piece.index + 1,
+        pieces: piece.count,
+        textSize: ArtifactPointer.utf8Length(response.text),
+        ...(response.usage === undefined ? {} : { usage: response.usage }),
+        ...(response.finishReason === undefined ? {} : { finishReason: response.finishReason })
+      })
+    )
+
+/**
  * {@link summarize} with an explicit `generate` (a wrapped or instrumented
  * model). Sends exactly one request per piece, in order, each building on
  * the summary so far (starting from `previousSummary`); returns the final
@@ -325,7 +414,7 @@ export interface SummaryOutcome {
  * @category summarizing
  */
 export const summarizeWith = <E, R>(
-  generate: (request: ModelRequest) => Effect.Effect<ModelResponse, E, R>,
+  generate: (request: ModelRequest, piece: SummaryPiece) => Effect.Effect<ModelResponse, E, R>,
   input: SummaryInput
 ): Effect.Effect<SummaryOutcome, E, R> =>
   summarizing(generate, input).pipe(
@@ -346,7 +435,10 @@ const summaryRequestSpan = <E, R>(
 ): Effect.Effect<ModelResponse, E, R> =>
   timeSummaryRequest(generate).pipe(
     Effect.tap((response) =>
-      Effect.annotateCurrentSpan("tessera.response.size", ArtifactPointer.utf8Length(response.text))
+      Effect.andThen(
+        Effect.annotateCurrentSpan("tessera.response.size", ArtifactPointer.utf8Length(response.text)),
+        Observability.recordUsage("summary", Observability.usageOf(response))
+      )
     ),
     Effect.withSpan("Compaction.summaryRequest", {
       kind: "client",
@@ -361,7 +453,7 @@ const summaryRequestSpan = <E, R>(
 
 // Defined once rather than as a generator function created per call (see `modelStep` in `Executor.ts`).
 const summarizing = Effect.fnUntraced(function* <E, R>(
-  generate: (request: ModelRequest) => Effect.Effect<ModelResponse, E, R>,
+  generate: (request: ModelRequest, piece: SummaryPiece) => Effect.Effect<ModelResponse, E, R>,
   input: SummaryInput
 ): Effect.fn.Return<SummaryOutcome, E, R> {
   const all = pieces(input.rounds, input.pieceBytes)
@@ -379,7 +471,8 @@ const summarizing = Effect.fnUntraced(function* <E, R>(
           piece,
           index,
           count: all.length
-        })
+        }),
+        { index, count: all.length }
       )
     )
     summary = Option.some(
@@ -480,6 +573,8 @@ export interface CompactOptions {
   readonly step: number
   readonly journal: Option.Option<Journal["Service"]>
   readonly turn?: number
+  /** The provider's count for the previous request, used under `reportedTokens` (see {@link plan}). */
+  readonly reported?: ReportedInput
 }
 
 /**
@@ -494,7 +589,7 @@ export interface CompactOptions {
  * @category compacting
  */
 export const compact = (options: CompactOptions) => {
-  const planned = plan(options.history, options.policy)
+  const planned = plan(options.history, options.policy, options.reported)
   return Option.isNone(planned) ? Effect.succeed(options.history) : compactPlanned(options, planned.value)
 }
 
@@ -530,7 +625,15 @@ const compactPlanned = Effect.fn("Compaction.compact")(function* (options: Compa
     }
     yield* journal.append({ _tag: "SummaryStarted", ...turn, step: key.step, operation: key.operation, inputsSha256 })
   }
-  const summary = yield* summarize({
+  const model = yield* Model
+  const generate = Option.isSome(options.journal)
+    ? journaledSummaryRequests(model.generate, options.journal.value, {
+        operation: key.operation,
+        step: key.step,
+        ...turn
+      })
+    : model.generate
+  const summary = yield* summarizeWith(generate, {
     task: options.history.task,
     previousSummary,
     rounds: planned.summarized,

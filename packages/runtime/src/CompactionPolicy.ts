@@ -17,13 +17,19 @@ const PositiveInt = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: Num
 const NonNegativeInt = Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }))
 
 /**
- * How history size is measured: UTF-8 bytes, or an estimated token count
- * (bytes / 4, rounded up; a provider-neutral estimate).
+ * How history size is measured: UTF-8 bytes, an estimated token count
+ * (bytes / 4, rounded up; a provider-neutral estimate), or
+ * `reportedTokens`: the input tokens the provider reported for the turn's
+ * previous request, plus the estimate for what was added since, when that
+ * request is a prefix of the next one; the estimate alone otherwise (no
+ * report yet, a provider that reports none, a history just compacted).
+ * Every other size (`keepRecent`, pieces, summaries) is estimated under
+ * `reportedTokens` as under `estimatedTokens`.
  *
  * @since 0.1.0
  * @category models
  */
-export const SizeMeasure = Schema.Literals(["bytes", "estimatedTokens"])
+export const SizeMeasure = Schema.Literals(["bytes", "estimatedTokens", "reportedTokens"])
 /**
  * @since 0.1.0
  * @category models

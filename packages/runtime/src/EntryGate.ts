@@ -20,14 +20,22 @@ import * as PrivateSummaries from "./PrivateSummaries.ts"
 import type { TaskContext } from "./TaskContext.ts"
 
 /**
- * The entries the gate guards: binding a task for execution, a turn (new or
- * resumed), a single model step, a tool dispatch, and the two public summary
+ * The entries the gate guards: binding a task for execution, a turn (new,
+ * resumed or abandoned), a single model step, a tool dispatch, and the two public summary
  * entries (a direct summary and a summary-file turn).
  *
  * @since 0.1.0
  * @category models
  */
-export type EntryPoint = "Bind" | "Turn" | "ResumeTurn" | "ModelStep" | "ToolDispatch" | "Summary" | "SummaryFileTurn"
+export type EntryPoint =
+  | "Bind"
+  | "Turn"
+  | "ResumeTurn"
+  | "AbandonTurn"
+  | "ModelStep"
+  | "ToolDispatch"
+  | "Summary"
+  | "SummaryFileTurn"
 
 /**
  * A task context bound for execution under a compaction policy. Only

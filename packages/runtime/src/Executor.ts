@@ -24,6 +24,19 @@
  * Every turn, model step and tool call runs in its own span (see
  * `Observability` and docs/tracing.md for their attributes and metrics).
  *
+ * A turn can be watched as it runs: with `onEvent` in its configuration
+ * the executor streams each model response ({@link Model.stream}) and hands
+ * every {@link TurnEvent} (deltas included) to `onEvent` before it goes on,
+ * so a slow observer slows the turn instead of piling events up. Without
+ * it, model steps call {@link Model.generate} and pay nothing for
+ * streaming.
+ *
+ * An interrupted turn (`Effect.timeout`, `Fiber.interrupt`, a consumer
+ * that stops listening) is closed in the journal: `TurnAbandoned` with
+ * reason {@link interruptedReason} is written as the turn's fiber unwinds,
+ * after the model or tool call in flight was itself interrupted, so the
+ * next turn can open.
+ *
  * @since 0.1.0
  */
 import { ArtifactRedactor } from "@tessera/artifacts"
@@ -39,9 +52,19 @@ import type {
   TurnUnfinished
 } from "./Journal.ts"
 import { Journal, NoOpenTurn, openTurn } from "./Journal.ts"
+import type * as JournalEntry from "./JournalEntry.ts"
 import * as JsonValue from "./JsonValue.ts"
-import type { ModelRequest, ModelResponse, Part, ToolCallPart, ToolResultPart } from "./Model.ts"
-import { Model, ModelError, text, toolResult } from "./Model.ts"
+import type {
+  FinishReason,
+  ModelRequest,
+  ModelResponse,
+  ModelStreamEvent,
+  Part,
+  ToolCallPart,
+  ToolResultPart,
+  Usage
+} from "./Model.ts"
+import { collect, Model, ModelError, text, toolResult } from "./Model.ts"
 import * as Observability from "./Observability.ts"
 import * as Timeouts from "./Timeouts.ts"
 import * as Tool from "./Tool.ts"
@@ -136,9 +159,50 @@ export const composeHooks = <E, R>(...all: ReadonlyArray<Hooks<E, R>>): Hooks<E,
 })
 
 /**
+ * What happens in a turn, as a host forwards it (to a chat UI, a log), in
+ * order: each step starts, streams its deltas, finishes (with the
+ * provider's usage and finish reason); each tool call is called and
+ * resulted; offloads and staged summaries the hooks make are reported as
+ * the journal entries that record them; the turn closes with its outcome.
+ * Deltas are for display; the history and the journal are built from the
+ * completed response, as without streaming.
+ *
+ * @since 0.2.0
+ * @category events
+ */
+export type TurnEvent =
+  | { readonly _tag: "StepStarted"; readonly turn: number; readonly step: number }
+  | { readonly _tag: "TextDelta"; readonly turn: number; readonly step: number; readonly delta: string }
+  | { readonly _tag: "ReasoningDelta"; readonly turn: number; readonly step: number; readonly delta: string }
+  | {
+      readonly _tag: "ToolCallDelta"
+      readonly turn: number
+      readonly step: number
+      readonly callId: string
+      readonly name: string
+      readonly inputDelta: string
+    }
+  | { readonly _tag: "ToolCalled"; readonly turn: number; readonly step: number; readonly call: ToolCallPart }
+  | { readonly _tag: "ToolResulted"; readonly turn: number; readonly step: number; readonly result: ToolResultPart }
+  | { readonly _tag: "ArtifactOffloaded"; readonly entry: typeof JournalEntry.ArtifactOffloaded.Type }
+  | { readonly _tag: "SummaryStaged"; readonly entry: typeof JournalEntry.SummaryStaged.Type }
+  | { readonly _tag: "SummaryRequestAnswered"; readonly entry: typeof JournalEntry.SummaryRequestAnswered.Type }
+  | {
+      readonly _tag: "StepFinished"
+      readonly turn: number
+      readonly step: number
+      readonly toolCalls: number
+      readonly usage?: Usage
+      readonly finishReason?: FinishReason
+    }
+  | { readonly _tag: "TurnClosed"; readonly outcome: TurnOutcome }
+
+/**
  * What a turn runs with: the tools offered to the model, the most model
- * steps one turn may take, the hooks, and the time limits of its calls
- * (none by default; see `Timeouts`).
+ * steps one turn may take, the hooks, the time limits of its calls (none by
+ * default; see `Timeouts`), and an optional observer of its
+ * {@link TurnEvent}s. With `onEvent`, model responses are streamed and each
+ * event waits for `onEvent` to finish before the turn goes on.
  *
  * @since 0.1.0
  * @category models
@@ -148,7 +212,16 @@ export interface TurnConfig<E = never, R = never> {
   readonly maxSteps: number
   readonly hooks?: Hooks<E, R>
   readonly timeouts?: Timeouts.CallTimeouts
+  readonly onEvent?: (event: TurnEvent) => Effect.Effect<void>
 }
+
+/**
+ * The reason `TurnAbandoned` records for a turn whose fiber was interrupted.
+ *
+ * @since 0.2.0
+ * @category turns
+ */
+export const interruptedReason = "interrupted"
 
 /**
  * The model still asked for tools after `maxSteps` model steps. The calls of
@@ -301,6 +374,8 @@ const modelStepBody = Effect.fnUntraced(function* <E, R>(
   const model = yield* Model
   const hooks = config.hooks ?? {}
   const { step, turn } = context
+  const onEvent = config.onEvent
+  if (onEvent !== undefined) yield* onEvent({ _tag: "StepStarted", turn, step })
   const current =
     hooks.beforeModelStep === undefined
       ? history
@@ -319,7 +394,11 @@ const modelStepBody = Effect.fnUntraced(function* <E, R>(
     size: measured.size,
     sha256: measured.sha256
   })
-  const response = yield* Timeouts.limitModelCall(config.timeouts, model.generate(request)).pipe(
+  const call =
+    onEvent === undefined
+      ? model.generate(request)
+      : collect(model.stream(request), (event) => forwardModelEvent(onEvent, context, event))
+  const response = yield* Timeouts.limitModelCall(config.timeouts, call).pipe(
     timeStepRequest,
     Effect.flatMap(checkResponse),
     Effect.catch((error) =>
@@ -330,6 +409,7 @@ const modelStepBody = Effect.fnUntraced(function* <E, R>(
       )
     )
   )
+  yield* Observability.recordUsage("step", Observability.usageOf(response))
   const answer = yield* measureText(response.text)
   yield* Effect.annotateCurrentSpan({
     "tessera.response.size": answer.size,
@@ -341,12 +421,49 @@ const modelStepBody = Effect.fnUntraced(function* <E, R>(
     step,
     textSize: answer.size,
     textSha256: answer.sha256,
-    toolCalls: response.toolCalls.map((call) => ({ callId: call.id, name: call.name }))
+    toolCalls: response.toolCalls.map((call) => ({ callId: call.id, name: call.name })),
+    ...(response.usage === undefined ? {} : { usage: response.usage }),
+    ...(response.finishReason === undefined ? {} : { finishReason: response.finishReason })
   })
+  if (onEvent !== undefined) {
+    yield* onEvent({
+      _tag: "StepFinished",
+      turn,
+      step,
+      toolCalls: response.toolCalls.length,
+      ...(response.usage === undefined ? {} : { usage: response.usage }),
+      ...(response.finishReason === undefined ? {} : { finishReason: response.finishReason })
+    })
+  }
   const outcome: ModelStepOutcome = { request, response, history: History.append(current, responseParts(response)) }
   if (hooks.afterModelStep !== undefined) yield* hooks.afterModelStep(context, outcome)
   return outcome
 })
+
+// Completed calls, usage and the finish reason reach the observer through the step's own events
+// (`ToolCalled` when dispatched, `StepFinished`), once the response is checked.
+const forwardModelEvent = (
+  onEvent: (event: TurnEvent) => Effect.Effect<void>,
+  context: StepContext,
+  event: ModelStreamEvent
+): Effect.Effect<void> => {
+  switch (event._tag) {
+    case "TextDelta":
+    case "ReasoningDelta":
+      return onEvent({ _tag: event._tag, turn: context.turn, step: context.step, delta: event.delta })
+    case "ToolCallDelta":
+      return onEvent({
+        _tag: "ToolCallDelta",
+        turn: context.turn,
+        step: context.step,
+        callId: event.id,
+        name: event.name,
+        inputDelta: event.inputDelta
+      })
+    default:
+      return Effect.void
+  }
+}
 
 /**
  * A provider's error text often echoes the request (and so secrets): it is
@@ -405,6 +522,7 @@ const dispatchOneBody = Effect.fnUntraced(function* <E, R>(
     inputSize: input.size,
     inputSha256: input.sha256
   })
+  if (config.onEvent !== undefined) yield* config.onEvent({ _tag: "ToolCalled", turn, step, call })
   const outcome = yield* Timeouts.limitToolCall(config.timeouts, call.name, Tool.run(config.tools, call)).pipe(
     Observability.timeToolCall(call.name)
   )
@@ -437,6 +555,7 @@ const dispatchOneBody = Effect.fnUntraced(function* <E, R>(
     size: measured.size,
     sha256: measured.sha256
   })
+  if (config.onEvent !== undefined) yield* config.onEvent({ _tag: "ToolResulted", turn, step, result })
   return result
 })
 
@@ -461,6 +580,25 @@ export const dispatchTools = <E = never, R = never>(
       ? Effect.map(dispatchOne(journal, config, { ...context, call: calls[0] as ToolCallPart }), (result) => [result])
       : Effect.forEach(calls, (call) => dispatchOne(journal, config, { ...context, call }))
   )
+
+/**
+ * Closes `turn` as abandoned (reason {@link interruptedReason}) when the
+ * effect is interrupted while the turn is still open. Finalizers run
+ * uninterruptibly, so the entry is written even though the fiber is being
+ * interrupted; a failure to write it is left for the next turn to report
+ * (`TurnAlreadyOpen`), never raised over the interruption.
+ */
+const abandonOnInterrupt =
+  (journal: JournalService, turn: number) =>
+  <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.onInterrupt(self, () =>
+      Effect.flatMap(journal.state, (state) => {
+        const open = openTurn(state)
+        return Option.isSome(open) && open.value.turn === turn
+          ? Effect.ignore(journal.abandonTurn(interruptedReason))
+          : Effect.void
+      })
+    )
 
 const lastAssistantText = (history: History.History): string => {
   const last = history.parts.at(-1)
@@ -492,7 +630,9 @@ export const continueTurn = <E = never, R = never>(
       current = outcome.history
       if (outcome.response.toolCalls.length === 0) {
         yield* journal.closeTurn
-        return { turn: context.turn, steps: step, history: current, text: outcome.response.text }
+        const closed: TurnOutcome = { turn: context.turn, steps: step, history: current, text: outcome.response.text }
+        if (config.onEvent !== undefined) yield* config.onEvent({ _tag: "TurnClosed", outcome: closed })
+        return closed
       }
       const results = yield* dispatchTools(config, stepContext, outcome.response.toolCalls)
       current = History.append(current, results)
@@ -524,7 +664,9 @@ export const runTurn = <E = never, R = never>(
     }
     const opened = yield* journal.openTurn
     yield* Effect.annotateCurrentSpan({ "tessera.turn": opened.turn })
-    const outcome = yield* continueTurn(config, { task: journal.task, turn: opened.turn, firstStep: 1 }, history)
+    const outcome = yield* continueTurn(config, { task: journal.task, turn: opened.turn, firstStep: 1 }, history).pipe(
+      abandonOnInterrupt(journal, opened.turn)
+    )
     yield* Effect.annotateCurrentSpan({ "tessera.steps": outcome.steps })
     return outcome
   }).pipe(Effect.withSpan("tessera.turn"))
@@ -564,12 +706,13 @@ export const resumeTurn = <E = never, R = never>(
     yield* journal.resumeTurn
     if (turn.answered && !turn.awaitingResponse) {
       yield* journal.closeTurn
-      return { turn: turn.turn, steps: turn.steps, history, text: lastAssistantText(history) }
+      const closed: TurnOutcome = { turn: turn.turn, steps: turn.steps, history, text: lastAssistantText(history) }
+      if (config.onEvent !== undefined) yield* config.onEvent({ _tag: "TurnClosed", outcome: closed })
+      return closed
     }
-    const results = yield* dispatchTools(config, { task, turn: turn.turn, step: turn.steps }, pending)
-    return yield* continueTurn(
-      config,
-      { task, turn: turn.turn, firstStep: turn.steps + 1 },
-      History.append(history, results)
-    )
+    return yield* Effect.flatMap(
+      dispatchTools(config, { task, turn: turn.turn, step: turn.steps }, pending),
+      (results) =>
+        continueTurn(config, { task, turn: turn.turn, firstStep: turn.steps + 1 }, History.append(history, results))
+    ).pipe(abandonOnInterrupt(journal, turn.turn))
   }).pipe(Effect.withSpan("tessera.resumeTurn"))

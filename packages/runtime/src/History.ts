@@ -63,17 +63,33 @@ export const append = (history: History, parts: ReadonlyArray<Part>): History =>
   withParts(history, [...history.parts, ...parts])
 
 /**
- * The parts of the next request: the summary (when history was compacted),
- * the task, then everything that followed. The part objects are the
- * history's own (not copies).
+ * The parts of the next request: the task's leading system messages, the
+ * summary (when history was compacted), the rest of the task, then
+ * everything that followed. System messages open every request, compacted
+ * or not: providers that require them first, and the model's
+ * instruction-following, see them before any summary. The part objects are
+ * the history's own (not copies).
  *
  * @since 0.1.0
  * @category getters
  */
-export const toParts = (history: History): ReadonlyArray<Part> =>
-  history.summary === undefined
-    ? [...history.task, ...history.parts]
-    : [...history.summary.parts, ...history.task, ...history.parts]
+export const toParts = (history: History): ReadonlyArray<Part> => {
+  if (history.summary === undefined) return [...history.task, ...history.parts]
+  const leading = leadingSystemCount(history.task)
+  return leading === 0
+    ? [...history.summary.parts, ...history.task, ...history.parts]
+    : [...history.task.slice(0, leading), ...history.summary.parts, ...history.task.slice(leading), ...history.parts]
+}
+
+const leadingSystemCount = (task: ReadonlyArray<Part>): number => {
+  let count = 0
+  while (count < task.length) {
+    const part = task[count] as Part
+    if (part._tag !== "Text" || part.role !== "system") break
+    count++
+  }
+  return count
+}
 
 /**
  * The text of the history's current summary, if it has one.

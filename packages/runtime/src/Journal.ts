@@ -51,6 +51,7 @@ import * as SecureRandom from "effect/crypto/SecureRandom"
 import { sha256Bytes } from "./internal/digest.ts"
 import { eachLine } from "./internal/journalLines.ts"
 import { advance, emptyState, summaryKey as internalSummaryKey, makeReplay } from "./internal/journalState.ts"
+import { JournalTap, tapped } from "./internal/journalTap.ts"
 import * as JournalFile from "./JournalFile.ts"
 import * as StoreLayout from "./StoreLayout.ts"
 
@@ -801,7 +802,12 @@ export const open = Effect.fnUntraced(function* (
     task,
     file,
     state: currentState,
-    append: write,
+    append: (input: EntryInput) =>
+      tapped(input._tag)
+        ? Effect.tap(write(input), (entry) =>
+            Effect.flatMap(Effect.service(JournalTap), (tap) => (tap === undefined ? Effect.void : tap(entry)))
+          )
+        : write(input),
     openTurn: openTurnEffect,
     resumeTurn,
     closeTurn,

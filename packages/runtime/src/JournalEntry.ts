@@ -11,6 +11,7 @@
  */
 import { Ids, Volume } from "@tessera/core"
 import { Schema } from "effect"
+import { addUsage, FinishReason, Usage } from "./Model.ts"
 import { ToolFailure } from "./Tool.ts"
 
 // Reopening checks every field of every line, so these checks are plain
@@ -107,7 +108,9 @@ export type CallRef = typeof CallRef.Type
 
 /**
  * The model answered a request: size and digest of its text, and the calls
- * it asked for (no calls: the turn is answered).
+ * it asked for (no calls: the turn is answered). `usage` and `finishReason`
+ * are the provider's, when it reported them; a task's token total is the sum
+ * of the usage of these entries and of {@link SummaryRequestAnswered}.
  *
  * @since 0.1.0
  * @category entries
@@ -118,7 +121,29 @@ export const ResponseReceived = Schema.TaggedStruct("ResponseReceived", {
   step: Ordinal,
   textSize: Count,
   textSha256: Sha256,
-  toolCalls: Schema.Array(CallRef)
+  toolCalls: Schema.Array(CallRef),
+  usage: Schema.optionalKey(Usage),
+  finishReason: Schema.optionalKey(FinishReason)
+})
+
+/**
+ * The model answered one summary request (compaction or a summary entry):
+ * which piece of how many, the size of the answer, and the provider's usage
+ * and finish reason when it reported them. Never the text, which is private.
+ *
+ * @since 0.2.0
+ * @category entries
+ */
+export const SummaryRequestAnswered = Schema.TaggedStruct("SummaryRequestAnswered", {
+  ...header,
+  turn: Schema.optionalKey(Ordinal),
+  step: Schema.optionalKey(Ordinal),
+  operation: Schema.String,
+  piece: Ordinal,
+  pieces: Ordinal,
+  textSize: Count,
+  usage: Schema.optionalKey(Usage),
+  finishReason: Schema.optionalKey(FinishReason)
 })
 
 /**
@@ -381,7 +406,8 @@ export const Entry = Schema.Union([
   CompactionWarning,
   SummaryStarted,
   SummarySuperseded,
-  JournalRepaired
+  JournalRepaired,
+  SummaryRequestAnswered
 ])
 /**
  * @since 0.1.0
@@ -405,3 +431,39 @@ export type EntryInput = Entry extends infer E ? (E extends Entry ? Omit<E, "seq
  * @category entries
  */
 export const EntryLine = Schema.fromJsonString(Entry)
+
+/**
+ * What a journal records a task's model requests cost: how many responses it
+ * holds (turn steps and summary requests), how many of them reported usage,
+ * and the sum of the usage they reported ({@link ResponseReceived} and
+ * {@link SummaryRequestAnswered} entries; a count is absent when no entry
+ * reported it).
+ *
+ * @since 0.2.0
+ * @category usage
+ */
+export interface UsageTotal {
+  readonly responses: number
+  readonly reported: number
+  readonly usage: Usage
+}
+
+/**
+ * The {@link UsageTotal} of a journal's entries.
+ *
+ * @since 0.2.0
+ * @category usage
+ */
+export const totalUsage = (entries: Iterable<Entry>): UsageTotal => {
+  let responses = 0
+  let reported = 0
+  let usage: Usage = {}
+  for (const entry of entries) {
+    if (entry._tag !== "ResponseReceived" && entry._tag !== "SummaryRequestAnswered") continue
+    responses++
+    if (entry.usage === undefined) continue
+    reported++
+    usage = addUsage(usage, entry.usage)
+  }
+  return { responses, reported, usage }
+}

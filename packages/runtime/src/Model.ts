@@ -2,6 +2,23 @@
  * The model boundary: what a request and a response look like, and the
  * {@link Model} service the executor calls.
  *
+ * Protocol, version 2: a model streams. {@link Model.stream} is the primary
+ * form (an Effect `Stream` of {@link ModelStreamEvent}s: text, reasoning and
+ * tool-call deltas, completed calls, usage, the finish reason) and
+ * {@link Model.generate} is derived from it by {@link collect}. The
+ * derivation runs that way because it loses nothing: collecting a stream
+ * gives the same response a non-streaming call would, whereas a response
+ * turned into a stream can only arrive as one chunk, after the fact. A
+ * provider that cannot stream is still a model: {@link fromGenerate} lifts
+ * its `generate` into a stream of one chunk. The service carries both, so a
+ * caller that does not listen to deltas (a plain `runTurn`) pays nothing for
+ * streaming, and an adapter may supply both when it has a cheaper direct
+ * call.
+ *
+ * Responses carry the provider's usage (input, output, cached input and
+ * reasoning tokens, each optional: not every provider reports every count),
+ * its finish reason and its own metadata, opaque to this library.
+ *
  * A request is an ordered list of parts. Native media parts carry the
  * provider's own options (`providerOptions`) and are handed to the adapter as
  * the very objects the harness put into the history: nothing in this library
@@ -11,8 +28,7 @@
  * @since 0.1.0
  */
 import { Volume } from "@tessera/core"
-import type { Effect } from "effect"
-import { Context, Layer, Schema } from "effect"
+import { Context, Effect, Layer, Schema, Stream } from "effect"
 
 /**
  * Who speaks a text or media part.
@@ -188,22 +204,123 @@ export const ModelRequest = Schema.Struct({
  */
 export type ModelRequest = typeof ModelRequest.Type
 
+const TokenCount = Schema.Number.check(
+  Schema.makeFilter((n: number) => Number.isSafeInteger(n) && n >= 0, { expected: "an integer >= 0" })
+)
+
+/**
+ * Token counts a provider reported for one request. Every count is optional:
+ * an absent count means the provider did not report it, never zero.
+ * `cachedInputTokens` and `reasoningTokens` are parts of `inputTokens` and
+ * `outputTokens` respectively, as providers report them.
+ *
+ * @since 0.2.0
+ * @category usage
+ */
+export const Usage = Schema.Struct({
+  inputTokens: Schema.optionalKey(TokenCount),
+  outputTokens: Schema.optionalKey(TokenCount),
+  cachedInputTokens: Schema.optionalKey(TokenCount),
+  reasoningTokens: Schema.optionalKey(TokenCount)
+})
+/**
+ * @since 0.2.0
+ * @category usage
+ */
+export type Usage = typeof Usage.Type
+
+const usageKeys = ["inputTokens", "outputTokens", "cachedInputTokens", "reasoningTokens"] as const
+
+/**
+ * Sums usages count by count. A count is present in the sum when it is
+ * present in at least one operand (absent counts add nothing).
+ *
+ * @since 0.2.0
+ * @category usage
+ */
+export const addUsage = (self: Usage, that: Usage): Usage => {
+  const out: { -readonly [K in keyof Usage]: Usage[K] } = {}
+  for (const key of usageKeys) {
+    const a = self[key]
+    const b = that[key]
+    if (a !== undefined || b !== undefined) out[key] = (a ?? 0) + (b ?? 0)
+  }
+  return out
+}
+
+/**
+ * Why the model stopped: it answered (`stop`), hit its output limit
+ * (`length`), asked for tools (`tool-calls`), was filtered
+ * (`content-filter`), failed (`error`), or something the provider names
+ * otherwise (`other`, `unknown`).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export const FinishReason = Schema.Literals([
+  "stop",
+  "length",
+  "tool-calls",
+  "content-filter",
+  "error",
+  "other",
+  "unknown"
+])
+/**
+ * @since 0.2.0
+ * @category models
+ */
+export type FinishReason = typeof FinishReason.Type
+
 /**
  * One response: text (possibly empty) and the tool calls the model asks for,
  * in the order the model gave them. No tool calls means the turn is answered.
+ * Optionally the model's reasoning text, the provider's usage, its finish
+ * reason and its metadata (opaque to this library).
  *
  * @since 0.1.0
  * @category models
  */
 export const ModelResponse = Schema.Struct({
   text: Schema.String,
-  toolCalls: Schema.Array(ToolCallPart)
+  toolCalls: Schema.Array(ToolCallPart),
+  reasoning: Schema.optionalKey(Schema.String),
+  usage: Schema.optionalKey(Usage),
+  finishReason: Schema.optionalKey(FinishReason),
+  providerMetadata: Schema.optionalKey(Schema.Record(Schema.String, Schema.Unknown))
 })
 /**
  * @since 0.1.0
  * @category models
  */
 export type ModelResponse = typeof ModelResponse.Type
+
+/**
+ * One event of a streamed response, in the order the provider sent it:
+ *
+ * - `TextDelta`, `ReasoningDelta`: the next piece of the answer or of the
+ *   model's reasoning;
+ * - `ToolCallDelta`: the next piece of a call's input (JSON text as the
+ *   provider streams it), for display only;
+ * - `ToolCall`: a completed call, its input decoded; only completed calls
+ *   are acted on;
+ * - `Usage`: token counts (a later report replaces an earlier one);
+ * - `Finish`: why the model stopped, and the provider's metadata.
+ *
+ * @since 0.2.0
+ * @category streaming
+ */
+export type ModelStreamEvent =
+  | { readonly _tag: "TextDelta"; readonly delta: string }
+  | { readonly _tag: "ReasoningDelta"; readonly delta: string }
+  | { readonly _tag: "ToolCallDelta"; readonly id: string; readonly name: string; readonly inputDelta: string }
+  | { readonly _tag: "ToolCall"; readonly call: ToolCallPart }
+  | { readonly _tag: "Usage"; readonly usage: Usage }
+  | {
+      readonly _tag: "Finish"
+      readonly reason: FinishReason
+      readonly providerMetadata?: { readonly [key: string]: unknown }
+    }
 
 /**
  * Why a model step failed.
@@ -254,9 +371,17 @@ export class ModelError extends Schema.TaggedError<ModelError>()("ModelError", {
  * a different layer for this service; the library's default is the scripted
  * model (see `ScriptedModel`).
  *
+ * `stream` and `generate` answer the same request the same way: `generate`
+ * succeeds with what collecting `stream` gives ({@link collect}). Build the
+ * service with {@link fromStream} or {@link fromGenerate}, which derive the
+ * other member.
+ *
  * Adapters receive the request's parts as given: the executor never
  * converts them, so an adapter may rely on object identity and on
  * `providerOptions` keys the library does not know.
+ *
+ * Both members are interruptible: interrupting the caller's fiber interrupts
+ * the call (an adapter aborts its HTTP request in the effect's finalizer).
  *
  * @since 0.1.0
  * @category services
@@ -265,18 +390,182 @@ export class Model extends Context.Service<
   Model,
   {
     readonly generate: (request: ModelRequest) => Effect.Effect<ModelResponse, ModelError>
+    readonly stream: (request: ModelRequest) => Stream.Stream<ModelStreamEvent, ModelError>
   }
 >()("@tessera/runtime/Model") {}
 
 /**
- * A layer for an adapter written as one function.
+ * The events a whole response streams as, in one chunk: reasoning, text,
+ * each call, usage, finish (the parts the response has). Collecting them
+ * ({@link collect}) gives the response back, except that metadata without
+ * a finish reason comes back with one (`tool-calls` when the response has
+ * calls, else `stop`), since metadata travels with the finish event.
+ *
+ * @since 0.2.0
+ * @category streaming
+ */
+export const responseEvents = (response: ModelResponse): ReadonlyArray<ModelStreamEvent> => {
+  const events: Array<ModelStreamEvent> = []
+  if (response.reasoning !== undefined && response.reasoning.length > 0) {
+    events.push({ _tag: "ReasoningDelta", delta: response.reasoning })
+  }
+  if (response.text.length > 0) events.push({ _tag: "TextDelta", delta: response.text })
+  for (const call of response.toolCalls) events.push({ _tag: "ToolCall", call })
+  if (response.usage !== undefined) events.push({ _tag: "Usage", usage: response.usage })
+  if (response.finishReason !== undefined || response.providerMetadata !== undefined) {
+    events.push({
+      _tag: "Finish",
+      reason: response.finishReason ?? (response.toolCalls.length > 0 ? "tool-calls" : "stop"),
+      ...(response.providerMetadata === undefined ? {} : { providerMetadata: response.providerMetadata })
+    })
+  }
+  return events
+}
+
+/**
+ * Accumulates stream events into a response. Create one per request, feed
+ * it every event in order, then read the result with {@link Collector.done}.
+ *
+ * @since 0.2.0
+ * @category streaming
+ */
+export interface Collector {
+  readonly add: (event: ModelStreamEvent) => void
+  /** The response so far; fails `InvalidResponse` when a call streamed deltas but never completed. */
+  readonly done: () => Effect.Effect<ModelResponse, ModelError>
+}
+
+/**
+ * A fresh {@link Collector}: text and reasoning deltas concatenated in
+ * order, completed calls in order, the last usage report, the finish reason
+ * and metadata.
+ *
+ * @since 0.2.0
+ * @category streaming
+ */
+export const collector = (): Collector => {
+  let textOut = ""
+  let reasoning: string | undefined
+  const toolCalls: Array<ToolCallPart> = []
+  const streamedCalls = new Set<string>()
+  let usage: Usage | undefined
+  let finish: Extract<ModelStreamEvent, { _tag: "Finish" }> | undefined
+  return {
+    add: (event) => {
+      switch (event._tag) {
+        case "TextDelta":
+          textOut += event.delta
+          break
+        case "ReasoningDelta":
+          reasoning = (reasoning ?? "") + event.delta
+          break
+        case "ToolCallDelta":
+          streamedCalls.add(event.id)
+          break
+        case "ToolCall":
+          toolCalls.push(event.call)
+          break
+        case "Usage":
+          usage = event.usage
+          break
+        case "Finish":
+          finish = event
+      }
+    },
+    done: () => {
+      const completed = new Set(toolCalls.map((call) => call.id))
+      const unfinished = [...streamedCalls].filter((id) => !completed.has(id))
+      if (unfinished.length > 0) {
+        return Effect.fail(
+          new ModelError({
+            reason: "InvalidResponse",
+            detail: `the stream ended with tool call(s) ${unfinished.map((id) => `"${id}"`).join(", ")} begun but never completed`
+          })
+        )
+      }
+      return Effect.succeed({
+        text: textOut,
+        toolCalls,
+        ...(reasoning === undefined ? {} : { reasoning }),
+        ...(usage === undefined ? {} : { usage }),
+        ...(finish === undefined ? {} : { finishReason: finish.reason }),
+        ...(finish?.providerMetadata === undefined ? {} : { providerMetadata: finish.providerMetadata })
+      })
+    }
+  }
+}
+
+/**
+ * Runs a stream to its end and returns the response it makes (see
+ * {@link collector}). `onEvent` sees every event as it arrives, before the
+ * next one is pulled.
+ *
+ * @since 0.2.0
+ * @category streaming
+ */
+export const collect = <E, R, E2 = never, R2 = never>(
+  stream: Stream.Stream<ModelStreamEvent, E, R>,
+  onEvent?: (event: ModelStreamEvent) => Effect.Effect<void, E2, R2>
+): Effect.Effect<ModelResponse, E | E2 | ModelError, R | R2> =>
+  Effect.suspend(() => {
+    const into = collector()
+    const run =
+      onEvent === undefined
+        ? Stream.runForEach(stream, (event) => Effect.sync(() => into.add(event)))
+        : Stream.runForEach(stream, (event) => {
+            into.add(event)
+            return onEvent(event)
+          })
+    return Effect.flatMap(run, into.done)
+  })
+
+/**
+ * A model from a streaming adapter; `generate` collects the stream.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const fromStream = (
+  stream: (request: ModelRequest) => Stream.Stream<ModelStreamEvent, ModelError>
+): Model["Service"] => Model.of({ stream, generate: (request) => collect(stream(request)) })
+
+/**
+ * A model from a non-streaming adapter; `stream` emits the whole response as
+ * one chunk once `generate` succeeds.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const fromGenerate = (
+  generate: (request: ModelRequest) => Effect.Effect<ModelResponse, ModelError>
+): Model["Service"] =>
+  Model.of({
+    generate,
+    stream: (request) =>
+      Stream.flatMap(Stream.fromEffect(generate(request)), (response) => Stream.fromIterable(responseEvents(response)))
+  })
+
+/**
+ * A layer for an adapter written as one non-streaming function (see
+ * {@link fromGenerate}).
  *
  * @since 0.1.0
  * @category layers
  */
 export const layerFromGenerate = (
   generate: (request: ModelRequest) => Effect.Effect<ModelResponse, ModelError>
-): Layer.Layer<Model> => Layer.succeed(Model)(Model.of({ generate }))
+): Layer.Layer<Model> => Layer.succeed(Model)(fromGenerate(generate))
+
+/**
+ * A layer for a streaming adapter written as one function (see
+ * {@link fromStream}).
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerFromStream = (
+  stream: (request: ModelRequest) => Stream.Stream<ModelStreamEvent, ModelError>
+): Layer.Layer<Model> => Layer.succeed(Model)(fromStream(stream))
 
 /**
  * @since 0.1.0
@@ -326,4 +615,11 @@ export const fileReference = (options: {
 export const response = (options: {
   readonly text?: string
   readonly toolCalls?: ReadonlyArray<ToolCallPart>
-}): ModelResponse => ({ text: options.text ?? "", toolCalls: options.toolCalls ?? [] })
+  readonly usage?: Usage
+  readonly finishReason?: FinishReason
+}): ModelResponse => ({
+  text: options.text ?? "",
+  toolCalls: options.toolCalls ?? [],
+  ...(options.usage === undefined ? {} : { usage: options.usage }),
+  ...(options.finishReason === undefined ? {} : { finishReason: options.finishReason })
+})

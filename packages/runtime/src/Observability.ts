@@ -237,6 +237,22 @@ export interface Usage {
 }
 
 /**
+ * The usage report of a model response: its token counts and finish reason,
+ * as far as the model reported them.
+ *
+ * @since 0.1.0
+ * @category usage
+ */
+export const usageOf = (response: {
+  readonly usage?: { readonly inputTokens?: number | undefined; readonly outputTokens?: number | undefined } | undefined
+  readonly finishReason?: string | undefined
+}): Usage => ({
+  inputTokens: response.usage?.inputTokens,
+  outputTokens: response.usage?.outputTokens,
+  ...(response.finishReason === undefined ? {} : { finishReasons: [response.finishReason] })
+})
+
+/**
  * Puts a response's usage and finish reasons on the current span
  * (`gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens`,
  * `gen_ai.response.finish_reasons`, through `effect/ai/Telemetry`) and

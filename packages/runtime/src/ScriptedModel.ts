@@ -6,11 +6,16 @@
  * request it receives, in order, so a test can assert the exact count and
  * contents of what the executor sent.
  *
+ * It streams (see {@link streamEvents}): a reply's text arrives in several
+ * deltas, each tool call as an input delta then the completed call, then
+ * the reply's usage and finish reason. Its `generate` collects that same
+ * stream, so every caller (streaming or not) runs the streaming path.
+ *
  * @since 0.1.0
  */
-import { Context, Effect, Layer } from "effect"
-import type { ModelRequest, ModelResponse } from "./Model.ts"
-import { Model, ModelError } from "./Model.ts"
+import { Context, Effect, Layer, Stream } from "effect"
+import type { ModelRequest, ModelResponse, ModelStreamEvent } from "./Model.ts"
+import { fromStream, Model, ModelError } from "./Model.ts"
 
 /**
  * What a script step may produce: a response, or a model error (to script a
@@ -59,6 +64,56 @@ const reply = (
 ): Effect.Effect<ModelResponse, ModelError> =>
   Effect.isEffect(value) ? value : isModelError(value) ? Effect.fail(value) : Effect.succeed(value)
 
+// A script may hand over input that is not JSON (to test the executor's check): such a call streams
+// no input delta, only the completed call, which the executor then refuses.
+const renderInput = (input: unknown): string | undefined => {
+  try {
+    return JSON.stringify(input)
+  } catch {
+    return undefined
+  }
+}
+
+/** How many text deltas a reply's text is cut into, at most. */
+const textDeltas = 3
+
+/**
+ * The events a scripted reply streams as: the reasoning, then the text cut
+ * into up to three deltas (at code-point boundaries, never an empty delta),
+ * then per tool call its input as one delta (when it renders as JSON) and
+ * the completed call, then
+ * usage (when the reply has it) and the finish reason (the reply's, else
+ * `tool-calls` or `stop`). Collecting them ({@link Model.collect}) gives the
+ * reply back.
+ *
+ * @since 0.2.0
+ * @category streaming
+ */
+export const streamEvents = (response: ModelResponse): ReadonlyArray<ModelStreamEvent> => {
+  const events: Array<ModelStreamEvent> = []
+  if (response.reasoning !== undefined && response.reasoning.length > 0) {
+    events.push({ _tag: "ReasoningDelta", delta: response.reasoning })
+  }
+  const points = Array.from(response.text)
+  const size = Math.ceil(points.length / textDeltas)
+  for (let start = 0; start < points.length; start += size) {
+    events.push({ _tag: "TextDelta", delta: points.slice(start, start + size).join("") })
+  }
+  for (const call of response.toolCalls) {
+    const rendered = renderInput(call.input)
+    if (rendered !== undefined)
+      events.push({ _tag: "ToolCallDelta", id: call.id, name: call.name, inputDelta: rendered })
+    events.push({ _tag: "ToolCall", call })
+  }
+  if (response.usage !== undefined) events.push({ _tag: "Usage", usage: response.usage })
+  events.push({
+    _tag: "Finish",
+    reason: response.finishReason ?? (response.toolCalls.length > 0 ? "tool-calls" : "stop"),
+    ...(response.providerMetadata === undefined ? {} : { providerMetadata: response.providerMetadata })
+  })
+  return events
+}
+
 /**
  * Builds a scripted model and its recorder.
  *
@@ -69,7 +124,7 @@ export const make = (script: Script) =>
   Effect.sync(() => {
     // Appending in place keeps recording linear over long runs; readers get a copy.
     const received: Array<ModelRequest> = []
-    const generate = (request: ModelRequest): Effect.Effect<ModelResponse, ModelError> =>
+    const answer = (request: ModelRequest): Effect.Effect<ModelResponse, ModelError> =>
       Effect.sync(() => received.push(request) - 1).pipe(
         Effect.flatMap((index) => {
           if (typeof script === "function") return Effect.suspend(() => reply(script(request, index)))
@@ -84,8 +139,10 @@ export const make = (script: Script) =>
             : reply(scripted)
         })
       )
+    const stream = (request: ModelRequest): Stream.Stream<ModelStreamEvent, ModelError> =>
+      Stream.flatMap(Stream.fromEffect(answer(request)), (response) => Stream.fromIterable(streamEvents(response)))
     return {
-      model: Model.of({ generate }),
+      model: fromStream(stream),
       recorder: ScriptedModelRecorder.of({
         requests: Effect.sync(() => received.slice()),
         count: Effect.sync(() => received.length)

@@ -10,7 +10,7 @@
  * @since 0.1.0
  */
 import { Digest, Ids, InvalidInput, Unauthorized } from "@tessera/core"
-import { Effect, Option, type Path, Schema } from "effect"
+import { Effect, Option, type Path, Queue, Schema, Stream } from "effect"
 import * as ArtifactReadTool from "./ArtifactReadTool.ts"
 import * as Compaction from "./Compaction.ts"
 import * as CompactionPolicy from "./CompactionPolicy.ts"
@@ -18,6 +18,7 @@ import * as EntryGate from "./EntryGate.ts"
 import * as Executor from "./Executor.ts"
 import type * as History from "./History.ts"
 import * as InlineLimit from "./InlineLimit.ts"
+import { JournalTap } from "./internal/journalTap.ts"
 import { summarySession } from "./internal/summarySession.ts"
 import type { JournalIOError, JournalSequenceError } from "./Journal.ts"
 import { Journal } from "./Journal.ts"
@@ -67,7 +68,9 @@ export type CompactionRequirements = Exclude<
 
 /**
  * The hooks that compact history before every model step (mid-turn too)
- * under a `Threshold` policy, publishing through `capability`. The
+ * under a `Threshold` policy, publishing through `capability`. Under the
+ * `reportedTokens` measure they keep the input tokens the provider reported
+ * for the previous request of the turn and measure the next one from it. The
  * capability is admitted against `journal` when the hooks are made (minted,
  * minted for the journal's task on its store, volume unchanged), so a
  * foreign capability is refused before the turn sends anything.
@@ -84,7 +87,14 @@ export const compactionHooks = (
     PrivateSummaries.provide(capability),
     Effect.map((admitted) => {
       const warn = Compaction.warnTaskOverLimit(journal, policy)
+      // The provider's count for the previous request of these hooks' turn (see `reportedTokens`).
+      let reported: Compaction.ReportedInput | undefined
       const hooks: Executor.Hooks<CompactionError, CompactionRequirements> = {
+        afterModelStep: (_context, outcome) =>
+          Effect.sync(() => {
+            const inputTokens = outcome.response.usage?.inputTokens
+            reported = inputTokens === undefined ? undefined : { parts: outcome.request.parts, inputTokens }
+          }),
         beforeModelStep: (context, history) =>
           Effect.andThen(
             warn(history, context),
@@ -95,7 +105,8 @@ export const compactionHooks = (
                 operation,
                 step: context.step,
                 journal: Option.some(journal),
-                turn: context.turn
+                turn: context.turn,
+                ...(reported === undefined ? {} : { reported })
               })
             )
           ).pipe(PrivateSummaries.provide(admitted))
@@ -206,7 +217,8 @@ const withGate = Effect.fnUntraced(function* <E, R>(
     tools,
     maxSteps: config.maxSteps,
     hooks: Executor.composeHooks(...hooks),
-    ...(config.timeouts === undefined ? {} : { timeouts: config.timeouts })
+    ...(config.timeouts === undefined ? {} : { timeouts: config.timeouts }),
+    ...(config.onEvent === undefined ? {} : { onEvent: config.onEvent })
   }
   return gated
 })
@@ -226,6 +238,127 @@ export const runTurn = Effect.fn("TaskExecution.runTurn")(function* <E = never, 
   const gated = yield* withGate(binding, "Turn", config)
   return yield* Executor.runTurn(gated, history)
 })
+
+/**
+ * Options of {@link streamTurn}.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface StreamOptions {
+  /**
+   * How many events may wait for the consumer (default
+   * {@link defaultStreamBuffer}); the turn pauses while they do.
+   */
+  readonly bufferSize?: number
+}
+
+/**
+ * How many turn events {@link streamTurn} holds for a consumer by default.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export const defaultStreamBuffer = 16
+
+const decodeBufferSize = InvalidInput.decode(
+  Schema.Number.check(
+    Schema.makeFilter((n: number) => Number.isSafeInteger(n) && n >= 1, { expected: "an integer >= 1" })
+  ),
+  "TaskExecution.streamTurn",
+  "bufferSize"
+)
+
+/**
+ * {@link runTurn} as a `Stream` of its `Executor.TurnEvent`s, for a host to
+ * forward: step started, text, reasoning and tool-call deltas as the model
+ * streams them (before the step ends), tool called and resulted, artifacts
+ * offloaded, summary requests answered and summaries staged, step finished
+ * (with usage and finish reason), and last the turn closed with its
+ * outcome. The stream fails with what `runTurn` fails with, behind the same
+ * gate, with the same journal.
+ *
+ * Back-pressure: at most `bufferSize` events wait for the consumer; while
+ * they do, the turn itself waits (no model stream is pulled, no tool runs),
+ * so a slow consumer never makes the runtime buffer without bound. A
+ * consumer that stops early (takes a few events, is interrupted) interrupts
+ * the turn, which the journal then records as abandoned (see `Executor`),
+ * so the next turn can open. A `config.onEvent` of the host's own sees
+ * every event first.
+ *
+ * @since 0.2.0
+ * @category entries
+ */
+export const streamTurn = <E = never, R = never>(
+  binding: EntryGate.TaskBinding,
+  history: History.History,
+  config: ExecutionConfig<E, R>,
+  options: StreamOptions = {}
+): Stream.Stream<
+  Executor.TurnEvent,
+  Effect.Error<ReturnType<typeof runTurn<E, R>>> | InvalidInput.InvalidInput,
+  Effect.Services<ReturnType<typeof runTurn<E, R>>>
+> =>
+  Stream.unwrap(
+    Effect.map(decodeBufferSize(options.bufferSize ?? defaultStreamBuffer), (bufferSize) =>
+      Stream.callback<
+        Executor.TurnEvent,
+        Effect.Error<ReturnType<typeof runTurn<E, R>>>,
+        Effect.Services<ReturnType<typeof runTurn<E, R>>>
+      >(
+        (queue) => {
+          // With room in the buffer an event is handed over at once; a full buffer suspends the turn.
+          const offer = (event: Executor.TurnEvent): Effect.Effect<void> =>
+            Effect.suspend(() =>
+              Queue.offerUnsafe(queue, event) ? Effect.void : Effect.asVoid(Queue.offer(queue, event))
+            )
+          const own = config.onEvent
+          const onEvent =
+            own === undefined ? offer : (event: Executor.TurnEvent) => Effect.andThen(own(event), offer(event))
+          return runTurn(binding, history, { ...config, onEvent }).pipe(
+            Effect.provideService(JournalTap, (entry) => {
+              switch (entry._tag) {
+                case "ArtifactOffloaded":
+                case "SummaryStaged":
+                case "SummaryRequestAnswered":
+                  return onEvent({ _tag: entry._tag, entry } as Executor.TurnEvent)
+                default:
+                  return Effect.void
+              }
+            }),
+            Effect.andThen(Queue.end(queue))
+          )
+        },
+        { bufferSize, strategy: "suspend" }
+      )
+    )
+  )
+
+/**
+ * Gives up on the task's open turn behind the gate (the binding is checked
+ * like every entry's; no writer is needed, since nothing private is
+ * written): journals `TurnAbandoned` with `reason`, so the next turn can
+ * open. Fails `NoOpenTurn` when no turn is open, and `InvalidInput` (field
+ * `reason`) when the reason is not a non-empty string.
+ *
+ * @since 0.2.0
+ * @category entries
+ */
+export const abandonTurn = Effect.fn("TaskExecution.abandonTurn")(function* (
+  binding: EntryGate.TaskBinding,
+  reason: string
+) {
+  yield* EntryGate.admitBinding(binding, "AbandonTurn")
+  const decoded = yield* decodeReason(reason)
+  const journal = yield* Journal
+  return yield* journal.abandonTurn(decoded)
+})
+
+const decodeReason = InvalidInput.decode(
+  Schema.String.check(Schema.makeFilter((text: string) => text.length > 0, { expected: "a non-empty string" })),
+  "TaskExecution.abandonTurn",
+  "reason"
+)
 
 /**
  * Resumes the task's open turn behind the gate.

@@ -18,7 +18,7 @@
  *
  * @since 0.1.0
  */
-import { Duration, Effect, Option } from "effect"
+import { Duration, Effect, Option, Stream } from "effect"
 import type { ModelResponse } from "./Model.ts"
 import { Model, ModelError } from "./Model.ts"
 import type * as Tool from "./Tool.ts"
@@ -78,14 +78,31 @@ export const limitModelCall = <E, R>(
   if (Option.isNone(limit)) return call
   return Effect.timeoutOrElse(call, {
     duration: limit.value,
-    orElse: () =>
-      Effect.fail(
-        new ModelError({
-          reason: "Timeout",
-          detail: `the model did not answer within ${Duration.format(limit.value)}; the request was interrupted`
-        })
-      )
+    orElse: () => Effect.fail(timeoutError(limit.value))
   })
+}
+
+const timeoutError = (limit: Duration.Duration) =>
+  new ModelError({
+    reason: "Timeout",
+    detail: `the model did not answer within ${Duration.format(limit)}; the request was interrupted`
+  })
+
+/**
+ * Runs one streamed model call under the model limit: past it (counted from
+ * the first pull, over the whole stream), the stream is interrupted and
+ * fails with `ModelError` reason `Timeout`.
+ *
+ * @since 0.2.0
+ * @category running
+ */
+export const limitModelStream = <A, E, R>(
+  timeouts: CallTimeouts | undefined,
+  stream: Stream.Stream<A, E, R>
+): Stream.Stream<A, E | ModelError, R> => {
+  const limit = forModel(timeouts)
+  if (Option.isNone(limit)) return stream
+  return Stream.interruptWhen(stream, Effect.andThen(Effect.sleep(limit.value), Effect.fail(timeoutError(limit.value))))
 }
 
 /**
@@ -102,7 +119,10 @@ export const limitModel =
     Option.isNone(forModel(timeouts))
       ? self
       : Effect.updateService(self, Model, (model) =>
-          Model.of({ generate: (request) => limitModelCall(timeouts, model.generate(request)) })
+          Model.of({
+            generate: (request) => limitModelCall(timeouts, model.generate(request)),
+            stream: (request) => limitModelStream(timeouts, model.stream(request))
+          })
         )
 
 /**

@@ -6,7 +6,7 @@ import * as History from "@tessera/runtime/History"
 import * as Journal from "@tessera/runtime/Journal"
 import * as Model from "@tessera/runtime/Model"
 import * as Tool from "@tessera/runtime/Tool"
-import { Effect, FileSystem, Layer, Schema } from "effect"
+import { Effect, FileSystem, Layer, Schema, Stream } from "effect"
 
 const task = Schema.decodeUnknownSync(Ids.TaskId)("media-task")
 
@@ -42,16 +42,22 @@ const makeMediaParts = (): ReadonlyArray<Model.MediaPart> => [
 ]
 
 /** The test adapter: records what reaches the provider boundary; asks for one tool step, then answers. */
-const makeAdapter = () => {
+const makeAdapter = (streaming: boolean) => {
   const received: Array<Model.ModelRequest> = []
-  const layer = Model.layerFromGenerate((request) =>
+  const answer = (request: Model.ModelRequest) =>
     Effect.sync(() => {
       received.push(request)
       return received.length === 1
         ? Model.response({ toolCalls: [Model.toolCall("c1", "look", { at: "picture" })] })
         : Model.response({ text: "a red pixel" })
     })
-  )
+  const layer = streaming
+    ? Model.layerFromStream((request) =>
+        Stream.flatMap(Stream.fromEffect(answer(request)), (response) =>
+          Stream.fromIterable(Model.responseEvents(response))
+        )
+      )
+    : Model.layerFromGenerate(answer)
   return { layer, received }
 }
 
@@ -63,15 +69,16 @@ const look = Tool.make({
 })
 
 /** Runs a stock turn whose task carries the media parts, with optional hooks. */
-const runWithMedia = (hooks: Executor.Hooks) =>
+const runWithMedia = (hooks: Executor.Hooks, streaming = false) =>
   Effect.gen(function* () {
     const fs = yield* FileSystem.FileSystem
     const folder = yield* fs.makeTempDirectoryScoped({ prefix: "tessera-" })
     const media = makeMediaParts()
     const expected = makeMediaParts()
-    const adapter = makeAdapter()
+    const adapter = makeAdapter(streaming)
     const history = History.make([Model.text("user", "What is in these?"), ...media])
-    yield* Executor.runTurn({ tools: Tool.registry(look), maxSteps: 3, hooks }, history).pipe(
+    const observe = streaming ? { onEvent: () => Effect.void } : {}
+    yield* Executor.runTurn({ tools: Tool.registry(look), maxSteps: 3, hooks, ...observe }, history).pipe(
       Effect.provide(Layer.merge(adapter.layer, Journal.layer({ folder, task })))
     )
     return { media, expected, received: adapter.received }
@@ -101,6 +108,13 @@ describe("native media boundary", () => {
       assertUnchanged(media, expected, received)
       // Nothing downstream mutated the caller's objects either.
       assert.deepStrictEqual(media, expected)
+    }).pipe(Effect.provide(NodeServices.layer))
+  )
+
+  it.effect("a streamed turn hands a streaming adapter the same unconverted media parts", () =>
+    Effect.gen(function* () {
+      const { expected, media, received } = yield* runWithMedia({}, true)
+      assertUnchanged(media, expected, received)
     }).pipe(Effect.provide(NodeServices.layer))
   )
 

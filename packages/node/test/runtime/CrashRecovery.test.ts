@@ -274,7 +274,8 @@ describe("finding 2: a summary a crash left staged", () => {
         if (last?._tag === "SummaryStaged") assert.isTrue(last.adopted)
         assert.deepStrictEqual(
           entries.map((entry) => entry._tag),
-          ["SummaryStarted", "SummaryStaged"]
+          // The one summary request is the interrupted attempt's; the resume adopts and sends none.
+          ["SummaryStarted", "SummaryRequestAnswered", "SummaryStaged"]
         )
         const staged = path.join(capability.folder, PrivateStaging.relativePath(key))
         assert.strictEqual(fs.readFileSync(staged, "utf8"), "first wording")
@@ -291,7 +292,7 @@ describe("finding 2: a summary a crash left staged", () => {
         const entries = yield* Journal.readEntries({ folder, task })
         assert.deepStrictEqual(
           entries.map((entry) => entry._tag),
-          ["SummarySuperseded", "SummaryStarted", "SummaryStaged"]
+          ["SummarySuperseded", "SummaryStarted", "SummaryRequestAnswered", "SummaryStaged"]
         )
         const superseded = entries[0]
         if (superseded?._tag === "SummarySuperseded") assert.strictEqual(superseded.size, 16)

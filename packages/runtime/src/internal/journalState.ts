@@ -195,6 +195,7 @@ const transition = (state: View, entry: Entry): Outcome => {
     case "ArtifactOffloaded":
     case "CompactionWarning":
     case "JournalRepaired":
+    case "SummaryRequestAnswered":
       return none
   }
 }

@@ -37,7 +37,11 @@ export const summarySession = Effect.fnUntraced(function* (
     detail: `${options.entry}: summary of ${History.rounds(history).length} rounds admitted`
   })
   const model = yield* Model
-  const summary = yield* Compaction.summarizeWith(model.generate, {
+  const generate = Compaction.journaledSummaryRequests(model.generate, journal, {
+    operation: options.key.operation,
+    step: options.key.step
+  })
+  const summary = yield* Compaction.summarizeWith(generate, {
     task: history.task,
     previousSummary: History.summaryText(history),
     rounds: History.rounds(history),
