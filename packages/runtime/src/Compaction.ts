@@ -30,7 +30,7 @@
  */
 import { ArtifactPointer, ArtifactRedactor } from "@tessera/artifacts"
 import type { DurableFiles, Ids } from "@tessera/core"
-import { Effect, type FileSystem, Option, type Path } from "effect"
+import { Effect, type FileSystem, Option, type Path, Result } from "effect"
 import * as CompactionPolicy from "./CompactionPolicy.ts"
 import * as History from "./History.ts"
 import { cutWithNote } from "./internal/boundedText.ts"
@@ -207,21 +207,30 @@ const segmenter = new Intl.Segmenter(undefined, { granularity: "grapheme" })
  * @since 0.1.0
  * @category planning
  */
-export const cutText = (body: string, maxBytes: number): ReadonlyArray<string> => {
-  const pieces: Array<string> = []
+export const cutText = (body: string, maxBytes: number): ReadonlyArray<string> =>
+  cutSized(body, maxBytes).map((piece) => piece.text)
+
+/** A summary piece and its UTF-8 length, counted while it was made. */
+interface SizedPiece {
+  readonly text: string
+  readonly bytes: number
+}
+
+const cutSized = (body: string, maxBytes: number): Array<SizedPiece> => {
+  const pieces: Array<SizedPiece> = []
   let current = ""
   let currentBytes = 0
   for (const { segment } of segmenter.segment(body)) {
     const bytes = ArtifactPointer.utf8Length(segment)
     if (currentBytes + bytes > maxBytes && current.length > 0) {
-      pieces.push(current)
+      pieces.push({ text: current, bytes: currentBytes })
       current = ""
       currentBytes = 0
     }
     current += segment
     currentBytes += bytes
   }
-  if (current.length > 0) pieces.push(current)
+  if (current.length > 0) pieces.push({ text: current, bytes: currentBytes })
   return pieces
 }
 
@@ -233,8 +242,13 @@ export const cutText = (body: string, maxBytes: number): ReadonlyArray<string> =
  * @since 0.1.0
  * @category planning
  */
-export const pieces = (rounds: ReadonlyArray<ReadonlyArray<Part>>, maxBytes: number): ReadonlyArray<string> => {
-  const out: Array<string> = []
+export const pieces = (rounds: ReadonlyArray<ReadonlyArray<Part>>, maxBytes: number): ReadonlyArray<string> =>
+  sizedPieces(rounds, maxBytes).map((piece) => piece.text)
+
+// {@link pieces} with each piece's UTF-8 length, which the grouping counts anyway: a summary request's span reports
+// it without walking the piece again (hundreds of kilobytes of text per request).
+const sizedPieces = (rounds: ReadonlyArray<ReadonlyArray<Part>>, maxBytes: number): Array<SizedPiece> => {
+  const out: Array<SizedPiece> = []
   let current = ""
   let currentBytes = 0
   for (const round of rounds) {
@@ -249,15 +263,15 @@ export const pieces = (rounds: ReadonlyArray<ReadonlyArray<Part>>, maxBytes: num
       currentBytes += bytes
       continue
     }
-    if (current.length > 0) out.push(current)
+    if (current.length > 0) out.push({ text: current, bytes: currentBytes })
     current = ""
     currentBytes = 0
     if (bytes <= maxBytes) {
       current = rendered
       currentBytes = bytes
-    } else out.push(...cutText(rendered, maxBytes))
+    } else out.push(...cutSized(rendered, maxBytes))
   }
-  if (current.length > 0) out.push(current)
+  if (current.length > 0) out.push({ text: current, bytes: currentBytes })
   return out
 }
 
@@ -430,7 +444,7 @@ const timeSummaryRequest = Observability.timeModelRequest("summary")
 const summaryRequestSpan = <E, R>(
   index: number,
   count: number,
-  piece: string,
+  pieceBytes: number,
   generate: Effect.Effect<ModelResponse, E, R>
 ): Effect.Effect<ModelResponse, E, R> =>
   timeSummaryRequest(generate).pipe(
@@ -446,7 +460,7 @@ const summaryRequestSpan = <E, R>(
         "gen_ai.operation.name": "chat",
         "tessera.summary.piece": index + 1,
         "tessera.summary.pieces": count,
-        "tessera.summary.piece.size": ArtifactPointer.utf8Length(piece)
+        "tessera.summary.piece.size": pieceBytes
       }
     })
   )
@@ -456,14 +470,14 @@ const summarizing = Effect.fnUntraced(function* <E, R>(
   generate: (request: ModelRequest, piece: SummaryPiece) => Effect.Effect<ModelResponse, E, R>,
   input: SummaryInput
 ): Effect.fn.Return<SummaryOutcome, E, R> {
-  const all = pieces(input.rounds, input.pieceBytes)
+  const all = sizedPieces(input.rounds, input.pieceBytes)
   let summary = input.previousSummary
   for (let index = 0; index < all.length; index++) {
-    const piece = all[index] ?? ""
+    const piece = all[index]?.text ?? ""
     const response = yield* summaryRequestSpan(
       index,
       all.length,
-      piece,
+      all[index]?.bytes ?? 0,
       generate(
         summaryRequest({
           task: input.task,
@@ -525,7 +539,9 @@ export const publish = Effect.fn("Compaction.publish")(function* (options: {
   /** The longest summary stored, in UTF-8 bytes: checked after the scrub, which may lengthen it ({@link boundSummary}). */
   readonly maxBytes?: number
 }) {
-  yield* PrivateSummaries.admit("Compaction.publish", options.journal)
+  // Minted and bound to this journal, checked here; the volume's registration is checked by `stageOnce`, which
+  // admits the capability again right before it writes.
+  yield* PrivateSummaries.admitBinding("Compaction.publish", options.journal)
   const redactor = yield* Effect.serviceOption(ArtifactRedactor.ArtifactRedactor)
   const redacted = Option.isSome(redactor) ? yield* redactor.value.redact(options.summary) : options.summary
   const scrubbed = options.maxBytes === undefined ? redacted : boundSummary(redacted, options.maxBytes)
@@ -594,8 +610,6 @@ export const compact = (options: CompactOptions) => {
 }
 
 const compactPlanned = Effect.fn("Compaction.compact")(function* (options: CompactOptions, planned: CompactionPlan) {
-  // The writer is admitted before the first summary request: a refusal costs no request.
-  yield* PrivateSummaries.admit("Compaction.compact", options.journal)
   const summaryBytes = CompactionPolicy.bytesFor(
     options.policy.measure,
     CompactionPolicy.summaryLimitOf(options.policy)
@@ -612,10 +626,31 @@ const compactPlanned = Effect.fn("Compaction.compact")(function* (options: Compa
     "tessera.compaction.rounds": planned.summarized.length
   })
   let inputsSha256: string | undefined
-  if (Option.isSome(options.journal)) {
+  // The writer is admitted before the first summary request: a refusal costs no request.
+  if (Option.isNone(options.journal)) yield* PrivateSummaries.admit("Compaction.compact", options.journal)
+  else {
     const journal = options.journal.value
-    inputsSha256 = yield* summaryInputsDigest(options.history.task, previousSummary, planned.summarized, pieceBytes)
-    const leftover = yield* recoverLeftover(journal, key, inputsSha256, turn)
+    // The writer is admitted before anything is written, journaled or sent. The volume's registration (a file
+    // read) is checked while the inputs are hashed and a leftover summary is looked for (another read, in the
+    // folder of the capability, whose binding is checked first); neither outcome is used unless admission passes,
+    // and a failed look is reported only then, so admission's refusal still comes first.
+    const bound = yield* PrivateSummaries.admitBinding("Compaction.compact", options.journal)
+    const [, inputs, found] = yield* Effect.all(
+      [
+        PrivateSummaries.admit("Compaction.compact", options.journal),
+        summaryInputsDigest(options.history.task, previousSummary, planned.summarized, pieceBytes),
+        Effect.result(PrivateStaging.readStagedAdmitted(bound, key))
+      ],
+      { concurrency: "unbounded" }
+    )
+    inputsSha256 = inputs
+    const leftover = yield* recoverLeftover(
+      journal,
+      Result.isFailure(found) ? yield* Effect.fail(found.failure) : found.success,
+      key,
+      inputsSha256,
+      turn
+    )
     if (Option.isSome(leftover)) {
       yield* Effect.annotateCurrentSpan("tessera.compaction.recovered", true)
       return History.summarizeLeadingRounds(options.history, planned.summarized.length, {
@@ -750,11 +785,11 @@ const summaryInputsDigest = (
  */
 const recoverLeftover = Effect.fnUntraced(function* (
   journal: Journal["Service"],
+  found: Option.Option<{ readonly file: PrivateStaging.StagedFile; readonly text: string }>,
   key: PrivateStaging.StagingKey,
   inputsSha256: string,
   turn: { readonly turn?: number }
 ) {
-  const found = yield* PrivateStaging.readStaged(key)
   if (Option.isNone(found)) return Option.none<PublishedSummary>()
   const staged = found.value
   const record = (yield* journal.state).summaries.get(summaryKey(key.operation, key.step))

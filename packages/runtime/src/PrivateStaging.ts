@@ -213,6 +213,23 @@ export const stageOnce = Effect.fn("PrivateStaging.stageOnce")(function* (
 export const readStaged = Effect.fnUntraced(function* (givenKey: StagingKey) {
   const key = yield* InvalidInput.decode(StagingKey, "PrivateStaging.readStaged", "key")(givenKey)
   const capability = yield* PrivateSummaries.admit("PrivateStaging.readStaged")
+  return yield* readStagedAdmitted(capability, key)
+})
+
+/**
+ * {@link readStaged} with a capability its caller has just admitted
+ * (`PrivateSummaries.admit`); the key is still decoded. Compaction admits its
+ * writer before reading a leftover, and a second admission in the same
+ * moment would read the volume's metadata again for nothing. Reading writes
+ * nothing; every write still admits on its own.
+ *
+ * @internal
+ */
+export const readStagedAdmitted = Effect.fnUntraced(function* (
+  capability: PrivateSummaries.PrivateWriterCapability,
+  givenKey: StagingKey
+) {
+  const key = yield* InvalidInput.decode(StagingKey, "PrivateStaging.readStaged", "key")(givenKey)
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const relative = relativePath(key)

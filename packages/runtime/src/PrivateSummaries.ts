@@ -223,6 +223,38 @@ export const admit = Effect.fnUntraced(function* (
   entry: string,
   journal: Option.Option<Pick<JournalService, "task" | "file">> = Option.none()
 ): Effect.fn.Return<PrivateWriterCapability, ResolveError, PrivateSummaries | Path.Path> {
+  const capability = yield* admitBinding(entry, journal)
+  const now = yield* capability.runtime.host.store.custody(capability.volume)
+  const then = capability.writer.descriptor
+  if (
+    Option.isNone(now) ||
+    now.value.kind !== then.kind ||
+    now.value.owner._tag !== then.owner._tag ||
+    (now.value.owner._tag === "Agent" && then.owner._tag === "Agent" && now.value.owner.agent !== then.owner.agent)
+  ) {
+    return yield* refuse(
+      "VolumeChanged",
+      `${entry}: volume ${capability.volume.store}/${capability.volume.volume} is no longer registered as it was when the capability was minted`,
+      capability
+    )
+  }
+  return capability
+})
+
+/**
+ * The checks of {@link admit} that read nothing: the capability in scope was
+ * minted, and `journal` (when given) is the record of its task on its
+ * store. For a caller whose write goes through a consumer that admits the
+ * capability itself right before writing (`Compaction.publish` staging
+ * through `PrivateStaging.stageOnce`): the volume's registration is then
+ * read once, at the write, rather than twice in a row.
+ *
+ * @internal
+ */
+export const admitBinding = Effect.fnUntraced(function* (
+  entry: string,
+  journal: Option.Option<Pick<JournalService, "task" | "file">> = Option.none()
+): Effect.fn.Return<PrivateWriterCapability, Unauthorized.Unauthorized, PrivateSummaries | Path.Path> {
   const given = yield* PrivateSummaries
   if (!isMinted(given)) {
     return yield* refuse(
@@ -248,20 +280,6 @@ export const admit = Effect.fnUntraced(function* (
         capability
       )
     }
-  }
-  const now = yield* capability.runtime.host.store.custody(capability.volume)
-  const then = capability.writer.descriptor
-  if (
-    Option.isNone(now) ||
-    now.value.kind !== then.kind ||
-    now.value.owner._tag !== then.owner._tag ||
-    (now.value.owner._tag === "Agent" && then.owner._tag === "Agent" && now.value.owner.agent !== then.owner.agent)
-  ) {
-    return yield* refuse(
-      "VolumeChanged",
-      `${entry}: volume ${capability.volume.store}/${capability.volume.volume} is no longer registered as it was when the capability was minted`,
-      capability
-    )
   }
   return capability
 })

@@ -31,13 +31,27 @@ const formatPath = (path: ReadonlyArray<PropertyKey | { readonly key: PropertyKe
   return out === "" ? "(root)" : out
 }
 
+type JsonDecoder<A> = ReturnType<typeof Schema.decodeUnknownResult<Schema.Codec<A, string>>>
+
+// One decoder per schema, built when first used: building `fromJsonString(schema)` and its decoder on every
+// read cost more than the decoding (a volume's metadata is read at every admission of a private writer).
+const jsonDecoders = new WeakMap<Schema.Top, JsonDecoder<unknown>>()
+
+const jsonDecoder = <A, I>(schema: Schema.Codec<A, I>): JsonDecoder<A> => {
+  const known = jsonDecoders.get(schema)
+  if (known !== undefined) return known as JsonDecoder<A>
+  const made = Schema.decodeUnknownResult(Schema.fromJsonString(schema))
+  jsonDecoders.set(schema, made as JsonDecoder<unknown>)
+  return made
+}
+
 /**
  * Decodes a JSON document strictly: unknown keys are refused too, because a
  * hand-edited file with an extra field is as suspect as one with a wrong
  * field. Only the first problem is reported: it is the one to fix first.
  */
 export const decodeJsonText = <A, I>(schema: Schema.Codec<A, I>, text: string): Result.Result<A, DecodeProblem> => {
-  const decoded = Schema.decodeUnknownResult(Schema.fromJsonString(schema))(text, { onExcessProperty: "error" })
+  const decoded = jsonDecoder(schema)(text, { onExcessProperty: "error" })
   if (Result.isSuccess(decoded)) return Result.succeed(decoded.success)
   const [first] = issueFormatter(decoded.failure.issue).issues
   return Result.fail(
