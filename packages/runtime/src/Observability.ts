@@ -266,6 +266,13 @@ export const usageOf = (response: {
  * @category usage
  */
 export const recordUsage = (kind: RequestKind, usage: Usage): Effect.Effect<void> =>
+  // A response that reports nothing (no counts, no finish reason) leaves the span and the metric as they are:
+  // skipped without looking the span up, as every step of a model that reports no usage would otherwise do.
+  usage.inputTokens === undefined && usage.outputTokens === undefined && usage.finishReasons === undefined
+    ? Effect.void
+    : recordReported(kind, usage)
+
+const recordReported = (kind: RequestKind, usage: Usage): Effect.Effect<void> =>
   Effect.gen(function* () {
     const span = yield* Effect.option(Effect.currentSpan)
     if (span._tag === "Some") {
