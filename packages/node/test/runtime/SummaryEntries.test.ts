@@ -1,16 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
-import {
-  Compaction,
-  CompactionPolicy,
-  EntryGate,
-  History,
-  Journal,
-  Model,
-  PrivateSummaries,
-  TaskExecution
-} from "@tessera/runtime"
+import { CompactionPolicy, EntryGate, History, Model, TaskExecution } from "@tessera/runtime"
 import { Effect, Option } from "effect"
 import * as fc from "fast-check"
+// The former ordering (the negative control) is written once, in the platform contract that runs it in the browser too.
+import { formerOrdering } from "../../../runtime/test/contract/PlatformContract.ts"
 import { journalBytes, journalFolder, requests, taskParts, tools, turnLayer } from "./support/turns.ts"
 import { makeWorld, operationId, platformLayer, taskId, type World, withTempDir } from "./support/world.ts"
 
@@ -54,25 +47,6 @@ const writerlessBinding = (world: World, task: ReturnType<typeof taskId>) =>
     const runtime = yield* world.openRuntime(Option.none(), [])
     const context = yield* runtime.bindTask({ scope: yield* world.scopeFor([], task), output: Option.none() })
     return yield* EntryGate.bind(context, { policy: CompactionPolicy.disabled })
-  })
-
-/**
- * Negative control: the former ordering, rebuilt here from the public pieces
- * (it is not in the library): admission journaled, the summary requested,
- * and only then the writer looked up.
- */
-const formerOrdering = (binding: EntryGate.TaskBinding, history: History.History) =>
-  Effect.gen(function* () {
-    const journal = yield* Journal.Journal
-    yield* journal.append({ _tag: "Admission", operation: operationId("former"), detail: "former ordering" })
-    const model = yield* Model.Model
-    yield* Compaction.summarizeWith(model.generate, {
-      task: history.task,
-      previousSummary: History.summaryText(history),
-      rounds: History.rounds(history),
-      pieceBytes: 100_000
-    })
-    return yield* PrivateSummaries.resolve(binding.context)
   })
 
 const runEntry = (

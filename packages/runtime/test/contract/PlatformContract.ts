@@ -113,7 +113,7 @@ const journalText = (world: World, forTask: Ids.TaskId) =>
  * rebuilt here from public pieces (it is not in the library): admission
  * journaled, the summary requested, and only then the writer looked up.
  */
-const formerOrdering = (binding: EntryGate.TaskBinding, history: History.History) =>
+export const formerOrdering = (binding: EntryGate.TaskBinding, history: History.History) =>
   Effect.gen(function* () {
     const journal = yield* Journal.Journal
     yield* journal.append({ _tag: "Admission", operation: operationId("former"), detail: "former ordering" })
