@@ -224,7 +224,7 @@ export const open = Effect.fnUntraced(function* (options: OpenOptions) {
   const artifactFolders = [StoreLayout.dataFolder(path, root, scratch.volume), yield* host.store.folderOf(output)]
   const stateLocations = [
     path.join(root, StoreLayout.manifestFile),
-    path.join(root, StoreLayout.metaFolder[0] ?? "meta"),
+    path.join(root, StoreLayout.metaRoot),
     journalFolder
   ]
   const pathPolicy: ArtifactPathPolicy.ArtifactPathPolicyShape = {

@@ -302,7 +302,7 @@ export const makePathPolicy = Effect.fnUntraced(function* (
   const state = (yield* Effect.forEach(
     [
       path.join(opened.folder, StoreLayout.manifestFile),
-      path.join(opened.folder, StoreLayout.metaFolder[0] ?? "meta"),
+      path.join(opened.folder, StoreLayout.metaRoot),
       opened.lock.file,
       `${opened.lock.file}.recovery`,
       opened.taskLocks.folder,

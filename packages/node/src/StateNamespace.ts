@@ -205,7 +205,7 @@ export const open = Effect.fnUntraced(function* (
     options.recoverStaleLock === true ? { recoverStale: true } : {}
   )
   // Holding the namespace, no write of anyone's is in progress: every temporary name is a crash's leftover.
-  for (const inside of [StoreLayout.volumesFolder, StoreLayout.metaFolder[0] ?? "meta", taskLockFolderName]) {
+  for (const inside of [StoreLayout.volumesFolder, StoreLayout.metaRoot, taskLockFolderName]) {
     yield* removeTemporaryNames(path.join(folder, inside))
   }
   // Made here, not by a task's first lock, so that binding and refusing tasks changes nothing on disk.

@@ -37,7 +37,7 @@ import {
   Tool,
   ToolResultOffload
 } from "@tessera/runtime"
-import { Effect, Layer, Option, Schema } from "effect"
+import { Effect, Layer, Option, Schema, type Scope } from "effect"
 import * as fc from "fast-check"
 
 const id = {
@@ -489,6 +489,26 @@ describe("hostile caller: keys and ids that become paths are decoded first", () 
     ))
 })
 
+/** Runs `body` on a journal-forbidding host in a fresh state folder, removed afterwards. */
+const onForbiddingHost = <A, E>(
+  body: (
+    host: JournalForbiddingHost.JournalForbiddingHostService
+  ) => Effect.Effect<
+    A,
+    E,
+    Scope.Scope | Layer.Success<typeof NodeServices.layer> | Layer.Success<typeof NodeDurableFiles.layer>
+  >
+) =>
+  Effect.runPromise(
+    Effect.scoped(
+      Effect.gen(function* () {
+        const stateDir = tempDir()
+        yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(stateDir, { recursive: true, force: true })))
+        return yield* body(yield* JournalForbiddingHost.open({ stateDir, namespace: "forbid", agent: agentX }))
+      })
+    ).pipe(Effect.provide(Layer.merge(NodeServices.layer, NodeDurableFiles.layer))) as Effect.Effect<A>
+  )
+
 describe("hostile caller: private folders, refused entries and the runtime's private volume", () => {
   it("VolumeStore.folderOf hands out no agent-private folder (CapabilityRequired); other volumes it still locates", () =>
     inArena((arena) =>
@@ -522,72 +542,62 @@ describe("hostile caller: private folders, refused entries and the runtime's pri
     ))
 
   it("refused entries on the journal-forbidding host create no file at all", () =>
-    Effect.runPromise(
-      Effect.scoped(
-        Effect.gen(function* () {
-          const stateDir = tempDir()
-          yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(stateDir, { recursive: true, force: true })))
-          const host = yield* JournalForbiddingHost.open({ stateDir, namespace: "forbid", agent: agentX })
-          const before = snapshot(host.folder)
-          const model = countingModel()
-          const refused = yield* Effect.flip(
-            host.withTask(
-              id.task("armed"),
-              (binding) =>
-                TaskExecution.runTurn(binding, longHistory(4, 1_500), { tools, maxSteps: 2 }).pipe(
-                  Effect.provide(model.layer)
-                ),
-              { policy }
-            )
+    onForbiddingHost((host) =>
+      Effect.gen(function* () {
+        const before = snapshot(host.folder)
+        const model = countingModel()
+        const refused = yield* Effect.flip(
+          host.withTask(
+            id.task("armed"),
+            (binding) =>
+              TaskExecution.runTurn(binding, longHistory(4, 1_500), { tools, maxSteps: 2 }).pipe(
+                Effect.provide(model.layer)
+              ),
+            { policy }
           )
-          assert.strictEqual(refused._tag, "Unauthorized")
-          const writerless = yield* host.withTask(id.task("writerless"), (binding) =>
-            Effect.flip(TaskExecution.summarize(binding, longHistory(4, 1_500))).pipe(Effect.provide(model.layer))
+        )
+        assert.strictEqual(refused._tag, "Unauthorized")
+        const writerless = yield* host.withTask(id.task("writerless"), (binding) =>
+          Effect.flip(TaskExecution.summarize(binding, longHistory(4, 1_500))).pipe(Effect.provide(model.layer))
+        )
+        assert.strictEqual(writerless._tag, "Unauthorized")
+        assert.strictEqual(model.sent.length, 0)
+        assert.deepStrictEqual(changes(before, snapshot(host.folder)), [])
+        // Negative control: a task that may write journals its turn, and the tree changes.
+        yield* host.withTask(id.task("plain"), (binding) =>
+          TaskExecution.runTurn(binding, History.make([Model.text("user", "hi")]), { tools, maxSteps: 2 }).pipe(
+            Effect.provide(countingModel(() => Model.response({ text: "hello" })).layer)
           )
-          assert.strictEqual(writerless._tag, "Unauthorized")
-          assert.strictEqual(model.sent.length, 0)
-          assert.deepStrictEqual(changes(before, snapshot(host.folder)), [])
-          // Negative control: a task that may write journals its turn, and the tree changes.
-          yield* host.withTask(id.task("plain"), (binding) =>
-            TaskExecution.runTurn(binding, History.make([Model.text("user", "hi")]), { tools, maxSteps: 2 }).pipe(
-              Effect.provide(countingModel(() => Model.response({ text: "hello" })).layer)
-            )
-          )
-          assert.notDeepEqual(changes(before, snapshot(host.folder)), [])
-        })
-      ).pipe(Effect.provide(Layer.merge(NodeServices.layer, NodeDurableFiles.layer)))
+        )
+        assert.notDeepEqual(changes(before, snapshot(host.folder)), [])
+      })
     ))
 
   it("a task on the journal-forbidding host that creates its own private scratch compacts into it", () =>
-    Effect.runPromise(
-      Effect.scoped(
-        Effect.gen(function* () {
-          const stateDir = tempDir()
-          yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(stateDir, { recursive: true, force: true })))
-          const host = yield* JournalForbiddingHost.open({ stateDir, namespace: "forbid", agent: agentX })
-          const model = countingModel()
-          const staged = yield* host.withTask(
-            id.task("pi-style"),
-            (binding) =>
-              Effect.gen(function* () {
-                assert.strictEqual(binding.policy._tag, "Threshold")
-                const capability = yield* PrivateSummaries.resolve(binding.context)
-                assert.strictEqual(capability.source, "CreatedPrivate")
-                return yield* TaskExecution.summarize(binding, longHistory(4, 1_500))
-              }).pipe(Effect.provide(model.layer)),
-            { createPrivate: true }
+    onForbiddingHost((host) =>
+      Effect.gen(function* () {
+        const model = countingModel()
+        const staged = yield* host.withTask(
+          id.task("pi-style"),
+          (binding) =>
+            Effect.gen(function* () {
+              assert.strictEqual(binding.policy._tag, "Threshold")
+              const capability = yield* PrivateSummaries.resolve(binding.context)
+              assert.strictEqual(capability.source, "CreatedPrivate")
+              return yield* TaskExecution.summarize(binding, longHistory(4, 1_500))
+            }).pipe(Effect.provide(model.layer)),
+          { createPrivate: true }
+        )
+        assert.strictEqual(staged.staged.volume.volume, "pi-style-scratch")
+        assert.isTrue(fs.existsSync(staged.staged.absolutePath))
+        // Negative control: without creating it, the same task has no writer.
+        const refused = yield* Effect.flip(
+          host.withTask(id.task("pi-style-2"), (binding) =>
+            TaskExecution.summarize(binding, longHistory(4, 1_500)).pipe(Effect.provide(model.layer))
           )
-          assert.strictEqual(staged.staged.volume.volume, "pi-style-scratch")
-          assert.isTrue(fs.existsSync(staged.staged.absolutePath))
-          // Negative control: without creating it, the same task has no writer.
-          const refused = yield* Effect.flip(
-            host.withTask(id.task("pi-style-2"), (binding) =>
-              TaskExecution.summarize(binding, longHistory(4, 1_500)).pipe(Effect.provide(model.layer))
-            )
-          )
-          assert.strictEqual(refused._tag, "Unauthorized")
-        })
-      ).pipe(Effect.provide(Layer.merge(NodeServices.layer, NodeDurableFiles.layer)))
+        )
+        assert.strictEqual(refused._tag, "Unauthorized")
+      })
     ))
 })
 

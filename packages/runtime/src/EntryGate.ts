@@ -11,9 +11,10 @@
  *
  * @since 0.1.0
  */
-import { DurableFiles, Unauthorized } from "@tessera/core"
+import { Unauthorized } from "@tessera/core"
 import { Effect, Option, Path } from "effect"
 import * as CompactionPolicy from "./CompactionPolicy.ts"
+import { isRecordOf } from "./internal/journalIdentity.ts"
 import { makeRegistry } from "./internal/trusted.ts"
 import { Journal } from "./Journal.ts"
 import * as PrivateSummaries from "./PrivateSummaries.ts"
@@ -69,10 +70,7 @@ export const admitBinding = Effect.fnUntraced(function* (binding: TaskBinding, e
   const context = yield* PrivateSummaries.requireContext(binding.context, entry)
   const journal = yield* Journal
   const path = yield* Path.Path
-  if (
-    journal.task !== context.task ||
-    DurableFiles.relativeWithin(context.runtime.host.store.root, journal.file, path) === undefined
-  ) {
+  if (!isRecordOf(journal, context.task, context.runtime.host.store.root, path)) {
     return yield* new Unauthorized.Unauthorized({
       reason: "TaskMismatch",
       detail: `${entry}: the journal in scope (${journal.file}, task ${journal.task}) is not the record of the bound task ${context.task} on store ${context.runtime.host.store.id}`,

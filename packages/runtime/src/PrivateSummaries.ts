@@ -12,9 +12,10 @@
  * @since 0.1.0
  */
 import type { Volume } from "@tessera/core"
-import { DurableFiles, PrivateWriter, Unauthorized } from "@tessera/core"
+import { PrivateWriter, Unauthorized } from "@tessera/core"
 import { Context, Effect, Option, Path, Result } from "effect"
 import { dual } from "effect/Function"
+import { isRecordOf } from "./internal/journalIdentity.ts"
 import type { Capability, CapabilitySource } from "./internal/privateSummaries.ts"
 import { isMinted, mint } from "./internal/privateSummaries.ts"
 import { dataFolder } from "./internal/storeFolders.ts"
@@ -265,18 +266,11 @@ export const admitBinding = Effect.fnUntraced(function* (
   const capability = given
   if (Option.isSome(journal)) {
     const record = journal.value
-    if (record.task !== capability.task) {
-      return yield* refuse(
-        "CapabilityMismatch",
-        `${entry}: the capability was minted for task ${capability.task} (agent ${capability.agent}), but the journal is task ${record.task}'s`,
-        capability
-      )
-    }
     const path = yield* Path.Path
-    if (DurableFiles.relativeWithin(capability.runtime.host.store.root, record.file, path) === undefined) {
+    if (!isRecordOf(record, capability.task, capability.runtime.host.store.root, path)) {
       return yield* refuse(
         "CapabilityMismatch",
-        `${entry}: the capability was minted on store ${capability.volume.store}, but the journal ${record.file} is not that store's`,
+        `${entry}: the capability was minted for task ${capability.task} (agent ${capability.agent}) on store ${capability.volume.store}, but the journal ${record.file} is task ${record.task}'s, or not that store's`,
         capability
       )
     }

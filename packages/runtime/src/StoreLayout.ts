@@ -36,12 +36,20 @@ import type { Path } from "effect"
 export const manifestFile = "store.json"
 
 /**
+ * The folder at the store root that holds the store's metadata.
+ *
+ * @since 0.1.0
+ * @category layout
+ */
+export const metaRoot = "meta"
+
+/**
  * The folder of volume metadata, relative to the store root (segments).
  *
  * @since 0.1.0
  * @category layout
  */
-export const metaFolder: ReadonlyArray<string> = ["meta", "volumes"]
+export const metaFolder: ReadonlyArray<string> = [metaRoot, "volumes"]
 
 /**
  * The folder that holds every volume's data folder, relative to the store root.

@@ -13,9 +13,10 @@
  */
 import { ArtifactOffload } from "@tessera/artifacts"
 import type { Ids, Volume } from "@tessera/core"
-import { Digest, DurableFiles, Unauthorized } from "@tessera/core"
+import { Digest, type DurableFiles, Unauthorized } from "@tessera/core"
 import { Effect, type FileSystem, Option, Path } from "effect"
 import type * as Executor from "./Executor.ts"
+import { isRecordOf } from "./internal/journalIdentity.ts"
 import { makeRegistry } from "./internal/trusted.ts"
 import type { Journal, JournalIOError, JournalSequenceError } from "./Journal.ts"
 import type { ToolResultPart } from "./Model.ts"
@@ -136,7 +137,7 @@ const admitTarget = Effect.fnUntraced(function* (target: OffloadTarget, journal:
   const entry = "ToolResultOffload.offloadHooks"
   yield* targets.require(target, { entry })
   const path = yield* Path.Path
-  if (target.task !== journal.task || DurableFiles.relativeWithin(target.storeRoot, journal.file, path) === undefined) {
+  if (!isRecordOf(journal, target.task, target.storeRoot, path)) {
     return yield* new Unauthorized.Unauthorized({
       reason: "CapabilityMismatch",
       detail: `${entry}: the offload target was made for task ${target.task}, but the journal ${journal.file} is task ${journal.task}'s`,
