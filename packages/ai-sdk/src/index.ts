@@ -3,6 +3,11 @@
  */
 
 /**
+ * @since 0.2.0
+ */
+export * as AiSdkModel from "./AiSdkModel.ts"
+
+/**
  * @since 0.1.0
  */
 export * as TesseraMiddleware from "./TesseraMiddleware.ts"

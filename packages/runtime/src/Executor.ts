@@ -475,12 +475,18 @@ const scrubModelError = (error: ModelError): Effect.Effect<ModelError> =>
     Option.isNone(redactor)
       ? Effect.succeed(error)
       : redactor.value.redact(error.detail).pipe(
-          Effect.map((detail) => (detail === error.detail ? error : new ModelError({ reason: error.reason, detail }))),
-          Effect.orElseSucceed(
-            () => new ModelError({ reason: error.reason, detail: "[detail withheld: the redactor failed on it]" })
-          )
+          Effect.map((detail) => (detail === error.detail ? error : scrubbedError(error, detail))),
+          Effect.orElseSucceed(() => scrubbedError(error, "[detail withheld: the redactor failed on it]"))
         )
   )
+
+// The same error with another detail: reason and retryable flag kept.
+const scrubbedError = (error: ModelError, detail: string): ModelError =>
+  new ModelError({
+    reason: error.reason,
+    detail,
+    ...(error.retryable === undefined ? {} : { retryable: error.retryable })
+  })
 
 const dispatchOne = <E, R>(
   journal: JournalService,
