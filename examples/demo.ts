@@ -15,18 +15,34 @@
  *
  * Run: npm run demo   (or: node examples/demo.ts)
  * State folder: $TESSERA_DEMO_DIR, else $TESSERA_EXAMPLE_DIR, else a new temporary folder.
+ *
+ * With a real model (any OpenAI-compatible server: vLLM, llama.cpp, Ollama,
+ * OpenAI itself; or Anthropic), the research task of section 1 runs against
+ * it through `@tessera/ai-sdk`'s `AiSdkModel`, its text streamed as it comes;
+ * section 2 needs the scripted model and is skipped:
+ *
+ *   npm run demo -- --provider openai-compatible --base-url http://127.0.0.1:8080/v1 --model NAME
+ *   npm run demo -- --provider anthropic --model claude-sonnet-4-5   (key: $ANTHROPIC_API_KEY)
+ *
+ * The key is read from --api-key, else $TESSERA_API_KEY, else $OPENAI_API_KEY
+ * or $ANTHROPIC_API_KEY (a local server usually needs none).
  */
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { parseArgs } from "node:util"
+import { createAnthropic } from "@ai-sdk/anthropic"
+import { createOpenAICompatible } from "@ai-sdk/openai-compatible"
 import * as NodeServices from "@effect/platform-node/NodeServices"
+import { AiSdkModel } from "@tessera/ai-sdk"
 import { DefaultRedactor } from "@tessera/artifacts"
 import { Ids, Volume } from "@tessera/core"
-import { LocalHarness, NodeDurableFiles } from "@tessera/node"
+import { Inspector, LocalHarness, NodeDurableFiles } from "@tessera/node"
 import {
   Compaction,
   CompactionPolicy,
   EntryGate,
+  type Executor,
   FilesystemTaskRuntime,
   History,
   Journal,
@@ -36,7 +52,68 @@ import {
   TaskExecution,
   Tool
 } from "@tessera/runtime"
-import { Effect, Layer, Option, Path, Schema } from "effect"
+import { Effect, Layer, Option, Path, Schema, Stream } from "effect"
+
+// ---------------------------------------------------------------------------
+// Which model: the scripted one (default) or a real provider.
+
+const { values: args } = parseArgs({
+  options: {
+    provider: { type: "string" },
+    "base-url": { type: "string" },
+    model: { type: "string" },
+    "api-key": { type: "string" }
+  }
+})
+
+/** The real provider's model layer, or none (the scripted model) when no --provider is given. */
+const providerLayer = (): Option.Option<{ readonly name: string; readonly layer: Layer.Layer<Model.Model> }> => {
+  if (args.provider === undefined) return Option.none()
+  const modelId = args.model
+  if (modelId === undefined) throw new Error("--provider needs --model NAME")
+  const apiKey = args["api-key"] ?? process.env.TESSERA_API_KEY
+  switch (args.provider) {
+    case "openai-compatible": {
+      const baseURL = args["base-url"]
+      if (baseURL === undefined) throw new Error("--provider openai-compatible needs --base-url URL")
+      const provider = createOpenAICompatible({
+        name: "openai-compatible",
+        baseURL,
+        apiKey: apiKey ?? process.env.OPENAI_API_KEY ?? "none",
+        includeUsage: true
+      })
+      return Option.some({ name: `${modelId} at ${baseURL}`, layer: AiSdkModel.layer(provider.chatModel(modelId)) })
+    }
+    case "anthropic": {
+      const baseURL = args["base-url"]
+      const key = apiKey ?? process.env.ANTHROPIC_API_KEY
+      const provider = createAnthropic({
+        ...(baseURL === undefined ? {} : { baseURL }),
+        ...(key === undefined ? {} : { apiKey: key })
+      })
+      return Option.some({ name: `${modelId} (Anthropic)`, layer: AiSdkModel.layer(provider.languageModel(modelId)) })
+    }
+    default:
+      throw new Error(`unknown --provider ${args.provider}: use openai-compatible or anthropic`)
+  }
+}
+const provider = providerLayer()
+
+/** `model` with every request it is sent recorded, in order (summary requests included). */
+const recording = (model: Layer.Layer<Model.Model>) => {
+  const sent: Array<Model.ModelRequest> = []
+  const record = (request: Model.ModelRequest) => Effect.sync(() => sent.push(request))
+  const layer = Layer.effect(
+    Model.Model,
+    Effect.map(Model.Model, (inner) =>
+      Model.Model.of({
+        generate: (request) => Effect.andThen(record(request), inner.generate(request)),
+        stream: (request) => Stream.unwrap(Effect.as(record(request), inner.stream(request)))
+      })
+    )
+  ).pipe(Layer.provide(model))
+  return { layer, sent }
+}
 
 const base = process.env.TESSERA_DEMO_DIR ?? process.env.TESSERA_EXAMPLE_DIR ?? os.tmpdir()
 fs.mkdirSync(base, { recursive: true })
@@ -125,29 +202,53 @@ const researchTask = History.make([
 
 const platform = Layer.mergeAll(NodeServices.layer, NodeDurableFiles.layer)
 
-/** Runs one turn of `task` on the harness with a fresh scripted model; returns the outcome and the requests. */
+/**
+ * Runs one turn of `task` on the harness, with a fresh scripted model or
+ * the real provider; returns the outcome and the requests. A real model's
+ * turn is streamed: its text is printed as it comes.
+ */
 const runTurn = (
   harness: LocalHarness.LocalHarnessService,
   task: Ids.TaskId,
   script: ScriptedModel.Script,
   options: { readonly policy: CompactionPolicy.CompactionPolicy; readonly offload: boolean }
-) =>
-  harness.withTask(
+) => {
+  const model = recording(Option.isSome(provider) ? provider.value.layer : ScriptedModel.layer(script))
+  const config = {
+    tools,
+    maxSteps: 12,
+    ...(options.offload
+      ? { offload: { threshold: 16 * 1024, readTool: "read_artifact", destination: "Private" as const } }
+      : {})
+  }
+  return harness.withTask(
     task,
     (binding) =>
       Effect.gen(function* () {
-        const outcome = yield* TaskExecution.runTurn(binding, researchTask, {
-          tools,
-          maxSteps: 12,
-          ...(options.offload
-            ? { offload: { threshold: 16 * 1024, readTool: "read_artifact", destination: "Private" as const } }
-            : {})
-        })
-        const recorder = yield* ScriptedModel.ScriptedModelRecorder
-        return { outcome, sent: yield* recorder.requests }
-      }).pipe(Effect.provide(Layer.merge(ScriptedModel.layer(script), DefaultRedactor.layer()))),
+        if (Option.isNone(provider)) {
+          const outcome = yield* TaskExecution.runTurn(binding, researchTask, config)
+          return { outcome, sent: model.sent }
+        }
+        console.log(`-- task ${task}, ${options.offload ? "with offload + compaction" : "plain"}, streamed:`)
+        let outcome: Executor.TurnOutcome | undefined
+        yield* Stream.runForEach(TaskExecution.streamTurn(binding, researchTask, config), (event) =>
+          Effect.sync(() => {
+            if (event._tag === "TextDelta") process.stdout.write(event.delta)
+            if (event._tag === "ToolCalled")
+              console.log(`  [tool] ${event.call.name} ${JSON.stringify(event.call.input)}`)
+            if (event._tag === "StepFinished") {
+              const usage = event.usage === undefined ? "no usage reported" : Inspector.formatUsage(event.usage)
+              console.log(`\n  [step ${event.step}] ${event.finishReason ?? "finished"}; ${usage}`)
+            }
+            if (event._tag === "TurnClosed") outcome = event.outcome
+          })
+        )
+        if (outcome === undefined) return yield* Effect.die(new Error("the streamed turn ended without closing"))
+        return { outcome, sent: model.sent }
+      }).pipe(Effect.provide(Layer.merge(model.layer, DefaultRedactor.layer()))),
     { policy: options.policy }
   )
+}
 
 const listFiles = (folder: string): ReadonlyArray<{ readonly file: string; readonly size: number }> =>
   fs
@@ -159,10 +260,57 @@ const listFiles = (folder: string): ReadonlyArray<{ readonly file: string; reado
     })
     .sort((a, b) => a.file.localeCompare(b.file))
 
+/** Section 2: two large results, no output volume, exactly four requests (scripted). */
+const fourRequestTurn = (harness: LocalHarness.LocalHarnessService) =>
+  Effect.gen(function* () {
+    heading("2. The four-request turn: two large results, no output volume")
+    let fourStep = 0
+    const fourScript: ScriptedModel.Script = (request) => {
+      if (describeRequest(request) === "summary request") {
+        return Model.response({ text: "Summary: both logs were fetched; north and south are healthy." })
+      }
+      fourStep++
+      return fourStep === 1
+        ? Model.response({ toolCalls: [Model.toolCall("c1", "fetch_log", { service: "north" })] })
+        : fourStep === 2
+          ? Model.response({ toolCalls: [Model.toolCall("c2", "fetch_log", { service: "south" })] })
+          : Model.response({ text: "Both deployments are healthy." })
+    }
+    const four = yield* harness.withTask(taskId("four-requests"), (binding) =>
+      Effect.gen(function* () {
+        // No output volume: the summary must land on the agent-owned private volume.
+        const context = yield* harness.runtime.bindTask({ scope: binding.context.scope, output: Option.none() })
+        const bare = yield* EntryGate.bind(context, {
+          policy: CompactionPolicy.threshold({
+            measure: "bytes",
+            limit: 40 * 1024,
+            keepRecent: 1024,
+            pieceLimit: 128 * 1024
+          })
+        })
+        yield* TaskExecution.runTurn(bare, researchTask, { tools, maxSteps: 8 })
+        const recorder = yield* ScriptedModel.ScriptedModelRecorder
+        return yield* recorder.requests
+      }).pipe(Effect.provide(ScriptedModel.layer(fourScript)))
+    )
+    for (const [index, request] of four.entries()) {
+      console.log(`  request ${index + 1}: ${describeRequest(request).padEnd(40)} ${kib(requestBytes(request))}`)
+    }
+    const [finalFirst, finalSecond] = four.at(-1)?.parts ?? []
+    const opening =
+      finalFirst?._tag === "FileReference"
+        ? `${finalFirst.path} on volume ${finalFirst.volume.volume}`
+        : finalFirst?._tag === "Text" && finalFirst.role === "system" && finalSecond?._tag === "FileReference"
+          ? `the system message, then ${finalSecond.path} on volume ${finalSecond.volume.volume}`
+          : "something else"
+    console.log(`exactly ${four.length} model requests; the last starts with ${opening}`)
+  })
+
 const program = Effect.gen(function* () {
   const harness = yield* LocalHarness.open({ stateDir, namespace: "demo", agent })
   console.log(`Tessera demo: local harness namespace "demo" at ${harness.folder}`)
   console.log(`agent ${agent}; private volume ${harness.volumes.scratch.volume} (AgentPrivate, owned by ${agent})`)
+  console.log(`model: ${Option.isSome(provider) ? provider.value.name : "the embedded scripted model"}`)
 
   // 1. The research turn, with and without offload + compaction.
   heading("1. A research task: offload and compaction")
@@ -195,48 +343,12 @@ const program = Effect.gen(function* () {
       `summary requests carry at most the policy's piece limit of history`
   )
 
-  // 2. The four-request turn.
-  heading("2. The four-request turn: two large results, no output volume")
-  let fourStep = 0
-  const fourScript: ScriptedModel.Script = (request) => {
-    if (describeRequest(request) === "summary request") {
-      return Model.response({ text: "Summary: both logs were fetched; north and south are healthy." })
-    }
-    fourStep++
-    return fourStep === 1
-      ? Model.response({ toolCalls: [Model.toolCall("c1", "fetch_log", { service: "north" })] })
-      : fourStep === 2
-        ? Model.response({ toolCalls: [Model.toolCall("c2", "fetch_log", { service: "south" })] })
-        : Model.response({ text: "Both deployments are healthy." })
+  // 2. The four-request turn (scripted: a real model decides its own steps).
+  if (Option.isSome(provider)) {
+    heading("2. The four-request turn: skipped (it needs the scripted model)")
+  } else {
+    yield* fourRequestTurn(harness)
   }
-  const four = yield* harness.withTask(taskId("four-requests"), (binding) =>
-    Effect.gen(function* () {
-      // No output volume: the summary must land on the agent-owned private volume.
-      const context = yield* harness.runtime.bindTask({ scope: binding.context.scope, output: Option.none() })
-      const bare = yield* EntryGate.bind(context, {
-        policy: CompactionPolicy.threshold({
-          measure: "bytes",
-          limit: 40 * 1024,
-          keepRecent: 1024,
-          pieceLimit: 128 * 1024
-        })
-      })
-      yield* TaskExecution.runTurn(bare, researchTask, { tools, maxSteps: 8 })
-      const recorder = yield* ScriptedModel.ScriptedModelRecorder
-      return yield* recorder.requests
-    }).pipe(Effect.provide(ScriptedModel.layer(fourScript)))
-  )
-  for (const [index, request] of four.entries()) {
-    console.log(`  request ${index + 1}: ${describeRequest(request).padEnd(40)} ${kib(requestBytes(request))}`)
-  }
-  const [finalFirst, finalSecond] = four.at(-1)?.parts ?? []
-  const opening =
-    finalFirst?._tag === "FileReference"
-      ? `${finalFirst.path} on volume ${finalFirst.volume.volume}`
-      : finalFirst?._tag === "Text" && finalFirst.role === "system" && finalSecond?._tag === "FileReference"
-        ? `the system message, then ${finalSecond.path} on volume ${finalSecond.volume.volume}`
-        : "something else"
-  console.log(`exactly ${four.length} model requests; the last starts with ${opening}`)
 
   // 3. Refusals.
   heading("3. Refusals")

@@ -1,4 +1,4 @@
-import { spawnSync } from "node:child_process"
+import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import { mkdtempSync, readdirSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -7,8 +7,57 @@ import { assert, describe, it } from "@effect/vitest"
 
 const folder = fileURLToPath(new URL("..", import.meta.url))
 
+/** Examples that talk to a model server: run below against a loopback server, not in the plain loop. */
+const needServer = new Set(["real-provider.ts"])
+
 /** Every runnable example at the top of examples/, each run as its own process. */
-const examples = readdirSync(folder).filter((name) => name.endsWith(".ts") && !name.endsWith(".config.ts"))
+const examples = readdirSync(folder).filter(
+  (name) => name.endsWith(".ts") && !name.endsWith(".config.ts") && !needServer.has(name)
+)
+
+/**
+ * A loopback OpenAI chat-completions server (the AI SDK package's test
+ * server, as a process) replaying `replies` to the turn's requests and
+ * `summary` to summary requests; `requests()` lists what it received.
+ */
+const withLoopback = async <A>(
+  replies: ReadonlyArray<unknown>,
+  summary: unknown,
+  body: (baseUrl: string, requests: () => ReadonlyArray<{ model: string; stream: boolean; summary: boolean }>) => A
+): Promise<A> => {
+  const serve = join(folder, "..", "packages", "ai-sdk", "test", "support", "serve.ts")
+  const child: ChildProcess = spawn(process.execPath, [serve], {
+    env: { ...process.env, TESSERA_LOOPBACK_PLAN: JSON.stringify({ format: "openai", replies, summary }) },
+    stdio: ["ignore", "pipe", "inherit"]
+  })
+  try {
+    let out = ""
+    const baseUrl = await new Promise<string>((resolve, reject) => {
+      child.stdout?.setEncoding("utf8")
+      child.stdout?.on("data", (piece: string) => {
+        out += piece
+        const first = out.split("\n")[0]
+        if (out.includes("\n") && first !== undefined) resolve((JSON.parse(first) as { baseUrl: string }).baseUrl)
+      })
+      child.on("exit", (code) => reject(new Error(`the loopback server exited ${code}`)))
+    })
+    const requests = () =>
+      out
+        .split("\n")
+        .slice(1)
+        .filter((line) => line.length > 0)
+        .map((line) => JSON.parse(line) as { model: string; stream: boolean; summary: boolean })
+    const result = body(baseUrl, requests)
+    // The server reports requests every 10 ms: let it catch up before the caller reads them.
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    return result
+  } finally {
+    child.kill()
+  }
+}
+
+const usage = (input: number, output: number) => ({ input, output })
+const call = (id: string, name: string, input: unknown) => ({ id, name, input })
 
 describe("examples run as smoke tests", () => {
   it("finds the examples", () => {
@@ -158,6 +207,109 @@ describe("examples run as smoke tests", () => {
       assert.include(result.stdout, "refused (ArtifactInternalState)")
       assert.include(result.stdout, "credentials.json was created: no")
       assert.notInclude(result.stdout, "s3cret-db-pass")
+    } finally {
+      rmSync(scratch, { recursive: true, force: true })
+    }
+  })
+
+  it("demo.ts --provider openai-compatible runs the research task against a server speaking the OpenAI wire format: streamed, offloaded, compacted, usage reported", async () => {
+    const replies = [
+      {
+        _tag: "Reply",
+        text: "Start with the logs.",
+        toolCalls: [call("log-north", "fetch_log", { service: "north" })],
+        usage: usage(900, 20)
+      },
+      { _tag: "Reply", toolCalls: [call("log-south", "fetch_log", { service: "south" })], usage: usage(1_000, 20) },
+      { _tag: "Reply", toolCalls: [call("notes-1", "search_notes", { query: "rollout" })], usage: usage(1_100, 20) },
+      { _tag: "Reply", toolCalls: [call("notes-2", "search_notes", { query: "regions" })], usage: usage(1_200, 20) },
+      { _tag: "Reply", toolCalls: [call("notes-3", "search_notes", { query: "latency" })], usage: usage(1_300, 20) },
+      { _tag: "Reply", text: "Both services are healthy; the rollout went well.", usage: usage(1_400, 30) }
+    ]
+    const summary = {
+      _tag: "Reply",
+      text: "Summary: north and south logs fetched, notes read.",
+      usage: usage(3_000, 40)
+    }
+    const scratch = mkdtempSync(join(tmpdir(), "tessera-demo-provider-test-"))
+    try {
+      const { requests, result } = await withLoopback(replies, summary, (baseUrl, requests) => ({
+        requests,
+        result: spawnSync(
+          process.execPath,
+          [
+            join(folder, "demo.ts"),
+            "--provider",
+            "openai-compatible",
+            "--base-url",
+            baseUrl,
+            "--model",
+            "loopback-model"
+          ],
+          { cwd: scratch, encoding: "utf8", env: { ...process.env, TESSERA_DEMO_DIR: scratch }, timeout: 120_000 }
+        )
+      }))
+      assert.strictEqual(result.status, 0, `${result.stdout}\n${result.stderr}`)
+      const out = result.stdout
+      assert.include(out, "model: loopback-model at http://127.0.0.1:")
+      assert.include(out, "Both services are healthy; the rollout went well.")
+      assert.include(out, "[tool] fetch_log")
+      assert.include(out, "[step 1] tool-calls; in=900,out=20", "the provider's usage, step by step")
+      assert.include(out, "2. The four-request turn: skipped")
+      assert.match(out, /summaries staged: +[1-9]/)
+      assert.match(out, /artifacts offloaded: +[1-9]\d*, leaked credentials in them: none \(redacted\)/)
+      const sent = requests()
+      assert.isTrue(sent.every((request) => request.model === "loopback-model"))
+      assert.isTrue(
+        sent.some((request) => request.summary),
+        "summary requests reached the server"
+      )
+      assert.isTrue(
+        sent.filter((request) => !request.summary).every((request) => request.stream),
+        "the turn streamed"
+      )
+    } finally {
+      rmSync(scratch, { recursive: true, force: true })
+    }
+  })
+
+  it("real-provider.ts (the getting-started snippet) runs a streamed turn against an OpenAI-compatible server and reports the journal's usage", async () => {
+    const replies = [
+      {
+        _tag: "Reply",
+        text: "Fetching.",
+        toolCalls: [call("c1", "fetch_log", { service: "north" })],
+        usage: usage(500, 10)
+      },
+      { _tag: "Reply", toolCalls: [call("c2", "fetch_log", { service: "south" })], usage: usage(700, 10) },
+      { _tag: "Reply", text: "Both are healthy.", usage: usage(900, 15) }
+    ]
+    const summary = { _tag: "Reply", text: "Summary.", usage: usage(1_000, 5) }
+    const scratch = mkdtempSync(join(tmpdir(), "tessera-real-provider-test-"))
+    try {
+      const { requests, result } = await withLoopback(replies, summary, (baseUrl, requests) => ({
+        requests,
+        result: spawnSync(process.execPath, [join(folder, "real-provider.ts")], {
+          cwd: scratch,
+          encoding: "utf8",
+          env: {
+            ...process.env,
+            TESSERA_EXAMPLE_DIR: scratch,
+            TESSERA_BASE_URL: baseUrl,
+            TESSERA_MODEL: "loopback-model"
+          },
+          timeout: 120_000
+        })
+      }))
+      assert.strictEqual(result.status, 0, `${result.stdout}\n${result.stderr}`)
+      const out = result.stdout
+      assert.include(out, "Fetching.")
+      assert.include(out, "Both are healthy.")
+      assert.strictEqual(out.split("[offloaded] ").length - 1, 2, out)
+      const sent = requests()
+      const expectedIn = 500 + 700 + 900 + 1_000 * sent.filter((request) => request.summary).length
+      const expectedOut = 10 + 10 + 15 + 5 * sent.filter((request) => request.summary).length
+      assert.include(out, `tokens: ${expectedIn} in, ${expectedOut} out, ${sent.length} responses`)
     } finally {
       rmSync(scratch, { recursive: true, force: true })
     }

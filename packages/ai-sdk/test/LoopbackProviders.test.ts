@@ -54,8 +54,7 @@ const start = History.make([Model.text("system", "You are a careful assistant.")
 const offload = { threshold: 4_000, readTool: "read_artifact", destination: "Private" } as const
 const policy = CompactionPolicy.threshold({ measure: "bytes", limit: 5_000, keepRecent: 500, pieceLimit: 100_000 })
 
-const summaryMarker = "Summarize the work so far for your own later use"
-const isSummary = (body: Loopback.Received["body"]) => JSON.stringify(body).includes(summaryMarker)
+const { isSummary, summaryMarker } = Loopback
 const finalText = "Report A is all a; reports B and C are all b and c."
 
 /** Three tool calls (one result large enough to offload, two that push the history over the limit), then the answer. */

@@ -335,3 +335,31 @@ export const reportedTotal = (replies: ReadonlyArray<Reply>) => ({
   outputTokens: replies.reduce((sum, reply) => sum + reply.usage.output, 0),
   cachedInputTokens: replies.reduce((sum, reply) => sum + (reply.usage.cached ?? 0), 0)
 })
+
+/**
+ * A replay plan for {@link serve}: the turn's requests get `replies` in
+ * order (the last one again once they run out); summary requests (they
+ * carry the runtime's summary instruction) get `summary`.
+ */
+export interface Plan {
+  readonly format: Format
+  readonly replies: ReadonlyArray<Reply>
+  readonly summary: Reply
+}
+
+/** The opening words of the runtime's summary instruction, which every summary request carries. */
+export const summaryMarker = "Summarize the work so far for your own later use"
+
+/** Whether a request body is a summary request. */
+export const isSummary = (body: Received["body"]): boolean => JSON.stringify(body).includes(summaryMarker)
+
+/** A loopback server replaying `plan`. */
+export const serve = (plan: Plan): Promise<Loopback> => {
+  let step = 0
+  return start(plan.format, (body) => {
+    if (isSummary(body)) return plan.summary
+    const reply = plan.replies[Math.min(step, plan.replies.length - 1)] as Reply
+    step++
+    return reply
+  })
+}
