@@ -10,7 +10,7 @@
  */
 import { CompactionPolicy, Model, ScriptedModel, TaskExecution, Tool } from "@tessera/runtime"
 import { Effect, Layer, Stream } from "effect"
-import { type Medium, makeTempDir, peakRss, removeDir, retainedHeap, stats } from "./Harness.ts"
+import { type Medium, makeTempDir, peakRss, removeDir, retainedHeap, roundOrder, stats } from "./Harness.ts"
 import { body, type SideResult, StepClock, toolResultChars } from "./Scenario.ts"
 import { isSummaryRequest, makeWorld, platformLayer, produce, start, summaryText, turnLayer } from "./World.ts"
 
@@ -33,10 +33,15 @@ export interface SideArgs {
    * `observed` is `runTurn` with an `onEvent` observer that does nothing,
    * over a model that streams its responses (the scripted model's events:
    * input deltas, the call, the finish); `streamed` is
-   * `TaskExecution.streamTurn`, drained, over that streaming model.
+   * `TaskExecution.streamTurn` over that streaming model, with a consumer
+   * that looks at every event.
    */
   readonly mode?: "plain" | "observed" | "streamed"
 }
+
+/** What the streamed mode's consumer read so far (kept, so its work is not optimized away). */
+let consumed = 0
+export const consumedByStreamedRuns = (): number => consumed
 
 export const run = async (args: SideArgs): Promise<SideResult> => {
   const root = makeTempDir(args.medium)
@@ -73,9 +78,11 @@ export const run = async (args: SideArgs): Promise<SideResult> => {
       const mode = args.mode ?? "plain"
       await Effect.runPromise(
         mode === "streamed"
-          ? Stream.runDrain(TaskExecution.streamTurn(world.binding, start, { tools, maxSteps: steps })).pipe(
-              Effect.provide(streaming)
-            )
+          ? Stream.runForEach(TaskExecution.streamTurn(world.binding, start, { tools, maxSteps: steps }), (event) =>
+              Effect.sync(() => {
+                consumed += event._tag.length
+              })
+            ).pipe(Effect.provide(streaming))
           : mode === "observed"
             ? Effect.asVoid(
                 TaskExecution.runTurn(world.binding, start, { tools, maxSteps: steps, onEvent: () => Effect.void })
@@ -117,6 +124,12 @@ export interface StreamOverheadArgs {
   readonly medium: Medium
 }
 
+/** The arguments `npm run bench` runs the stream-overhead job with. */
+export const streamOverheadArgs: StreamOverheadArgs = { warmupSteps: 60, steps: 300, rounds: 7, medium: "memory" }
+
+/** The target: streaming adds at most 10% per step. */
+export const streamOverheadTarget = 1.1
+
 /** Per-step figures of one way of running the side-by-side scenario, over all rounds. */
 export interface StreamOverheadSide {
   /** Median over rounds of the median plain step (ms). */
@@ -125,48 +138,77 @@ export interface StreamOverheadSide {
   readonly cpuPerStep: number
 }
 
-/**
- * What streaming adds per step: the side-by-side scenario run `rounds`
- * times each way (see {@link SideArgs.mode}), the ways alternating in one
- * process so a slow spell of the machine falls on all of them. `ratio` and
- * `observedRatio` are the streamed and observed median steps over the
- * plain one.
- */
-export const runStreamOverhead = async (
-  args: StreamOverheadArgs
-): Promise<{
+export interface StreamOverheadResult {
+  readonly args: StreamOverheadArgs
   readonly plain: StreamOverheadSide
   readonly observed: StreamOverheadSide
   readonly streamed: StreamOverheadSide
+  /** Median over rounds of the round's streamed median step over its plain one. */
   readonly ratio: number
+  /** The same for the observed turn (runTurn with a do-nothing observer over the streaming model). */
   readonly observedRatio: number
-}> => {
-  const plain: Array<SideResult> = []
-  const observed: Array<SideResult> = []
-  const streamed: Array<SideResult> = []
+  /** Median over rounds of the round's streamed CPU time per step over its plain one. */
+  readonly cpuRatio: number
+  readonly roundRatios: ReadonlyArray<number>
+}
+
+const median = (values: ReadonlyArray<number>): number => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const middle = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? (sorted[middle] ?? 0) : ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2
+}
+
+/**
+ * What streaming adds per step: the side-by-side scenario run `rounds`
+ * times each way (see {@link SideArgs.mode}), the ways alternating in one
+ * process (in an order shuffled per round, see `roundOrder`) so a slow
+ * spell of the machine falls on all of them. Ratios are medians of
+ * per-round ratios: `ratio` is `streamTurn` with a consumer over `runTurn`.
+ */
+export const runStreamOverhead = async (args: StreamOverheadArgs): Promise<StreamOverheadResult> => {
+  const modes = ["plain", "observed", "streamed"] as const
+  const results: Record<(typeof modes)[number], Array<SideResult>> = { plain: [], observed: [], streamed: [] }
   const base = { warmupSteps: args.warmupSteps, steps: args.steps, medium: args.medium }
   for (let round = 0; round < args.rounds; round++) {
-    plain.push(await run({ ...base, mode: "plain" }))
-    observed.push(await run({ ...base, mode: "observed" }))
-    streamed.push(await run({ ...base, mode: "streamed" }))
+    for (const index of roundOrder(modes.length, round)) {
+      const mode = modes[index] as (typeof modes)[number]
+      results[mode].push(await run({ ...base, mode }))
+    }
   }
-  const median = (values: ReadonlyArray<number>): number => {
-    const sorted = [...values].sort((a, b) => a - b)
-    const middle = Math.floor(sorted.length / 2)
-    return sorted.length % 2 === 1 ? (sorted[middle] ?? 0) : ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2
-  }
-  const side = (results: ReadonlyArray<SideResult>): StreamOverheadSide => ({
-    stepMedian: median(results.map((result) => result.step.median)),
-    cpuPerStep: median(results.map((result) => (result.cpuMs ?? 0) / result.steps))
+  const cpuPerStep = (result: SideResult) => (result.cpuMs ?? 0) / result.steps
+  const side = (runs: ReadonlyArray<SideResult>): StreamOverheadSide => ({
+    stepMedian: median(runs.map((result) => result.step.median)),
+    cpuPerStep: median(runs.map(cpuPerStep))
   })
-  const plainSide = side(plain)
-  const observedSide = side(observed)
-  const streamedSide = side(streamed)
+  const perRound = (runs: ReadonlyArray<SideResult>, key: (result: SideResult) => number) =>
+    runs.map((result, round) => key(result) / key(results.plain[round] as SideResult))
+  const roundRatios = perRound(results.streamed, (result) => result.step.median)
   return {
-    plain: plainSide,
-    observed: observedSide,
-    streamed: streamedSide,
-    ratio: streamedSide.stepMedian / plainSide.stepMedian,
-    observedRatio: observedSide.stepMedian / plainSide.stepMedian
+    args,
+    plain: side(results.plain),
+    observed: side(results.observed),
+    streamed: side(results.streamed),
+    ratio: median(roundRatios),
+    observedRatio: median(perRound(results.observed, (result) => result.step.median)),
+    cpuRatio: median(perRound(results.streamed, cpuPerStep)),
+    roundRatios
   }
 }
+
+/** The report's section on the stream-overhead job. */
+export const streamOverheadSection = (result: StreamOverheadResult): ReadonlyArray<string> => [
+  "## Streaming overhead per step",
+  "",
+  `The side-by-side scenario (Tessera's side, journal and private volume on ${result.args.medium === "memory" ? "tmpfs" : "disk"}; ${result.args.warmupSteps} warm-up steps, then ${result.args.steps} measured steps) run three ways, ${result.args.rounds} rounds, the ways in an order shuffled per round, in one process: ` +
+    "`runTurn` over a model's `generate` (plain); `runTurn` with a do-nothing `onEvent` observer over a model that streams its responses (observed); `TaskExecution.streamTurn` over that streaming model with a consumer that reads every event (streamed). " +
+    "Ratios are medians of per-round ratios to the plain run of the same round.",
+  "",
+  "| Way | Median step | CPU per step |",
+  "| --- | ---: | ---: |",
+  `| plain (runTurn) | ${result.plain.stepMedian.toFixed(3)} ms | ${result.plain.cpuPerStep.toFixed(3)} ms |`,
+  `| observed (runTurn + onEvent) | ${result.observed.stepMedian.toFixed(3)} ms | ${result.observed.cpuPerStep.toFixed(3)} ms |`,
+  `| streamed (streamTurn + consumer) | ${result.streamed.stepMedian.toFixed(3)} ms | ${result.streamed.cpuPerStep.toFixed(3)} ms |`,
+  "",
+  `Streamed / plain per step: ${result.ratio.toFixed(3)}x (rounds: ${result.roundRatios.map((value) => value.toFixed(3)).join(", ")}); CPU per step ${result.cpuRatio.toFixed(3)}x; observed / plain ${result.observedRatio.toFixed(3)}x. Target: streaming adds <= ${Math.round((streamOverheadTarget - 1) * 100)}% per step: ${result.ratio <= streamOverheadTarget ? "met" : "missed"}.`,
+  ""
+]

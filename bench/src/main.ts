@@ -18,7 +18,13 @@ import type { OffloadResult } from "./OffloadThroughput.ts"
 import { type OverheadResult, type StandIn, standIns as standInsInOrder } from "./Overhead.ts"
 import { contextPlot } from "./Plot.ts"
 import type { SideResult } from "./Scenario.ts"
-import { sidePolicy } from "./SideBySide.ts"
+import {
+  type StreamOverheadResult,
+  sidePolicy,
+  streamOverheadArgs,
+  streamOverheadSection,
+  streamOverheadTarget
+} from "./SideBySide.ts"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..")
 const docs = path.join(root, "docs")
@@ -54,6 +60,13 @@ const youngGrowth = (run: { readonly heapSizing: HeapSizing }): string =>
 const checkedRatio = (value: number, threshold: number): string =>
   value.toFixed(2) === threshold.toFixed(2) && value !== threshold ? value.toFixed(3) : value.toFixed(2)
 const verdict = (ok: boolean): string => (ok ? "**met**" : "**missed**")
+
+// `TESSERA_BENCH_ONLY=stream-overhead npm run bench`: that job alone, printed; no report is written.
+const runStreamOverhead = () => runChild<StreamOverheadResult>("stream-overhead", streamOverheadArgs)
+if (process.env.TESSERA_BENCH_ONLY === "stream-overhead") {
+  process.stdout.write(`${streamOverheadSection(await timed("streaming overhead", runStreamOverhead)).join("\n")}\n`)
+  process.exit(0)
+}
 
 // ---------------------------------------------------------------- runs
 const offSteps = 200
@@ -174,6 +187,7 @@ const [lcDefault, lcFull, oursMemory, lcFixed, oursFixed] = sideRuns.map(combine
 const oursDisk = await timed("side by side: tessera, disk", () =>
   runChild<SideResult>("side-tessera", { ...sideArgs, medium: "disk" })
 )
+const streamOverhead = await timed("streaming overhead", runStreamOverhead)
 const sides: ReadonlyArray<SideResult> = [
   lcDefault,
   lcFull,
@@ -296,6 +310,12 @@ target(
   `${checkedRatio(reopen.ratio, 0.5)}x`,
   reopen.ratio >= 0.5,
   `Checking every entry against its Schema: ${formatMs(reopen.schemaCheckMs.median)} ms for the ${reopen.entries.toLocaleString("en")} entries measured alone in the same run, against the ${formatMs(reopen.journalMs.median - reopen.rawMs.median)} ms by which the median reopen exceeds the median raw read; reading and \`JSON.parse\` are what the baseline does too. The check is what turns a corrupt middle line into \`JournalCorrupt\` naming its line.`
+)
+target(
+  "Streaming adds <= 10% per step (streamTurn with a consumer vs runTurn)",
+  `${checkedRatio(streamOverhead.ratio, streamOverheadTarget)}x`,
+  streamOverhead.ratio <= streamOverheadTarget,
+  "See Streaming overhead per step."
 )
 // The comparator is LangChain configured to summarize (\`trimTokensToSummarize: 100000\`): the issue's
 // figures (about 1.6 ms per step, 3.9 ms per summarization step) are that configuration's. Its default sends
@@ -540,6 +560,7 @@ md.push(
     `With the young generation fixed on both sides: per step ${(oursFixed.step.median / lcFixed.step.median).toFixed(2)}x, per summarization step ${(oursFixed.summarizationStep.median / lcFixed.summarizationStep.median).toFixed(2)}x, peak memory ${ratio(oursFixed.peakRss, lcFixed.peakRss)}x; ours per step ${formatMs(oursFixed.step.median)} against ${formatMs(oursMemory.step.median)} ms with V8's default sizing, LangChain's ${formatMs(lcFixed.step.median)} against ${formatMs(lcFull.step.median)} ms.`
 )
 md.push("")
+md.push(...streamOverheadSection(streamOverhead))
 const notesFile = path.join(root, "bench", "NOTES.md")
 if (fs.existsSync(notesFile)) md.push(fs.readFileSync(notesFile, "utf8").trim(), "")
 
