@@ -325,6 +325,57 @@ for (const format of ["openai", "anthropic"] as const) {
   })
 }
 
+describe("provider errors in the journal", () => {
+  const leaked = "AKIAIOSFODNN7EXAMPLE"
+  /** A turn whose request the server rejects with a message echoing a credential; the error and the journal's detail. */
+  const rejected = (redact: boolean) =>
+    withServer(
+      "openai",
+      () => ({
+        _tag: "Failure",
+        status: 400,
+        body: {
+          error: {
+            message: `invalid request: aws_access_key_id=${leaked} is not allowed`,
+            type: "invalid_request_error"
+          }
+        }
+      }),
+      (server, harness) =>
+        Effect.gen(function* () {
+          const task = taskId(`rejected-${redact}`)
+          const model = Layer.succeed(Model.Model)(
+            AiSdkModel.make(providerModel("openai", server.baseUrl), { retry: Schedule.recurs(3) })
+          )
+          const error = yield* harness.withTask(task, (binding) =>
+            Effect.flip(TaskExecution.runTurn(binding, start, { tools, maxSteps: 2 })).pipe(
+              Effect.provide(redact ? Layer.merge(model, DefaultRedactor.layer()) : model)
+            )
+          )
+          const failed = (yield* entriesOf(harness, task)).find((entry) => entry._tag === "ModelFailed")
+          return {
+            error,
+            detail: failed?._tag === "ModelFailed" ? failed.detail : undefined,
+            requests: server.received.length
+          }
+        })
+    )
+
+  it("provider_error_scrubbed: a rejected request fails the turn with a non-retryable ModelError, sent once; the provider's message reaches the journal through the host's redactor, and the flag survives the scrub; without a redactor (control) the credential is journaled", async () => {
+    const run = await rejected(true)
+    assert.strictEqual(run.requests, 1, "a 400 is not retried")
+    assert.strictEqual(run.error._tag, "ModelError")
+    assert(run.error._tag === "ModelError")
+    assert.strictEqual(run.error.reason, "ProviderFailure")
+    assert.strictEqual(run.error.retryable, false)
+    assert.include(run.detail, "HTTP 400")
+    assert.notInclude(run.detail, leaked)
+    assert.notInclude(run.error.detail, leaked)
+    const control = await rejected(false)
+    assert.include(control.detail, leaked)
+  }, 30_000)
+})
+
 describe("loopback summary requests", () => {
   it("the summary marker the servers look for is the runtime's own summary instruction", () => {
     assert.isTrue(Compaction.summaryInstruction.startsWith(summaryMarker))
