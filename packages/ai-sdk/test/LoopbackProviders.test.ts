@@ -289,6 +289,46 @@ for (const format of ["openai", "anthropic"] as const) {
       }
     }, 30_000)
 
+    it(`${format}_media_on_the_wire: a task's native image reaches the server as the provider's own image block, carrying the part's providerOptions (keys Tessera does not know); control: the same image with its options dropped does not`, async () => {
+      const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+      const sendImage = (providerOptions: Record<string, unknown>) =>
+        withServer(
+          format,
+          () => ({ _tag: "Reply", text: "A single pixel.", usage: { input: 50, output: 4 } }),
+          (server, harness) =>
+            Effect.gen(function* () {
+              const media: Model.MediaPart = {
+                _tag: "Media",
+                role: "user",
+                mediaType: "image/png",
+                data: { _tag: "Base64", base64: png },
+                providerOptions
+              }
+              const history = History.make([Model.text("user", "What is in this image?"), media])
+              const model = Layer.succeed(Model.Model)(
+                AiSdkModel.make(providerModel(format, server.baseUrl), { retry: Schedule.recurs(0) })
+              )
+              const outcome = yield* harness.withTask(taskId(`${format}-media`), (binding) =>
+                TaskExecution.runTurn(binding, history, { tools, maxSteps: 2 }).pipe(Effect.provide(model))
+              )
+              return { text: outcome.text, body: server.received[0]?.body }
+            })
+        )
+      // Each provider's own option key for a content part: spread onto the part (OpenAI-compatible), cache_control (Anthropic).
+      const options =
+        format === "openai"
+          ? { openaiCompatible: { vendor_hint: "keep-me" } }
+          : { anthropic: { cacheControl: { type: "ephemeral" } } }
+      const run = await sendImage(options)
+      assert.strictEqual(run.text, "A single pixel.")
+      const wire = JSON.stringify(run.body)
+      assert.include(wire, png, "the image's bytes are on the wire")
+      const optionOnWire = format === "openai" ? '"vendor_hint":"keep-me"' : '"cache_control":{"type":"ephemeral"}'
+      assert.include(wire, optionOnWire)
+      const control = await sendImage({})
+      assert.notInclude(JSON.stringify(control.body), optionOnWire)
+    }, 30_000)
+
     it(`${format}_retry_after: a 429 with Retry-After: 1 is retried after the stated second, then succeeds; without the header (control) the schedule's 10 ms apply`, async () => {
       const rateLimited = (headers: Record<string, string>) => {
         const script: Loopback.Script = (_body, index) =>
