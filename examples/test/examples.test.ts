@@ -16,18 +16,19 @@ const examples = readdirSync(folder).filter(
 )
 
 /**
- * A loopback OpenAI chat-completions server (the AI SDK package's test
- * server, as a process) replaying `replies` to the turn's requests and
+ * A loopback server speaking OpenAI chat completions or Anthropic messages
+ * (the AI SDK package's test server, as a process) replaying `replies` to the turn's requests and
  * `summary` to summary requests; `requests()` lists what it received.
  */
 const withLoopback = async <A>(
+  format: "openai" | "anthropic",
   replies: ReadonlyArray<unknown>,
   summary: unknown,
   body: (baseUrl: string, requests: () => ReadonlyArray<{ model: string; stream: boolean; summary: boolean }>) => A
 ): Promise<A> => {
   const serve = join(folder, "..", "packages", "ai-sdk", "test", "support", "serve.ts")
   const child: ChildProcess = spawn(process.execPath, [serve], {
-    env: { ...process.env, TESSERA_LOOPBACK_PLAN: JSON.stringify({ format: "openai", replies, summary }) },
+    env: { ...process.env, TESSERA_LOOPBACK_PLAN: JSON.stringify({ format, replies, summary }) },
     stdio: ["ignore", "pipe", "inherit"]
   })
   try {
@@ -212,66 +213,78 @@ describe("examples run as smoke tests", () => {
     }
   })
 
-  it("demo.ts --provider openai-compatible runs the research task against a server speaking the OpenAI wire format: streamed, offloaded, compacted, usage reported", async () => {
-    const replies = [
-      {
+  for (const provider of ["openai-compatible", "anthropic"] as const) {
+    it(`demo.ts --provider ${provider} runs the research task against a server speaking its wire format: streamed, offloaded, compacted, usage reported`, async () => {
+      const replies = [
+        {
+          _tag: "Reply",
+          text: "Start with the logs.",
+          toolCalls: [call("log-north", "fetch_log", { service: "north" })],
+          usage: usage(900, 20)
+        },
+        { _tag: "Reply", toolCalls: [call("log-south", "fetch_log", { service: "south" })], usage: usage(1_000, 20) },
+        { _tag: "Reply", toolCalls: [call("notes-1", "search_notes", { query: "rollout" })], usage: usage(1_100, 20) },
+        { _tag: "Reply", toolCalls: [call("notes-2", "search_notes", { query: "regions" })], usage: usage(1_200, 20) },
+        { _tag: "Reply", toolCalls: [call("notes-3", "search_notes", { query: "latency" })], usage: usage(1_300, 20) },
+        { _tag: "Reply", text: "Both services are healthy; the rollout went well.", usage: usage(1_400, 30) }
+      ]
+      const summary = {
         _tag: "Reply",
-        text: "Start with the logs.",
-        toolCalls: [call("log-north", "fetch_log", { service: "north" })],
-        usage: usage(900, 20)
-      },
-      { _tag: "Reply", toolCalls: [call("log-south", "fetch_log", { service: "south" })], usage: usage(1_000, 20) },
-      { _tag: "Reply", toolCalls: [call("notes-1", "search_notes", { query: "rollout" })], usage: usage(1_100, 20) },
-      { _tag: "Reply", toolCalls: [call("notes-2", "search_notes", { query: "regions" })], usage: usage(1_200, 20) },
-      { _tag: "Reply", toolCalls: [call("notes-3", "search_notes", { query: "latency" })], usage: usage(1_300, 20) },
-      { _tag: "Reply", text: "Both services are healthy; the rollout went well.", usage: usage(1_400, 30) }
-    ]
-    const summary = {
-      _tag: "Reply",
-      text: "Summary: north and south logs fetched, notes read.",
-      usage: usage(3_000, 40)
-    }
-    const scratch = mkdtempSync(join(tmpdir(), "tessera-demo-provider-test-"))
-    try {
-      const { requests, result } = await withLoopback(replies, summary, (baseUrl, requests) => ({
-        requests,
-        result: spawnSync(
-          process.execPath,
-          [
-            join(folder, "demo.ts"),
-            "--provider",
-            "openai-compatible",
-            "--base-url",
-            baseUrl,
-            "--model",
-            "loopback-model"
-          ],
-          { cwd: scratch, encoding: "utf8", env: { ...process.env, TESSERA_DEMO_DIR: scratch }, timeout: 120_000 }
+        text: "Summary: north and south logs fetched, notes read.",
+        usage: usage(3_000, 40)
+      }
+      const scratch = mkdtempSync(join(tmpdir(), "tessera-demo-provider-test-"))
+      try {
+        const { requests, result } = await withLoopback(
+          provider === "anthropic" ? "anthropic" : "openai",
+          replies,
+          summary,
+          (baseUrl, requests) => ({
+            requests,
+            result: spawnSync(
+              process.execPath,
+              [
+                join(folder, "demo.ts"),
+                "--provider",
+                provider,
+                "--base-url",
+                baseUrl,
+                "--model",
+                "loopback-model",
+                "--api-key",
+                "test-key"
+              ],
+              { cwd: scratch, encoding: "utf8", env: { ...process.env, TESSERA_DEMO_DIR: scratch }, timeout: 120_000 }
+            )
+          })
         )
-      }))
-      assert.strictEqual(result.status, 0, `${result.stdout}\n${result.stderr}`)
-      const out = result.stdout
-      assert.include(out, "model: loopback-model at http://127.0.0.1:")
-      assert.include(out, "Both services are healthy; the rollout went well.")
-      assert.include(out, "[tool] fetch_log")
-      assert.include(out, "[step 1] tool-calls; in=900,out=20", "the provider's usage, step by step")
-      assert.include(out, "2. The four-request turn: skipped")
-      assert.match(out, /summaries staged: +[1-9]/)
-      assert.match(out, /artifacts offloaded: +[1-9]\d*, leaked credentials in them: none \(redacted\)/)
-      const sent = requests()
-      assert.isTrue(sent.every((request) => request.model === "loopback-model"))
-      assert.isTrue(
-        sent.some((request) => request.summary),
-        "summary requests reached the server"
-      )
-      assert.isTrue(
-        sent.filter((request) => !request.summary).every((request) => request.stream),
-        "the turn streamed"
-      )
-    } finally {
-      rmSync(scratch, { recursive: true, force: true })
-    }
-  })
+        assert.strictEqual(result.status, 0, `${result.stdout}\n${result.stderr}`)
+        const out = result.stdout
+        assert.include(
+          out,
+          provider === "anthropic" ? "model: loopback-model (Anthropic)" : "model: loopback-model at http://127.0.0.1:"
+        )
+        assert.include(out, "Both services are healthy; the rollout went well.")
+        assert.include(out, "[tool] fetch_log")
+        assert.include(out, "[step 1] tool-calls; in=900,out=20", "the provider's usage, step by step")
+        assert.include(out, "2. The four-request turn: skipped")
+        assert.match(out, /summaries staged: +[1-9]/)
+        assert.match(out, /artifacts offloaded: +[1-9]\d*, leaked credentials in them: none \(redacted\)/)
+        const sent = requests()
+        assert.isTrue(sent.every((request) => request.model === "loopback-model"))
+        assert.isTrue(
+          sent.some((request) => request.summary),
+          "summary requests reached the server"
+        )
+        assert.isTrue(
+          sent.filter((request) => !request.summary).every((request) => request.stream),
+          "the turn streamed"
+        )
+      } finally {
+        rmSync(scratch, { recursive: true, force: true })
+      }
+    })
+  }
 
   it("real-provider.ts (the getting-started snippet) runs a streamed turn against an OpenAI-compatible server and reports the journal's usage", async () => {
     const replies = [
@@ -287,7 +300,7 @@ describe("examples run as smoke tests", () => {
     const summary = { _tag: "Reply", text: "Summary.", usage: usage(1_000, 5) }
     const scratch = mkdtempSync(join(tmpdir(), "tessera-real-provider-test-"))
     try {
-      const { requests, result } = await withLoopback(replies, summary, (baseUrl, requests) => ({
+      const { requests, result } = await withLoopback("openai", replies, summary, (baseUrl, requests) => ({
         requests,
         result: spawnSync(process.execPath, [join(folder, "real-provider.ts")], {
           cwd: scratch,
