@@ -10,6 +10,7 @@ import {
   type LanguageModelV4Content,
   type LanguageModelV4FinishReason,
   type LanguageModelV4GenerateResult,
+  type LanguageModelV4Message,
   type LanguageModelV4StreamPart,
   type LanguageModelV4Usage
 } from "@ai-sdk/provider"
@@ -390,6 +391,70 @@ describe("AiSdkModel: requests", () => {
         assert.notStrictEqual(structuredClone(providerOptions), file.providerOptions)
       })
   )
+
+  it("property: toPrompt keeps every part once and in order, system texts as system messages, tool results in tool messages, and never puts two messages of one role side by side; one message per part (control) does", () => {
+    const part = fc.oneof(
+      fc
+        .record({ role: fc.constantFrom("system", "user", "assistant" as const), text: fc.string() })
+        .map(({ role, text }) => Model.text(role, text)),
+      fc.uuid().map((id) => Model.toolCall(id, "tool", { id })),
+      fc
+        .record({ id: fc.uuid(), isError: fc.boolean() })
+        .map(({ id, isError }) => Model.toolResult({ callId: id, name: "tool", content: `result ${id}`, isError })),
+      fc.constantFrom("user", "assistant" as const).map(
+        (role): Model.MediaPart => ({
+          _tag: "Media",
+          role,
+          mediaType: "image/png",
+          data: { _tag: "Url", url: "https://example.com/a.png" },
+          providerOptions: { vendor: { x: 1 } }
+        })
+      )
+    )
+    type Made = string | Exclude<LanguageModelV4Message["content"], string>[number]
+    /** The prompt's contents, flattened: what each part became, in order. */
+    const flatten = (prompt: ReturnType<typeof AiSdkModel.toPrompt>): Array<Made> =>
+      prompt.flatMap((message): Array<Made> => (message.role === "system" ? [message.content] : message.content))
+    const adjacentSameRole = (prompt: ReturnType<typeof AiSdkModel.toPrompt>) =>
+      prompt.some(
+        (message, index) => index > 0 && message.role !== "system" && prompt[index - 1]?.role === message.role
+      )
+    fc.assert(
+      fc.property(fc.array(part, { maxLength: 20 }), (parts) => {
+        const prompt = AiSdkModel.toPrompt(parts)
+        const flat = flatten(prompt)
+        assert.strictEqual(flat.length, parts.length)
+        parts.forEach((source, index) => {
+          const made = flat[index]
+          switch (source._tag) {
+            case "Text":
+              if (source.role === "system") assert.strictEqual(made, source.text)
+              else assert.deepStrictEqual(made, { type: "text", text: source.text })
+              break
+            case "ToolCall":
+              assert(typeof made === "object" && made.type === "tool-call" && made.toolCallId === source.id)
+              break
+            case "ToolResult":
+              assert(typeof made === "object" && made.type === "tool-result" && made.toolCallId === source.callId)
+              break
+            case "Media":
+              assert(typeof made === "object" && made?.type === "file")
+              assert.strictEqual(made.providerOptions, source.providerOptions)
+          }
+        })
+        for (const message of prompt) {
+          if (message.role === "tool") assert.isTrue(message.content.every((item) => item.type === "tool-result"))
+          if (message.role === "user") {
+            assert.isTrue(message.content.every((item) => ["text", "file"].includes(item.type as string)))
+          }
+        }
+        assert.isFalse(adjacentSameRole(prompt))
+      })
+    )
+    // Control: one message per part puts two user messages side by side.
+    const perPart = [Model.text("user", "a"), Model.text("user", "b")].flatMap((one) => AiSdkModel.toPrompt([one]))
+    assert.isTrue(adjacentSameRole(perPart))
+  })
 
   it.effect("callOptions reach every call; the adapter sets prompt, tools and the abort signal", () =>
     Effect.gen(function* () {
