@@ -103,6 +103,15 @@ const O_NONBLOCK = fs.constants.O_NONBLOCK ?? 0
 const readFolderFlags = directoryFlags | O_NOFOLLOW
 const readFileFlags = fs.constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK
 
+/**
+ * Reads of at most this many bytes run on the calling thread. What they read
+ * is small and read often (a volume's registration at every admission of a
+ * private writer, a staged summary), so it is in the kernel's page cache and
+ * a read is a copy of microseconds, where a worker round trip costs 0.1 to
+ * 0.3 ms; larger reads (an artifact read back) stay on a worker.
+ */
+const blockingReadUpTo = 64 * 1024
+
 /** `statfs` magic numbers of Linux file systems that live in memory: tmpfs and ramfs. */
 const memoryFileSystemTypes: ReadonlySet<number> = new Set([0x01021994, 0x858458f6])
 /** Writes up to this size block on a memory file system: copying them costs about a worker round trip. */
@@ -473,9 +482,46 @@ export const make = (options: NodeDurableFilesOptions = {}): DurableFilesShape =
     }
   }
 
+  const readFailure = (path: string, error: unknown) =>
+    error instanceof OutsideWithin ||
+    error instanceof SymlinkRefused ||
+    error instanceof NotPlainFile ||
+    error instanceof DurableFileFailure
+      ? error
+      : failure("readFile", path, error)
+
+  /** Reads `length` bytes of an opened file from `start`, stopping early if it shrank; the caller closes it. */
+  const readSpan = (file: number, start: number, length: number): Uint8Array => {
+    const bytes = Buffer.alloc(length)
+    let read = 0
+    while (read < length) {
+      const count = fs.readSync(file, bytes, read, length - read, start + read)
+      // The file shrank since fstat: what is there is all there is.
+      if (count === 0) break
+      read += count
+    }
+    return new Uint8Array(bytes.buffer, bytes.byteOffset, read)
+  }
+
+  const readSpanOnWorker = async (file: number, start: number, length: number): Promise<Uint8Array> => {
+    const bytes = Buffer.alloc(length)
+    let read = 0
+    while (read < length) {
+      const count = await new Promise<number>((resolve, reject) =>
+        fs.read(file, bytes, read, length - read, start + read, (error, n) =>
+          error === null ? resolve(n) : reject(error)
+        )
+      )
+      if (count === 0) break
+      read += count
+    }
+    return new Uint8Array(bytes.buffer, bytes.byteOffset, read)
+  }
+
   const readFile: DurableFilesShape["readFile"] = (path, { maxBytes, offset = 0, within }: ReadFileOptions) =>
-    Effect.tryPromise({
-      try: async () => {
+    Effect.suspend(() => {
+      let file: number | undefined
+      try {
         const root = realWithin("readFile", within)
         const target = nodePath.resolve(path)
         const relative =
@@ -489,7 +535,6 @@ export const make = (options: NodeDurableFilesOptions = {}): DurableFilesShape =
         // each is the real root joined with the names so far. Anything else (a rename racing the walk) is refused.
         let folder = fs.openSync(root, readFolderFlags)
         let folderPath = root
-        let file: number
         try {
           for (const name of names) {
             const next = openNoFollow(folder, folderPath, name, readFolderFlags, path)
@@ -531,30 +576,23 @@ export const make = (options: NodeDurableFilesOptions = {}): DurableFilesShape =
           }
           const start = Math.min(Math.max(0, offset), stat.size)
           const length = Math.min(stat.size - start, maxBytes ?? stat.size)
-          const bytes = Buffer.alloc(length)
-          let read = 0
-          while (read < length) {
-            const count = await new Promise<number>((resolve, reject) =>
-              fs.read(file, bytes, read, length - read, start + read, (error, n) =>
-                error === null ? resolve(n) : reject(error)
-              )
-            )
-            // The file shrank since fstat: what is there is all there is.
-            if (count === 0) break
-            read += count
+          const size = stat.size
+          if (length <= blockingReadUpTo) {
+            return Effect.succeed({ bytes: readSpan(file, start, length), size, location })
           }
-          return { bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, read), size: stat.size, location }
+          // Handed over to the worker's read, which closes it.
+          const held = file
+          file = undefined
+          return Effect.tryPromise({
+            try: () => readSpanOnWorker(held, start, length).finally(() => closeQuietly(held)),
+            catch: (error) => readFailure(path, error)
+          }).pipe(Effect.map((bytes) => ({ bytes, size, location })))
         } finally {
-          closeQuietly(file)
+          if (file !== undefined) closeQuietly(file)
         }
-      },
-      catch: (error) =>
-        error instanceof OutsideWithin ||
-        error instanceof SymlinkRefused ||
-        error instanceof NotPlainFile ||
-        error instanceof DurableFileFailure
-          ? error
-          : failure("readFile", path, error)
+      } catch (error) {
+        return Effect.fail(readFailure(path, error))
+      }
     })
 
   return DurableFiles.of({

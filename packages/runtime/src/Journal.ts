@@ -52,6 +52,7 @@ import { sha256Bytes } from "./internal/digest.ts"
 import { eachLine } from "./internal/journalLines.ts"
 import { advance, emptyState, summaryKey as internalSummaryKey, makeReplay } from "./internal/journalState.ts"
 import { JournalTap, tapped } from "./internal/journalTap.ts"
+import { plainValueCheck } from "./internal/plainValue.ts"
 import * as JournalFile from "./JournalFile.ts"
 import * as StoreLayout from "./StoreLayout.ts"
 
@@ -377,7 +378,18 @@ export const fileName: (task: Ids.TaskId) => string = StoreLayout.journalFileNam
 const decodeTask = InvalidInput.decode(Ids.TaskId, "Journal", "task")
 
 const newline = 0x0a
-const decodeEntry = Schema.decodeUnknownResult(Entry)
+const decodeAnyEntry = Schema.decodeUnknownResult(Entry)
+// Every line names its entry's kind first (`_tag`). A line that is already exactly an entry of that kind (the
+// case of every line this journal wrote) is accepted as it was parsed, after a check compiled from that kind's
+// Schema; anything else goes to the union's decoder, which decides and names what was wrong.
+const plainEntry: ReadonlyMap<string, (input: unknown) => boolean> = new Map(
+  Entry.members.map((member) => [member.fields._tag.schema.literal, plainValueCheck(member.ast)] as const)
+)
+const decodeEntry = (json: unknown): Result.Result<Entry, Schema.SchemaError> => {
+  const tag = typeof json === "object" && json !== null ? (json as { readonly _tag?: unknown })._tag : undefined
+  const plain = typeof tag === "string" ? plainEntry.get(tag) : undefined
+  return plain?.(json) === true ? Result.succeed(json as Entry) : decodeAnyEntry(json)
+}
 // `EntryLine`'s encoding is the entry's, then `JSON.stringify`; done in two steps here because the
 // string transformation runs as an effect, which a synchronous encode would run on a fiber of its own.
 const encodeEntry = Schema.encodeResult(Entry)

@@ -230,17 +230,28 @@ export const readStagedAdmitted = Effect.fnUntraced(function* (
   givenKey: StagingKey
 ) {
   const key = yield* InvalidInput.decode(StagingKey, "PrivateStaging.readStaged", "key")(givenKey)
+  const files = yield* DurableFiles.DurableFiles
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const relative = relativePath(key)
   const absolutePath = path.join(capability.folder, relative)
-  const bytes = yield* fs.readFile(absolutePath).pipe(
-    Effect.map(Option.some),
-    Effect.catchIf(
-      (error: PlatformError) => error.reason._tag === "NotFound",
-      () => Effect.succeed(Option.none<Uint8Array>())
-    ),
-    Effect.mapError((error: PlatformError) => new StagingReadFailed({ path: absolutePath, detail: error.message }))
+  const readFailed = (error: { readonly message: string }) =>
+    new StagingReadFailed({ path: absolutePath, detail: error.message })
+  // Looked for before every summary, and almost always absent: the durable files' read answers that without a
+  // worker round trip and follows no link on the way. A publish that a crash interrupted between linking the
+  // final name and removing the temporary one leaves the file with two names, which that read refuses as not a
+  // plain file; such a file is read by its name.
+  const bytes = yield* files.readFile(absolutePath, { within: capability.folder }).pipe(
+    Effect.map((read) => Option.some(read.bytes)),
+    Effect.catch((error) => {
+      if (error._tag === "DurableFileFailure" && error.code === "ENOENT") return Effect.succeed(Option.none())
+      // Only a plain file with a second name is read again: a folder or a FIFO planted there stays refused.
+      if (error._tag !== "NotPlainFile" || !error.found.endsWith("hard links")) return Effect.fail(readFailed(error))
+      return fs.readFile(absolutePath).pipe(
+        Effect.map((read): Option.Option<Uint8Array> => Option.some(read)),
+        Effect.mapError((error: PlatformError) => readFailed(error))
+      )
+    })
   )
   if (Option.isNone(bytes)) return Option.none<{ readonly file: StagedFile; readonly text: string }>()
   const file: StagedFile = {
