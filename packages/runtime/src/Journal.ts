@@ -52,7 +52,7 @@ import { sha256Bytes } from "./internal/digest.ts"
 import { eachLine } from "./internal/journalLines.ts"
 import { advance, emptyState, summaryKey as internalSummaryKey, makeReplay } from "./internal/journalState.ts"
 import { JournalTap, tapped } from "./internal/journalTap.ts"
-import { plainValueCheck } from "./internal/plainValue.ts"
+import { plainValueCheck, plainValueCopy } from "./internal/plainValue.ts"
 import * as JournalFile from "./JournalFile.ts"
 import * as StoreLayout from "./StoreLayout.ts"
 
@@ -385,6 +385,11 @@ const decodeAnyEntry = Schema.decodeUnknownResult(Entry)
 const plainEntry: ReadonlyMap<string, (input: unknown) => boolean> = new Map(
   Entry.members.map((member) => [member.fields._tag.schema.literal, plainValueCheck(member.ast)] as const)
 )
+// An entry that is plain (every entry this library appends) is written from a copy in the Schema's key order,
+// the bytes the Schema's encoding gives, without running the encoder; anything else is encoded by the Schema.
+const plainLine: ReadonlyMap<string, (input: unknown) => unknown> = new Map(
+  Entry.members.map((member) => [member.fields._tag.schema.literal, plainValueCopy(member.ast)] as const)
+)
 const decodeEntry = (json: unknown): Result.Result<Entry, Schema.SchemaError> => {
   const tag = typeof json === "object" && json !== null ? (json as { readonly _tag?: unknown })._tag : undefined
   const plain = typeof tag === "string" ? plainEntry.get(tag) : undefined
@@ -656,7 +661,8 @@ export const open = Effect.fnUntraced(function* (
     if (Result.isFailure(next)) {
       return Result.fail(new JournalSequenceError({ file, entry: entry._tag, detail: next.failure }))
     }
-    const encoded = encodeEntry(entry)
+    const plain = plainLine.get(entry._tag)?.(entry)
+    const encoded = plain === undefined ? encodeEntry(entry) : Result.succeed(plain)
     if (Result.isFailure(encoded)) {
       return Result.fail(
         new JournalSequenceError({

@@ -3,7 +3,7 @@ import { Journal } from "@tessera/runtime"
 import { Result, Schema, type SchemaAST } from "effect"
 import * as fc from "fast-check"
 // The predicate is internal (the package blocks `./internal/*`); the test reaches it by path.
-import { plainValueCheck } from "../src/internal/plainValue.js"
+import { plainValueCheck, plainValueCopy } from "../src/internal/plainValue.js"
 
 const stringCandidates = ["task-1", "op", "a".repeat(64), "0f".repeat(32), "text"]
 const numberCandidates = [0, 1, 2, 7, 1_764_572_400_000]
@@ -120,6 +120,25 @@ describe("plain-value check (the journal's fast path on reopen)", () => {
     }
     // The fast path is taken, not only declined: a predicate answering `false` always would pass the above.
     assert.isAbove(accepted, members.length * 20)
+  })
+
+  it("plain_value_copy_is_the_schema_encoding: for every entry kind, a copy it makes has the bytes the Schema's encoding gives", () => {
+    let copied = 0
+    for (const member of members) {
+      const copy = plainValueCopy(member.ast)
+      const encode = Schema.encodeUnknownResult(member)
+      fc.assert(
+        fc.property(near(member.ast), (input) => {
+          const made = copy(input)
+          if (made === undefined) return true
+          copied++
+          const encoded = encode(input)
+          return Result.isSuccess(encoded) && JSON.stringify(encoded.success) === JSON.stringify(made)
+        }),
+        { numRuns: 300 }
+      )
+    }
+    assert.isAbove(copied, members.length * 20)
   })
 
   it("every entry kind as the journal writes it takes the fast path", () => {

@@ -17,12 +17,19 @@
  */
 import type { SchemaAST } from "effect"
 
-type Predicate = (input: unknown) => boolean
+/** What a compiled node answers for an input it does not vouch for. */
+const notPlain: unique symbol = Symbol("notPlain")
 
-const never: Predicate = () => false
+/** A compiled node: the value (itself, or a copy in the Schema's key order), or {@link notPlain}. */
+type Compiled = (input: unknown) => unknown
+
+const never: Compiled = () => notPlain
 const noOptions: SchemaAST.ParseOptions = {}
 
-const passesChecks = (checks: SchemaAST.Checks | undefined, ast: SchemaAST.AST): Predicate | undefined => {
+const passesChecks = (
+  checks: SchemaAST.Checks | undefined,
+  ast: SchemaAST.AST
+): ((input: unknown) => boolean) | undefined => {
   if (checks === undefined) return undefined
   const filters: Array<SchemaAST.Filter<unknown>> = []
   const collect = (check: SchemaAST.Check<unknown>): void => {
@@ -36,61 +43,88 @@ const passesChecks = (checks: SchemaAST.Checks | undefined, ast: SchemaAST.AST):
   }
 }
 
-const withChecks = (ast: SchemaAST.AST, shape: Predicate): Predicate => {
+const withChecks = (ast: SchemaAST.AST, shape: Compiled): Compiled => {
   const checks = passesChecks(ast.checks, ast)
-  return checks === undefined ? shape : (input) => shape(input) && checks(input)
+  return checks === undefined
+    ? shape
+    : (input) => {
+        const value = shape(input)
+        return value === notPlain || !checks(value) ? notPlain : value
+      }
 }
+
+const leaf = (ast: SchemaAST.AST, accepts: (input: unknown) => boolean): Compiled =>
+  withChecks(ast, (input) => (accepts(input) ? input : notPlain))
 
 const isPlainObject = (input: unknown): input is Record<string, unknown> =>
   typeof input === "object" && input !== null && !Array.isArray(input)
 
-const compile = (ast: SchemaAST.AST): Predicate => {
+/** With `copy`, objects and arrays come back as new values with the Schema's key order; else as given. */
+const compile = (ast: SchemaAST.AST, copy: boolean): Compiled => {
   // A node that transforms on decoding decodes to something other than its input. (A constructor default is
   // used by `make` alone; a default for decoding is an encoding.)
   if (ast.encoding !== undefined) return never
   switch (ast._tag) {
     case "String":
-      return withChecks(ast, (input) => typeof input === "string")
+      return leaf(ast, (input) => typeof input === "string")
     case "Number":
-      return withChecks(ast, (input) => typeof input === "number" && Number.isFinite(input))
+      return leaf(ast, (input) => typeof input === "number" && Number.isFinite(input))
     case "Boolean":
-      return withChecks(ast, (input) => typeof input === "boolean")
+      return leaf(ast, (input) => typeof input === "boolean")
     case "Null":
-      return withChecks(ast, (input) => input === null)
+      return leaf(ast, (input) => input === null)
     case "Literal": {
       const literal = ast.literal
-      return typeof literal === "bigint" ? never : withChecks(ast, (input) => input === literal)
+      return typeof literal === "bigint" ? never : leaf(ast, (input) => input === literal)
     }
     case "Union": {
       if (ast.options?.mode === "oneOf") return never
-      const members = ast.types.map(compile)
-      return withChecks(ast, (input) => members.some((member) => member(input)))
+      const members = ast.types.map((member) => compile(member, copy))
+      return withChecks(ast, (input) => {
+        for (const member of members) {
+          const value = member(input)
+          if (value !== notPlain) return value
+        }
+        return notPlain
+      })
     }
     case "Arrays": {
       if (ast.elements.length > 0 || ast.rest.length !== 1) return never
-      const element = compile(ast.rest[0] as SchemaAST.AST)
-      return withChecks(ast, (input) => Array.isArray(input) && input.every(element))
+      const element = compile(ast.rest[0] as SchemaAST.AST, copy)
+      return withChecks(ast, (input) => {
+        if (!Array.isArray(input)) return notPlain
+        const out: Array<unknown> | undefined = copy ? new Array(input.length) : undefined
+        for (let index = 0; index < input.length; index++) {
+          const value = element(input[index])
+          if (value === notPlain) return notPlain
+          if (out !== undefined) out[index] = value
+        }
+        return out ?? input
+      })
     }
     case "Objects": {
       if (ast.indexSignatures.length > 0) return never
-      const fields: Array<readonly [string, Predicate, boolean]> = []
+      const fields: Array<readonly [string, Compiled, boolean]> = []
       for (const signature of ast.propertySignatures) {
         if (typeof signature.name !== "string") return never
-        fields.push([signature.name, compile(signature.type), signature.type.context?.isOptional === true])
+        fields.push([signature.name, compile(signature.type, copy), signature.type.context?.isOptional === true])
       }
       const known = new Set(fields.map(([name]) => name))
       return withChecks(ast, (input) => {
-        if (!isPlainObject(input)) return false
-        for (const [name, check, optional] of fields) {
+        if (!isPlainObject(input)) return notPlain
+        const out: Record<string, unknown> | undefined = copy ? {} : undefined
+        for (const [name, field, optional] of fields) {
           if (!(name in input)) {
             if (optional) continue
-            return false
+            return notPlain
           }
-          if (!check(input[name])) return false
+          const value = field(input[name])
+          if (value === notPlain) return notPlain
+          if (out !== undefined) out[name] = value
         }
         // An extra key is dropped by decoding: such a value does not decode to itself.
-        for (const key in input) if (!known.has(key)) return false
-        return true
+        for (const key in input) if (!known.has(key)) return notPlain
+        return out ?? input
       })
     }
     default:
@@ -100,7 +134,24 @@ const compile = (ast: SchemaAST.AST): Predicate => {
 
 /**
  * The predicate for `ast`: `true` only for an input that the Schema would
- * decode to an equal value (see the module's description); `false` means
- * "ask the Schema".
+ * decode (and encode) to an equal value (see the module's description);
+ * `false` means "ask the Schema".
  */
-export const plainValueCheck = (ast: SchemaAST.AST): Predicate => compile(ast)
+export const plainValueCheck = (ast: SchemaAST.AST): ((input: unknown) => boolean) => {
+  const compiled = compile(ast, false)
+  return (input) => compiled(input) !== notPlain
+}
+
+/**
+ * For `ast`: a copy of an input that {@link plainValueCheck} accepts, with
+ * every object's keys in the Schema's order (what the Schema's own encoding
+ * produces, so a line written from it has the same bytes), or `undefined`
+ * for any other input ("ask the Schema").
+ */
+export const plainValueCopy = (ast: SchemaAST.AST): ((input: unknown) => unknown) => {
+  const compiled = compile(ast, true)
+  return (input) => {
+    const value = compiled(input)
+    return value === notPlain ? undefined : value
+  }
+}
