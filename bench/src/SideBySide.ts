@@ -5,6 +5,8 @@
  * last 6 messages (here: the last 3 rounds of call + result).
  *
  * Both sides are driven by a scripted model that keeps nothing it receives.
+ * Ours reports a finish reason with every response, as providers do, so a
+ * streamed and a plain turn record the same responses.
  * A step is the time from one agent model call to the next; a
  * summarization step is a step during which a summary request was sent.
  */
@@ -58,20 +60,23 @@ export const run = async (args: SideArgs): Promise<SideResult> => {
           if (isSummaryRequest(request)) {
             summaries++
             clock?.summary()
-            return Model.response({ text: summaryText(summaries, 400) })
+            return Model.response({ text: summaryText(summaries, 400), finishReason: "stop" })
           }
           clock?.agentCall()
           calls++
           return calls < steps
-            ? Model.response({ toolCalls: [Model.toolCall(`call_${calls}`, "produce", { size: toolResultChars })] })
-            : Model.response({ text: "All batches processed." })
+            ? Model.response({
+                toolCalls: [Model.toolCall(`call_${calls}`, "produce", { size: toolResultChars })],
+                finishReason: "tool-calls"
+              })
+            : Model.response({ text: "All batches processed.", finishReason: "stop" })
         })
       const layer = turnLayer(world.journalFolder, generate)
       const streaming = Layer.merge(
         layer,
         Model.layerFromStream((request) =>
-          Stream.flatMap(Stream.fromEffect(generate(request)), (response) =>
-            Stream.fromIterable(ScriptedModel.streamEvents(response))
+          Stream.unwrap(
+            Effect.map(generate(request), (response) => Stream.fromIterable(ScriptedModel.streamEvents(response)))
           )
         )
       )

@@ -55,10 +55,14 @@ export const renderValue = (value: unknown): string => {
  * @since 0.1.0
  * @category decoding
  */
-export const decode =
-  <S extends Schema.Top & { readonly DecodingServices: never }>(schema: S, entry: string, field: string) =>
-  (value: unknown): Effect.Effect<S["Type"], InvalidInput> =>
-    Effect.fromResult(decodeResult(schema, entry, field)(value))
+export const decode = <S extends Schema.Top & { readonly DecodingServices: never }>(
+  schema: S,
+  entry: string,
+  field: string
+): ((value: unknown) => Effect.Effect<S["Type"], InvalidInput>) => {
+  const decoded = decodeResult(schema, entry, field)
+  return (value) => Effect.fromResult(decoded(value))
+}
 
 /**
  * {@link decode} as a `Result`, for synchronous entries.
@@ -66,11 +70,17 @@ export const decode =
  * @since 0.1.0
  * @category decoding
  */
-export const decodeResult =
-  <S extends Schema.Top & { readonly DecodingServices: never }>(schema: S, entry: string, field: string) =>
-  (value: unknown): Result.Result<S["Type"], InvalidInput> => {
-    const decoded = Schema.decodeUnknownResult(schema)(value)
+export const decodeResult = <S extends Schema.Top & { readonly DecodingServices: never }>(
+  schema: S,
+  entry: string,
+  field: string
+) => {
+  // Made once per entry: ids and keys are decoded on every call of a public entry.
+  const decodeUnknown = Schema.decodeUnknownResult(schema)
+  return (value: unknown): Result.Result<S["Type"], InvalidInput> => {
+    const decoded = decodeUnknown(value)
     return Result.isSuccess(decoded)
       ? Result.succeed(decoded.success)
       : Result.fail(new InvalidInput({ entry, field, value: renderValue(value), detail: decoded.failure.message }))
   }
+}

@@ -118,6 +118,8 @@ export type StagingError =
 export const relativePath = (key: StagingKey): string => StoreLayout.summaryPath(key.operation, key.step)
 
 const decodeKey = InvalidInput.decode(StagingKey, "PrivateStaging.stageOnce", "key")
+const decodeReadKey = InvalidInput.decode(StagingKey, "PrivateStaging.readStaged", "key")
+const decodeWithdrawKey = InvalidInput.decode(StagingKey, "PrivateStaging.withdraw", "key")
 
 const encoder = new TextEncoder()
 
@@ -211,7 +213,7 @@ export const stageOnce = Effect.fn("PrivateStaging.stageOnce")(function* (
  * @category staging
  */
 export const readStaged = Effect.fnUntraced(function* (givenKey: StagingKey) {
-  const key = yield* InvalidInput.decode(StagingKey, "PrivateStaging.readStaged", "key")(givenKey)
+  const key = yield* decodeReadKey(givenKey)
   const capability = yield* PrivateSummaries.admit("PrivateStaging.readStaged")
   return yield* readStagedAdmitted(capability, key)
 })
@@ -229,7 +231,7 @@ export const readStagedAdmitted = Effect.fnUntraced(function* (
   capability: PrivateSummaries.PrivateWriterCapability,
   givenKey: StagingKey
 ) {
-  const key = yield* InvalidInput.decode(StagingKey, "PrivateStaging.readStaged", "key")(givenKey)
+  const key = yield* decodeReadKey(givenKey)
   const files = yield* DurableFiles.DurableFiles
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
@@ -274,7 +276,7 @@ export const readStagedAdmitted = Effect.fnUntraced(function* (
  * @category staging
  */
 export const withdraw = Effect.fnUntraced(function* (givenKey: StagingKey) {
-  const key = yield* InvalidInput.decode(StagingKey, "PrivateStaging.withdraw", "key")(givenKey)
+  const key = yield* decodeWithdrawKey(givenKey)
   const capability = yield* PrivateSummaries.admit("PrivateStaging.withdraw")
   const fs = yield* FileSystem.FileSystem
   const files = yield* DurableFiles.DurableFiles

@@ -50,8 +50,10 @@ const jsonDecoder = <A, I>(schema: Schema.Codec<A, I>): JsonDecoder<A> => {
  * hand-edited file with an extra field is as suspect as one with a wrong
  * field. Only the first problem is reported: it is the one to fix first.
  */
+const strict = { onExcessProperty: "error" } as const
+
 export const decodeJsonText = <A, I>(schema: Schema.Codec<A, I>, text: string): Result.Result<A, DecodeProblem> => {
-  const decoded = jsonDecoder(schema)(text, { onExcessProperty: "error" })
+  const decoded = jsonDecoder(schema)(text, strict)
   if (Result.isSuccess(decoded)) return Result.succeed(decoded.success)
   const [first] = issueFormatter(decoded.failure.issue).issues
   return Result.fail(
