@@ -341,25 +341,4 @@ describe("TesseraMiddleware (Vercel AI SDK 7)", () => {
         assert.strictEqual(journal.split('"_tag":"TurnOpened"').length - 1, 1, "one turn")
       })
     ))
-
-  it("a stream call is refused before anything is journaled", () =>
-    inWorld((world) =>
-      Effect.gen(function* () {
-        const binding = yield* bindTask(world, true)
-        const tessera = yield* TesseraMiddleware.make(binding, { offload })
-        const { model } = scripted(1, 10)
-        const wrapped = wrapLanguageModel({ model, middleware: tessera.middleware })
-        const refused = yield* Effect.promise(() =>
-          (wrapped as { doStream: (options: LanguageModelV4CallOptions) => PromiseLike<unknown> })
-            .doStream({ prompt: [{ role: "user", content: [{ type: "text", text: taskText }] }] })
-            .then(
-              () => undefined,
-              (error: unknown) => error
-            )
-        )
-        assert.instanceOf(refused, TesseraMiddleware.StreamingUnsupported)
-        assert.strictEqual(model.doStreamCalls.length, 0)
-        assert.strictEqual(journalText(world), "")
-      })
-    ))
 })
