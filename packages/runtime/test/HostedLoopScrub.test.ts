@@ -21,12 +21,12 @@ const planted = fc.letrec((tie) => ({
 })).value
 
 class ProviderError extends Error {
-  constructor(
-    message: string,
-    readonly body: unknown,
-    readonly retryable: boolean
-  ) {
+  readonly body: unknown
+  readonly retryable: boolean
+  constructor(message: string, body: unknown, retryable: boolean) {
     super(message)
+    this.body = body
+    this.retryable = retryable
   }
 }
 
