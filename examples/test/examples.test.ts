@@ -57,6 +57,31 @@ describe("examples run as smoke tests", () => {
     }
   })
 
+  it("effect-ai.ts shows a Chat on a wrapped Effect AI LanguageModel offloading, compacting and reporting summary usage, a Tessera turn on an Effect AI provider, and a writerless task refused", () => {
+    const scratch = mkdtempSync(join(tmpdir(), "tessera-effect-ai-example-"))
+    try {
+      const result = spawnSync(process.execPath, [join(folder, "effect-ai.ts")], {
+        cwd: scratch,
+        encoding: "utf8",
+        env: { ...process.env, TESSERA_EXAMPLE_DIR: scratch },
+        timeout: 120_000
+      })
+      assert.strictEqual(result.status, 0, result.stderr)
+      const out = result.stdout
+      assert.match(out, /answer: All 30 services are ok\./)
+      assert.match(out, /summary usage on the step's finish part: \{"summaryRequests":[1-9]\d*,/)
+      assert.match(out, /tool results offloaded: 30; credentials in them: none \(redacted\)/)
+      assert.match(out, /log bodies in it: none/)
+      assert.match(out, /Tessera turn on the Effect AI provider: All 30 services are ok\. \(31 steps\)/)
+      assert.match(out, /writerless task refused: Unauthorized; model requests sent: 0/)
+      const sizes = /largest request: (\d+) bytes with Tessera, (\d+) bytes without/.exec(out)
+      assert.isNotNull(sizes)
+      assert.isBelow(Number(sizes?.[1]) * 5, Number(sizes?.[2]), "the wrapped model's largest request is a fraction")
+    } finally {
+      rmSync(scratch, { recursive: true, force: true })
+    }
+  })
+
   it("mcp-tools.ts shows an MCP server's tool result offloaded and scrubbed like any other", () => {
     const scratch = mkdtempSync(join(tmpdir(), "tessera-mcp-example-"))
     try {

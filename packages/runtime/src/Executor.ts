@@ -465,6 +465,12 @@ const forwardModelEvent = (
   }
 }
 
+/** What a scrubbed copy of a model error keeps: its reason, and whether it is retryable. */
+const kept = (error: ModelError) => ({
+  reason: error.reason,
+  ...(error.retryable === undefined ? {} : { retryable: error.retryable })
+})
+
 /**
  * A provider's error text often echoes the request (and so secrets): it is
  * scrubbed by the host's redactor, when one is provided, before it is
@@ -475,9 +481,9 @@ const scrubModelError = (error: ModelError): Effect.Effect<ModelError> =>
     Option.isNone(redactor)
       ? Effect.succeed(error)
       : redactor.value.redact(error.detail).pipe(
-          Effect.map((detail) => (detail === error.detail ? error : new ModelError({ reason: error.reason, detail }))),
+          Effect.map((detail) => (detail === error.detail ? error : new ModelError({ ...kept(error), detail }))),
           Effect.orElseSucceed(
-            () => new ModelError({ reason: error.reason, detail: "[detail withheld: the redactor failed on it]" })
+            () => new ModelError({ ...kept(error), detail: "[detail withheld: the redactor failed on it]" })
           )
         )
   )

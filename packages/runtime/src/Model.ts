@@ -359,7 +359,16 @@ export type ModelErrorReason = typeof ModelErrorReason.Type
  */
 export class ModelError extends Schema.TaggedError<ModelError>()("ModelError", {
   reason: ModelErrorReason,
-  detail: Schema.String
+  detail: Schema.String,
+  /**
+   * Whether the provider says trying the same request again may succeed
+   * (a rate limit, a transport failure), when the adapter knows. Absent:
+   * not said. The executor does not retry by itself; a host's retry policy
+   * may read it.
+   *
+   * @since 0.3.0
+   */
+  retryable: Schema.optionalKey(Schema.Boolean)
 }) {
   override get message(): string {
     return `model error (${this.reason}): ${this.detail}`
