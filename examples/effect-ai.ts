@@ -30,7 +30,7 @@ import { DefaultRedactor } from "@tessera/artifacts"
 import { Ids } from "@tessera/core"
 import { EffectAiModel, TesseraLanguageModel } from "@tessera/effect-ai"
 import { JournalForbiddingHost, LocalHarness, NodeDurableFiles } from "@tessera/node"
-import { CompactionPolicy, History, Model, TaskExecution, Tool as TesseraTool } from "@tessera/runtime"
+import { CompactionPolicy, type EntryGate, History, Model, TaskExecution, Tool as TesseraTool } from "@tessera/runtime"
 import { Effect, Layer, Ref, Schema, Stream } from "effect"
 import { Chat, LanguageModel, type Response, Tool, Toolkit } from "effect/ai"
 
@@ -123,27 +123,42 @@ const chatLoop = Effect.gen(function* () {
 const policy = CompactionPolicy.threshold({ measure: "bytes", limit: 12_000, keepRecent: 2_000, pieceLimit: 100_000 })
 const offload = { threshold: 2_000, readTool: "read_artifact", destination: "Private" } as const
 
+// #region effect-ai-wrapper
+/** The harness's own Chat loop, on the provider wrapped with Tessera for the bound task. */
+const chatWithTessera = (binding: EntryGate.TaskBinding, provider: Layer.Layer<LanguageModel.LanguageModel>) =>
+  chatLoop.pipe(
+    Effect.provide(
+      Layer.merge(TesseraLanguageModel.layer(binding, { offload }).pipe(Layer.provide(provider)), logsLayer)
+    )
+  )
+// #endregion effect-ai-wrapper
+
+// #region effect-ai-model
+const fetchLog = TesseraTool.make({
+  name: "fetch_log",
+  description: "Fetches a service's log",
+  input: Schema.Struct({ service: Schema.String }),
+  handler: ({ service }) => Effect.succeed(logOf(service))
+})
+
+/** A Tessera turn whose model is the Effect AI provider. */
+const tesseraTurn = (binding: EntryGate.TaskBinding, provider: Layer.Layer<LanguageModel.LanguageModel>) =>
+  TaskExecution.runTurn(binding, History.make([Model.text("user", `Check the logs of ${calls} services.`)]), {
+    tools: TesseraTool.registry(fetchLog),
+    maxSteps: calls + 1,
+    offload
+  }).pipe(Effect.provide(EffectAiModel.layer.pipe(Layer.provide(provider))))
+// #endregion effect-ai-model
+
 const program = Effect.gen(function* () {
   const harness = yield* LocalHarness.open({ stateDir, namespace: "effect-ai", agent })
 
-  // #region effect-ai-wrapper
   const provider = scriptedProvider()
   const withTessera = yield* harness.withTask(
     taskId("effect-ai-1"),
-    (binding) =>
-      chatLoop.pipe(
-        Effect.provide(
-          Layer.merge(
-            TesseraLanguageModel.layer(binding, { offload }).pipe(
-              Layer.provide(Layer.merge(provider.layer, DefaultRedactor.layer()))
-            ),
-            logsLayer
-          )
-        )
-      ),
+    (binding) => chatWithTessera(binding, provider.layer).pipe(Effect.provide(DefaultRedactor.layer())),
     { policy }
   )
-  // #endregion effect-ai-wrapper
   console.log(`answer: ${withTessera.answer}`)
   console.log(`summary usage on the step's finish part: ${JSON.stringify(withTessera.summaryMetadata)}`)
   const bare = scriptedProvider()
@@ -159,22 +174,8 @@ const program = Effect.gen(function* () {
     `tool results offloaded: ${stored.length}; credentials in them: ${stored.some((body) => body.includes("AKIAIOSFODNN7EXAMPLE")) ? "YES" : "none (redacted)"}`
   )
 
-  // #region effect-ai-model
   const reader = scriptedProvider()
-  const fetchLog = TesseraTool.make({
-    name: "fetch_log",
-    description: "Fetches a service's log",
-    input: Schema.Struct({ service: Schema.String }),
-    handler: ({ service }) => Effect.succeed(logOf(service))
-  })
-  const outcome = yield* harness.withTask(taskId("effect-ai-2"), (binding) =>
-    TaskExecution.runTurn(binding, History.make([Model.text("user", `Check the logs of ${calls} services.`)]), {
-      tools: TesseraTool.registry(fetchLog),
-      maxSteps: calls + 1,
-      offload
-    }).pipe(Effect.provide(EffectAiModel.layer.pipe(Layer.provide(reader.layer))))
-  )
-  // #endregion effect-ai-model
+  const outcome = yield* harness.withTask(taskId("effect-ai-2"), (binding) => tesseraTurn(binding, reader.layer))
   console.log(`Tessera turn on the Effect AI provider: ${outcome.text} (${outcome.steps} steps)`)
 
   // A host that gives tasks no private writer: the wrapper cannot be built, so no request is ever sent.

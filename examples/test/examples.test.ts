@@ -33,7 +33,7 @@ describe("examples run as smoke tests", () => {
     })
   }
 
-  it("ai-sdk.ts shows the AI SDK middleware offloading, compacting, reporting summary usage and refusing a writerless task", () => {
+  it("ai-sdk.ts shows the AI SDK middleware offloading, compacting, reporting summary usage, streaming, and refusing a writerless task", () => {
     const scratch = mkdtempSync(join(tmpdir(), "tessera-ai-sdk-example-"))
     try {
       const result = spawnSync(process.execPath, [join(folder, "ai-sdk.ts")], {
@@ -49,6 +49,10 @@ describe("examples run as smoke tests", () => {
       assert.match(out, /summary requests: [1-9]\d* /)
       assert.match(out, /credentials in them: none \(redacted\)/)
       assert.match(out, /writerless task refused: Unauthorized; model requests sent: 0/)
+      assert.match(
+        out,
+        /streamText: All 30 services are ok\. \(5 deltas as streamed\); tool results offloaded: 30; steps reporting summary usage: [1-9]/
+      )
       const sizes = /largest request: (\d+) bytes with Tessera, (\d+) bytes without/.exec(out)
       assert.isNotNull(sizes)
       assert.isBelow(Number(sizes?.[1]) * 5, Number(sizes?.[2]), "the wrapped model's largest request is a fraction")

@@ -495,15 +495,8 @@ export const make = Effect.fn("HostedLoop.make")(function* (binding: EntryGate.T
   const loop: HostedLoop = {
     task,
     prepare: (history, summaryModel) =>
-      prepare(history, summaryModel).pipe(withRedactor, Effect.provideContext(services)) as Effect.Effect<
-        ReadonlyArray<Model.Part>,
-        PrepareError
-      >,
-    recordResult: (call, result) =>
-      recordResult(call, result).pipe(withRedactor, Effect.provideContext(services)) as Effect.Effect<
-        Model.ToolResultPart,
-        RecordError
-      >,
+      prepare(history, summaryModel).pipe(withRedactor, Effect.provideContext(services)),
+    recordResult: (call, result) => recordResult(call, result).pipe(withRedactor, Effect.provideContext(services)),
     dispatch: (request) => dispatch(request).pipe(Effect.provideContext(services)),
     received,
     failed,
