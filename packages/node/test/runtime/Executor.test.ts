@@ -347,26 +347,28 @@ describe("stock executor", () => {
     }).pipe(Effect.provide(NodeServices.layer))
   )
 
-  it.effect("model_error_retryable_kept: a provider error scrubbed by the host's redactor keeps its reason and whether it is retryable", () =>
-    Effect.gen(function* () {
-      const folder = yield* tempFolder
-      const secret = "AKIAIOSFODNN7EXAMPLE"
-      const failure = new Model.ModelError({
-        reason: "ProviderFailure",
-        detail: `HTTP 429 for aws_access_key_id=${secret}`,
-        retryable: true
-      })
-      const error = yield* Effect.flip(Executor.runTurn({ tools, maxSteps: 2 }, start)).pipe(
-        Effect.provide(Layer.merge(services(folder, [failure]), DefaultRedactor.layer()))
-      )
-      assert.strictEqual(error._tag, "ModelError")
-      const scrubbed = error as Model.ModelError
-      assert.notInclude(scrubbed.detail, secret)
-      assert.strictEqual(scrubbed.reason, "ProviderFailure")
-      assert.isTrue(scrubbed.retryable)
-      // Control: a copy made from reason and detail alone (the scrub before `retryable`) loses it.
-      assert.isUndefined(new Model.ModelError({ reason: scrubbed.reason, detail: scrubbed.detail }).retryable)
-    }).pipe(Effect.provide(NodeServices.layer))
+  it.effect(
+    "model_error_retryable_kept: a provider error scrubbed by the host's redactor keeps its reason and whether it is retryable",
+    () =>
+      Effect.gen(function* () {
+        const folder = yield* tempFolder
+        const secret = "AKIAIOSFODNN7EXAMPLE"
+        const failure = new Model.ModelError({
+          reason: "ProviderFailure",
+          detail: `HTTP 429 for aws_access_key_id=${secret}`,
+          retryable: true
+        })
+        const error = yield* Effect.flip(Executor.runTurn({ tools, maxSteps: 2 }, start)).pipe(
+          Effect.provide(Layer.merge(services(folder, [failure]), DefaultRedactor.layer()))
+        )
+        assert.strictEqual(error._tag, "ModelError")
+        const scrubbed = error as Model.ModelError
+        assert.notInclude(scrubbed.detail, secret)
+        assert.strictEqual(scrubbed.reason, "ProviderFailure")
+        assert.isTrue(scrubbed.retryable)
+        // Control: a copy made from reason and detail alone (the scrub before `retryable`) loses it.
+        assert.isUndefined(new Model.ModelError({ reason: scrubbed.reason, detail: scrubbed.detail }).retryable)
+      }).pipe(Effect.provide(NodeServices.layer))
   )
 
   it.effect("a model failure is journaled, leaves the turn open, and a later process resumes it to the end", () =>
