@@ -290,7 +290,14 @@ export const make = Effect.fn("AiSdk.make")(function* (binding: EntryGate.TaskBi
             controller.enqueue(part)
         }
       },
-      cancel: (reason) => reader.cancel(reason)
+      cancel: async (reason) => {
+        // The consumer gave up on the answer: the step is journaled as failed, so the turn can go on.
+        if (!settled) {
+          settled = true
+          await run(loop.failed(step, "the stream was cancelled by its consumer"))
+        }
+        await reader.cancel(reason)
+      }
     })
     return { ...result, stream: passed }
   }

@@ -7,10 +7,11 @@ import type {
 import { assert, describe, it } from "@effect/vitest"
 import { TesseraMiddleware } from "@tessera/ai-sdk"
 import { DefaultRedactor } from "@tessera/artifacts"
-import { CompactionPolicy } from "@tessera/runtime"
-import { type ModelMessage, stepCountIs, streamText, wrapLanguageModel } from "ai"
+import { Digest } from "@tessera/core"
+import { CompactionPolicy, Journal } from "@tessera/runtime"
+import { generateText, type ModelMessage, stepCountIs, streamText, wrapLanguageModel } from "ai"
 import { convertArrayToReadableStream, MockLanguageModelV4 } from "ai/test"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { answer, bindTask, callTool, inWorld, journalText, produce, promptText, taskText } from "./support/world.ts"
 
 const tools = { produce }
@@ -266,4 +267,75 @@ describe("TesseraMiddleware with streamText (Vercel AI SDK 7)", () => {
     const run = await consume({ model: wrapLanguageModel({ model, middleware: raw }), tools, messages: start })
     assert.isTrue(run.errors.some((error) => String((error as Error).message).includes(secret)))
   })
+
+  /** A model that streams one answer and generates another. */
+  const twoWays = () =>
+    new MockLanguageModelV4({
+      doStream: async () => ({ stream: streamOf(answer("a streamed answer in several words")) }),
+      doGenerate: async () => answer("a generated answer")
+    })
+  const taskPrompt = [{ role: "user" as const, content: [{ type: "text" as const, text: taskText }] }]
+
+  it("ai_sdk_stream_cancelled_turn_goes_on: a stream its consumer cancels is journaled as a failed step, and the next request continues the turn", () =>
+    inWorld((world) =>
+      Effect.gen(function* () {
+        const binding = yield* bindTask(world, true)
+        const tessera = yield* TesseraMiddleware.make(binding, { offload })
+        const wrapped = wrapLanguageModel({ model: twoWays(), middleware: tessera.middleware })
+        yield* Effect.promise(async () => {
+          const { stream } = await wrapped.doStream({ prompt: taskPrompt })
+          const reader = stream.getReader()
+          await reader.read()
+          await reader.cancel()
+        })
+        const result = yield* Effect.promise(() => generateText({ model: wrapped, messages: start }))
+        assert.strictEqual(result.text, "a generated answer")
+        const journal = journalText(world)
+        assert.include(journal, "the stream was cancelled by its consumer")
+        assert.strictEqual(journal.split('"_tag":"TurnOpened"').length - 1, 1, "one turn")
+        assert.strictEqual(journal.split('"_tag":"TurnClosed"').length - 1, 1)
+      })
+    ))
+
+  it("ai_sdk_stream_lost_request_resumed: a stream left unread by a process that died is counted as lost; a new middleware on the same task continues the turn", () =>
+    inWorld((world) =>
+      Effect.gen(function* () {
+        const binding = yield* bindTask(world, true)
+        const first = yield* TesseraMiddleware.make(binding, { offload })
+        yield* Effect.promise(() =>
+          wrapLanguageModel({ model: twoWays(), middleware: first.middleware }).doStream({ prompt: taskPrompt })
+        )
+        // The "next process": a new middleware made from the same binding, on the same journal.
+        const second = yield* TesseraMiddleware.make(binding, { offload })
+        const result = yield* Effect.promise(() =>
+          generateText({
+            model: wrapLanguageModel({ model: twoWays(), middleware: second.middleware }),
+            messages: start
+          })
+        )
+        assert.strictEqual(result.text, "a generated answer")
+        const journal = journalText(world)
+        assert.include(journal, '"_tag":"TurnResumed"')
+        assert.include(journal, '"_tag":"TurnClosed"')
+      })
+    ))
+
+  it("negative control: on a journal whose last request awaits its answer, a next request dispatched without resuming is refused", () =>
+    inWorld((world) =>
+      Effect.gen(function* () {
+        const binding = yield* bindTask(world, true)
+        const tessera = yield* TesseraMiddleware.make(binding, { offload })
+        yield* Effect.promise(() =>
+          wrapLanguageModel({ model: twoWays(), middleware: tessera.middleware }).doStream({ prompt: taskPrompt })
+        )
+        const journal = yield* Journal.Journal
+        const open = Option.getOrThrow(Journal.openTurn(yield* journal.state))
+        assert.isTrue(open.awaitingResponse)
+        const measured = yield* Digest.measureText("next request")
+        const refused = yield* Effect.flip(
+          journal.append({ _tag: "RequestDispatched", turn: open.turn, step: open.steps + 1, parts: 1, ...measured })
+        )
+        assert.strictEqual(refused._tag, "JournalSequenceError")
+      })
+    ))
 })

@@ -239,6 +239,7 @@ export const make = Effect.fn("EffectAi.TesseraLanguageModel.make")(function* (
         const { prompt, step } = yield* begin("streamText", options.prompt)
         const summary = loop.takeSummaryUsage()
         const seen: Array<AnyPart> = []
+        let settled = false
         const parts = (inner.streamText as unknown as (o: Options_) => Stream.Stream<AnyPart, unknown>)({
           ...options,
           prompt
@@ -248,11 +249,22 @@ export const make = Effect.fn("EffectAi.TesseraLanguageModel.make")(function* (
             seen.push(part)
             return isFinish(part) ? withSummary(part, summary) : part
           }),
-          Stream.catch((error) => Stream.fromEffect(failure("streamText", step, error))),
+          Stream.catch((error) => {
+            settled = true
+            return Stream.fromEffect(failure("streamText", step, error))
+          }),
           Stream.onEnd(
-            loop
-              .received(step, { text: textOf(seen), toolCalls: callsOf(seen) })
-              .pipe(Effect.mapError(tesseraFailure("streamText")))
+            Effect.suspend(() => {
+              settled = true
+              return loop.received(step, { text: textOf(seen), toolCalls: callsOf(seen) })
+            }).pipe(Effect.mapError(tesseraFailure("streamText")))
+          ),
+          // A consumer that stops early (interruption): the step is journaled as failed, so the turn can go on.
+          Stream.ensuring(
+            Effect.suspend(
+              (): Effect.Effect<unknown, HostedLoop.JournalError> =>
+                settled ? Effect.void : loop.failed(step, "the stream was interrupted by its consumer")
+            ).pipe(Effect.ignore)
           )
         )
       })

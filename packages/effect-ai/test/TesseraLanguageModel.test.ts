@@ -2,8 +2,9 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { DefaultRedactor } from "@tessera/artifacts"
+import { Digest } from "@tessera/core"
 import { TesseraLanguageModel } from "@tessera/effect-ai"
-import { CompactionPolicy } from "@tessera/runtime"
+import { CompactionPolicy, Journal } from "@tessera/runtime"
 import { Effect, Layer, Stream } from "effect"
 import { AiError, LanguageModel, Prompt, type Response } from "effect/ai"
 import {
@@ -331,6 +332,65 @@ describe("TesseraLanguageModel (Effect AI, effect/ai)", () => {
           converse("Try again.", 1).pipe(Effect.provide(Layer.merge(provider.layer, toolsLayer)))
         )
         assert.include((error as AiError.AiError).message, secret)
+      })
+    ))
+
+  it("effect_ai_stream_interrupted_turn_goes_on: a stream its consumer stops early is journaled as a failed step, and the next request continues the turn", () =>
+    inWorld((world) =>
+      Effect.gen(function* () {
+        const binding = yield* bindTask(world, true)
+        const model = scripted((step) => answer(step === 1 ? "a streamed answer in several words" : finalText))
+        const wrapped = yield* TesseraLanguageModel.make(binding, { offload }).pipe(Effect.provide(model.layer))
+        const taken = yield* Stream.runCollect(
+          wrapped.languageModel.streamText({ prompt: taskText }).pipe(Stream.take(2))
+        )
+        assert.strictEqual(Array.from(taken).length, 2)
+        const response = yield* wrapped.languageModel.generateText({ prompt: taskText })
+        assert.strictEqual(response.text, finalText)
+        const journal = journalText(world)
+        assert.include(journal, "the stream was interrupted by its consumer")
+        assert.strictEqual(count(journal, "TurnOpened"), 1, "one turn")
+        assert.strictEqual(count(journal, "TurnClosed"), 1)
+        assert.strictEqual(count(journal, "TurnResumed"), 0, "nothing was left awaiting an answer")
+      })
+    ))
+
+  it("effect_ai_lost_request_resumed: a request that never got its answer (the process died) is counted as lost; a new wrapper on the same task continues the turn", () =>
+    inWorld((world) =>
+      Effect.gen(function* () {
+        const binding = yield* bindTask(world, true)
+        const journal = yield* Journal.Journal
+        yield* journal.openTurn
+        const measured = yield* Digest.measureText("a request in flight when the process died")
+        yield* journal.append({ _tag: "RequestDispatched", turn: 1, step: 1, parts: 1, ...measured })
+        const model = scripted(() => answer(finalText))
+        const response = yield* LanguageModel.generateText({ prompt: taskText }).pipe(
+          Effect.provide(TesseraLanguageModel.layer(binding, { offload }).pipe(Layer.provide(model.layer)))
+        )
+        assert.strictEqual(response.text, finalText)
+        const text = journalText(world)
+        assert.strictEqual(count(text, "TurnResumed"), 1)
+        assert.include(text, '"_tag":"TurnClosed"')
+      })
+    ))
+
+  it("negative control: on that journal, a request dispatched without resuming is refused", () =>
+    inWorld((world) =>
+      Effect.gen(function* () {
+        const journal = yield* Journal.Journal
+        yield* journal.openTurn
+        const measured = yield* Digest.measureText("a request in flight when the process died")
+        yield* journal.append({ _tag: "RequestDispatched", turn: 1, step: 1, parts: 1, ...measured })
+        const refused = yield* Effect.flip(
+          journal.append({ _tag: "RequestDispatched", turn: 1, step: 2, parts: 1, ...measured })
+        )
+        assert.strictEqual(refused._tag, "JournalSequenceError")
+        assert.strictEqual(
+          journalText(world)
+            .split("\n")
+            .filter((line) => line.length > 0).length,
+          2
+        )
       })
     ))
 })

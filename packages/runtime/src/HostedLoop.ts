@@ -106,6 +106,7 @@ export type Requirements = Journal.Journal | FileSystem.FileSystem | Path.Path |
 export type PrepareError =
   | JournalError
   | Journal.TurnAlreadyOpen
+  | Journal.NoOpenTurn
   | Unauthorized.Unauthorized
   | PrivateSummaries.ResolveError
   | TaskExecution.CompactionError
@@ -119,8 +120,9 @@ export type PrepareError =
 export interface HostedLoop {
   readonly task: Ids.TaskId
   /**
-   * Before a request: admits the step, opens the turn when none is open,
-   * journals (and offloads) the results of the previous step's calls found
+   * Before a request: admits the step, opens the turn when none is open
+   * (or resumes it, `TurnResumed`, when its last request never got an
+   * answer: a crash, an abandoned stream), journals (and offloads) the results of the previous step's calls found
    * in `history`, puts back every result offloaded earlier, and compacts
    * under the binding's policy, asking `summaryModel` for a summary. The
    * parts to send: the system parts, the summary reference, the rest of the
@@ -421,7 +423,12 @@ export const make = Effect.fn("HostedLoop.make")(function* (binding: EntryGate.T
   const prepare = Effect.fnUntraced(function* (history: History.History, summaryModel: Model.Model["Service"]) {
     yield* EntryGate.admitBinding(binding, "ModelStep")
     const open = Journal.openTurn(yield* journal.state)
-    const turn = Option.isSome(open) ? open.value : yield* journal.openTurn
+    // A request left without an answer (a crash, an abandoned stream) is counted as lost, as the executor's resume does.
+    const turn = Option.isNone(open)
+      ? yield* journal.openTurn
+      : open.value.awaitingResponse
+        ? yield* journal.resumeTurn
+        : open.value
     yield* recordResults(turn, history)
     // What was offloaded stays offloaded: the foreign loop sends the caller's whole history again on every step.
     const parts = history.parts.map((part) => {
