@@ -5,7 +5,7 @@ import { DefaultRedactor } from "@tessera/artifacts"
 import { Digest } from "@tessera/core"
 import { TesseraLanguageModel } from "@tessera/effect-ai"
 import { CompactionPolicy, Journal } from "@tessera/runtime"
-import { Effect, Layer, Stream } from "effect"
+import { Effect, Layer, Schema, Stream } from "effect"
 import { AiError, LanguageModel, Prompt, type Response } from "effect/ai"
 import {
   answer,
@@ -391,6 +391,23 @@ describe("TesseraLanguageModel (Effect AI, effect/ai)", () => {
             .filter((line) => line.length > 0).length,
           2
         )
+      })
+    ))
+
+  it("effect_ai_generate_object: generateObject through the wrapper is journaled as a step and decodes the object", () =>
+    inWorld((world) =>
+      Effect.gen(function* () {
+        const binding = yield* bindTask(world, true)
+        const model = scripted(() => answer(JSON.stringify({ verdict: "filler", reports: 2 })))
+        const response = yield* LanguageModel.generateObject({
+          prompt: taskText,
+          schema: Schema.Struct({ verdict: Schema.String, reports: Schema.Number })
+        }).pipe(Effect.provide(TesseraLanguageModel.layer(binding, { offload }).pipe(Layer.provide(model.layer))))
+        assert.deepStrictEqual(response.value, { verdict: "filler", reports: 2 })
+        const journal = journalText(world)
+        assert.strictEqual(count(journal, "RequestDispatched"), 1)
+        assert.strictEqual(count(journal, "ResponseReceived"), 1)
+        assert.include(journal, '"_tag":"TurnClosed"')
       })
     ))
 })
