@@ -465,12 +465,6 @@ const forwardModelEvent = (
   }
 }
 
-/** What a scrubbed copy of a model error keeps: its reason, and whether it is retryable. */
-const kept = (error: ModelError) => ({
-  reason: error.reason,
-  ...(error.retryable === undefined ? {} : { retryable: error.retryable })
-})
-
 /**
  * A provider's error text often echoes the request (and so secrets): it is
  * scrubbed by the host's redactor, when one is provided, before it is
@@ -481,12 +475,18 @@ const scrubModelError = (error: ModelError): Effect.Effect<ModelError> =>
     Option.isNone(redactor)
       ? Effect.succeed(error)
       : redactor.value.redact(error.detail).pipe(
-          Effect.map((detail) => (detail === error.detail ? error : new ModelError({ ...kept(error), detail }))),
-          Effect.orElseSucceed(
-            () => new ModelError({ ...kept(error), detail: "[detail withheld: the redactor failed on it]" })
-          )
+          Effect.map((detail) => (detail === error.detail ? error : scrubbedError(error, detail))),
+          Effect.orElseSucceed(() => scrubbedError(error, "[detail withheld: the redactor failed on it]"))
         )
   )
+
+// The same error with another detail: reason and retryable flag kept.
+const scrubbedError = (error: ModelError, detail: string): ModelError =>
+  new ModelError({
+    reason: error.reason,
+    detail,
+    ...(error.retryable === undefined ? {} : { retryable: error.retryable })
+  })
 
 const dispatchOne = <E, R>(
   journal: JournalService,

@@ -354,20 +354,17 @@ export type ModelErrorReason = typeof ModelErrorReason.Type
  * A model step produced no usable response. The executor journals it
  * (`ModelFailed`) and leaves the turn open, so it can be resumed or abandoned.
  *
+ * `retryable`, when an adapter sets it, says whether the same request may
+ * succeed if sent again (a rate limit, an overloaded or unreachable
+ * server: `true`; a rejected request, a bad key: `false`); absent means the
+ * adapter does not know. The executor keeps it when it scrubs `detail`.
+ *
  * @since 0.1.0
  * @category errors
  */
 export class ModelError extends Schema.TaggedError<ModelError>()("ModelError", {
   reason: ModelErrorReason,
   detail: Schema.String,
-  /**
-   * Whether the provider says trying the same request again may succeed
-   * (a rate limit, a transport failure), when the adapter knows. Absent:
-   * not said. The executor does not retry by itself; a host's retry policy
-   * may read it.
-   *
-   * @since 0.3.0
-   */
   retryable: Schema.optionalKey(Schema.Boolean)
 }) {
   override get message(): string {

@@ -4,7 +4,6 @@ import * as os from "node:os"
 import * as nodePath from "node:path"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { DefaultRedactor } from "@tessera/artifacts"
 import { Ids, Volume } from "@tessera/core"
 import * as Digest from "@tessera/core/Digest"
 import * as NodeDigest from "@tessera/node/NodeDigest"
@@ -345,30 +344,6 @@ describe("stock executor", () => {
         assert.strictEqual((yield* journal.abandonTurn("step limit")).status, "Abandoned")
       }).pipe(Effect.provide(services(folder, forever)))
     }).pipe(Effect.provide(NodeServices.layer))
-  )
-
-  it.effect(
-    "model_error_retryable_kept: a provider error scrubbed by the host's redactor keeps its reason and whether it is retryable",
-    () =>
-      Effect.gen(function* () {
-        const folder = yield* tempFolder
-        const secret = "AKIAIOSFODNN7EXAMPLE"
-        const failure = new Model.ModelError({
-          reason: "ProviderFailure",
-          detail: `HTTP 429 for aws_access_key_id=${secret}`,
-          retryable: true
-        })
-        const error = yield* Effect.flip(Executor.runTurn({ tools, maxSteps: 2 }, start)).pipe(
-          Effect.provide(Layer.merge(services(folder, [failure]), DefaultRedactor.layer()))
-        )
-        assert.strictEqual(error._tag, "ModelError")
-        const scrubbed = error as Model.ModelError
-        assert.notInclude(scrubbed.detail, secret)
-        assert.strictEqual(scrubbed.reason, "ProviderFailure")
-        assert.isTrue(scrubbed.retryable)
-        // Control: a copy made from reason and detail alone (the scrub before `retryable`) loses it.
-        assert.isUndefined(new Model.ModelError({ reason: scrubbed.reason, detail: scrubbed.detail }).retryable)
-      }).pipe(Effect.provide(NodeServices.layer))
   )
 
   it.effect("a model failure is journaled, leaves the turn open, and a later process resumes it to the end", () =>
