@@ -122,12 +122,13 @@ export interface HostedLoop {
   /**
    * Before a request: admits the step, opens the turn when none is open
    * (or resumes it, `TurnResumed`, when its last request never got an
-   * answer: a crash, an abandoned stream), journals (and offloads) the results of the previous step's calls found
-   * in `history`, puts back every result offloaded earlier, and compacts
-   * under the binding's policy, asking `summaryModel` for a summary. The
-   * parts to send: the system parts, the summary reference, the rest of the
-   * task, then the kept history. Unchanged parts are the very objects of
-   * `history` (adapters may map them back to their originals by identity).
+   * answer: a crash, an abandoned stream), journals (and offloads) the
+   * results of the previous step's calls found in `history`, puts back
+   * every result offloaded earlier, and compacts under the binding's
+   * policy, asking `summaryModel` for a summary. The parts to send: the
+   * system parts, the summary reference, the rest of the task, then the
+   * kept history. Unchanged parts are the very objects of `history`
+   * (adapters may map them back to their originals by identity).
    */
   readonly prepare: (
     history: History.History,
