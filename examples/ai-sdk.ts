@@ -18,14 +18,15 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import type { LanguageModelV4GenerateResult, LanguageModelV4StreamPart } from "@ai-sdk/provider"
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import { TesseraMiddleware } from "@tessera/ai-sdk"
 import { DefaultRedactor } from "@tessera/artifacts"
 import { Ids } from "@tessera/core"
 import { JournalForbiddingHost, LocalHarness, NodeDurableFiles } from "@tessera/node"
 import { CompactionPolicy, type EntryGate } from "@tessera/runtime"
-import { generateText, jsonSchema, type ModelMessage, stepCountIs, tool, wrapLanguageModel } from "ai"
-import { MockLanguageModelV4 } from "ai/test"
+import { generateText, jsonSchema, type ModelMessage, stepCountIs, streamText, tool, wrapLanguageModel } from "ai"
+import { convertArrayToReadableStream, MockLanguageModelV4 } from "ai/test"
 import { Effect, Layer, Schema } from "effect"
 
 const stateDir = process.env.TESSERA_EXAMPLE_DIR ?? fs.mkdtempSync(path.join(os.tmpdir(), "tessera-ai-sdk-"))
@@ -51,10 +52,52 @@ const usage = {
   outputTokens: { total: 10, text: 10, reasoning: undefined }
 }
 
-/** The AI SDK's mock model: `calls` tool calls, then an answer; a request opening with a system message gets a summary. */
+/** A whole result as a provider streams it: text word by word, calls whole, then finish. */
+const streamOf = (result: LanguageModelV4GenerateResult): ReadableStream<LanguageModelV4StreamPart> =>
+  convertArrayToReadableStream<LanguageModelV4StreamPart>([
+    ...result.content.flatMap(
+      (part): Array<LanguageModelV4StreamPart> =>
+        part.type === "text"
+          ? [
+              { type: "text-start", id: "t" },
+              ...part.text
+                .split(/(?<= )/)
+                .map((delta): LanguageModelV4StreamPart => ({ type: "text-delta", id: "t", delta })),
+              { type: "text-end", id: "t" }
+            ]
+          : part.type === "tool-call"
+            ? [part]
+            : []
+    ),
+    { type: "finish", usage: result.usage, finishReason: result.finishReason }
+  ])
+
+/**
+ * The AI SDK's mock model: `calls` tool calls, then an answer; a request opening with a system message gets a
+ * summary. Steps may stream (`streamText`); summary requests are plain generate calls.
+ */
 const scriptedModel = () => {
   let steps = 0
+  const step = (): LanguageModelV4GenerateResult => {
+    steps++
+    return steps <= calls
+      ? {
+          content: [
+            { type: "tool-call", toolCallId: `log-${steps}`, toolName: "fetchLog", input: `{"service":"svc-${steps}"}` }
+          ],
+          finishReason: { unified: "tool-calls", raw: undefined },
+          usage,
+          warnings: []
+        }
+      : {
+          content: [{ type: "text", text: `All ${calls} services are ok.` }],
+          finishReason: { unified: "stop", raw: undefined },
+          usage,
+          warnings: []
+        }
+  }
   return new MockLanguageModelV4({
+    doStream: async () => ({ stream: streamOf(step()) }),
     doGenerate: async (options) => {
       if (options.prompt[0]?.role === "system") {
         return {
@@ -64,27 +107,7 @@ const scriptedModel = () => {
           warnings: []
         }
       }
-      steps++
-      return steps <= calls
-        ? {
-            content: [
-              {
-                type: "tool-call",
-                toolCallId: `log-${steps}`,
-                toolName: "fetchLog",
-                input: `{"service":"svc-${steps}"}`
-              }
-            ],
-            finishReason: { unified: "tool-calls", raw: undefined },
-            usage,
-            warnings: []
-          }
-        : {
-            content: [{ type: "text", text: `All ${calls} services are ok.` }],
-            finishReason: { unified: "stop", raw: undefined },
-            usage,
-            warnings: []
-          }
+      return step()
     }
   })
 }
@@ -115,6 +138,29 @@ const runWithTessera = (binding: EntryGate.TaskBinding, model: MockLanguageModel
     return { tessera, result }
   })
 // #endregion ai-sdk-middleware
+
+// #region ai-sdk-stream
+const streamWithTessera = (binding: EntryGate.TaskBinding, model: MockLanguageModelV4) =>
+  Effect.gen(function* () {
+    const tessera = yield* TesseraMiddleware.make(binding, {
+      offload: { threshold: 2_000, readTool: "read_artifact", destination: "Private" }
+    })
+    const result = streamText({
+      model: wrapLanguageModel({ model, middleware: tessera.middleware }),
+      tools: { fetchLog },
+      messages,
+      stopWhen: stepCountIs(calls + 1),
+      prepareStep: tessera.prepareStep
+    })
+    const deltas = yield* Effect.promise(async () => {
+      const received: Array<string> = []
+      for await (const delta of result.textStream) received.push(delta)
+      return received
+    })
+    const steps = yield* Effect.promise(async () => await result.steps)
+    return { deltas, steps, tessera }
+  })
+// #endregion ai-sdk-stream
 
 const program = Effect.gen(function* () {
   const harness = yield* LocalHarness.open({ stateDir, namespace: "ai-sdk", agent })
@@ -149,6 +195,17 @@ const program = Effect.gen(function* () {
     `artifacts on the private volume: ${artifacts.length}; credentials in them: ${stored.some((body) => body.includes("AKIAIOSFODNN7EXAMPLE")) ? "YES" : "none (redacted)"}`
   )
   console.log(`summaries staged: ${fs.readdirSync(path.join(scratch, "summaries", `${task}-t1`)).join(", ")}`)
+
+  const streamed = scriptedModel()
+  const stream = yield* harness.withTask(
+    Schema.decodeUnknownSync(Ids.TaskId)("ai-sdk-2"),
+    (binding) => streamWithTessera(binding, streamed).pipe(Effect.provide(DefaultRedactor.layer())),
+    { policy: CompactionPolicy.threshold({ measure: "bytes", limit: 12_000, keepRecent: 2_000, pieceLimit: 100_000 }) }
+  )
+  const reported = stream.steps.filter((step) => step.providerMetadata?.tessera !== undefined).length
+  console.log(
+    `streamText: ${stream.deltas.join("")} (${stream.deltas.length} deltas as streamed); tool results offloaded: ${stream.tessera.offloaded.size}; steps reporting summary usage: ${reported}`
+  )
 
   // A host that gives tasks no private writer: the middleware cannot be made, so no request is ever sent.
   const sealed = yield* JournalForbiddingHost.open({ stateDir, namespace: "sealed", agent })

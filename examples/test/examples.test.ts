@@ -83,7 +83,7 @@ describe("examples run as smoke tests", () => {
     })
   }
 
-  it("ai-sdk.ts shows the AI SDK middleware offloading, compacting, reporting summary usage and refusing a writerless task", () => {
+  it("ai-sdk.ts shows the AI SDK middleware offloading, compacting, reporting summary usage, streaming, and refusing a writerless task", () => {
     const scratch = mkdtempSync(join(tmpdir(), "tessera-ai-sdk-example-"))
     try {
       const result = spawnSync(process.execPath, [join(folder, "ai-sdk.ts")], {
@@ -98,6 +98,35 @@ describe("examples run as smoke tests", () => {
       assert.match(out, /tool results offloaded: 30/)
       assert.match(out, /summary requests: [1-9]\d* /)
       assert.match(out, /credentials in them: none \(redacted\)/)
+      assert.match(out, /writerless task refused: Unauthorized; model requests sent: 0/)
+      assert.match(
+        out,
+        /streamText: All 30 services are ok\. \(5 deltas as streamed\); tool results offloaded: 30; steps reporting summary usage: [1-9]/
+      )
+      const sizes = /largest request: (\d+) bytes with Tessera, (\d+) bytes without/.exec(out)
+      assert.isNotNull(sizes)
+      assert.isBelow(Number(sizes?.[1]) * 5, Number(sizes?.[2]), "the wrapped model's largest request is a fraction")
+    } finally {
+      rmSync(scratch, { recursive: true, force: true })
+    }
+  })
+
+  it("effect-ai.ts shows a Chat on a wrapped Effect AI LanguageModel offloading, compacting and reporting summary usage, a Tessera turn on an Effect AI provider, and a writerless task refused", () => {
+    const scratch = mkdtempSync(join(tmpdir(), "tessera-effect-ai-example-"))
+    try {
+      const result = spawnSync(process.execPath, [join(folder, "effect-ai.ts")], {
+        cwd: scratch,
+        encoding: "utf8",
+        env: { ...process.env, TESSERA_EXAMPLE_DIR: scratch },
+        timeout: 120_000
+      })
+      assert.strictEqual(result.status, 0, result.stderr)
+      const out = result.stdout
+      assert.match(out, /answer: All 30 services are ok\./)
+      assert.match(out, /summary usage on the step's finish part: \{"summaryRequests":[1-9]\d*,/)
+      assert.match(out, /tool results offloaded: 30; credentials in them: none \(redacted\)/)
+      assert.match(out, /log bodies in it: none/)
+      assert.match(out, /Tessera turn on the Effect AI provider: All 30 services are ok\. \(31 steps\)/)
       assert.match(out, /writerless task refused: Unauthorized; model requests sent: 0/)
       const sizes = /largest request: (\d+) bytes with Tessera, (\d+) bytes without/.exec(out)
       assert.isNotNull(sizes)

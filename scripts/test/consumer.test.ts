@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
-const packages = ["core", "artifacts", "runtime", "node", "browser", "ai-sdk", "mcp"] as const
+const packages = ["core", "artifacts", "runtime", "node", "browser", "ai-sdk", "mcp", "effect-ai"] as const
 const rootManifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8"))
 const nodeManifest = JSON.parse(readFileSync(join(root, "packages", "node", "package.json"), "utf8"))
 const aiSdkManifest = JSON.parse(readFileSync(join(root, "packages", "ai-sdk", "package.json"), "utf8"))
@@ -185,7 +185,8 @@ beforeAll(() => {
         "packages/node/tsconfig.bin.json",
         "packages/browser/tsconfig.src.json",
         "packages/ai-sdk/tsconfig.src.json",
-        "packages/mcp/tsconfig.src.json"
+        "packages/mcp/tsconfig.src.json",
+        "packages/effect-ai/tsconfig.src.json"
       ],
       root
     ),

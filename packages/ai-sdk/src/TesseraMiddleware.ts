@@ -2,7 +2,8 @@
  * Tessera inside the Vercel AI SDK: a `LanguageModelV4` middleware (for
  * `wrapLanguageModel`) that offloads large tool results and compacts the
  * prompt of one bound task, with the same guarantees as Tessera's own
- * executor.
+ * executor, for `generateText` and `streamText` alike. It is the runtime's
+ * `HostedLoop` on AI SDK prompts:
  *
  * - It is made only from a bound task (an `EntryGate.TaskBinding`), never
  *   from a folder: {@link make} runs the entry gate, and a summary or a
@@ -13,21 +14,25 @@
  * - Every request is journaled as the stock executor journals a turn
  *   (`TurnOpened`, `ToolCalled`/`ToolResulted` for the previous step's
  *   calls, `ArtifactOffloaded`, `SummaryStarted`/`SummaryStaged`,
- *   `RequestDispatched`, `ResponseReceived` or `ModelFailed`, `TurnClosed`).
+ *   `RequestDispatched`, `ResponseReceived` or `ModelFailed`, `TurnClosed`);
+ *   a streamed step is journaled when its stream ends, every delta having
+ *   passed through unchanged as it arrived.
  * - Offloaded bodies and staged summaries pass the host's
- *   `ArtifactRedactor` (when one is provided) before they touch disk.
- * - Summary requests go to the wrapped model and are reported to the host
- *   in the next step's result: added to its `usage` (so `totalUsage`
- *   counts them) and itemized under `providerMetadata.tessera`.
+ *   `ArtifactRedactor` (when one is provided) before they touch disk, and so
+ *   does a provider's error: the journal's copy and the one rethrown to the
+ *   AI SDK (and from there to the caller) are both scrubbed.
+ * - Summary requests go to the wrapped model (`doGenerate`) and are
+ *   reported to the host in the next step's result: added to its `usage`
+ *   (so `totalUsage` counts them) and itemized under
+ *   `providerMetadata.tessera` (`summaryRequests`, `summaryInputTokens`,
+ *   `summaryOutputTokens`); for `streamText` both ride on the step's
+ *   `finish` part.
  *
  * The AI SDK hands the middleware the caller's whole history on every
  * step; the middleware remembers (per call id) what it offloaded and (per
  * covered prefix) what it summarized, so each step's request is the
- * compacted one. {@link TesseraAiSdk.prepareStep} also shrinks the
- * caller's own copy: offloaded results are replaced by their pointers.
- *
- * Only `generate` calls (`generateText`) are supported; a `stream` call is
- * refused with {@link StreamingUnsupported} before anything is journaled.
+ * compacted one. {@link TesseraAiSdk.prepareStep} and
+ * {@link TesseraAiSdk.toModelOutput} also shrink the caller's own copy.
  *
  * @since 0.1.0
  */
@@ -37,22 +42,12 @@ import type {
   LanguageModelV4GenerateResult,
   LanguageModelV4Middleware,
   LanguageModelV4Prompt,
+  LanguageModelV4StreamPart,
   LanguageModelV4Usage
 } from "@ai-sdk/provider"
-import { ArtifactRedactor } from "@tessera/artifacts"
-import { Digest, type DurableFiles, Unauthorized } from "@tessera/core"
-import {
-  EntryGate,
-  type Executor,
-  type History,
-  Journal,
-  Model,
-  PrivateSummaries,
-  TaskExecution,
-  ToolResultOffload
-} from "@tessera/runtime"
+import { type EntryGate, HostedLoop, Model, type ToolResultOffload } from "@tessera/runtime"
 import type { ModelMessage } from "ai"
-import { Cause, Effect, Exit, type FileSystem, Option, type Path, Schema } from "effect"
+import { Cause, Effect, Exit, type Schema } from "effect"
 import { outputText, toHistory, toPrompt } from "./internal/prompt.ts"
 
 /**
@@ -74,26 +69,7 @@ export interface Options {
  * @since 0.1.0
  * @category models
  */
-export interface SummaryUsage {
-  readonly requests: number
-  readonly inputTokens: number
-  readonly outputTokens: number
-}
-
-/**
- * A `stream` call reached the middleware. It journals what a model step
- * answered, which needs the whole answer: use `generateText`.
- *
- * @since 0.1.0
- * @category errors
- */
-export class StreamingUnsupported extends Schema.TaggedError<StreamingUnsupported>()("StreamingUnsupported", {
-  task: Schema.String
-}) {
-  override get message(): string {
-    return `the Tessera AI SDK middleware of task ${this.task} supports generate calls only (generateText); a stream call was refused before anything was journaled`
-  }
-}
+export type SummaryUsage = HostedLoop.SummaryUsage
 
 /**
  * The middleware and its helpers, for one bound task.
@@ -102,16 +78,35 @@ export class StreamingUnsupported extends Schema.TaggedError<StreamingUnsupporte
  * @category models
  */
 export interface TesseraAiSdk {
-  /** For `wrapLanguageModel({ model, middleware })`. */
+  /** For `wrapLanguageModel({ model, middleware })`; serves `generateText` and `streamText`. */
   readonly middleware: LanguageModelV4Middleware
   /**
-   * A `prepareStep` for `generateText`: returns the step's messages with
-   * every result the middleware offloaded replaced by its pointer, so the
-   * caller's own history (which the AI SDK carries forward) shrinks too.
+   * A `prepareStep` for `generateText`/`streamText`: returns the step's
+   * messages with every result the middleware offloaded replaced by its
+   * pointer, so the caller's own history (which the AI SDK carries forward)
+   * shrinks too.
    */
   readonly prepareStep: (options: { readonly messages: Array<ModelMessage> }) => {
     readonly messages: Array<ModelMessage>
   }
+  /**
+   * `toModelOutput(name)` is a tool's `toModelOutput` (AI SDK 7) for the
+   * tool registered as `name`: as soon as the tool returns, its result is
+   * recorded (journaled `ToolCalled`/`ToolResulted`) and, when large,
+   * offloaded; the model and the caller's history (the step's response
+   * messages) then hold the pointer, never the body. A small result is
+   * kept as the SDK would keep it (a string as text, anything else as
+   * JSON).
+   */
+  readonly toModelOutput: (
+    name: string
+  ) => (options: {
+    readonly toolCallId: string
+    readonly input: unknown
+    readonly output: unknown
+  }) => Promise<
+    { readonly type: "text"; readonly value: string } | { readonly type: "json"; readonly value: Schema.Json }
+  >
   /** The pointer each offloaded call id was replaced by. */
   readonly offloaded: ReadonlyMap<string, string>
   /** Every summary request's cost so far (also reported step by step). */
@@ -125,34 +120,7 @@ export interface TesseraAiSdk {
  * @since 0.1.0
  * @category models
  */
-export type Requirements = Journal.Journal | FileSystem.FileSystem | Path.Path | DurableFiles.DurableFiles
-
-interface Compacted {
-  readonly covered: number
-  readonly lastKey: string
-  readonly summary: History.HistorySummary
-}
-
-const keyOf = (part: Model.Part): string => {
-  switch (part._tag) {
-    case "ToolCall":
-      return `call:${part.id}`
-    case "ToolResult":
-      return `result:${part.callId}`
-    case "Text":
-      return `text:${part.role}:${part.text.length}:${part.text.slice(0, 64)}`
-    default:
-      return part._tag
-  }
-}
-
-const zeroUsage: SummaryUsage = { requests: 0, inputTokens: 0, outputTokens: 0 }
-
-const addUsage = (usage: SummaryUsage, step: LanguageModelV4Usage): SummaryUsage => ({
-  requests: usage.requests + 1,
-  inputTokens: usage.inputTokens + (step.inputTokens.total ?? 0),
-  outputTokens: usage.outputTokens + (step.outputTokens.total ?? 0)
-})
+export type Requirements = HostedLoop.Requirements
 
 const responseText = (result: LanguageModelV4GenerateResult): string =>
   result.content
@@ -160,117 +128,62 @@ const responseText = (result: LanguageModelV4GenerateResult): string =>
     .map((part) => part.text)
     .join("")
 
-const responseCalls = (result: LanguageModelV4GenerateResult): ReadonlyArray<Model.ToolCallPart> =>
-  result.content.flatMap((part) =>
-    part.type === "tool-call" && part.providerExecuted !== true
-      ? [Model.toolCall(part.toolCallId, part.toolName, parseInput(part.input))]
-      : []
-  )
+const responseCalls = (
+  content: ReadonlyArray<{ readonly type: string }>
+): ReadonlyArray<{ readonly callId: string; readonly name: string }> =>
+  content.flatMap((part) => {
+    if (part.type !== "tool-call") return []
+    const call = part as Extract<LanguageModelV4StreamPart, { type: "tool-call" }>
+    return call.providerExecuted === true ? [] : [{ callId: call.toolCallId, name: call.toolName }]
+  })
 
-const parseInput = (input: string): Schema.Json => {
-  try {
-    return JSON.parse(input) as Schema.Json
-  } catch {
-    return input
-  }
-}
+const withUsage = (usage: LanguageModelV4Usage, summary: SummaryUsage): LanguageModelV4Usage => ({
+  ...usage,
+  inputTokens: { ...usage.inputTokens, total: (usage.inputTokens.total ?? 0) + summary.inputTokens },
+  outputTokens: { ...usage.outputTokens, total: (usage.outputTokens.total ?? 0) + summary.outputTokens }
+})
 
-const withSummaryUsage = (
-  result: LanguageModelV4GenerateResult,
+const tesseraMetadata = (usage: SummaryUsage): JSONObject => ({
+  summaryRequests: usage.requests,
+  summaryInputTokens: usage.inputTokens,
+  summaryOutputTokens: usage.outputTokens
+})
+
+const withSummaryUsage = <A extends { usage: LanguageModelV4Usage; providerMetadata?: Record<string, JSONObject> }>(
+  result: A,
   usage: SummaryUsage
-): LanguageModelV4GenerateResult => {
-  if (usage.requests === 0) return result
-  const tessera: JSONObject = {
-    summaryRequests: usage.requests,
-    summaryInputTokens: usage.inputTokens,
-    summaryOutputTokens: usage.outputTokens
-  }
-  return {
-    ...result,
-    usage: {
-      ...result.usage,
-      inputTokens: {
-        ...result.usage.inputTokens,
-        total: (result.usage.inputTokens.total ?? 0) + usage.inputTokens
-      },
-      outputTokens: {
-        ...result.usage.outputTokens,
-        total: (result.usage.outputTokens.total ?? 0) + usage.outputTokens
+): A =>
+  usage.requests === 0
+    ? result
+    : {
+        ...result,
+        usage: withUsage(result.usage, usage),
+        providerMetadata: { ...result.providerMetadata, tessera: tesseraMetadata(usage) }
       }
-    },
-    providerMetadata: { ...result.providerMetadata, tessera }
-  }
-}
-
-const scrub = (detail: string): Effect.Effect<string> =>
-  Effect.flatMap(Effect.serviceOption(ArtifactRedactor.ArtifactRedactor), (redactor) =>
-    Option.isNone(redactor)
-      ? Effect.succeed(detail)
-      : redactor.value.redact(detail).pipe(Effect.orElseSucceed(() => "[detail withheld: the redactor failed on it]"))
-  )
 
 const describe = (error: unknown): string => (error instanceof Error ? error.message : String(error))
 
-const offloadTarget = Effect.fnUntraced(function* (
-  binding: EntryGate.TaskBinding,
-  config: ToolResultOffload.OffloadConfig,
-  armed: Option.Option<PrivateSummaries.PrivateWriterCapability>
-) {
-  if (config.destination === "Output") return yield* ToolResultOffload.outputTarget(binding.context, "AiSdk.make")
-  const capability = Option.isSome(armed)
-    ? armed.value
-    : yield* PrivateSummaries.resolve(binding.context).pipe(
-        Effect.mapError((error) =>
-          error._tag === "Unauthorized"
-            ? new Unauthorized.Unauthorized({
-                reason: error.reason,
-                detail: `AiSdk.make: private offload needs a private writer, but ${error.detail}`,
-                task: binding.context.task
-              })
-            : error
-        )
-      )
-  return yield* ToolResultOffload.privateTarget.pipe(PrivateSummaries.provide(capability))
-})
+const countParts = (prompt: LanguageModelV4Prompt): number =>
+  prompt.reduce((count, message) => count + (typeof message.content === "string" ? 1 : message.content.length), 0)
+
+const renderOutput = (output: unknown): string =>
+  typeof output === "string" ? output : (JSON.stringify(output) ?? "null")
 
 /**
- * Makes the middleware for a bound task. Runs the entry gate first (the
- * binding must be one `EntryGate.bind` made, the journal in scope the
- * task's own); with a `Threshold` policy, or with `Private` offload, the
- * private-summaries capability must resolve. Any refusal is `Unauthorized`
- * here, before a middleware exists: no model request, no journal entry.
+ * Makes the middleware for a bound task (see `HostedLoop.make`). Runs the
+ * entry gate first; with a `Threshold` policy, or with `Private` offload,
+ * the private-summaries capability must resolve. Any refusal is
+ * `Unauthorized` here, before a middleware exists: no model request, no
+ * journal entry.
  *
  * @since 0.1.0
  * @category constructors
  */
 export const make = Effect.fn("AiSdk.make")(function* (binding: EntryGate.TaskBinding, options: Options = {}) {
-  const capability = yield* EntryGate.verify(binding, "Turn")
-  const journal = yield* Journal.Journal
-  const target =
-    options.offload === undefined
-      ? Option.none()
-      : Option.some(yield* offloadTarget(binding, options.offload, capability))
-  const compaction =
-    binding.policy._tag === "Threshold" && Option.isSome(capability)
-      ? Option.some(yield* TaskExecution.compactionHooks(binding.policy, capability.value, journal))
-      : Option.none()
-  const offload =
-    options.offload !== undefined && Option.isSome(target)
-      ? Option.some(yield* ToolResultOffload.offloadHooks(options.offload, target.value, journal))
-      : Option.none()
-  const onToolResult = Option.isSome(offload) ? offload.value.onToolResult : undefined
-  const beforeModelStep = Option.isSome(compaction) ? compaction.value.beforeModelStep : undefined
-  const services = yield* Effect.context<Requirements>()
-  const task = binding.context.task
+  const loop = yield* HostedLoop.make(binding, options)
 
-  const results = new Map<string, Model.ToolResultPart>()
-  const pointers = new Map<string, string>()
-  let compacted: Compacted | undefined
-  let pending = zeroUsage
-  let total = zeroUsage
-
-  const run = async <A, E>(effect: Effect.Effect<A, E, Requirements>): Promise<A> => {
-    const exit = await Effect.runPromiseExitWith(services)(effect)
+  const run = async <A, E>(effect: Effect.Effect<A, E>): Promise<A> => {
+    const exit = await Effect.runPromiseExit(effect)
     if (Exit.isSuccess(exit)) return exit.value
     throw Cause.squash(exit.cause)
   }
@@ -281,156 +194,119 @@ export const make = Effect.fn("AiSdk.make")(function* (binding: EntryGate.TaskBi
         try: () => inner.doGenerate({ prompt: toPrompt(request.parts, new WeakMap()) }),
         catch: (error) => new Model.ModelError({ reason: "ProviderFailure", detail: describe(error) })
       }).pipe(
-        Effect.map((result) => {
-          pending = addUsage(pending, result.usage)
-          total = addUsage(total, result.usage)
-          return Model.response({ text: responseText(result) })
-        })
-      )
-    )
-
-  // The turn's previous calls, answered in this prompt: journaled, then offloaded, as the executor does.
-  const recordResults = Effect.fnUntraced(function* (turn: Journal.TurnState, history: History.History) {
-    const byId = new Map<string, Model.ToolResultPart>()
-    const calls = new Map<string, Model.ToolCallPart>()
-    for (const part of history.parts) {
-      if (part._tag === "ToolResult") byId.set(part.callId, part)
-      if (part._tag === "ToolCall") calls.set(part.id, part)
-    }
-    for (const owed of turn.owedCalls) {
-      const result = byId.get(owed.callId)
-      const call = calls.get(owed.callId)
-      if (result === undefined || call === undefined) continue
-      const context: Executor.ToolContext = { task, turn: turn.turn, step: turn.steps, call }
-      if (!owed.called) {
-        const input = yield* Digest.measureText(JSON.stringify(call.input) ?? "null")
-        yield* journal.append({
-          _tag: "ToolCalled",
-          turn: turn.turn,
-          step: turn.steps,
-          callId: call.id,
-          name: call.name,
-          inputSize: input.size,
-          inputSha256: input.sha256
-        })
-      }
-      const replaced = onToolResult === undefined ? result : yield* onToolResult(context, result)
-      const measured = yield* Digest.measureText(replaced.content)
-      yield* journal.append({
-        _tag: "ToolResulted",
-        turn: turn.turn,
-        step: turn.steps,
-        callId: call.id,
-        name: call.name,
-        isError: replaced.isError,
-        ...(replaced.isError ? { failure: "Failed" as const } : {}),
-        size: measured.size,
-        sha256: measured.sha256
-      })
-      results.set(call.id, replaced)
-      if (replaced.content !== result.content) pointers.set(call.id, replaced.content)
-    }
-  })
-
-  const prepare = Effect.fnUntraced(function* (prompt: LanguageModelV4Prompt, inner: LanguageModelV4) {
-    yield* EntryGate.admitBinding(binding, "ModelStep")
-    const open = Journal.openTurn(yield* journal.state)
-    const turn = Option.isSome(open) ? open.value : yield* journal.openTurn
-    const converted = toHistory(prompt)
-    yield* recordResults(turn, converted.history)
-    // What was offloaded stays offloaded: the SDK sends the caller's whole history again on every step.
-    const parts = converted.history.parts.map((part) => {
-      if (part._tag !== "ToolResult") return part
-      const known = results.get(part.callId)
-      return known !== undefined && known.content !== part.content ? known : part
-    })
-    const previous = compacted
-    const resumes =
-      previous !== undefined &&
-      previous.covered <= parts.length &&
-      previous.covered > 0 &&
-      keyOf(parts[previous.covered - 1] as Model.Part) === previous.lastKey
-    const base = resumes ? previous.covered : 0
-    const before: History.History =
-      resumes && previous !== undefined
-        ? { task: converted.history.task, parts: parts.slice(base), summary: previous.summary }
-        : { task: converted.history.task, parts }
-    const after =
-      beforeModelStep === undefined
-        ? before
-        : yield* beforeModelStep({ task, turn: turn.turn, step: turn.steps + 1 }, before).pipe(
-            Effect.provideService(Model.Model, summaryModel(inner)),
-            Effect.provideService(Journal.Journal, journal)
-          )
-    if (after.summary !== undefined && after.summary !== before.summary) {
-      const covered = base + (before.parts.length - after.parts.length)
-      compacted = { covered, lastKey: keyOf(parts[covered - 1] as Model.Part), summary: after.summary }
-    }
-    // System messages stay first, before the summary reference.
-    const system = after.task.filter((part) => part._tag === "Text" && part.role === "system")
-    const rest = after.task.filter((part) => !(part._tag === "Text" && part.role === "system"))
-    return toPrompt([...system, ...(after.summary?.parts ?? []), ...rest, ...after.parts], converted.origins)
-  })
-
-  const generate = Effect.fnUntraced(function* (
-    prompt: LanguageModelV4Prompt,
-    doGenerate: () => PromiseLike<LanguageModelV4GenerateResult>
-  ) {
-    const open = Journal.openTurn(yield* journal.state)
-    if (Option.isNone(open)) {
-      return yield* Effect.die(
-        new Error("AiSdk: a generate call reached the model without the middleware's transformParams")
-      )
-    }
-    const { turn } = open.value
-    const step = open.value.steps + 1
-    const measured = yield* Digest.measureText(JSON.stringify(prompt))
-    yield* journal.append({
-      _tag: "RequestDispatched",
-      turn,
-      step,
-      parts: prompt.reduce(
-        (count, message) => count + (typeof message.content === "string" ? 1 : message.content.length),
-        0
-      ),
-      size: measured.size,
-      sha256: measured.sha256
-    })
-    const result = yield* Effect.tryPromise({ try: doGenerate, catch: (error) => error }).pipe(
-      Effect.catch((error) =>
-        Effect.flatMap(scrub(describe(error)), (detail) =>
-          journal
-            .append({ _tag: "ModelFailed", turn, step, reason: "ProviderFailure", detail })
-            .pipe(Effect.andThen(Effect.fail(error)))
+        Effect.map((result) =>
+          Model.response({
+            text: responseText(result),
+            usage: {
+              ...(result.usage.inputTokens.total === undefined ? {} : { inputTokens: result.usage.inputTokens.total }),
+              ...(result.usage.outputTokens.total === undefined
+                ? {}
+                : { outputTokens: result.usage.outputTokens.total })
+            }
+          })
         )
       )
     )
-    const text = yield* Digest.measureText(responseText(result))
-    const calls = responseCalls(result)
-    yield* journal.append({
-      _tag: "ResponseReceived",
-      turn,
-      step,
-      textSize: text.size,
-      textSha256: text.sha256,
-      toolCalls: calls.map((call) => ({ callId: call.id, name: call.name }))
+
+  const prepare = (prompt: LanguageModelV4Prompt, inner: LanguageModelV4) =>
+    Effect.suspend(() => {
+      const converted = toHistory(prompt)
+      return Effect.map(loop.prepare(converted.history, summaryModel(inner)), (parts) =>
+        toPrompt(parts, converted.origins)
+      )
     })
-    if (calls.length === 0) yield* journal.closeTurn
-    const usage = pending
-    pending = zeroUsage
-    return withSummaryUsage(result, usage)
-  })
+
+  /** Journals the failure (scrubbed) and gives the error to rethrow, scrubbed the same way. */
+  const failure = (step: HostedLoop.Step, error: unknown) =>
+    Effect.andThen(loop.failed(step, describe(error)), loop.scrubThrown(error))
+
+  const generate = async (
+    prompt: LanguageModelV4Prompt,
+    doGenerate: () => PromiseLike<LanguageModelV4GenerateResult>
+  ): Promise<LanguageModelV4GenerateResult> => {
+    const step = await run(loop.dispatch({ parts: countParts(prompt), body: JSON.stringify(prompt) }))
+    let result: LanguageModelV4GenerateResult
+    try {
+      result = await doGenerate()
+    } catch (error) {
+      throw await run(failure(step, error))
+    }
+    await run(loop.received(step, { text: responseText(result), toolCalls: responseCalls(result.content) }))
+    return withSummaryUsage(result, loop.takeSummaryUsage())
+  }
+
+  const stream: NonNullable<LanguageModelV4Middleware["wrapStream"]> = async ({ doStream, params }) => {
+    const step = await run(loop.dispatch({ parts: countParts(params.prompt), body: JSON.stringify(params.prompt) }))
+    let result: Awaited<ReturnType<typeof doStream>>
+    try {
+      result = await doStream()
+    } catch (error) {
+      throw await run(failure(step, error))
+    }
+    const summary = loop.takeSummaryUsage()
+    const reader = result.stream.getReader()
+    let text = ""
+    const calls: Array<{ readonly callId: string; readonly name: string }> = []
+    let settled = false
+    const fail = async (error: unknown) => {
+      if (settled) return run(loop.scrubThrown(error))
+      settled = true
+      return run(failure(step, error))
+    }
+    const passed = new ReadableStream<LanguageModelV4StreamPart>({
+      pull: async (controller) => {
+        let next: ReadableStreamReadResult<LanguageModelV4StreamPart>
+        try {
+          next = await reader.read()
+        } catch (error) {
+          controller.error(await fail(error))
+          return
+        }
+        if (next.done) {
+          if (!settled) {
+            settled = true
+            await run(loop.received(step, { text, toolCalls: calls }))
+          }
+          controller.close()
+          return
+        }
+        const part = next.value
+        switch (part.type) {
+          case "text-delta":
+            text += part.delta
+            controller.enqueue(part)
+            return
+          case "tool-call":
+            calls.push(...responseCalls([part]))
+            controller.enqueue(part)
+            return
+          case "finish":
+            controller.enqueue(withSummaryUsage(part, summary))
+            return
+          case "error":
+            controller.enqueue({ type: "error", error: await fail(part.error) })
+            return
+          default:
+            controller.enqueue(part)
+        }
+      },
+      cancel: async (reason) => {
+        // The consumer gave up on the answer: the step is journaled as failed, so the turn can go on.
+        if (!settled) {
+          settled = true
+          await run(loop.failed(step, "the stream was cancelled by its consumer"))
+        }
+        await reader.cancel(reason)
+      }
+    })
+    return { ...result, stream: passed }
+  }
 
   const middleware: LanguageModelV4Middleware = {
     specificationVersion: "v4",
-    transformParams: async ({ model, params, type }) => {
-      if (type === "stream") throw new StreamingUnsupported({ task })
-      return { ...params, prompt: await run(prepare(params.prompt, model)) }
-    },
-    wrapGenerate: ({ doGenerate, params }) => run(generate(params.prompt, doGenerate)),
-    wrapStream: async () => {
-      throw new StreamingUnsupported({ task })
-    }
+    transformParams: async ({ model, params }) => ({ ...params, prompt: await run(prepare(params.prompt, model)) }),
+    wrapGenerate: ({ doGenerate, params }) => generate(params.prompt, doGenerate),
+    wrapStream: stream
   }
 
   const prepareStep: TesseraAiSdk["prepareStep"] = ({ messages }) => ({
@@ -440,7 +316,7 @@ export const make = Effect.fn("AiSdk.make")(function* (binding: EntryGate.TaskBi
         ...message,
         content: message.content.map((part) => {
           if (part.type !== "tool-result") return part
-          const pointer = pointers.get(part.toolCallId)
+          const pointer = loop.offloaded.get(part.toolCallId)
           return pointer === undefined || outputText(part.output as never) === pointer
             ? part
             : { ...part, output: { type: "text" as const, value: pointer } }
@@ -449,6 +325,26 @@ export const make = Effect.fn("AiSdk.make")(function* (binding: EntryGate.TaskBi
     })
   })
 
-  const adapter: TesseraAiSdk = { middleware, prepareStep, offloaded: pointers, summaryUsage: () => total }
+  const toModelOutput: TesseraAiSdk["toModelOutput"] =
+    (name) =>
+    async ({ input, output, toolCallId }) => {
+      const content = renderOutput(output)
+      const recorded = await run(
+        loop.recordResult(
+          Model.toolCall(toolCallId, name, (JSON.parse(JSON.stringify(input) ?? "null") as Schema.Json) ?? null),
+          Model.toolResult({ callId: toolCallId, name, content, isError: false })
+        )
+      )
+      if (recorded.content !== content || typeof output === "string") return { type: "text", value: recorded.content }
+      return { type: "json", value: JSON.parse(content) as Schema.Json }
+    }
+
+  const adapter: TesseraAiSdk = {
+    middleware,
+    prepareStep,
+    toModelOutput,
+    offloaded: loop.offloaded,
+    summaryUsage: loop.summaryUsage
+  }
   return adapter
 })

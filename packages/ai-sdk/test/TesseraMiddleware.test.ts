@@ -342,24 +342,105 @@ describe("TesseraMiddleware (Vercel AI SDK 7)", () => {
       })
     ))
 
-  it("a stream call is refused before anything is journaled", () =>
+  const secret = "AKIAIOSFODNN7EXAMPLE"
+  const failingModel = () =>
+    new MockLanguageModelV4({
+      doGenerate: async () => {
+        throw new APICallError({
+          message: `upstream 400 for key aws_access_key_id=${secret}`,
+          url: "https://provider.invalid/v1",
+          requestBodyValues: { note: `aws_access_key_id=${secret}` },
+          responseBody: `{"error":"bad key aws_access_key_id=${secret}"}`,
+          statusCode: 400,
+          isRetryable: false
+        })
+      }
+    })
+
+  it("ai_sdk_provider_error_scrubbed: the provider error generateText rethrows to the caller is scrubbed, and still an APICallError", () =>
+    inWorld((world) =>
+      Effect.gen(function* () {
+        const binding = yield* bindTask(world, true)
+        const tessera = yield* TesseraMiddleware.make(binding, { offload }).pipe(
+          Effect.provide(DefaultRedactor.layer())
+        )
+        const model = failingModel()
+        const caught = yield* Effect.promise(() =>
+          generateText({
+            model: wrapLanguageModel({ model, middleware: tessera.middleware }),
+            tools,
+            messages: start,
+            maxRetries: 0
+          }).then(
+            () => undefined,
+            (error: unknown) => error
+          )
+        )
+        assert.isTrue(APICallError.isInstance(caught), "the SDK's error class (and its retry decision) is kept")
+        const error = caught as APICallError
+        assert.strictEqual(error.statusCode, 400)
+        assert.isFalse(error.isRetryable)
+        for (const text of [
+          error.message,
+          error.responseBody ?? "",
+          JSON.stringify(error.requestBodyValues),
+          error.stack
+        ]) {
+          assert.notInclude(text ?? "", secret)
+        }
+        assert.include(error.message, "[REDACTED:")
+        assert.notInclude(journalText(world), secret)
+      })
+    ))
+
+  it("negative control: a middleware that rethrows the provider's error as it came hands the secret to the caller", async () => {
+    const model = failingModel()
+    const raw: LanguageModelV4Middleware = {
+      specificationVersion: "v4",
+      wrapGenerate: ({ doGenerate }) => doGenerate()
+    }
+    const caught = await generateText({
+      model: wrapLanguageModel({ model, middleware: raw }),
+      tools,
+      messages: start,
+      maxRetries: 0
+    }).then(
+      () => undefined,
+      (error: unknown) => error
+    )
+    assert.include((caught as Error).message, secret)
+  })
+
+  it("ai_sdk_to_model_output: with toModelOutput the caller's own history holds the pointer as soon as the tool returns", () =>
     inWorld((world) =>
       Effect.gen(function* () {
         const binding = yield* bindTask(world, true)
         const tessera = yield* TesseraMiddleware.make(binding, { offload })
-        const { model } = scripted(1, 10)
-        const wrapped = wrapLanguageModel({ model, middleware: tessera.middleware })
-        const refused = yield* Effect.promise(() =>
-          (wrapped as { doStream: (options: LanguageModelV4CallOptions) => PromiseLike<unknown> })
-            .doStream({ prompt: [{ role: "user", content: [{ type: "text", text: taskText }] }] })
-            .then(
-              () => undefined,
-              (error: unknown) => error
-            )
+        const { model } = scripted(2, 10_000)
+        const shrinking = { produce: { ...produce, toModelOutput: tessera.toModelOutput("produce") } }
+        const result = yield* Effect.promise(() =>
+          generateText({
+            model: wrapLanguageModel({ model, middleware: tessera.middleware }),
+            tools: shrinking,
+            messages: start,
+            stopWhen: stepCountIs(5)
+          })
         )
-        assert.instanceOf(refused, TesseraMiddleware.StreamingUnsupported)
-        assert.strictEqual(model.doStreamCalls.length, 0)
-        assert.strictEqual(journalText(world), "")
+        const history = JSON.stringify(result.steps.map((step) => step.response.messages))
+        assert.notInclude(history, "r1-".repeat(100), "the caller's history holds no body")
+        assert.notInclude(history, "r2-".repeat(100))
+        assert.include(history, "read_artifact")
+        for (const call of model.doGenerateCalls) assert.notInclude(promptText(call.prompt), "r1-".repeat(100))
+        const journal = journalText(world)
+        assert.strictEqual(journal.split('"_tag":"ToolResulted"').length - 1, 2, "each result journaled once")
+        assert.strictEqual(journal.split('"_tag":"ArtifactOffloaded"').length - 1, 2)
+        assert.include(journal, '"_tag":"TurnClosed"')
       })
     ))
+
+  it("negative control: without toModelOutput the caller's history keeps the body", async () => {
+    const { model } = scripted(2, 10_000)
+    const result = await generateText({ model, tools, messages: start, stopWhen: stepCountIs(5) })
+    assert.include(JSON.stringify(result.steps.map((step) => step.response.messages)), "r1-".repeat(100))
+  })
 })

@@ -31,6 +31,10 @@ export * as FilesystemTaskRuntime from "./FilesystemTaskRuntime.ts"
  */
 export * as History from "./History.ts"
 /**
+ * @since 0.3.0
+ */
+export * as HostedLoop from "./HostedLoop.ts"
+/**
  * @since 0.1.0
  */
 export * as InlineLimit from "./InlineLimit.ts"

@@ -1,0 +1,304 @@
+/**
+ * Tessera inside Effect AI: a `LanguageModel` (`effect/ai`) that wraps
+ * another one with Tessera's context handling for one bound task. Any code
+ * written against `LanguageModel.generateText`/`streamText`/`generateObject`
+ * or `Chat` gets offload of large tool results and compaction with a private
+ * summary by providing {@link layer} over its provider's layer. It is the
+ * runtime's `HostedLoop` on Effect AI prompts:
+ *
+ * - It is made only from a bound task (an `EntryGate.TaskBinding`), never
+ *   from a folder: {@link make} runs the entry gate, and a summary or a
+ *   private offload happens only through the capability resolved from that
+ *   binding. A task that needs a writer and has none fails `Unauthorized`
+ *   in {@link make} (so the layer fails to build), before any model request.
+ * - Every request is journaled as the stock executor journals a turn
+ *   (`TurnOpened`, `ToolCalled`/`ToolResulted`, `ArtifactOffloaded`,
+ *   `SummaryStarted`/`SummaryStaged`, `RequestDispatched`,
+ *   `ResponseReceived` or `ModelFailed`, `TurnClosed`); a streamed step is
+ *   journaled when its stream ends, every part having passed through as it
+ *   arrived.
+ * - Offloaded bodies and staged summaries pass the host's
+ *   `ArtifactRedactor` (when one is in the context of {@link make}) before
+ *   they touch disk; so does a provider's error, in the journal and in the
+ *   `AiError` handed back to the caller.
+ * - Summary requests go to the wrapped model and are reported to the host
+ *   with the step they preceded: added to the usage of the step's `finish`
+ *   part and itemized in its metadata under `tessera`
+ *   (`summaryRequests`, `summaryInputTokens`, `summaryOutputTokens`); the
+ *   running total is {@link TesseraLanguageModel.summaryUsage}.
+ * - When Effect AI resolves the tool calls itself (`generateText` with a
+ *   toolkit), each result is recorded and, when large, offloaded as soon as
+ *   the response is back; the response's tool-result part then carries the
+ *   pointer as its encoded result (the typed `result` is unchanged), so the
+ *   caller's history (`Prompt.fromResponseParts`, `Chat`) shrinks too.
+ *   Streamed results are offloaded on the next request instead.
+ *
+ * The caller's whole history comes back on every request; the wrapper
+ * remembers what it offloaded and what it summarized, so each request is
+ * the compacted one and an offloaded payload is never sent again.
+ *
+ * @since 0.1.0
+ */
+import { type EntryGate, HostedLoop } from "@tessera/runtime"
+import { Effect, Layer, Stream } from "effect"
+import { AiError, LanguageModel, Prompt, Response } from "effect/ai"
+import { fromLanguageModel } from "./EffectAiModel.ts"
+import { countParts, resultText, toHistory, toPrompt } from "./internal/prompt.ts"
+
+/**
+ * How the wrapper treats a task's requests: the runtime's
+ * `HostedLoop.Options` (`offload`: threshold, read tool, destination).
+ * Compaction follows the binding's policy.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Options = HostedLoop.Options
+
+/**
+ * The wrapping `LanguageModel` and what it reports, for one bound task.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface TesseraLanguageModel {
+  /** The wrapper: provide it as `LanguageModel.LanguageModel` (see {@link layer}). */
+  readonly languageModel: LanguageModel.LanguageModel
+  /** The pointer each offloaded call id was replaced by. */
+  readonly offloaded: ReadonlyMap<string, string>
+  /** Every summary request's cost so far (also reported step by step). */
+  readonly summaryUsage: () => HostedLoop.SummaryUsage
+}
+
+/**
+ * What {@link make} needs besides the wrapped `LanguageModel`: the bound
+ * task's journal, and the platform the runtime writes through.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Requirements = HostedLoop.Requirements
+
+type AnyPart = Response.AnyPart
+type ToolResult = Extract<AnyPart, { type: "tool-result" }>
+type Finish = Extract<AnyPart, { type: "finish" }>
+type Options_ = { readonly prompt: Prompt.RawInput } & Record<string, unknown>
+type Content = ReadonlyArray<AnyPart>
+
+const describe = (error: unknown): string => (error instanceof Error ? error.message : String(error))
+
+/** A Tessera failure (journal, gate, offload, summary) inside a call, as the `AiError` the interface allows. */
+const tesseraFailure =
+  (method: string) =>
+  (error: { readonly _tag: string; readonly message: string }): AiError.AiError =>
+    AiError.make({
+      module: "TesseraLanguageModel",
+      method,
+      reason: new AiError.UnknownError({ description: `Tessera ${error._tag}: ${error.message}` })
+    })
+
+const callsOf = (content: Content): ReadonlyArray<{ readonly callId: string; readonly name: string }> =>
+  content.flatMap((part) =>
+    part.type === "tool-call" && !part.providerExecuted ? [{ callId: part.id, name: part.name }] : []
+  )
+
+const textOf = (content: Content): string =>
+  content.map((part) => (part.type === "text" ? part.text : part.type === "text-delta" ? part.delta : "")).join("")
+
+const withSummary = (part: Finish, summary: HostedLoop.SummaryUsage): Finish =>
+  summary.requests === 0
+    ? part
+    : {
+        ...part,
+        usage: new Response.Usage({
+          inputTokens: {
+            ...part.usage.inputTokens,
+            total: (part.usage.inputTokens.total ?? 0) + summary.inputTokens
+          },
+          outputTokens: {
+            ...part.usage.outputTokens,
+            total: (part.usage.outputTokens.total ?? 0) + summary.outputTokens
+          }
+        }),
+        metadata: {
+          ...part.metadata,
+          tessera: {
+            summaryRequests: summary.requests,
+            summaryInputTokens: summary.inputTokens,
+            summaryOutputTokens: summary.outputTokens
+          }
+        }
+      }
+
+const isFinish = (part: AnyPart): part is Finish => part.type === "finish"
+
+/**
+ * Wraps the `LanguageModel` in context for a bound task (see the module
+ * comment). Runs the entry gate first; with a `Threshold` policy, or with
+ * `Private` offload, the private-summaries capability must resolve. Any
+ * refusal is `Unauthorized` here: no model request, no journal entry.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = Effect.fn("EffectAi.TesseraLanguageModel.make")(function* (
+  binding: EntryGate.TaskBinding,
+  options: Options = {}
+) {
+  const inner = yield* LanguageModel.LanguageModel
+  const loop = yield* HostedLoop.make(binding, options)
+  const summaryModel = fromLanguageModel(inner)
+
+  /** Prepares and journals one request: the prompt to send, and its step. */
+  const begin = (method: string, raw: Prompt.RawInput) =>
+    Effect.gen(function* () {
+      const converted = toHistory(Prompt.make(raw))
+      const parts = yield* loop.prepare(converted.history, summaryModel)
+      const prompt = toPrompt(parts, converted.origins)
+      const step = yield* loop.dispatch({ parts: countParts(prompt), body: JSON.stringify(prompt.content) })
+      return { prompt, step }
+    }).pipe(Effect.mapError(tesseraFailure(method)))
+
+  /** Journals a failure scrubbed, and fails with the error scrubbed the same way. */
+  const failure = (method: string, step: HostedLoop.Step, error: unknown): Effect.Effect<never, unknown> =>
+    loop
+      .failed(step, describe(error))
+      .pipe(
+        Effect.mapError(tesseraFailure(method)),
+        Effect.andThen(loop.scrubThrown(error)),
+        Effect.flatMap(Effect.fail)
+      )
+
+  /** A resolved tool result, recorded (and offloaded) now; the pointer becomes its encoded result. */
+  const record = (content: Content, part: ToolResult) =>
+    Effect.gen(function* () {
+      if (part.providerExecuted || part.preliminary) return part
+      const call = content.find((candidate) => candidate.type === "tool-call" && candidate.id === part.id)
+      const params = call?.type === "tool-call" ? call.params : null
+      const text = resultText(
+        Prompt.makePart("tool-result", {
+          id: part.id,
+          name: part.name,
+          isFailure: part.isFailure,
+          result: part.encodedResult,
+          ...(part.modelOutput === undefined ? {} : { modelOutput: part.modelOutput }),
+          providerExecuted: false
+        })
+      )
+      const recorded = yield* loop.recordResult(
+        { _tag: "ToolCall", id: part.id, name: part.name, input: (params ?? null) as never },
+        { _tag: "ToolResult", callId: part.id, name: part.name, content: text, isError: part.isFailure }
+      )
+      if (recorded.content === text) return part
+      const { modelOutput: _dropped, ...rest } = part
+      return { ...rest, encodedResult: recorded.content } as ToolResult
+    })
+
+  /** A whole response: journaled, its resolved results recorded, the summary usage put on its finish part. */
+  const settle = (method: string, step: HostedLoop.Step, content: Content) =>
+    Effect.gen(function* () {
+      yield* loop.received(step, { text: textOf(content), toolCalls: callsOf(content) })
+      const summary = loop.takeSummaryUsage()
+      const out: Array<AnyPart> = []
+      for (const part of content) {
+        out.push(
+          part.type === "tool-result"
+            ? yield* record(content, part)
+            : isFinish(part)
+              ? withSummary(part, summary)
+              : part
+        )
+      }
+      return out
+    }).pipe(Effect.mapError(tesseraFailure(method)))
+
+  const generateText = (options: Options_) =>
+    Effect.gen(function* () {
+      const { prompt, step } = yield* begin("generateText", options.prompt)
+      const response = yield* (inner.generateText as unknown as (o: Options_) => Effect.Effect<{ content: Content }>)({
+        ...options,
+        prompt
+      }).pipe(Effect.catch((error) => failure("generateText", step, error)))
+      const content = yield* settle("generateText", step, response.content)
+      return new LanguageModel.GenerateTextResponse(content as Array<Response.Part<never>>)
+    })
+
+  const generateObject = (options: Options_) =>
+    Effect.gen(function* () {
+      const { prompt, step } = yield* begin("generateObject", options.prompt)
+      const response = yield* (
+        inner.generateObject as unknown as (o: Options_) => Effect.Effect<{ value: unknown; content: Content }>
+      )({ ...options, prompt }).pipe(Effect.catch((error) => failure("generateObject", step, error)))
+      const content = yield* settle("generateObject", step, response.content)
+      return new LanguageModel.GenerateObjectResponse(response.value, content as Array<Response.Part<never>>)
+    })
+
+  const streamText = (options: Options_) =>
+    Stream.unwrap(
+      Effect.gen(function* () {
+        const { prompt, step } = yield* begin("streamText", options.prompt)
+        const summary = loop.takeSummaryUsage()
+        const seen: Array<AnyPart> = []
+        let settled = false
+        const parts = (inner.streamText as unknown as (o: Options_) => Stream.Stream<AnyPart, unknown>)({
+          ...options,
+          prompt
+        })
+        return parts.pipe(
+          Stream.map((part) => {
+            seen.push(part)
+            return isFinish(part) ? withSummary(part, summary) : part
+          }),
+          Stream.catch((error) => {
+            settled = true
+            return Stream.fromEffect(failure("streamText", step, error))
+          }),
+          Stream.onEnd(
+            Effect.suspend(() => {
+              settled = true
+              return loop.received(step, { text: textOf(seen), toolCalls: callsOf(seen) })
+            }).pipe(Effect.mapError(tesseraFailure("streamText")))
+          ),
+          // A consumer that stops early (interruption): the step is journaled as failed, so the turn can go on.
+          Stream.ensuring(
+            Effect.suspend(
+              (): Effect.Effect<unknown, HostedLoop.JournalError> =>
+                settled ? Effect.void : loop.failed(step, "the stream was interrupted by its consumer")
+            ).pipe(Effect.ignore)
+          )
+        )
+      })
+    )
+
+  const languageModel = {
+    [LanguageModel.TypeId]: LanguageModel.TypeId,
+    ...(inner.supportsSystemMessagesInHistory === undefined
+      ? {}
+      : { supportsSystemMessagesInHistory: inner.supportsSystemMessagesInHistory }),
+    generateText,
+    generateObject,
+    streamText
+  } as unknown as LanguageModel.LanguageModel
+
+  const wrapped: TesseraLanguageModel = {
+    languageModel,
+    offloaded: loop.offloaded,
+    summaryUsage: loop.summaryUsage
+  }
+  return wrapped
+})
+
+/**
+ * The `LanguageModel` for a bound task, wrapping the one below it:
+ * `TesseraLanguageModel.layer(binding).pipe(Layer.provide(providerLayer))`.
+ * Building it runs {@link make}'s checks (a refused binding fails the
+ * layer, before any request).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (binding: EntryGate.TaskBinding, options: Options = {}) =>
+  Layer.effect(
+    LanguageModel.LanguageModel,
+    Effect.map(make(binding, options), (wrapped) => wrapped.languageModel)
+  )

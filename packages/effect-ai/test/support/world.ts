@@ -1,0 +1,183 @@
+/**
+ * A real store in a fresh temporary folder, a task bound on it, and a
+ * scripted Effect AI `LanguageModel` (made with `LanguageModel.make`, as a
+ * provider is: no mock model ships with effect/ai) that counts its requests.
+ */
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { NodeServices } from "@effect/platform-node"
+import { HostAuthority, Ids, Volume } from "@tessera/core"
+import { NodeDurableFiles } from "@tessera/node"
+import {
+  type CompactionPolicy,
+  EntryGate,
+  FilesystemTaskRuntime,
+  Journal,
+  StoreLayout,
+  TaskHost
+} from "@tessera/runtime"
+import { Effect, Layer, Option, Schema, Stream } from "effect"
+import { LanguageModel, Prompt, type Response, Tool, Toolkit } from "effect/ai"
+
+export const agent = Schema.decodeUnknownSync(Ids.AgentId)("researcher")
+export const task = Schema.decodeUnknownSync(Ids.TaskId)("task-1")
+const volumeId = Schema.decodeUnknownSync(Ids.VolumeId)
+
+export const platformLayer = Layer.mergeAll(NodeServices.layer, NodeDurableFiles.layer, HostAuthority.permissive)
+
+export const taskText = "Collect the reports and tell me what they say."
+
+export interface World {
+  readonly root: string
+  readonly host: TaskHost.TaskHost
+  readonly privateRef: Volume.VolumeRef
+  readonly journalFolder: string
+}
+
+export const privateFolder = (world: World): string =>
+  path.join(world.host.store.root, StoreLayout.volumesFolder, world.privateRef.volume)
+
+/** Binds task-1 with (or without) its agent-private volume, under `policy` (default: the gate's). */
+export const bindTask = (world: World, withWriter: boolean, policy?: CompactionPolicy.CompactionPolicy) =>
+  Effect.gen(function* () {
+    const scope = yield* world.host.issueScope(
+      task,
+      withWriter ? [{ volume: world.privateRef, access: ["read", "write"] as const }] : [],
+      agent
+    )
+    const runtime = yield* FilesystemTaskRuntime.fromHost(world.host, {
+      private: withWriter ? Option.some(world.privateRef) : Option.none(),
+      scope
+    })
+    const context = yield* runtime.bindTask({ scope, output: Option.none() })
+    return yield* EntryGate.bind(context, policy === undefined ? {} : { policy })
+  })
+
+/** Runs `body` in a fresh store with the task's journal in scope; the folder is removed afterwards. */
+export const inWorld = async <A, E>(
+  body: (world: World) => Effect.Effect<A, E, Layer.Success<typeof platformLayer> | Journal.Journal>
+): Promise<A> => {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), "tessera-effect-ai-"))
+  try {
+    const program = Effect.gen(function* () {
+      const host = yield* TaskHost.open({ root })
+      const privateRef = yield* host.store.create({
+        id: volumeId("researcher-private"),
+        kind: "AgentPrivate",
+        owner: Volume.agentOwner(agent)
+      })
+      const journalRef = yield* host.store.create({ id: volumeId("journal"), kind: "Journal", owner: Volume.hostOwner })
+      const journalFolder = yield* host.store.folderOf(journalRef)
+      const world: World = { root, host, privateRef, journalFolder }
+      return yield* body(world).pipe(Effect.provide(Journal.layer({ folder: journalFolder, task })))
+    })
+    return await Effect.runPromise(program.pipe(Effect.provide(platformLayer)) as Effect.Effect<A>)
+  } finally {
+    fs.rmSync(root, { recursive: true, force: true })
+  }
+}
+
+export const journalText = (world: World): string => {
+  const file = path.join(world.journalFolder, Journal.fileName(task))
+  return fs.existsSync(file) ? fs.readFileSync(file, "utf8") : ""
+}
+
+export const count = (text: string, tag: string): number => text.split(`"_tag":"${tag}"`).length - 1
+
+const usage = { inputTokens: { total: 10, uncached: 10 }, outputTokens: { total: 5, text: 5 } }
+
+/** A response that calls `produce` for a body of `size` characters of `fill`. */
+export const callTool = (id: string, size: number, fill: string): Array<Response.PartEncoded> => [
+  { type: "tool-call", id, name: "produce", params: { size, fill } },
+  { type: "finish", reason: "tool-calls", usage }
+]
+
+/** A response that answers with `text`. */
+export const answer = (text: string): Array<Response.PartEncoded> => [
+  { type: "text", text },
+  { type: "finish", reason: "stop", usage }
+]
+
+/** The same response as a provider streams it: reasoning in one delta, text in word-sized deltas, calls whole, then finish. */
+export const streamed = (parts: ReadonlyArray<Response.PartEncoded>): Array<Response.StreamPartEncoded> =>
+  parts.flatMap((part): Array<Response.StreamPartEncoded> => {
+    if (part.type === "reasoning") {
+      return [
+        { type: "reasoning-start", id: "r" },
+        { type: "reasoning-delta", id: "r", delta: part.text },
+        { type: "reasoning-end", id: "r" }
+      ]
+    }
+    if (part.type !== "text") return [part as Response.StreamPartEncoded]
+    return [
+      { type: "text-start", id: "t" },
+      ...part.text.split(/(?<= )/).map((delta): Response.StreamPartEncoded => ({ type: "text-delta", id: "t", delta })),
+      { type: "text-end", id: "t" }
+    ]
+  })
+
+/** Tessera's summary requests open with its system prompt; the scenarios' prompts have none. */
+export const isSummaryRequest = (options: LanguageModel.ProviderOptions): boolean =>
+  options.prompt.content[0]?.role === "system"
+
+export const promptText = (prompt: Prompt.Prompt): string => JSON.stringify(prompt.content)
+
+/**
+ * A scripted provider: `script(n)` answers the n-th step request (1-based),
+ * summary requests get a summary. Every request is recorded.
+ */
+export const scripted = (script: (step: number) => Array<Response.PartEncoded>) => {
+  const requests: Array<LanguageModel.ProviderOptions> = []
+  let steps = 0
+  let summaries = 0
+  const respond = (options: LanguageModel.ProviderOptions): Array<Response.PartEncoded> => {
+    requests.push(options)
+    if (isSummaryRequest(options)) {
+      summaries++
+      return answer(`summary number ${summaries}: the reports so far are filler`)
+    }
+    steps++
+    return script(steps)
+  }
+  const layer = Layer.effect(
+    LanguageModel.LanguageModel,
+    LanguageModel.make({
+      generateText: (options) => Effect.sync(() => respond(options)),
+      streamText: (options) => Stream.suspend(() => Stream.fromIterable(streamed(respond(options))))
+    })
+  )
+  const stepRequests = () => requests.filter((options) => !isSummaryRequest(options))
+  return { layer, requests, stepRequests }
+}
+
+/** The tool the scripted model calls: a body of `size` characters, `fill` repeated. */
+export const Produce = Tool.make("produce", {
+  description: "Produces a result of the given size, made of one repeated piece of text",
+  parameters: Schema.Struct({ size: Schema.Number, fill: Schema.String }),
+  success: Schema.String
+})
+
+export const Tools = Toolkit.make(Produce)
+
+export const toolsLayer = Tools.toLayer({
+  produce: ({ fill, size }) => Effect.succeed(fill.repeat(Math.ceil(size / fill.length)).slice(0, size))
+})
+
+/**
+ * The caller's own loop, as an Effect AI harness writes it: generate with
+ * the toolkit (Effect AI runs the tools), append the response to the
+ * history, until the model answers or `limit` steps ran.
+ */
+export const converse = (start: Prompt.RawInput, limit: number) =>
+  Effect.gen(function* () {
+    let prompt = Prompt.make(start)
+    let text = ""
+    for (let step = 0; step < limit; step++) {
+      const response = yield* LanguageModel.generateText({ prompt, toolkit: Tools })
+      prompt = Prompt.concat(prompt, Prompt.fromResponseParts(response.content))
+      text = response.text
+      if (response.toolCalls.length === 0) break
+    }
+    return { prompt, text }
+  })
