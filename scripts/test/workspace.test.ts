@@ -59,6 +59,7 @@ describe("the browser project without Chromium", () => {
       "node",
       "ai-sdk",
       "mcp",
+      "pi",
       "examples",
       "bench",
       "workspace"
@@ -77,10 +78,19 @@ describe("the browser project without Chromium", () => {
 /**
  * Each package's layer, lowest first; a package may depend only on packages
  * of a lower layer. node and browser are two platforms side by side; the
- * ecosystem adapters (ai-sdk, mcp) come after node: their sources need only
+ * ecosystem adapters (ai-sdk, mcp, pi) come after node: their sources need only
  * runtime, their tests use node for real durable files.
  */
-const layers: Record<string, number> = { core: 0, artifacts: 1, runtime: 2, node: 3, browser: 3, "ai-sdk": 4, mcp: 4 }
+const layers: Record<string, number> = {
+  core: 0,
+  artifacts: 1,
+  runtime: 2,
+  node: 3,
+  browser: 3,
+  "ai-sdk": 4,
+  mcp: 4,
+  pi: 4
+}
 const layerOf = (name: string): number => layers[name] ?? Number.POSITIVE_INFINITY
 
 type Manifest = Partial<Record<"dependencies" | "devDependencies" | "peerDependencies", Record<string, string>>>

@@ -132,6 +132,12 @@ export const toHistory = (messages: ReadonlyArray<AgentMessage>): Converted => {
   let taskDone = false
   for (const message of messages) {
     const converted = convertMessage(message, origins)
+    // A message without content (an errored answer) keeps its place: one empty part stands for it.
+    if (converted.length === 0) {
+      const empty = Model.text(roleOf(message) === "assistant" ? "assistant" : "user", "")
+      origins.set(empty, { message, block: undefined })
+      converted.push(empty)
+    }
     partsOf.set(message, converted)
     if (roleOf(message) === "toolResult")
       results.set((message as ToolResultMessage).toolCallId, message as ToolResultMessage)
