@@ -2,7 +2,13 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Agent, type AgentOptions } from "@mariozechner/pi-agent-core"
-import type { AssistantMessage, Context, ToolResultMessage } from "@mariozechner/pi-ai"
+import {
+  type AssistantMessage,
+  type Context,
+  fauxAssistantMessage,
+  fauxToolCall,
+  type ToolResultMessage
+} from "@mariozechner/pi-ai"
 import { DefaultRedactor } from "@tessera/artifacts"
 import { TesseraPi } from "@tessera/pi"
 import { CompactionPolicy } from "@tessera/runtime"
@@ -296,6 +302,98 @@ describe("TesseraPi (Pi agent core 0.73)", () => {
         yield* Effect.promise(() => agentFor(script, tessera.agentOptions).prompt(taskText))
         script.faux.unregister()
         assert.strictEqual(script.faux.state.callCount, 2)
+      })
+    ))
+
+  const withImage = {
+    ...produce,
+    execute: async () => ({
+      content: [
+        { type: "text" as const, text: "pixel-row ".repeat(600) },
+        { type: "image" as const, data: "aW1hZ2UtYnl0ZXM=", mimeType: "image/png" }
+      ],
+      details: {}
+    })
+  }
+
+  const mediaRun = (hooks: (tessera: TesseraPi.TesseraPi) => AgentOptions) =>
+    inWorld((world) =>
+      Effect.gen(function* () {
+        const binding = yield* bindTask(world, true)
+        const tessera = yield* TesseraPi.make(binding, { offload })
+        const script = scripted(1, 10)
+        const agent = agentFor(script, hooks(tessera), [withImage])
+        yield* Effect.promise(() =>
+          agent.prompt(taskText, [{ type: "image", data: "dGFzay1pbWFnZQ==", mimeType: "image/jpeg" }])
+        )
+        script.faux.unregister()
+        return script.contexts
+      })
+    )
+
+  it("pi_media_kept: an offloaded result's image stays beside its pointer, and the task's image reaches every request", async () => {
+    const contexts = await mediaRun((tessera) => tessera.agentOptions)
+    assert.strictEqual(contexts.length, 2)
+    for (const context of contexts) assert.include(contextText(context), "dGFzay1pbWFnZQ==")
+    const result = (contexts[1] as Context).messages.find((message) => message.role === "toolResult")
+    assert.deepStrictEqual(
+      result?.content.map((block) => block.type),
+      ["text", "image"]
+    )
+    assert.match(contextText(contexts[1] as Context), /read_artifact/)
+    assert.include(contextText(contexts[1] as Context), "aW1hZ2UtYnl0ZXM=")
+    assert.notInclude(contextText(contexts[1] as Context), "pixel-row ".repeat(100))
+  })
+
+  it("negative control: an afterToolCall that returns the pointer alone loses the result's image", async () => {
+    const contexts = await mediaRun((tessera) => ({
+      ...tessera.agentOptions,
+      // Deliberately broken: the pointer replaces the whole content, images included.
+      afterToolCall: async (context, signal) => {
+        const replaced = await tessera.afterToolCall(context, signal)
+        return replaced === undefined
+          ? undefined
+          : { content: replaced.content?.filter((block) => block.type === "text") ?? [] }
+      }
+    }))
+    assert.notInclude(contextText(contexts[1] as Context), "aW1hZ2UtYnl0ZXM=")
+  })
+
+  it("pi_repeated_call_ids: a call id used again in a later prompt is a new call: journaled and offloaded again, never confused with the first", () =>
+    inWorld((world) =>
+      Effect.gen(function* () {
+        const binding = yield* bindTask(world, true)
+        const tessera = yield* TesseraPi.make(binding, { offload })
+        const script = scripted(0, 0)
+        const contexts: Array<Context> = []
+        const call = (fill: string) => (context: Context) => {
+          contexts.push({ messages: structuredClone(context.messages) })
+          return fauxAssistantMessage(fauxToolCall("produce", { size: 6_000, fill }, { id: "tool:1:x" }), {
+            stopReason: "toolUse"
+          })
+        }
+        const done = (context: Context) => {
+          contexts.push({ messages: structuredClone(context.messages) })
+          return fauxAssistantMessage("done")
+        }
+        script.faux.setResponses([call("r1-"), done, call("r2-"), done])
+        const agent = agentFor(script, tessera.agentOptions)
+        yield* Effect.promise(() => agent.prompt(taskText))
+        yield* Effect.promise(() => agent.prompt("And once more?"))
+        script.faux.unregister()
+        assert.strictEqual(script.faux.state.callCount, 4)
+        assert.isUndefined(agent.state.errorMessage)
+        const journal = journalText(world)
+        assert.strictEqual(journal.split('"_tag":"ArtifactOffloaded"').length - 1, 2)
+        assert.strictEqual(journal.split('"_tag":"TurnClosed"').length - 1, 2)
+        const files = fs.readdirSync(path.join(privateFolder(world), "artifacts", "tool-results")).sort()
+        assert.strictEqual(files.length, 2)
+        assert.strictEqual(tessera.offloaded.size, 1, "the pointer of the latest call of that id")
+        assert.include(tessera.offloaded.get("tool:1:x") ?? "", "-t2-s1-")
+        for (const context of contexts) {
+          assert.notInclude(contextText(context), "r1-".repeat(100))
+          assert.notInclude(contextText(context), "r2-".repeat(100))
+        }
       })
     ))
 })

@@ -171,6 +171,20 @@ export interface ForeignLoop {
   readonly offloaded: ReadonlyMap<string, string>
 }
 
+/**
+ * A result reported through the loop: what was kept (the pointer when
+ * offloaded), and the original's length and digest, so a later history
+ * holding the same call id with another body (ids repeat across turns in
+ * some loops) is never taken for it. `verified` is the last body found to
+ * be the original, so it is hashed once, not on every request.
+ */
+interface Reported {
+  readonly kept: Model.ToolResultPart
+  readonly length: number
+  readonly sha256: string
+  verified?: string
+}
+
 interface Compacted {
   readonly covered: number
   readonly lastKey: string
@@ -258,7 +272,7 @@ export const make = Effect.fn("ForeignLoop.make")(function* (binding: EntryGate.
   const task = binding.context.task
   const lock = yield* Semaphore.make(1)
 
-  const results = new Map<string, Model.ToolResultPart>()
+  const results = new Map<string, Reported>()
   const pointers = new Map<string, string>()
   let compacted: Compacted | undefined
   let prepared: Executor.StepContext | undefined
@@ -271,11 +285,12 @@ export const make = Effect.fn("ForeignLoop.make")(function* (binding: EntryGate.
   })
 
   const reportResult = Effect.fnUntraced(function* (call: Model.ToolCallPart, result: Model.ToolResultPart) {
-    const known = results.get(call.id)
-    if (known !== undefined) return known
     const open = openTurn(yield* journal.state)
     const owed = Option.isSome(open) ? open.value.owedCalls.find((item) => item.callId === call.id) : undefined
     if (Option.isNone(open) || owed === undefined) {
+      // Reported already (the loop asks again for the same call): the same answer, nothing journaled.
+      const known = results.get(call.id)
+      if (known !== undefined) return known.kept
       return yield* new LoopOutOfOrder({
         task,
         detail: `the result of call ${JSON.stringify(call.id)} (${call.name}) arrived, but no journaled response asked for it (is the request journaled through the adapter?)`
@@ -308,8 +323,10 @@ export const make = Effect.fn("ForeignLoop.make")(function* (binding: EntryGate.
       size: measured.size,
       sha256: measured.sha256
     })
-    results.set(call.id, replaced)
+    const original = replaced.content === result.content ? measured : yield* Digest.measureText(result.content)
+    results.set(call.id, { kept: replaced, length: result.content.length, sha256: original.sha256 })
     if (replaced.content !== result.content) pointers.set(call.id, replaced.content)
+    else pointers.delete(call.id)
     return replaced
   })
 
@@ -342,10 +359,17 @@ export const make = Effect.fn("ForeignLoop.make")(function* (binding: EntryGate.
     const turn = yield* currentTurn
     yield* reportOwed(turn, history)
     // What was offloaded stays offloaded: the loop hands over its whole history again on every request.
-    const parts = history.parts.map((part) => {
-      if (part._tag !== "ToolResult") return part
+    const parts = yield* Effect.forEach(history.parts, (part) => {
+      if (part._tag !== "ToolResult") return Effect.succeed(part)
       const known = results.get(part.callId)
-      return known !== undefined && known.content !== part.content ? known : part
+      if (known === undefined || known.kept.content === part.content) return Effect.succeed(part)
+      if (known.verified === part.content) return Effect.succeed(known.kept as Model.Part)
+      if (known.length !== part.content.length) return Effect.succeed(part)
+      return Effect.map(Digest.measureText(part.content), (measured): Model.Part => {
+        if (measured.sha256 !== known.sha256) return part
+        known.verified = part.content
+        return known.kept
+      })
     })
     const previous = compacted
     const resumes =
