@@ -61,7 +61,10 @@ import {
  * `ToolResultOffload.OffloadConfig`; without it no result is offloaded.
  * Compaction follows the binding's policy; its summary requests go to
  * `summaryModel` (default: the model of the latest request) through the
- * same stream function as the agent's requests, with `summaryOptions`.
+ * same stream function as the agent's requests, with the latest request's
+ * credentials and transport settings (`apiKey`, `headers`, `transport`,
+ * `timeoutMs`, `maxRetries`, `maxRetryDelayMs`) overridden by
+ * `summaryOptions`, and the abort signal Pi gives `transformContext`.
  * `streamFn` is the host's own stream function, if it has one.
  *
  * @since 0.2.0
@@ -194,7 +197,7 @@ export const make = Effect.fn("TesseraPi.make")(function* (binding: EntryGate.Ta
   })
   const services = yield* Effect.context<Requirements>()
   const inner: StreamFn = options.streamFn ?? streamSimple
-  let latestModel: PiModel<Api> | undefined = options.summaryModel
+  let latestModel: PiModel<Api> | undefined
   let pending = zeroUsage
   let total = zeroUsage
 
@@ -204,27 +207,49 @@ export const make = Effect.fn("TesseraPi.make")(function* (binding: EntryGate.Ta
     throw Cause.squash(exit.cause)
   }
 
-  const summaryModel = Model.fromGenerate((request) =>
-    Effect.tryPromise({
-      try: async () => {
-        const model = options.summaryModel ?? latestModel
-        if (model === undefined) throw new Error("no Pi model is known yet for summary requests: pass summaryModel")
-        const stream = await inner(model, toSummaryContext(request), options.summaryOptions)
-        const message = await stream.result()
-        if (message.stopReason === "error" || message.stopReason === "aborted") {
-          throw new Error(message.errorMessage ?? `the summary request ended with ${message.stopReason}`)
-        }
-        pending = addUsage(pending, message.usage)
-        total = addUsage(total, message.usage)
-        return message
-      },
-      catch: (error) => new Model.ModelError({ reason: "ProviderFailure", detail: describe(error) })
-    }).pipe(Effect.map((message) => Model.response({ text: toResponse(message).text, usage: toUsage(message.usage) })))
-  )
+  // What a summary request borrows from the agent's latest request: how to reach the provider, never its callbacks.
+  let latestOptions: SimpleStreamOptions = {}
+  const borrowed = (streamOptions: SimpleStreamOptions | undefined): SimpleStreamOptions => {
+    if (streamOptions === undefined) return {}
+    const { apiKey, headers, maxRetries, maxRetryDelayMs, timeoutMs, transport } = streamOptions
+    return {
+      ...(apiKey === undefined ? {} : { apiKey }),
+      ...(headers === undefined ? {} : { headers }),
+      ...(transport === undefined ? {} : { transport }),
+      ...(timeoutMs === undefined ? {} : { timeoutMs }),
+      ...(maxRetries === undefined ? {} : { maxRetries }),
+      ...(maxRetryDelayMs === undefined ? {} : { maxRetryDelayMs })
+    }
+  }
 
-  const transformContext: TesseraPi["transformContext"] = async (messages) => {
+  const summaryModel = (signal: AbortSignal | undefined) =>
+    Model.fromGenerate((request) =>
+      Effect.tryPromise({
+        try: async () => {
+          const model = options.summaryModel ?? latestModel
+          if (model === undefined) throw new Error("no Pi model is known yet for summary requests: pass summaryModel")
+          const stream = await inner(model, toSummaryContext(request), {
+            ...latestOptions,
+            ...options.summaryOptions,
+            ...(signal === undefined ? {} : { signal })
+          })
+          const message = await stream.result()
+          if (message.stopReason === "error" || message.stopReason === "aborted") {
+            throw new Error(message.errorMessage ?? `the summary request ended with ${message.stopReason}`)
+          }
+          pending = addUsage(pending, message.usage)
+          total = addUsage(total, message.usage)
+          return message
+        },
+        catch: (error) => new Model.ModelError({ reason: "ProviderFailure", detail: describe(error) })
+      }).pipe(
+        Effect.map((message) => Model.response({ text: toResponse(message).text, usage: toUsage(message.usage) }))
+      )
+    )
+
+  const transformContext: TesseraPi["transformContext"] = async (messages, signal) => {
     const converted = toHistory(messages)
-    const after = await run(loop.prepare(converted.history, summaryModel))
+    const after = await run(loop.prepare(converted.history, summaryModel(signal)))
     const task = toMessages(after.task, converted)
     const summary = after.summary === undefined ? [] : toMessages(after.summary.parts, converted)
     return [...summary, ...task, ...toMessages(after.parts, converted)]
@@ -292,6 +317,7 @@ export const make = Effect.fn("TesseraPi.make")(function* (binding: EntryGate.Ta
 
   const streamFn: StreamFn = (model, context, streamOptions) => {
     latestModel = model
+    latestOptions = borrowed(streamOptions)
     const outer = createAssistantMessageEventStream()
     void answer(outer, model, model, context, streamOptions)
     return outer

@@ -117,12 +117,18 @@ describe("TesseraPi (Pi agent core 0.73)", () => {
         )
         const tessera = yield* TesseraPi.make(binding)
         const script = scripted(2, 20_000)
-        const agent = agentFor(script, tessera.agentOptions)
+        const agent = agentFor(script, { ...tessera.agentOptions, getApiKey: () => "key-of-the-host" })
         yield* Effect.promise(() => agent.prompt(taskText))
         script.faux.unregister()
         assert.strictEqual(script.faux.state.callCount, 4, "three steps and one summary request")
         assert.strictEqual(script.summaryRequests().length, 1)
         assert.isTrue(script.contexts[2] === script.summaryRequests()[0], "the third request is the summary")
+        assert.deepStrictEqual(script.apiKeys, [
+          "key-of-the-host",
+          "key-of-the-host",
+          "key-of-the-host",
+          "key-of-the-host"
+        ])
         const last = script.contexts[3] as Context
         assert.match(contextText({ messages: last.messages.slice(0, 1) }), /summaries\/task-1-t1\/3\.txt/)
         assert.notInclude(contextText(last), "r1-".repeat(300), "result 1 is summarized away")

@@ -13,6 +13,7 @@ import {
   fauxAssistantMessage,
   fauxToolCall,
   registerFauxProvider,
+  type StreamOptions,
   Type
 } from "@mariozechner/pi-ai"
 import { HostAuthority, Ids, Volume } from "@tessera/core"
@@ -112,6 +113,8 @@ export const contextText = (context: Context): string =>
 export interface Scripted {
   readonly faux: FauxProviderRegistration
   readonly contexts: Array<Context>
+  /** The API key each request was sent with, in order. */
+  readonly apiKeys: Array<string | undefined>
   readonly turnRequests: () => ReadonlyArray<Context>
   readonly summaryRequests: () => ReadonlyArray<Context>
 }
@@ -119,9 +122,11 @@ export interface Scripted {
 export const scripted = (calls: number, size: number, idOf: (n: number) => string = (n) => `tool:${n}:x`): Scripted => {
   const faux = registerFauxProvider({ tokenSize: { min: 64, max: 64 } })
   const contexts: Array<Context> = []
+  const apiKeys: Array<string | undefined> = []
   let steps = 0
   let summaries = 0
-  const respond = (context: Context) => {
+  const respond = (context: Context, options: StreamOptions | undefined) => {
+    apiKeys.push(options?.apiKey)
     // Tools hold functions, which do not clone: a request is kept as what it tells the model.
     contexts.push({
       ...(context.systemPrompt === undefined ? {} : { systemPrompt: context.systemPrompt }),
@@ -142,6 +147,7 @@ export const scripted = (calls: number, size: number, idOf: (n: number) => strin
   return {
     faux,
     contexts,
+    apiKeys,
     turnRequests: () => contexts.filter((context) => !isSummaryRequest(context)),
     summaryRequests: () => contexts.filter(isSummaryRequest)
   }
