@@ -120,7 +120,14 @@ const typeScriptTargets = (manifest: { exports?: unknown; bin?: unknown }): Arra
 }
 
 /** Peer packages whose own declarations do not compile under every strict flag (see {@link typeCheck}). */
-const peerDeclarations = ["node_modules/effect/", "node_modules/ai/", "node_modules/@ai-sdk/"]
+const peerDeclarations = [
+  "node_modules/effect/",
+  "node_modules/ai/",
+  "node_modules/@ai-sdk/",
+  "node_modules/@mariozechner/",
+  "node_modules/@anthropic-ai/",
+  "node_modules/@google/genai/"
+]
 
 const diagnosticLine = /^(\S[^(]*)\((\d+),(\d+)\): error (TS\d+): (.*)$/
 
@@ -135,8 +142,12 @@ interface TypeCheck {
  * Type-checks `files` in the consumer under the strict flags. effect 4's own
  * declarations name the DOM type `JsonWebKey`, missing under lib ES2022 without
  * DOM, and the AI SDK's (`ai`, `@ai-sdk/*`, the peers of `@tessera/ai-sdk`) name
- * DOM types such as `HeadersInit` and fail some of the strict flags; those
- * diagnostics are the peers', not ours, and are kept apart (and printed).
+ * DOM types such as `HeadersInit` and fail some of the strict flags, and Pi's
+ * (`@mariozechner/pi-ai`, the peer of `@tessera/pi`) bring provider SDKs whose
+ * declarations name modules and DOM types they do not install
+ * (`@anthropic-ai/sdk`: `undici-types` by a relative path; `@google/genai`:
+ * `@modelcontextprotocol/sdk`, `ErrorEvent`); those diagnostics are the
+ * peers', not ours, and are kept apart (and printed).
  */
 const typeCheck = (consumer: string, resolution: keyof typeof resolutions, files: ReadonlyArray<string>): TypeCheck => {
   const config = `tsconfig.${resolution}.json`
