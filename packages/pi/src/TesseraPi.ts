@@ -36,6 +36,7 @@ import {
   type Api,
   type AssistantMessage,
   type AssistantMessageEventStream,
+  type Context,
   createAssistantMessageEventStream,
   type Model as PiModel,
   type Usage as PiUsage,
@@ -268,12 +269,13 @@ export const make = Effect.fn("TesseraPi.make")(function* (binding: EntryGate.Ta
     return { content: [{ type: "text", text: kept.content }, ...content.filter((block) => block.type === "image")] }
   }
 
+  // One request: journaled, sent through the host's stream function, its answer journaled before Pi sees the end.
   const answer = async (
     outer: AssistantMessageEventStream,
     model: PiModel<Api>,
-    ...args: Parameters<StreamFn>
+    context: Context,
+    streamOptions: SimpleStreamOptions | undefined
   ): Promise<void> => {
-    const [, context, streamOptions] = args
     const request = toRequest(context)
     const dispatched = await Effect.runPromiseExitWith(services)(loop.dispatch(request))
     if (Exit.isFailure(dispatched)) {
@@ -319,7 +321,7 @@ export const make = Effect.fn("TesseraPi.make")(function* (binding: EntryGate.Ta
     latestModel = model
     latestOptions = borrowed(streamOptions)
     const outer = createAssistantMessageEventStream()
-    void answer(outer, model, model, context, streamOptions)
+    void answer(outer, model, context, streamOptions)
     return outer
   }
 

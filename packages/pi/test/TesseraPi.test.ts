@@ -402,4 +402,42 @@ describe("TesseraPi (Pi agent core 0.73)", () => {
         }
       })
     ))
+
+  const failing = (withRedactor: boolean) =>
+    inWorld((world) =>
+      Effect.gen(function* () {
+        const binding = yield* bindTask(world, true)
+        const made = TesseraPi.make(binding, { offload })
+        const tessera = yield* withRedactor ? made.pipe(Effect.provide(DefaultRedactor.layer())) : made
+        const script = scripted(0, 0)
+        script.faux.setResponses([
+          fauxAssistantMessage([], {
+            stopReason: "error",
+            errorMessage: "upstream 503 for key aws_access_key_id=AKIAIOSFODNN7EXAMPLE"
+          }),
+          fauxAssistantMessage("done")
+        ])
+        const agent = agentFor(script, tessera.agentOptions)
+        yield* Effect.promise(() => agent.prompt(taskText))
+        const failed = agent.state.errorMessage
+        yield* Effect.promise(() => agent.prompt("Try again."))
+        script.faux.unregister()
+        return { failed, journal: journalText(world), answer: agent.state.messages.at(-1) as AssistantMessage }
+      })
+    )
+
+  it("pi_model_failure_journaled: a failed request is journaled as ModelFailed, scrubbed, and the next prompt continues the same turn", async () => {
+    const { answer, failed, journal } = await failing(true)
+    assert.include(failed ?? "", "upstream 503", "Pi gets the provider's error as it was")
+    assert.include(journal, '"_tag":"ModelFailed"')
+    assert.notInclude(journal, "AKIAIOSFODNN7EXAMPLE", "the provider's error text is scrubbed before it is journaled")
+    assert.strictEqual(journal.split('"_tag":"TurnOpened"').length - 1, 1, "one turn")
+    assert.include(journal, '"_tag":"TurnClosed"')
+    assert.strictEqual(answer.stopReason, "stop")
+  })
+
+  it("negative control: without a redactor in scope the error text reaches the journal as it was", async () => {
+    const { journal } = await failing(false)
+    assert.include(journal, "AKIAIOSFODNN7EXAMPLE")
+  })
 })
