@@ -22,8 +22,12 @@
  * private writer; a task that needs a writer and has none fails
  * `Unauthorized` there, before any hook exists, so no request can be sent.
  * The three options belong together: a request whose context did not pass
- * `transformContext`, or a context that was never sent through `streamFn`,
- * is refused (`ForeignLoop.LoopOutOfOrder`) before it reaches the model.
+ * `transformContext`, or (before any request was sent) a second context
+ * prepared while the first never went through `streamFn`, is refused
+ * (`ForeignLoop.LoopOutOfOrder`) before it reaches the model. A refusal in
+ * `transformContext` is thrown (Pi's `Agent` ends the run with it as its
+ * error, no request sent); one in `streamFn` is an error message, as Pi
+ * expects of a stream function.
  *
  * Pi's tool-call ids contain `:` (`tool:<time>:<random>`). They are map keys
  * here and become file names only through `ToolResultOffload.callIdSegment`,

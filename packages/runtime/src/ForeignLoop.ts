@@ -68,10 +68,12 @@ export interface Options {
 
 /**
  * A request was dispatched that {@link ForeignLoop.prepare} did not
- * prepare, or a second request was prepared while the first was never
- * dispatched: the adapter's loop is wired only in part (for instance Pi's
- * `transformContext` without the `streamFn` that journals the request).
- * Raised before the request is journaled or sent.
+ * prepare, or, before any request was dispatched, a second request was
+ * prepared while the first never was: the adapter's loop is wired only in
+ * part (for instance Pi's `transformContext` without the `streamFn` that
+ * journals the request). Raised before the request is journaled or sent.
+ * Once a request was dispatched, a prepared request the loop gave up on
+ * (its own conversion failed) is simply replaced by the next one.
  *
  * @since 0.2.0
  * @category errors
@@ -276,6 +278,8 @@ export const make = Effect.fn("ForeignLoop.make")(function* (binding: EntryGate.
   const pointers = new Map<string, string>()
   let compacted: Compacted | undefined
   let prepared: Executor.StepContext | undefined
+  // Whether a prepared request was ever dispatched: the adapter's request hook is wired.
+  let wired = false
   // The model the last summary requests went to; the compaction hooks' observer runs with it in scope.
   let summaries: Model.Model["Service"] | undefined
 
@@ -350,7 +354,9 @@ export const make = Effect.fn("ForeignLoop.make")(function* (binding: EntryGate.
 
   const prepare: ForeignLoop["prepare"] = Effect.fnUntraced(function* (history, summaryModel) {
     yield* EntryGate.admitBinding(binding, "ModelStep")
-    if (prepared !== undefined) {
+    // Before the first dispatch, a second prepare means the request hook is missing; after it, the
+    // loop gave up on a prepared request (its own conversion failed, say) and this one replaces it.
+    if (prepared !== undefined && !wired) {
       return yield* new LoopOutOfOrder({
         task,
         detail: `the request of step ${prepared.step} was prepared but never journaled as dispatched (is the adapter's request hook wired?)`
@@ -408,6 +414,7 @@ export const make = Effect.fn("ForeignLoop.make")(function* (binding: EntryGate.
       })
     }
     prepared = undefined
+    wired = true
     const measured = yield* measureRequest(request)
     yield* journal.append({
       _tag: "RequestDispatched",

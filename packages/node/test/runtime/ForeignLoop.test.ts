@@ -211,8 +211,15 @@ describe("ForeignLoop", () => {
           assert.strictEqual(twice._tag, "LoopOutOfOrder")
           assert.notInclude(journalBytes(folder, task), "RequestDispatched")
           // In order, the same request goes through.
-          yield* loop.dispatch(request)
+          const where = yield* loop.dispatch(request)
           assert.include(journalBytes(folder, task), '"_tag":"RequestDispatched"')
+          // Once a request was dispatched the wiring is proven: a prepared request the loop gave up on is replaced.
+          yield* loop.receive(where, request, Model.response({ text: "done" }))
+          yield* loop.prepare(start, model)
+          yield* loop.prepare(start, model)
+          const next = yield* loop.dispatch(request)
+          assert.deepStrictEqual(next, { task, turn: 2, step: 1 })
+          assert.strictEqual(journalBytes(folder, task).split('"_tag":"RequestDispatched"').length - 1, 2)
         }).pipe(Effect.provide(turnLayer(world, task, script)))
       })
     ))
