@@ -63,8 +63,20 @@ const env = {
   npm_config_fund: "false"
 }
 
-const run = (command: string, args: ReadonlyArray<string>, cwd: string, extraEnv: Record<string, string> = {}) =>
-  spawnSync(command, args, { cwd, env: { ...env, ...extraEnv }, encoding: "utf8", timeout: 240_000 })
+const run = (
+  command: string,
+  args: ReadonlyArray<string>,
+  cwd: string,
+  extraEnv: Record<string, string> = {},
+  timeout = 240_000
+) => spawnSync(command, args, { cwd, env: { ...env, ...extraEnv }, encoding: "utf8", timeout })
+
+/**
+ * How long one strict type check of the consumer may take. With skipLibCheck
+ * off it reads every peer's declarations, Pi's provider SDKs (through
+ * `@mariozechner/pi-ai`) included: about three minutes on two busy cores.
+ */
+const typeCheckTimeout = 600_000
 
 const output = (result: SpawnSyncReturns<string>) =>
   `exit ${result.status}${result.error ? ` (${result.error.message})` : ""}\n${result.stdout}\n${result.stderr}`
@@ -155,7 +167,13 @@ const typeCheck = (consumer: string, resolution: keyof typeof resolutions, files
     join(consumer, config),
     JSON.stringify({ compilerOptions: { ...strictOptions, ...resolutions[resolution] }, files }, null, 2)
   )
-  const result = run(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", config], consumer)
+  const result = run(
+    process.execPath,
+    [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", config],
+    consumer,
+    {},
+    typeCheckTimeout
+  )
   const lines = result.stdout.split("\n").filter((line) => diagnosticLine.test(line))
   const peers = lines.filter((line) => peerDeclarations.some((folder) => line.startsWith(folder)))
   return { result, ours: lines.filter((line) => !peers.includes(line)), peers }
@@ -285,15 +303,19 @@ describe("the packed packages, installed with npm outside the workspace", () => 
   })
 
   for (const resolution of ["nodenext", "bundler"] as const) {
-    it(`(b) type-checks every entry point and the program under strict flags, skipLibCheck off, ${resolution} resolution`, () => {
-      const checked = typeCheck(consumer, resolution, ["entries.ts", "app.ts"])
-      assert.deepStrictEqual(checked.ours, [], output(checked.result))
-      if (checked.peers.length > 0)
-        process.stdout.write(`[consumer] the peers' own declarations: ${checked.peers.join("; ")}\n`)
-      // No exit status other than "errors reported" is acceptable, and any error must be one of the peers'.
-      assert.include([0, 2], checked.result.status, output(checked.result))
-      assert.strictEqual(checked.result.status === 0, checked.peers.length === 0, output(checked.result))
-    })
+    it(
+      `(b) type-checks every entry point and the program under strict flags, skipLibCheck off, ${resolution} resolution`,
+      () => {
+        const checked = typeCheck(consumer, resolution, ["entries.ts", "app.ts"])
+        assert.deepStrictEqual(checked.ours, [], output(checked.result))
+        if (checked.peers.length > 0)
+          process.stdout.write(`[consumer] the peers' own declarations: ${checked.peers.join("; ")}\n`)
+        // No exit status other than "errors reported" is acceptable, and any error must be one of the peers'.
+        assert.include([0, 2], checked.result.status, output(checked.result))
+        assert.strictEqual(checked.result.status === 0, checked.peers.length === 0, output(checked.result))
+      },
+      typeCheckTimeout
+    )
   }
 
   it("(c) bundles the program with esbuild and runs the bundle", () => {
@@ -335,18 +357,22 @@ describe("negative controls: the same consumer checks against broken packages", 
     rmSync(broken, { recursive: true, force: true })
   })
 
-  it("an error inside a published declaration file is reported (skipLibCheck is really off)", () => {
-    const broken = join(scratch, "broken-declaration")
-    cpSync(consumer, broken, { recursive: true, verbatimSymlinks: true })
-    const declaration = join(broken, "node_modules", "@tessera", "core", "dist", "index.d.ts")
-    writeFileSync(declaration, `${readFileSync(declaration, "utf8")}\nexport declare const broken: NoSuchType\n`)
-    const checked = typeCheck(broken, "bundler", ["entries.ts", "app.ts"])
-    assert.isTrue(
-      checked.ours.some((line) => line.startsWith("node_modules/@tessera/core/dist/index.d.ts")),
-      output(checked.result)
-    )
-    rmSync(broken, { recursive: true, force: true })
-  })
+  it(
+    "an error inside a published declaration file is reported (skipLibCheck is really off)",
+    () => {
+      const broken = join(scratch, "broken-declaration")
+      cpSync(consumer, broken, { recursive: true, verbatimSymlinks: true })
+      const declaration = join(broken, "node_modules", "@tessera", "core", "dist", "index.d.ts")
+      writeFileSync(declaration, `${readFileSync(declaration, "utf8")}\nexport declare const broken: NoSuchType\n`)
+      const checked = typeCheck(broken, "bundler", ["entries.ts", "app.ts"])
+      assert.isTrue(
+        checked.ours.some((line) => line.startsWith("node_modules/@tessera/core/dist/index.d.ts")),
+        output(checked.result)
+      )
+      rmSync(broken, { recursive: true, force: true })
+    },
+    typeCheckTimeout
+  )
 
   it("a second copy of effect nested under a Tessera package is found", () => {
     const broken = join(scratch, "broken-two-effects")
