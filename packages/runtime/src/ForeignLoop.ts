@@ -31,7 +31,7 @@
  * @since 0.2.0
  */
 import { ArtifactRedactor } from "@tessera/artifacts"
-import { Digest, type DurableFiles, type Ids, Unauthorized } from "@tessera/core"
+import { Digest, type DurableFiles, type Ids, type Unauthorized } from "@tessera/core"
 import { Effect, type FileSystem, Option, type Path, Schema, Semaphore } from "effect"
 import type * as CompactionPolicy from "./CompactionPolicy.ts"
 import * as EntryGate from "./EntryGate.ts"
@@ -49,7 +49,7 @@ import {
   type TurnUnfinished
 } from "./Journal.ts"
 import * as Model from "./Model.ts"
-import * as PrivateSummaries from "./PrivateSummaries.ts"
+import type * as PrivateSummaries from "./PrivateSummaries.ts"
 import * as TaskExecution from "./TaskExecution.ts"
 import * as ToolResultOffload from "./ToolResultOffload.ts"
 
@@ -217,29 +217,6 @@ const scrub = (redactor: Option.Option<ArtifactRedactor.ArtifactRedactor["Servic
     ? Effect.succeed(detail)
     : redactor.value.redact(detail).pipe(Effect.orElseSucceed(() => "[detail withheld: the redactor failed on it]"))
 
-const offloadTarget = Effect.fnUntraced(function* (
-  binding: EntryGate.TaskBinding,
-  entry: string,
-  config: ToolResultOffload.OffloadConfig,
-  armed: Option.Option<PrivateSummaries.PrivateWriterCapability>
-) {
-  if (config.destination === "Output") return yield* ToolResultOffload.outputTarget(binding.context, entry)
-  const capability = Option.isSome(armed)
-    ? armed.value
-    : yield* PrivateSummaries.resolve(binding.context).pipe(
-        Effect.mapError((error) =>
-          error._tag === "Unauthorized"
-            ? new Unauthorized.Unauthorized({
-                reason: error.reason,
-                detail: `${entry}: private offload needs a private writer, but ${error.detail}`,
-                task: binding.context.task
-              })
-            : error
-        )
-      )
-  return yield* ToolResultOffload.privateTarget.pipe(PrivateSummaries.provide(capability))
-})
-
 /**
  * Makes the loop of a bound task. Runs the gate for `Turn` first (the
  * binding must be one `EntryGate.bind` made, the journal in scope the
@@ -257,7 +234,7 @@ export const make = Effect.fn("ForeignLoop.make")(function* (binding: EntryGate.
   const target =
     options.offload === undefined
       ? Option.none()
-      : Option.some(yield* offloadTarget(binding, entry, options.offload, capability))
+      : Option.some(yield* ToolResultOffload.targetFor(binding.context, entry, options.offload, capability))
   const policy: CompactionPolicy.CompactionPolicy = binding.policy
   const compaction =
     policy._tag === "Threshold" && Option.isSome(capability)
