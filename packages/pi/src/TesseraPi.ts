@@ -7,7 +7,8 @@
  * - `afterToolCall` (its result is what Pi stores): a tool result over the
  *   offload threshold is written (redacted first) under the task's artifact
  *   root and replaced by a one-line pointer, so Pi's own transcript holds
- *   the pointer and the body never reaches the model again. Images stay.
+ *   the pointer and the body never reaches the model again. Images stay;
+ *   the result's `details` (never sent to the model) are left as they are.
  * - `transformContext` (runs before every request, its output is not
  *   stored): compaction under the binding's `Threshold` policy, with a
  *   private summary staged through the capability resolved from the
