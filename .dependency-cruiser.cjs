@@ -44,16 +44,16 @@ module.exports = {
       name: "adapters-stay-above",
       severity: "error",
       comment:
-        "The ecosystem adapters (packages/ai-sdk, packages/mcp, packages/effect-ai) build on runtime; the layers below never depend on them, and an " +
+        "The ecosystem adapters (packages/ai-sdk, packages/mcp, packages/effect-ai, packages/pi) build on runtime; the layers below never depend on them, and an " +
         "adapter's sources never on the Node package (its tests may, for real durable files).",
       from: { path: "^packages/(core|artifacts|runtime|node)/" },
-      to: { path: "^packages/(ai-sdk|mcp|effect-ai)/" }
+      to: { path: "^packages/(ai-sdk|mcp|effect-ai|pi)/" }
     },
     {
       name: "adapter-sources-platform-free",
       severity: "error",
       comment: "An adapter's sources run wherever the runtime runs: no import of @tessera/node or @tessera/browser.",
-      from: { path: "^packages/(ai-sdk|mcp|effect-ai)/src/" },
+      from: { path: "^packages/(ai-sdk|mcp|effect-ai|pi)/src/" },
       to: { path: "^packages/(node|browser)/" }
     },
     {

@@ -25,7 +25,8 @@ export const packageProjects: ReadonlyArray<string> = [
   "browser",
   "ai-sdk",
   "mcp",
-  "effect-ai"
+  "effect-ai",
+  "pi"
 ]
 
 /**

@@ -136,6 +136,33 @@ describe("examples run as smoke tests", () => {
     }
   })
 
+  it("pi.ts shows Pi's agent core with Tessera's hooks offloading, compacting, reporting summary usage and refusing a writerless task", () => {
+    const scratch = mkdtempSync(join(tmpdir(), "tessera-pi-example-"))
+    try {
+      const result = spawnSync(process.execPath, [join(folder, "pi.ts")], {
+        cwd: scratch,
+        encoding: "utf8",
+        env: { ...process.env, TESSERA_EXAMPLE_DIR: scratch },
+        timeout: 120_000
+      })
+      assert.strictEqual(result.status, 0, result.stderr)
+      const out = result.stdout
+      assert.match(out, /answer: All 30 services are ok\./)
+      assert.match(out, /tool results offloaded: 30/)
+      assert.match(out, /summary requests: [1-9]\d* /)
+      assert.match(out, /Pi's transcript holds the bodies: no \(pointers\)/)
+      // Pi's call ids hold ":"; the artifact's name encodes it.
+      assert.match(out, /first artifact: pi-1-t1-s1-log\.3a1\.txt/)
+      assert.match(out, /credentials in them: none \(redacted\)/)
+      assert.match(out, /writerless task refused: Unauthorized; model requests sent: 0/)
+      const sizes = /largest request: (\d+) bytes with Tessera, (\d+) bytes without/.exec(out)
+      assert.isNotNull(sizes)
+      assert.isBelow(Number(sizes?.[1]) * 5, Number(sizes?.[2]), "the agent's largest request is a fraction")
+    } finally {
+      rmSync(scratch, { recursive: true, force: true })
+    }
+  })
+
   it("mcp-tools.ts shows an MCP server's tool result offloaded and scrubbed like any other", () => {
     const scratch = mkdtempSync(join(tmpdir(), "tessera-mcp-example-"))
     try {

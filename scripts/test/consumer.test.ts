@@ -13,10 +13,11 @@ import { fileURLToPath } from "node:url"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
-const packages = ["core", "artifacts", "runtime", "node", "browser", "ai-sdk", "mcp", "effect-ai"] as const
+const packages = ["core", "artifacts", "runtime", "node", "browser", "ai-sdk", "mcp", "effect-ai", "pi"] as const
 const rootManifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8"))
 const nodeManifest = JSON.parse(readFileSync(join(root, "packages", "node", "package.json"), "utf8"))
 const aiSdkManifest = JSON.parse(readFileSync(join(root, "packages", "ai-sdk", "package.json"), "utf8"))
+const piManifest = JSON.parse(readFileSync(join(root, "packages", "pi", "package.json"), "utf8"))
 
 /** What the consumer installs beside the tarballs: the peers at the workspace's versions, and the tools it uses. */
 const consumerExtras = [
@@ -24,6 +25,8 @@ const consumerExtras = [
   `@effect/platform-node@${nodeManifest.devDependencies["@effect/platform-node"]}`,
   `ai@${aiSdkManifest.devDependencies.ai}`,
   `@ai-sdk/provider@${aiSdkManifest.devDependencies["@ai-sdk/provider"]}`,
+  `@mariozechner/pi-agent-core@${piManifest.devDependencies["@mariozechner/pi-agent-core"]}`,
+  `@mariozechner/pi-ai@${piManifest.devDependencies["@mariozechner/pi-ai"]}`,
   `@types/node@${rootManifest.devDependencies["@types/node"]}`,
   "esbuild@0.28.2"
 ]
@@ -60,8 +63,20 @@ const env = {
   npm_config_fund: "false"
 }
 
-const run = (command: string, args: ReadonlyArray<string>, cwd: string, extraEnv: Record<string, string> = {}) =>
-  spawnSync(command, args, { cwd, env: { ...env, ...extraEnv }, encoding: "utf8", timeout: 240_000 })
+const run = (
+  command: string,
+  args: ReadonlyArray<string>,
+  cwd: string,
+  extraEnv: Record<string, string> = {},
+  timeout = 240_000
+) => spawnSync(command, args, { cwd, env: { ...env, ...extraEnv }, encoding: "utf8", timeout })
+
+/**
+ * How long one strict type check of the consumer may take. With skipLibCheck
+ * off it reads every peer's declarations, Pi's provider SDKs (through
+ * `@mariozechner/pi-ai`) included: about three minutes on two busy cores.
+ */
+const typeCheckTimeout = 600_000
 
 const output = (result: SpawnSyncReturns<string>) =>
   `exit ${result.status}${result.error ? ` (${result.error.message})` : ""}\n${result.stdout}\n${result.stderr}`
@@ -117,7 +132,14 @@ const typeScriptTargets = (manifest: { exports?: unknown; bin?: unknown }): Arra
 }
 
 /** Peer packages whose own declarations do not compile under every strict flag (see {@link typeCheck}). */
-const peerDeclarations = ["node_modules/effect/", "node_modules/ai/", "node_modules/@ai-sdk/"]
+const peerDeclarations = [
+  "node_modules/effect/",
+  "node_modules/ai/",
+  "node_modules/@ai-sdk/",
+  "node_modules/@mariozechner/",
+  "node_modules/@anthropic-ai/",
+  "node_modules/@google/genai/"
+]
 
 const diagnosticLine = /^(\S[^(]*)\((\d+),(\d+)\): error (TS\d+): (.*)$/
 
@@ -132,8 +154,12 @@ interface TypeCheck {
  * Type-checks `files` in the consumer under the strict flags. effect 4's own
  * declarations name the DOM type `JsonWebKey`, missing under lib ES2022 without
  * DOM, and the AI SDK's (`ai`, `@ai-sdk/*`, the peers of `@tessera/ai-sdk`) name
- * DOM types such as `HeadersInit` and fail some of the strict flags; those
- * diagnostics are the peers', not ours, and are kept apart (and printed).
+ * DOM types such as `HeadersInit` and fail some of the strict flags, and Pi's
+ * (`@mariozechner/pi-ai`, the peer of `@tessera/pi`) bring provider SDKs whose
+ * declarations name modules and DOM types they do not install
+ * (`@anthropic-ai/sdk`: `undici-types` by a relative path; `@google/genai`:
+ * `@modelcontextprotocol/sdk`, `ErrorEvent`); those diagnostics are the
+ * peers', not ours, and are kept apart (and printed).
  */
 const typeCheck = (consumer: string, resolution: keyof typeof resolutions, files: ReadonlyArray<string>): TypeCheck => {
   const config = `tsconfig.${resolution}.json`
@@ -141,7 +167,13 @@ const typeCheck = (consumer: string, resolution: keyof typeof resolutions, files
     join(consumer, config),
     JSON.stringify({ compilerOptions: { ...strictOptions, ...resolutions[resolution] }, files }, null, 2)
   )
-  const result = run(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", config], consumer)
+  const result = run(
+    process.execPath,
+    [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", config],
+    consumer,
+    {},
+    typeCheckTimeout
+  )
   const lines = result.stdout.split("\n").filter((line) => diagnosticLine.test(line))
   const peers = lines.filter((line) => peerDeclarations.some((folder) => line.startsWith(folder)))
   return { result, ours: lines.filter((line) => !peers.includes(line)), peers }
@@ -186,7 +218,8 @@ beforeAll(() => {
         "packages/browser/tsconfig.src.json",
         "packages/ai-sdk/tsconfig.src.json",
         "packages/mcp/tsconfig.src.json",
-        "packages/effect-ai/tsconfig.src.json"
+        "packages/effect-ai/tsconfig.src.json",
+        "packages/pi/tsconfig.src.json"
       ],
       root
     ),
@@ -271,15 +304,19 @@ describe("the packed packages, installed with npm outside the workspace", () => 
   })
 
   for (const resolution of ["nodenext", "bundler"] as const) {
-    it(`(b) type-checks every entry point and the program under strict flags, skipLibCheck off, ${resolution} resolution`, () => {
-      const checked = typeCheck(consumer, resolution, ["entries.ts", "app.ts"])
-      assert.deepStrictEqual(checked.ours, [], output(checked.result))
-      if (checked.peers.length > 0)
-        process.stdout.write(`[consumer] the peers' own declarations: ${checked.peers.join("; ")}\n`)
-      // No exit status other than "errors reported" is acceptable, and any error must be one of the peers'.
-      assert.include([0, 2], checked.result.status, output(checked.result))
-      assert.strictEqual(checked.result.status === 0, checked.peers.length === 0, output(checked.result))
-    })
+    it(
+      `(b) type-checks every entry point and the program under strict flags, skipLibCheck off, ${resolution} resolution`,
+      () => {
+        const checked = typeCheck(consumer, resolution, ["entries.ts", "app.ts"])
+        assert.deepStrictEqual(checked.ours, [], output(checked.result))
+        if (checked.peers.length > 0)
+          process.stdout.write(`[consumer] the peers' own declarations: ${checked.peers.join("; ")}\n`)
+        // No exit status other than "errors reported" is acceptable, and any error must be one of the peers'.
+        assert.include([0, 2], checked.result.status, output(checked.result))
+        assert.strictEqual(checked.result.status === 0, checked.peers.length === 0, output(checked.result))
+      },
+      typeCheckTimeout
+    )
   }
 
   it("(c) bundles the program with esbuild and runs the bundle", () => {
@@ -321,18 +358,22 @@ describe("negative controls: the same consumer checks against broken packages", 
     rmSync(broken, { recursive: true, force: true })
   })
 
-  it("an error inside a published declaration file is reported (skipLibCheck is really off)", () => {
-    const broken = join(scratch, "broken-declaration")
-    cpSync(consumer, broken, { recursive: true, verbatimSymlinks: true })
-    const declaration = join(broken, "node_modules", "@tessera", "core", "dist", "index.d.ts")
-    writeFileSync(declaration, `${readFileSync(declaration, "utf8")}\nexport declare const broken: NoSuchType\n`)
-    const checked = typeCheck(broken, "bundler", ["entries.ts", "app.ts"])
-    assert.isTrue(
-      checked.ours.some((line) => line.startsWith("node_modules/@tessera/core/dist/index.d.ts")),
-      output(checked.result)
-    )
-    rmSync(broken, { recursive: true, force: true })
-  })
+  it(
+    "an error inside a published declaration file is reported (skipLibCheck is really off)",
+    () => {
+      const broken = join(scratch, "broken-declaration")
+      cpSync(consumer, broken, { recursive: true, verbatimSymlinks: true })
+      const declaration = join(broken, "node_modules", "@tessera", "core", "dist", "index.d.ts")
+      writeFileSync(declaration, `${readFileSync(declaration, "utf8")}\nexport declare const broken: NoSuchType\n`)
+      const checked = typeCheck(broken, "bundler", ["entries.ts", "app.ts"])
+      assert.isTrue(
+        checked.ours.some((line) => line.startsWith("node_modules/@tessera/core/dist/index.d.ts")),
+        output(checked.result)
+      )
+      rmSync(broken, { recursive: true, force: true })
+    },
+    typeCheckTimeout
+  )
 
   it("a second copy of effect nested under a Tessera package is found", () => {
     const broken = join(scratch, "broken-two-effects")

@@ -60,6 +60,7 @@ describe("the browser project without Chromium", () => {
       "ai-sdk",
       "mcp",
       "effect-ai",
+      "pi",
       "examples",
       "bench",
       "workspace"
@@ -78,7 +79,7 @@ describe("the browser project without Chromium", () => {
 /**
  * Each package's layer, lowest first; a package may depend only on packages
  * of a lower layer. node and browser are two platforms side by side; the
- * ecosystem adapters (ai-sdk, mcp, effect-ai) come after node: their sources need only
+ * ecosystem adapters (ai-sdk, mcp, effect-ai, pi) come after node: their sources need only
  * runtime, their tests use node for real durable files.
  */
 const layers: Record<string, number> = {
@@ -89,7 +90,8 @@ const layers: Record<string, number> = {
   browser: 3,
   "ai-sdk": 4,
   mcp: 4,
-  "effect-ai": 4
+  "effect-ai": 4,
+  pi: 4
 }
 const layerOf = (name: string): number => layers[name] ?? Number.POSITIVE_INFINITY
 

@@ -9,7 +9,7 @@
  *
  * @since 0.1.0
  */
-import { Digest, Ids, InvalidInput, Unauthorized } from "@tessera/core"
+import { Digest, Ids, InvalidInput, type Unauthorized } from "@tessera/core"
 import { Effect, Option, type Path, Queue, Schema, Stream } from "effect"
 import * as ArtifactReadTool from "./ArtifactReadTool.ts"
 import * as Compaction from "./Compaction.ts"
@@ -133,31 +133,12 @@ export interface ExecutionConfig<E = never, R = never> extends Executor.TurnConf
   readonly inlineLimit?: number
 }
 
-const offloadTarget = Effect.fnUntraced(function* (
+const offloadTarget = (
   binding: EntryGate.TaskBinding,
   entry: EntryGate.EntryPoint,
   config: ToolResultOffload.OffloadConfig,
   armed: Option.Option<PrivateSummaries.PrivateWriterCapability>
-) {
-  const context = binding.context
-  if (config.destination === "Private") {
-    const capability = Option.isSome(armed)
-      ? armed.value
-      : yield* PrivateSummaries.resolve(context).pipe(
-          Effect.mapError((error) =>
-            error._tag === "Unauthorized"
-              ? new Unauthorized.Unauthorized({
-                  reason: error.reason,
-                  detail: `${entry}: private offload needs a private writer, but ${error.detail}`,
-                  task: context.task
-                })
-              : error
-          )
-        )
-    return yield* ToolResultOffload.privateTarget.pipe(PrivateSummaries.provide(capability))
-  }
-  return yield* ToolResultOffload.outputTarget(context, entry)
-})
+) => ToolResultOffload.targetFor(binding.context, entry, config, armed)
 
 /**
  * What the gate's own hooks (compaction, offload) add to a turn's errors.

@@ -133,6 +133,40 @@ export const outputTarget = Effect.fnUntraced(function* (
   })
 })
 
+/**
+ * The target `config` names for a bound task's context: its output volume
+ * (`Output`, see {@link outputTarget}), or its agent-private volume
+ * (`Private`, see {@link privateTarget}) through `armed`, the capability the
+ * caller already resolved, else one resolved from the context here. A task
+ * with no private writer fails `Unauthorized`, its detail naming `entry`,
+ * before anything is written.
+ *
+ * @since 0.2.0
+ * @category targets
+ */
+export const targetFor = Effect.fnUntraced(function* (
+  context: TaskContext,
+  entry: string,
+  config: OffloadConfig,
+  armed: Option.Option<PrivateSummaries.PrivateWriterCapability>
+) {
+  if (config.destination === "Output") return yield* outputTarget(context, entry)
+  const capability = Option.isSome(armed)
+    ? armed.value
+    : yield* PrivateSummaries.resolve(context).pipe(
+        Effect.mapError((error) =>
+          error._tag === "Unauthorized"
+            ? new Unauthorized.Unauthorized({
+                reason: error.reason,
+                detail: `${entry}: private offload needs a private writer, but ${error.detail}`,
+                task: context.task
+              })
+            : error
+        )
+      )
+  return yield* privateTarget.pipe(PrivateSummaries.provide(capability))
+})
+
 const admitTarget = Effect.fnUntraced(function* (target: OffloadTarget, journal: Journal["Service"]) {
   const entry = "ToolResultOffload.offloadHooks"
   yield* targets.require(target, { entry })

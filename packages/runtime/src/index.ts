@@ -27,6 +27,10 @@ export * as Executor from "./Executor.ts"
  */
 export * as FilesystemTaskRuntime from "./FilesystemTaskRuntime.ts"
 /**
+ * @since 0.2.0
+ */
+export * as ForeignLoop from "./ForeignLoop.ts"
+/**
  * @since 0.1.0
  */
 export * as History from "./History.ts"

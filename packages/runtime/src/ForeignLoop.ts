@@ -1,0 +1,440 @@
+/**
+ * A bound task driven by another framework's agent loop (the Vercel AI SDK,
+ * Effect AI, Pi's agent core): the loop is theirs, the guarantees are
+ * Tessera's. An adapter makes one {@link ForeignLoop} per task and calls it
+ * at the points every such loop has: before a model request
+ * ({@link ForeignLoop.prepare}, then {@link ForeignLoop.dispatch}), when the
+ * answer or the failure arrives ({@link ForeignLoop.receive},
+ * {@link ForeignLoop.fail}), and when a tool result comes back
+ * ({@link ForeignLoop.toolResult}).
+ *
+ * - It is made only from a bound task (`EntryGate.TaskBinding`), never from
+ *   a folder: {@link make} runs the gate for `Turn`, resolves the private
+ *   writer when compaction or private offload needs it and admits it
+ *   against the journal. A binding that needs a writer and has none fails
+ *   `Unauthorized` in {@link make}, so an adapter refuses before its loop
+ *   can send a request.
+ * - The journal gets what the stock executor writes for a turn:
+ *   `TurnOpened`, `RequestDispatched`, `ResponseReceived` or `ModelFailed`,
+ *   `ToolCalled`/`ToolResulted` (and `ArtifactOffloaded`) for each call,
+ *   the summary entries of compaction, and `TurnClosed` once a response asks
+ *   for no tool.
+ * - Foreign loops hand over their whole history on every request and never
+ *   shrink it themselves. The loop remembers, per call id, what it offloaded
+ *   (the pointer replaces the body in every later request) and which prefix
+ *   its last summary covers (that prefix is replaced by the summary again
+ *   without a new summary request), so each request is the compacted one.
+ *   Call ids are provider text (Pi's contain `:`): they are only ever map
+ *   keys here, and become file names only through
+ *   `ToolResultOffload.callIdSegment`.
+ *
+ * @since 0.2.0
+ */
+import { ArtifactRedactor } from "@tessera/artifacts"
+import { Digest, type DurableFiles, type Ids, type Unauthorized } from "@tessera/core"
+import { Effect, type FileSystem, Option, type Path, Schema, Semaphore } from "effect"
+import type * as CompactionPolicy from "./CompactionPolicy.ts"
+import * as EntryGate from "./EntryGate.ts"
+import type * as Executor from "./Executor.ts"
+import type * as History from "./History.ts"
+import { measureRequest } from "./internal/digest.ts"
+import {
+  Journal,
+  type JournalIOError,
+  type JournalSequenceError,
+  type NoOpenTurn,
+  openTurn,
+  type TurnAlreadyOpen,
+  type TurnState,
+  type TurnUnfinished
+} from "./Journal.ts"
+import * as Model from "./Model.ts"
+import type * as PrivateSummaries from "./PrivateSummaries.ts"
+import * as TaskExecution from "./TaskExecution.ts"
+import * as ToolResultOffload from "./ToolResultOffload.ts"
+
+/**
+ * How a foreign loop treats its task: `offload` is the runtime's own
+ * `ToolResultOffload.OffloadConfig` (no offload without it); compaction
+ * follows the binding's policy. `entry` names the adapter in refusals.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Options {
+  readonly offload?: ToolResultOffload.OffloadConfig
+  readonly entry?: string
+}
+
+/**
+ * A request was dispatched that {@link ForeignLoop.prepare} did not
+ * prepare, or, before any request was dispatched, a second request was
+ * prepared while the first never was: the adapter's loop is wired only in
+ * part (for instance Pi's `transformContext` without the `streamFn` that
+ * journals the request). Raised before the request is journaled or sent.
+ * Once a request was dispatched, a prepared request the loop gave up on
+ * (its own conversion failed) is simply replaced by the next one.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class LoopOutOfOrder extends Schema.TaggedError<LoopOutOfOrder>()("LoopOutOfOrder", {
+  task: Schema.String,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `the foreign loop of task ${this.task} is wired in part: ${this.detail}`
+  }
+}
+
+/**
+ * What a foreign loop's steps can fail with: the gate's refusal, the
+ * journal's errors, compaction's and offload's, and {@link LoopOutOfOrder}.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type LoopError =
+  | Unauthorized.Unauthorized
+  | JournalIOError
+  | JournalSequenceError
+  | TurnAlreadyOpen
+  | NoOpenTurn
+  | TurnUnfinished
+  | TaskExecution.CompactionError
+  | PrivateSummaries.ResolveError
+  | Model.ModelError
+  | LoopOutOfOrder
+
+/**
+ * What a foreign loop needs from its context.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Requirements = Journal | FileSystem.FileSystem | Path.Path | DurableFiles.DurableFiles
+
+/**
+ * One task's foreign loop.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface ForeignLoop {
+  readonly task: Ids.TaskId
+  readonly binding: EntryGate.TaskBinding
+  /**
+   * Before a request: the gate (`ModelStep`), the task's open turn (opened
+   * when none is), the results of the previous step's calls that the loop
+   * did not report through {@link toolResult} (journaled and offloaded
+   * now), offloaded results replaced by their pointers, the remembered
+   * summary restored, and compaction under a `Threshold` policy, its
+   * summary requests sent to `summaryModel`. Returns the history to send.
+   */
+  readonly prepare: (
+    history: History.History,
+    summaryModel: Model.Model["Service"]
+  ) => Effect.Effect<History.History, LoopError, Requirements>
+  /**
+   * Journals `RequestDispatched` for the request {@link prepare} made, just
+   * before it is sent; returns where it is. Fails {@link LoopOutOfOrder}
+   * when no request was prepared since the last dispatch.
+   */
+  readonly dispatch: (request: Model.ModelRequest) => Effect.Effect<Executor.StepContext, LoopError, Requirements>
+  /**
+   * Journals the answer (`ResponseReceived`); closes the turn when it asks
+   * for no tool.
+   */
+  readonly receive: (
+    step: Executor.StepContext,
+    request: Model.ModelRequest,
+    response: Model.ModelResponse
+  ) => Effect.Effect<void, LoopError, Requirements>
+  /**
+   * Journals `ModelFailed`; the detail passes the host's `ArtifactRedactor`
+   * (when one was in scope at {@link make}) before it is written.
+   */
+  readonly fail: (
+    step: Executor.StepContext,
+    reason: string,
+    detail: string
+  ) => Effect.Effect<void, LoopError, Requirements>
+  /**
+   * A result of a call of the open turn: `ToolCalled` (unless already
+   * written), offload when over the threshold, `ToolResulted`. Returns the
+   * result to keep (the pointer when offloaded). A call already reported
+   * returns what it returned the first time and journals nothing.
+   */
+  readonly toolResult: (
+    call: Model.ToolCallPart,
+    result: Model.ToolResultPart
+  ) => Effect.Effect<Model.ToolResultPart, LoopError, Requirements>
+  /** The pointer each offloaded call id was replaced by. */
+  readonly offloaded: ReadonlyMap<string, string>
+}
+
+/**
+ * A result reported through the loop: what was kept (the pointer when
+ * offloaded), and the original's length and digest, so a later history
+ * holding the same call id with another body (ids repeat across turns in
+ * some loops) is never taken for it. `verified` is the last body found to
+ * be the original, so it is hashed once, not on every request.
+ */
+interface Reported {
+  readonly kept: Model.ToolResultPart
+  readonly length: number
+  readonly sha256: string
+  verified?: string
+}
+
+interface Compacted {
+  readonly covered: number
+  readonly lastKey: string
+  readonly summary: History.HistorySummary
+}
+
+/**
+ * A part's identity across requests, as one unambiguous text: a JSON array,
+ * so a call id holding `:` or `"` cannot make two parts share a key.
+ */
+const keyOf = (part: Model.Part): string => {
+  switch (part._tag) {
+    case "ToolCall":
+      return JSON.stringify(["call", part.id])
+    case "ToolResult":
+      return JSON.stringify(["result", part.callId])
+    case "Text":
+      return JSON.stringify(["text", part.role, part.text.length, part.text.slice(0, 64)])
+    case "Media":
+      return JSON.stringify(["media", part.role, part.mediaType])
+    case "FileReference":
+      return JSON.stringify(["file", part.role, part.path])
+  }
+}
+
+const scrub = (redactor: Option.Option<ArtifactRedactor.ArtifactRedactor["Service"]>, detail: string) =>
+  Option.isNone(redactor)
+    ? Effect.succeed(detail)
+    : redactor.value.redact(detail).pipe(Effect.orElseSucceed(() => "[detail withheld: the redactor failed on it]"))
+
+/**
+ * Makes the loop of a bound task. Runs the gate for `Turn` first (the
+ * binding must be one `EntryGate.bind` made, the journal in scope the
+ * task's own); with a `Threshold` policy, or with `Private` offload, the
+ * private writer must resolve and is admitted against the journal. Any
+ * refusal is `Unauthorized` here, having journaled and sent nothing.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const make = Effect.fn("ForeignLoop.make")(function* (binding: EntryGate.TaskBinding, options: Options = {}) {
+  const entry = options.entry ?? "ForeignLoop.make"
+  const capability = yield* EntryGate.verify(binding, "Turn")
+  const journal = yield* Journal
+  const target =
+    options.offload === undefined
+      ? Option.none()
+      : Option.some(yield* ToolResultOffload.targetFor(binding.context, entry, options.offload, capability))
+  const policy: CompactionPolicy.CompactionPolicy = binding.policy
+  const compaction =
+    policy._tag === "Threshold" && Option.isSome(capability)
+      ? Option.some(yield* TaskExecution.compactionHooks(policy, capability.value, journal))
+      : Option.none()
+  const offload =
+    options.offload !== undefined && Option.isSome(target)
+      ? Option.some(yield* ToolResultOffload.offloadHooks(options.offload, target.value, journal))
+      : Option.none()
+  const onToolResult = Option.isSome(offload) ? offload.value.onToolResult : undefined
+  const beforeModelStep = Option.isSome(compaction) ? compaction.value.beforeModelStep : undefined
+  const afterModelStep = Option.isSome(compaction) ? compaction.value.afterModelStep : undefined
+  const redactor = yield* Effect.serviceOption(ArtifactRedactor.ArtifactRedactor)
+  const task = binding.context.task
+  const lock = yield* Semaphore.make(1)
+
+  const results = new Map<string, Reported>()
+  const pointers = new Map<string, string>()
+  let compacted: Compacted | undefined
+  let prepared: Executor.StepContext | undefined
+  // Whether a prepared request was ever dispatched: the adapter's request hook is wired.
+  let wired = false
+  // The model the last summary requests went to; the compaction hooks' observer runs with it in scope.
+  let summaries: Model.Model["Service"] | undefined
+
+  const currentTurn = Effect.gen(function* () {
+    const open = openTurn(yield* journal.state)
+    return Option.isSome(open) ? open.value : yield* journal.openTurn
+  })
+
+  const reportResult = Effect.fnUntraced(function* (call: Model.ToolCallPart, result: Model.ToolResultPart) {
+    const open = openTurn(yield* journal.state)
+    const owed = Option.isSome(open) ? open.value.owedCalls.find((item) => item.callId === call.id) : undefined
+    if (Option.isNone(open) || owed === undefined) {
+      // Reported already (the loop asks again for the same call): the same answer, nothing journaled.
+      const known = results.get(call.id)
+      if (known !== undefined) return known.kept
+      return yield* new LoopOutOfOrder({
+        task,
+        detail: `the result of call ${JSON.stringify(call.id)} (${call.name}) arrived, but no journaled response asked for it (is the request journaled through the adapter?)`
+      })
+    }
+    const turn = open.value
+    const context: Executor.ToolContext = { task, turn: turn.turn, step: turn.steps, call }
+    if (!owed.called) {
+      const input = yield* Digest.measureText(JSON.stringify(call.input) ?? "null")
+      yield* journal.append({
+        _tag: "ToolCalled",
+        turn: turn.turn,
+        step: turn.steps,
+        callId: call.id,
+        name: call.name,
+        inputSize: input.size,
+        inputSha256: input.sha256
+      })
+    }
+    const replaced = onToolResult === undefined ? result : yield* onToolResult(context, result)
+    const measured = yield* Digest.measureText(replaced.content)
+    yield* journal.append({
+      _tag: "ToolResulted",
+      turn: turn.turn,
+      step: turn.steps,
+      callId: call.id,
+      name: call.name,
+      isError: replaced.isError,
+      ...(replaced.isError ? { failure: "Failed" as const } : {}),
+      size: measured.size,
+      sha256: measured.sha256
+    })
+    const original = replaced.content === result.content ? measured : yield* Digest.measureText(result.content)
+    results.set(call.id, { kept: replaced, length: result.content.length, sha256: original.sha256 })
+    if (replaced.content !== result.content) pointers.set(call.id, replaced.content)
+    else pointers.delete(call.id)
+    return replaced
+  })
+
+  const toolResult: ForeignLoop["toolResult"] = (call, result) => Semaphore.withPermit(lock, reportResult(call, result))
+
+  // The turn's calls the loop did not report, answered in this history: reported now, as the executor would.
+  const reportOwed = Effect.fnUntraced(function* (turn: TurnState, history: History.History) {
+    if (turn.owedCalls.length === 0) return
+    const byId = new Map<string, Model.ToolResultPart>()
+    const calls = new Map<string, Model.ToolCallPart>()
+    for (const part of history.parts) {
+      if (part._tag === "ToolResult") byId.set(part.callId, part)
+      if (part._tag === "ToolCall") calls.set(part.id, part)
+    }
+    for (const owed of turn.owedCalls) {
+      const result = byId.get(owed.callId)
+      const call = calls.get(owed.callId)
+      if (result !== undefined && call !== undefined) yield* toolResult(call, result)
+    }
+  })
+
+  const prepare: ForeignLoop["prepare"] = Effect.fnUntraced(function* (history, summaryModel) {
+    yield* EntryGate.admitBinding(binding, "ModelStep")
+    // Before the first dispatch, a second prepare means the request hook is missing; after it, the
+    // loop gave up on a prepared request (its own conversion failed, say) and this one replaces it.
+    if (prepared !== undefined && !wired) {
+      return yield* new LoopOutOfOrder({
+        task,
+        detail: `the request of step ${prepared.step} was prepared but never journaled as dispatched (is the adapter's request hook wired?)`
+      })
+    }
+    const turn = yield* currentTurn
+    yield* reportOwed(turn, history)
+    // What was offloaded stays offloaded: the loop hands over its whole history again on every request.
+    const parts = yield* Effect.forEach(history.parts, (part) => {
+      if (part._tag !== "ToolResult") return Effect.succeed(part)
+      const known = results.get(part.callId)
+      if (known === undefined || known.kept.content === part.content) return Effect.succeed(part)
+      if (known.verified === part.content) return Effect.succeed(known.kept as Model.Part)
+      if (known.length !== part.content.length) return Effect.succeed(part)
+      return Effect.map(Digest.measureText(part.content), (measured): Model.Part => {
+        if (measured.sha256 !== known.sha256) return part
+        known.verified = part.content
+        return known.kept
+      })
+    })
+    const previous = compacted
+    const resumes =
+      previous !== undefined &&
+      previous.covered > 0 &&
+      previous.covered <= parts.length &&
+      keyOf(parts[previous.covered - 1] as Model.Part) === previous.lastKey
+    const base = resumes ? (previous?.covered ?? 0) : 0
+    const before: History.History =
+      resumes && previous !== undefined
+        ? { task: history.task, parts: parts.slice(base), summary: previous.summary }
+        : { task: history.task, parts }
+    const step: Executor.StepContext = { task, turn: turn.turn, step: turn.steps + 1 }
+    const after =
+      beforeModelStep === undefined
+        ? before
+        : yield* beforeModelStep(step, before).pipe(
+            Effect.provideService(Model.Model, summaryModel),
+            Effect.provideService(Journal, journal)
+          )
+    if (after.summary !== undefined && after.summary !== before.summary) {
+      const covered = base + (before.parts.length - after.parts.length)
+      compacted = { covered, lastKey: keyOf(parts[covered - 1] as Model.Part), summary: after.summary }
+    }
+    prepared = step
+    summaries = summaryModel
+    return after
+  })
+
+  const dispatch: ForeignLoop["dispatch"] = Effect.fnUntraced(function* (request) {
+    const step = prepared
+    if (step === undefined) {
+      return yield* new LoopOutOfOrder({
+        task,
+        detail: "a request is being sent that was not prepared (is the adapter's context hook wired?)"
+      })
+    }
+    prepared = undefined
+    wired = true
+    const measured = yield* measureRequest(request)
+    yield* journal.append({
+      _tag: "RequestDispatched",
+      turn: step.turn,
+      step: step.step,
+      parts: request.parts.length,
+      size: measured.size,
+      sha256: measured.sha256
+    })
+    return step
+  })
+
+  const receive: ForeignLoop["receive"] = Effect.fnUntraced(function* (step, request, response) {
+    const text = yield* Digest.measureText(response.text)
+    yield* journal.append({
+      _tag: "ResponseReceived",
+      turn: step.turn,
+      step: step.step,
+      textSize: text.size,
+      textSha256: text.sha256,
+      toolCalls: response.toolCalls.map((call) => ({ callId: call.id, name: call.name })),
+      ...(response.usage === undefined ? {} : { usage: response.usage }),
+      ...(response.finishReason === undefined ? {} : { finishReason: response.finishReason })
+    })
+    if (afterModelStep !== undefined && summaries !== undefined) {
+      yield* afterModelStep(step, { request, response, history: { task: [], parts: request.parts } }).pipe(
+        Effect.provideService(Model.Model, summaries),
+        Effect.provideService(Journal, journal)
+      )
+    }
+    if (response.toolCalls.length === 0) yield* journal.closeTurn
+  })
+
+  const fail: ForeignLoop["fail"] = Effect.fnUntraced(function* (step, reason, detail) {
+    yield* journal.append({
+      _tag: "ModelFailed",
+      turn: step.turn,
+      step: step.step,
+      reason,
+      detail: yield* scrub(redactor, detail)
+    })
+  })
+
+  const loop: ForeignLoop = { task, binding, prepare, dispatch, receive, fail, toolResult, offloaded: pointers }
+  return loop
+})
