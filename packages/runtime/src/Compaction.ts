@@ -33,7 +33,7 @@ import type { DurableFiles, Ids } from "@tessera/core"
 import { Effect, type FileSystem, Option, type Path, Result } from "effect"
 import * as CompactionPolicy from "./CompactionPolicy.ts"
 import * as History from "./History.ts"
-import { cutWithNote } from "./internal/boundedText.ts"
+import { cutPieces, cutWithNote, type SizedPiece } from "./internal/boundedText.ts"
 import { measureRequest } from "./internal/digest.ts"
 import { type Journal, type JournalIOError, type JournalSequenceError, summaryKey } from "./Journal.ts"
 import type { ModelError, ModelRequest, ModelResponse, Part } from "./Model.ts"
@@ -197,42 +197,17 @@ export const plan = (
   return summarized.length === 0 ? Option.none() : Option.some({ summarized, keptRounds: kept })
 }
 
-const segmenter = new Intl.Segmenter(undefined, { granularity: "grapheme" })
-
 /**
  * Cuts `body` into pieces of at most `maxBytes` UTF-8 bytes at grapheme
  * boundaries (a single grapheme longer than `maxBytes` is its own piece).
  * Line breaks play no part, so a body without any is cut like any other.
+ * Linear in the body: graphemes are told apart only around each cut.
  *
  * @since 0.1.0
  * @category planning
  */
 export const cutText = (body: string, maxBytes: number): ReadonlyArray<string> =>
-  cutSized(body, maxBytes).map((piece) => piece.text)
-
-/** A summary piece and its UTF-8 length, counted while it was made. */
-interface SizedPiece {
-  readonly text: string
-  readonly bytes: number
-}
-
-const cutSized = (body: string, maxBytes: number): Array<SizedPiece> => {
-  const pieces: Array<SizedPiece> = []
-  let current = ""
-  let currentBytes = 0
-  for (const { segment } of segmenter.segment(body)) {
-    const bytes = ArtifactPointer.utf8Length(segment)
-    if (currentBytes + bytes > maxBytes && current.length > 0) {
-      pieces.push({ text: current, bytes: currentBytes })
-      current = ""
-      currentBytes = 0
-    }
-    current += segment
-    currentBytes += bytes
-  }
-  if (current.length > 0) pieces.push({ text: current, bytes: currentBytes })
-  return pieces
-}
+  cutPieces(body, maxBytes).map((piece) => piece.text)
 
 /**
  * Groups the rendered rounds into summary pieces of at most `maxBytes` each:
@@ -269,7 +244,7 @@ const sizedPieces = (rounds: ReadonlyArray<ReadonlyArray<Part>>, maxBytes: numbe
     if (bytes <= maxBytes) {
       current = rendered
       currentBytes = bytes
-    } else out.push(...cutSized(rendered, maxBytes))
+    } else out.push(...cutPieces(rendered, maxBytes))
   }
   if (current.length > 0) out.push({ text: current, bytes: currentBytes })
   return out

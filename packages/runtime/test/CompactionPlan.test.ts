@@ -12,6 +12,66 @@ const graphemes = (text: string) => Array.from(segmenter.segment(text), (s) => s
 const textPiece = fc.constantFrom("plain words ", "line\n", "x".repeat(50), "👨‍👩‍👧", "e\u0301", "🇫🇷", "한국어", "\n\n")
 const body = fc.array(textPiece, { maxLength: 40 }).map((parts) => parts.join(""))
 
+/**
+ * Texts that stress grapheme boundaries: clusters of every kind (combining
+ * marks, ZWJ sequences, skin tones, flags in odd runs, Hangul jamo, an Indic
+ * conjunct, CR LF), lone surrogates, CJK, and runs without two plain units
+ * in a row longer than the cutter's look-back.
+ */
+const hardPiece = fc.constantFrom(
+  "ab",
+  "x",
+  " ",
+  "\r\n",
+  "\r",
+  "\n",
+  "e\u0301",
+  "\u0301",
+  "👨‍👩‍👧",
+  "👍🏽",
+  "\u200d",
+  "🇫🇷",
+  "🇩",
+  "\u1100\u1161\u11a8",
+  "\u1161",
+  "क्षि",
+  "漢字",
+  "日",
+  "\ud800",
+  "\udc00",
+  "é".repeat(300),
+  "🙂".repeat(70)
+)
+const hardText = fc.array(hardPiece, { maxLength: 30 }).map((parts) => parts.join(""))
+
+/** The reference: one grapheme at a time over the whole text, a new piece when the next would not fit. */
+const walkGraphemes = (text: string, maxBytes: number): ReadonlyArray<string> => {
+  const out: Array<string> = []
+  let current = ""
+  let currentBytes = 0
+  for (const grapheme of graphemes(text)) {
+    // A lone surrogate encodes as U+FFFD: 3 bytes, as the runtime counts it.
+    const size = bytes(grapheme)
+    if (currentBytes + size > maxBytes && current.length > 0) {
+      out.push(current)
+      current = ""
+      currentBytes = 0
+    }
+    current += grapheme
+    currentBytes += size
+  }
+  if (current.length > 0) out.push(current)
+  return out
+}
+
+const cutsLikeTheWalk =
+  (cut: (text: string, maxBytes: number) => ReadonlyArray<string>) =>
+  (text: string, maxBytes: number): boolean => {
+    const made = cut(text, maxBytes)
+    const expected = walkGraphemes(text, maxBytes)
+    return made.length === expected.length && made.every((piece, index) => piece === expected[index])
+  }
+
 type RoundSpec = { readonly kind: "say" | "ask" | "tools"; readonly text: string; readonly calls: number }
 const roundSpec: fc.Arbitrary<RoundSpec> = fc.record({
   kind: fc.constantFrom("say" as const, "ask" as const, "tools" as const),
@@ -55,6 +115,34 @@ describe("compaction planning", () => {
       }),
       { numRuns: 300 }
     )
+  })
+
+  it("cut_text_as_grapheme_walk: cutText makes exactly the pieces a walk over every grapheme of the text makes", () => {
+    fc.assert(fc.property(hardText, fc.integer({ min: 1, max: 48 }), cutsLikeTheWalk(Compaction.cutText)), {
+      numRuns: 2_000
+    })
+  })
+
+  it("negative control: a cutter that ignores graphemes near the cut is caught, with a readable counterexample", () => {
+    const byUnits = (text: string, maxBytes: number): ReadonlyArray<string> => {
+      const out: Array<string> = []
+      let current = ""
+      for (const point of text) {
+        if (current.length > 0 && bytes(current + point) > maxBytes) {
+          out.push(current)
+          current = ""
+        }
+        current += point
+      }
+      if (current.length > 0) out.push(current)
+      return out
+    }
+    const outcome = fc.check(fc.property(hardText, fc.integer({ min: 1, max: 48 }), cutsLikeTheWalk(byUnits)), {
+      numRuns: 2_000,
+      seed: 3
+    })
+    assert.isTrue(outcome.failed)
+    assert.include(fc.defaultReportMessage(outcome) ?? "", "Counterexample")
   })
 
   it("pieces: every rendered byte of history lands in exactly one bounded piece, in order", () => {

@@ -69,3 +69,94 @@ export const cutWithNote = (
   const kept = JSON.parse(JSON.stringify(prefix)) as string
   return { text: kept + note(keptBytes, totalBytes), keptBytes, totalBytes }
 }
+
+/** A piece of a cut text and its UTF-8 length. */
+export interface SizedPiece {
+  readonly text: string
+  readonly bytes: number
+}
+
+/**
+ * Printable ASCII and CJK ideographs: between two such units there is always
+ * a grapheme boundary (neither extends, joins, prepends or pairs), whatever
+ * comes before or after them.
+ */
+const isPlainUnit = (code: number): boolean => (code >= 0x20 && code <= 0x7e) || (code >= 0x4e00 && code <= 0x9fff)
+
+/** UTF-8 length of the unit at `index` (4 for a whole surrogate pair, then `index + 2` is next). */
+const unitBytes = (text: string, index: number): number => {
+  const code = text.charCodeAt(index)
+  if (code < 0x80) return 1
+  if (code < 0x800) return 2
+  if (code >= 0xd800 && code <= 0xdbff && index + 1 < text.length) {
+    const next = text.charCodeAt(index + 1)
+    if (next >= 0xdc00 && next <= 0xdfff) return 4
+  }
+  return 3
+}
+
+// How far back from a cut to look for two plain units to segment from; past that, from the piece's start.
+const anchorWindow = 256
+
+/**
+ * The grapheme boundaries of `text` from `from` (itself a boundary) to just
+ * past `until`: segmenting from a boundary gives the boundaries the whole
+ * text has there, since no cluster reaches back across one.
+ */
+const boundariesNear = (text: string, from: number, until: number): Array<number> => {
+  const window = text.slice(from, Math.min(text.length, until + lookahead))
+  const found: Array<number> = []
+  for (const { index } of segmenter.segment(window)) found.push(from + index)
+  found.push(from + window.length)
+  return found
+}
+
+/**
+ * Cuts `text` into pieces of at most `maxBytes` UTF-8 bytes at grapheme
+ * boundaries (a single grapheme longer than `maxBytes` is its own piece),
+ * in time linear in the text: each piece is measured unit by unit, and only
+ * the neighbourhood of its cut is segmented (from the nearest two plain
+ * units before it, else from the piece's start). The pieces are the ones a
+ * walk over every grapheme of the text would make.
+ */
+export const cutPieces = (text: string, maxBytes: number): Array<SizedPiece> => {
+  const pieces: Array<SizedPiece> = []
+  let start = 0
+  while (start < text.length) {
+    // The longest run of whole code points from `start` within the budget.
+    let end = start
+    let bytes = 0
+    while (end < text.length) {
+      const size = unitBytes(text, end)
+      if (bytes + size > maxBytes) break
+      bytes += size
+      end += size === 4 ? 2 : 1
+    }
+    if (end === text.length) {
+      pieces.push({ text: text.slice(start), bytes })
+      break
+    }
+    let cut: number
+    if (end > start && isPlainUnit(text.charCodeAt(end - 1)) && isPlainUnit(text.charCodeAt(end))) cut = end
+    else {
+      let anchor = end - 1
+      const lowest = Math.max(start + 1, end - anchorWindow)
+      while (anchor >= lowest && !(isPlainUnit(text.charCodeAt(anchor - 1)) && isPlainUnit(text.charCodeAt(anchor))))
+        anchor--
+      const from = anchor >= lowest ? anchor : start
+      const boundaries = boundariesNear(text, from, end)
+      let last = -1
+      let next = -1
+      for (const boundary of boundaries) {
+        if (boundary <= end) last = boundary
+        else if (next === -1) next = boundary
+      }
+      // No boundary after the start within the budget: the grapheme there is longer than the budget, alone.
+      cut = last > start ? last : next
+    }
+    const piece = text.slice(start, cut)
+    pieces.push({ text: piece, bytes: cut === end ? bytes : ArtifactPointer.utf8Length(piece) })
+    start = cut
+  }
+  return pieces
+}
