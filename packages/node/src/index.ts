@@ -30,6 +30,11 @@ export * as NodeDurableFiles from "./NodeDurableFiles.ts"
  * @since 0.1.0
  */
 export * as NodeJournalFile from "./NodeJournalFile.ts"
+
+/**
+ * @since 0.3.0
+ */
+export * as NodeTessera from "./NodeTessera.ts"
 /**
  * @since 0.1.0
  */
