@@ -334,7 +334,7 @@ const fields = (entry: JournalEntry.Entry): string => {
     case "TurnOpened":
       return parts(`task=${entry.task}`)
     case "TurnResumed":
-      return parts()
+      return parts(entry.retryStep === undefined ? undefined : `retry-step=${entry.retryStep}`)
     case "RequestDispatched":
       return parts(`parts=${entry.parts}`, `size=${entry.size}`, `sha256=${short(entry.sha256)}`)
     case "ResponseReceived":
@@ -405,6 +405,15 @@ const fields = (entry: JournalEntry.Entry): string => {
       )
     case "CompactionWarning":
       return parts(`reason=${entry.reason}`, `size=${entry.size}`, `limit=${entry.limit}`, `measure=${entry.measure}`)
+    case "ApprovalRequested":
+      return parts(`call=${entry.callId}`, `tool=${entry.name}`, `input=${entry.inputSize}B`, `reason=${entry.reason}`)
+    case "ApprovalDecided":
+      return parts(
+        `call=${entry.callId}`,
+        entry.approved ? "approved" : "rejected",
+        `by=${JSON.stringify(entry.by)}`,
+        entry.note === undefined ? undefined : `note=${JSON.stringify(entry.note)}`
+      )
   }
 }
 

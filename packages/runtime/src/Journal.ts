@@ -76,12 +76,41 @@ export interface OwedCall {
   readonly callId: string
   readonly name: string
   readonly called: boolean
+  /** Present once the call was put to the host for approval (`ApprovalRequested`), with the decision when made. */
+  readonly approval?: CallApproval
 }
+
+/**
+ * Where a call stands with the host's approval: `Requested` (waiting),
+ * `Approved` (it runs when the turn continues) or `Rejected` (the model gets
+ * an error result saying so); why it was asked (`reason`), the sequence
+ * number of the request entry, and who decided, with their note.
+ *
+ * @since 0.3.0
+ * @category state
+ */
+export interface CallApproval {
+  readonly status: "Requested" | "Approved" | "Rejected"
+  readonly reason: "Tool" | "InFlight"
+  readonly requestedSeq: number
+  readonly by?: string
+  readonly note?: string
+}
+
+/**
+ * The calls of a turn that wait for the host's decision.
+ *
+ * @since 0.3.0
+ * @category state
+ */
+export const awaitingApproval = (turn: TurnState): ReadonlyArray<OwedCall> =>
+  turn.owedCalls.filter((call) => call.approval?.status === "Requested")
 
 /**
  * What the journal knows about one turn.
  *
- * - `steps`: model requests dispatched in the turn.
+ * - `steps`: the turn's current step: model requests dispatched in it, less
+ *   the lost requests a durable resume sent again under their own step.
  * - `awaitingResponse`: a request was dispatched and neither a response nor a failure followed.
  * - `owedCalls`: calls of the last response still without a result.
  * - `answered`: the last response asked for no tool calls.

@@ -103,6 +103,17 @@ const transition = (state: View, entry: Entry): Outcome => {
     case "TurnResumed": {
       const open = openTurnNamed(state, entry.turn)
       if (typeof open === "string") return open
+      if (entry.retryStep !== undefined) {
+        // The lost request is sent again under its own step number.
+        if (!open.awaitingResponse) return `step ${entry.retryStep} is not awaiting a response; nothing to retry`
+        if (entry.retryStep !== open.steps) return `step ${entry.retryStep} is not the current step ${open.steps}`
+        return updated({
+          ...open,
+          steps: open.steps - 1,
+          awaitingResponse: false,
+          resumptions: open.resumptions + 1
+        })
+      }
       return updated({ ...open, awaitingResponse: false, resumptions: open.resumptions + 1 })
     }
     case "RequestDispatched": {
@@ -136,6 +147,8 @@ const transition = (state: View, entry: Entry): Outcome => {
       const owed = open.owedCalls.find((call) => call.callId === entry.callId)
       if (owed === undefined) return `call ${entry.callId} was not asked for or already has a result`
       if (owed.name !== entry.name) return `call ${entry.callId} is for "${owed.name}", not "${entry.name}"`
+      if (owed.approval?.status === "Requested") return `call ${entry.callId} is awaiting approval`
+      if (owed.approval?.status === "Rejected") return `call ${entry.callId} was rejected`
       // Calling again is allowed: after a crash the earlier run's result was never recorded.
       return updated({
         ...open,
@@ -146,7 +159,9 @@ const transition = (state: View, entry: Entry): Outcome => {
       const open = openTurnAt(state, entry.turn, entry.step, false)
       if (typeof open === "string") return open
       const owed = open.owedCalls.find((call) => call.callId === entry.callId)
-      if (owed === undefined || !owed.called) return `call ${entry.callId} has no ToolCalled entry`
+      if (owed === undefined) return `call ${entry.callId} has no ToolCalled entry`
+      if (!owed.called && owed.approval?.status !== "Rejected") return `call ${entry.callId} has no ToolCalled entry`
+      if (owed.approval?.status === "Requested") return `call ${entry.callId} is awaiting approval`
       if (owed.name !== entry.name) return `call ${entry.callId} is for "${owed.name}", not "${entry.name}"`
       return updated({
         ...open,
@@ -168,6 +183,55 @@ const transition = (state: View, entry: Entry): Outcome => {
       const open = openTurnNamed(state, entry.turn)
       if (typeof open === "string") return open
       return updated({ ...open, status: "Abandoned" })
+    }
+    case "ApprovalRequested": {
+      const open = openTurnAt(state, entry.turn, entry.step, false)
+      if (typeof open === "string") return open
+      const owed = open.owedCalls.find((call) => call.callId === entry.callId)
+      if (owed === undefined) return `call ${entry.callId} was not asked for or already has a result`
+      if (owed.name !== entry.name) return `call ${entry.callId} is for "${owed.name}", not "${entry.name}"`
+      const status = owed.approval?.status
+      if (status === "Requested") return `call ${entry.callId} is already awaiting approval`
+      if (status === "Rejected") return `call ${entry.callId} was rejected`
+      if (entry.reason === "InFlight" && !owed.called)
+        return `call ${entry.callId} was never called, so it is not in flight`
+      if (entry.reason === "Tool" && (owed.called || status === "Approved")) {
+        return `call ${entry.callId} was already called or approved`
+      }
+      return updated({
+        ...open,
+        owedCalls: open.owedCalls.map((call) =>
+          call.callId === entry.callId
+            ? { ...call, approval: { status: "Requested", reason: entry.reason, requestedSeq: entry.seq } }
+            : call
+        )
+      })
+    }
+    case "ApprovalDecided": {
+      const open = openTurnAt(state, entry.turn, entry.step, false)
+      if (typeof open === "string") return open
+      const owed = open.owedCalls.find((call) => call.callId === entry.callId)
+      if (owed === undefined || owed.approval?.status !== "Requested") {
+        return `call ${entry.callId} is not awaiting approval`
+      }
+      const reason = owed.approval.reason
+      return updated({
+        ...open,
+        owedCalls: open.owedCalls.map((call) =>
+          call.callId === entry.callId
+            ? {
+                ...call,
+                approval: {
+                  status: entry.approved ? "Approved" : "Rejected",
+                  reason,
+                  requestedSeq: owed.approval?.requestedSeq ?? entry.seq,
+                  by: entry.by,
+                  ...(entry.note === undefined ? {} : { note: entry.note })
+                }
+              }
+            : call
+        )
+      })
     }
     case "TruncationRecovered":
       return { _tag: "TruncationAdded", truncation: { line: entry.line, droppedBytes: entry.droppedBytes } }
