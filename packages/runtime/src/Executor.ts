@@ -1068,8 +1068,9 @@ export interface Resumed {
  * recorded content, and `lostRequest`, when the last request was
  * dispatched and never answered, the history that request was built from.
  *
- * A lost request is sent again under its own step number (`TurnResumed`
- * with `retryStep`), from that very history, without running
+ * A request that got no response (lost to a crash, or failed) is sent
+ * again under its own step number (`TurnResumed` with `retryStep`), from
+ * that very history, without running
  * `beforeModelStep` again: a resumed turn sends the requests the
  * uninterrupted run would have sent. Otherwise the turn goes on as
  * {@link resumeTurn} does after its check. The calls in flight at the crash
@@ -1102,7 +1103,11 @@ export const resumeRebuilt = <E = never, R = never>(
       .filter((call) => call.called && call.approval?.status !== "Rejected")
       .map((call) => ({ callId: call.callId, name: call.name, rerun: Tool.isIdempotent(config.tools, call.name) }))
     const lost = rebuilt.lostRequest
-    if (turn.awaitingResponse && Option.isSome(lost) && lost.value.step === turn.steps) {
+    if (
+      (turn.awaitingResponse || turn.failedStep === turn.steps) &&
+      Option.isSome(lost) &&
+      lost.value.step === turn.steps
+    ) {
       yield* journal.append({ _tag: "TurnResumed", turn: turn.turn, retryStep: lost.value.step })
       const outcome = yield* continueTurn(
         config,

@@ -129,6 +129,8 @@ export interface TurnState {
   readonly toolErrors: number
   readonly modelFailures: number
   readonly resumptions: number
+  /** The current step, when its request failed (`ModelFailed`) and no request or resume followed yet. */
+  readonly failedStep?: number
 }
 
 /**
@@ -564,6 +566,25 @@ export const readEntries = Effect.fnUntraced(function* (
   if (Result.isFailure(replayed)) return yield* replayed.failure
   return replayed.success.entries
 })
+
+/**
+ * The state a journal's entries lead to, folded through the same
+ * transition that guards appends and reopens: for readers holding entries
+ * (from {@link readEntries}) that want the turns, owed calls and approvals
+ * they describe. Fails with why the first entry that does not follow
+ * cannot (the reason {@link JournalCorrupt} would give).
+ *
+ * @since 0.3.0
+ * @category reading
+ */
+export const stateOf = (task: Ids.TaskId, entries: Iterable<Entry>): Result.Result<JournalState, string> => {
+  const fold = makeReplay(task)
+  for (const entry of entries) {
+    const refused = fold.add(entry)
+    if (refused !== undefined) return Result.fail(`entry ${entry.seq}: ${refused}`)
+  }
+  return Result.succeed(fold.state())
+}
 
 // The journals open for writing in this process, by absolute file: one writer per journal.
 const writers = new Set<string>()

@@ -174,10 +174,7 @@ const transcriptOf = Effect.fnUntraced(function* (
         )
       )
   const journal = yield* Journal
-  const admitted = yield* PrivateSummaries.admit(`TaskExecution ${entry}: transcript`, Option.some(journal)).pipe(
-    PrivateSummaries.provide(capability)
-  )
-  return yield* Transcript.make(admitted)
+  return yield* Transcript.make(Option.some(journal)).pipe(PrivateSummaries.provide(capability))
 })
 
 const offloadTarget = Effect.fnUntraced(function* (

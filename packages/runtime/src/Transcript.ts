@@ -42,10 +42,11 @@ import * as SecureRandom from "effect/crypto/SecureRandom"
 import { summaryParts } from "./Compaction.ts"
 import * as History from "./History.ts"
 import { measureRequest, sha256Bytes } from "./internal/digest.ts"
+import type { JournalService } from "./Journal.ts"
 import type { Entry } from "./JournalEntry.ts"
 import type { ModelResponse, Part, ToolResultPart, ToolSpec } from "./Model.ts"
 import { Part as PartSchema, ToolCallPart, ToolResultPart as ToolResultSchema, text } from "./Model.ts"
-import type * as PrivateSummaries from "./PrivateSummaries.ts"
+import * as PrivateSummaries from "./PrivateSummaries.ts"
 import * as StoreLayout from "./StoreLayout.ts"
 
 const Sha256 = Schema.String.check(
@@ -222,19 +223,29 @@ export class TranscriptMismatch extends Schema.TaggedError<TranscriptMismatch>()
  * @since 0.3.0
  * @category models
  */
-export interface TranscriptStore {
-  readonly task: Ids.TaskId
-  readonly volume: Volume.VolumeRef
+export interface TranscriptStore extends TranscriptReader {
   /** Scrubs (with the redactor in context), stores write-once, and returns the record's digest. */
   readonly write: (record: TranscriptRecord) => Effect.Effect<string, TranscriptError>
-  /** The record named `sha256`, checked against its name. */
-  readonly read: (sha256: string) => Effect.Effect<TranscriptRecord, TranscriptError>
-  /** The history a stored history stands for (a summary reference read back and checked). */
-  readonly restore: (stored: StoredHistory) => Effect.Effect<History.History, TranscriptError>
   /** The stored form of a history (a staged summary as its reference). */
   readonly store: (history: History.History) => Effect.Effect<StoredHistory>
   /** The stored form of a summary. */
   readonly storeSummary: (summary: History.HistorySummary) => Effect.Effect<StoredSummary>
+}
+
+/**
+ * Reads the transcript records of one task on one volume (what
+ * {@link rebuild} needs); writes nothing.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface TranscriptReader {
+  readonly task: Ids.TaskId
+  readonly volume: Volume.VolumeRef
+  /** The record named `sha256`, checked against its name. */
+  readonly read: (sha256: string) => Effect.Effect<TranscriptRecord, TranscriptError>
+  /** The history a stored history stands for (a summary reference read back and checked). */
+  readonly restore: (stored: StoredHistory) => Effect.Effect<History.History, TranscriptError>
   /** The summary a stored summary stands for. */
   readonly restoreSummary: (stored: StoredSummary) => Effect.Effect<History.HistorySummary, TranscriptError>
 }
@@ -319,20 +330,56 @@ const scrubRecord = (redact: Redact, record: TranscriptRecord): Effect.Effect<Tr
 }
 
 /**
- * The transcript store of the task an admitted capability was minted for
- * (see `PrivateSummaries.admit`: the caller admits it once, for a turn).
+ * The transcript store of the task the private-summaries capability in
+ * context was minted for, on its volume. The capability is admitted here
+ * (`PrivateSummaries.admit`: minted, bound to `journal` when given, volume
+ * unchanged), once for the store's lifetime (a turn): a refused capability
+ * reads and writes nothing.
  *
  * @since 0.3.0
  * @category constructors
  */
-export const make = Effect.fnUntraced(function* (capability: PrivateSummaries.PrivateWriterCapability) {
+export const make = Effect.fnUntraced(function* (
+  journal: Option.Option<Pick<JournalService, "task" | "file">> = Option.none()
+) {
+  const capability = yield* PrivateSummaries.admit("Transcript.make", journal)
+  return yield* at({ folder: capability.folder, task: capability.task, volume: capability.volume })
+})
+
+/**
+ * A read-only view of a task's transcript in a volume's data folder, for
+ * hosts and tools that read a store without writing to it (the inspector).
+ * Every read goes through `DurableFiles.readFile` (no symlink followed) and
+ * is checked against the digest it is named by.
+ *
+ * @since 0.3.0
+ * @category constructors
+ */
+export const reader = (location: {
+  readonly folder: string
+  readonly task: Ids.TaskId
+  readonly volume: Volume.VolumeRef
+}): Effect.Effect<TranscriptReader, never, DurableFiles.DurableFiles | FileSystem.FileSystem | Path.Path> =>
+  Effect.map(at(location), ({ read, restore, restoreSummary, task, volume }) => ({
+    task,
+    volume,
+    read,
+    restore,
+    restoreSummary
+  }))
+
+const at = Effect.fnUntraced(function* (location: {
+  readonly folder: string
+  readonly task: Ids.TaskId
+  readonly volume: Volume.VolumeRef
+}) {
   const files = yield* DurableFiles.DurableFiles
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const redactor = yield* Effect.serviceOption(ArtifactRedactor.ArtifactRedactor)
-  const task = capability.task
-  const folder = capability.folder
-  const volume = capability.volume
+  const task = location.task
+  const folder = location.folder
+  const volume = location.volume
   const written = new Set<string>()
   const absolute = (sha256: string) => path.join(folder, StoreLayout.transcriptPath(task, sha256))
   const failure = (operation: string, at: string) => (error: { readonly message: string }) =>
@@ -541,8 +588,8 @@ export interface RebuiltRequest {
 /**
  * A turn rebuilt from its journal entries and transcript records: the
  * history as it stands after the last recorded content, the history the
- * last request was built from when that request was lost (dispatched,
- * never answered), every request with its journal digest (for
+ * last request was built from when that request got no response (lost to
+ * a crash, or failed), every request with its journal digest (for
  * {@link verify}), and whether a record was changed by redaction.
  *
  * @since 0.3.0
@@ -567,7 +614,7 @@ export interface RebuiltTurn {
  * @category rebuilding
  */
 export const rebuild = Effect.fnUntraced(function* (
-  transcript: TranscriptStore,
+  transcript: TranscriptReader,
   entries: ReadonlyArray<Entry>,
   turn: number
 ): Effect.fn.Return<RebuiltTurn, TranscriptError | TranscriptMissing> {
@@ -627,10 +674,9 @@ export const rebuild = Effect.fnUntraced(function* (
         lost = { step: entry.step, history }
         break
       }
-      case "ModelFailed": {
-        lost = undefined
+      case "ModelFailed":
+        // The failed request stays the one to send again: its history is `lost.history`.
         break
-      }
       case "ResponseReceived": {
         if (history === undefined) return yield* missing("TurnOpened")
         if (entry.transcript === undefined) return yield* missing("ResponseReceived")

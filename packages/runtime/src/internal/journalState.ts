@@ -71,6 +71,13 @@ const openTurnAt = (state: View, turn: number, step: number, awaitingResponse: b
   return step === open.steps ? open : `step ${step} is not the current step ${open.steps}`
 }
 
+/** The turn without its `failedStep` (a new request, or a resume, leaves the failure behind). */
+const withoutFailedStep = (turn: TurnState): TurnState => {
+  if (turn.failedStep === undefined) return turn
+  const { failedStep: _, ...rest } = turn
+  return rest
+}
+
 const sharesAnId = (calls: ReadonlyArray<{ readonly callId: string }>): boolean => {
   for (let index = 1; index < calls.length; index++) {
     const id = calls[index]?.callId
@@ -103,18 +110,21 @@ const transition = (state: View, entry: Entry): Outcome => {
     case "TurnResumed": {
       const open = openTurnNamed(state, entry.turn)
       if (typeof open === "string") return open
+      const rest = withoutFailedStep(open)
       if (entry.retryStep !== undefined) {
-        // The lost request is sent again under its own step number.
-        if (!open.awaitingResponse) return `step ${entry.retryStep} is not awaiting a response; nothing to retry`
+        // The lost (or failed) request is sent again under its own step number.
+        if (!open.awaitingResponse && open.failedStep !== entry.retryStep) {
+          return `step ${entry.retryStep} is neither awaiting a response nor failed; nothing to retry`
+        }
         if (entry.retryStep !== open.steps) return `step ${entry.retryStep} is not the current step ${open.steps}`
         return updated({
-          ...open,
+          ...rest,
           steps: open.steps - 1,
           awaitingResponse: false,
           resumptions: open.resumptions + 1
         })
       }
-      return updated({ ...open, awaitingResponse: false, resumptions: open.resumptions + 1 })
+      return updated({ ...rest, awaitingResponse: false, resumptions: open.resumptions + 1 })
     }
     case "RequestDispatched": {
       const open = openTurnNamed(state, entry.turn)
@@ -123,7 +133,7 @@ const transition = (state: View, entry: Entry): Outcome => {
       if (open.owedCalls.length > 0)
         return `calls ${open.owedCalls.map((call) => call.callId).join(", ")} have no result yet`
       if (entry.step !== open.steps + 1) return `step ${entry.step} dispatched, expected ${open.steps + 1}`
-      return updated({ ...open, steps: entry.step, awaitingResponse: true, answered: false })
+      return updated({ ...withoutFailedStep(open), steps: entry.step, awaitingResponse: true, answered: false })
     }
     case "ResponseReceived": {
       const open = openTurnAt(state, entry.turn, entry.step, true)
@@ -139,7 +149,13 @@ const transition = (state: View, entry: Entry): Outcome => {
     case "ModelFailed": {
       const open = openTurnAt(state, entry.turn, entry.step, true)
       if (typeof open === "string") return open
-      return updated({ ...open, awaitingResponse: false, answered: false, modelFailures: open.modelFailures + 1 })
+      return updated({
+        ...open,
+        awaitingResponse: false,
+        answered: false,
+        modelFailures: open.modelFailures + 1,
+        failedStep: entry.step
+      })
     }
     case "ToolCalled": {
       const open = openTurnAt(state, entry.turn, entry.step, false)
