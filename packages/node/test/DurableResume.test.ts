@@ -99,10 +99,7 @@ const lines = (file: string): ReadonlyArray<string> =>
  * Calls that ran more often than allowed: once, plus once for every time a
  * resume reported the call in flight (an idempotent tool runs it again).
  */
-const ranTooOften = (
-  sideEffects: ReadonlyArray<string>,
-  inFlight: ReadonlyArray<string>
-): ReadonlyArray<string> => {
+const ranTooOften = (sideEffects: ReadonlyArray<string>, inFlight: ReadonlyArray<string>): ReadonlyArray<string> => {
   const count = (list: ReadonlyArray<string>) => {
     const counts = new Map<string, number>()
     for (const id of list) counts.set(id, (counts.get(id) ?? 0) + 1)
