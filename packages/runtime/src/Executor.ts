@@ -881,7 +881,10 @@ export const continueTurn = <E = never, R = never>(
         if (config.onEvent !== undefined) yield* config.onEvent({ _tag: "TurnClosed", outcome: closed })
         return closed
       }
-      const dispatched = yield* dispatchStep(config, stepContext, outcome.response.toolCalls)
+      // A fresh step's calls are all owed and uncalled: without tools that declare approval, nothing can wait.
+      const dispatched: StepDispatch = Tool.anyNeedsApproval(config.tools)
+        ? yield* dispatchStep(config, stepContext, outcome.response.toolCalls)
+        : { _tag: "Results", results: yield* dispatchTools(config, stepContext, outcome.response.toolCalls) }
       if (dispatched._tag === "Awaiting") {
         return yield* awaitingOutcome(config, {
           turn: context.turn,

@@ -681,6 +681,23 @@ export const summarize = Effect.fn("TaskExecution.summarize")(function* (
 })
 
 /**
+ * A summary-file turn paused for approvals: its answer, which would be the
+ * summary, does not exist yet, so nothing was staged. The turn stays open:
+ * decide the calls, then resume it.
+ *
+ * @since 0.3.0
+ * @category errors
+ */
+export class SummaryFileTurnAwaitingApproval extends Schema.TaggedError<SummaryFileTurnAwaitingApproval>()(
+  "SummaryFileTurnAwaitingApproval",
+  { task: Schema.String, turn: Schema.Int, awaiting: Schema.Array(Schema.String) }
+) {
+  override get message(): string {
+    return `the summary-file turn ${this.turn} of task ${this.task} is awaiting approval for [${this.awaiting.join(", ")}]; no summary was staged`
+  }
+}
+
+/**
  * A summary-file turn: resolves the private writer first, runs a turn behind
  * the gate, and stages the turn's final answer as a summary file.
  *
@@ -699,6 +716,13 @@ export const runSummaryFileTurn = Effect.fn("TaskExecution.runSummaryFileTurn")(
   const gated = yield* withGate(binding, "SummaryFileTurn", config, Option.some(capability))
   const journal = yield* Journal
   const outcome = yield* Executor.runTurn(gated, history)
+  if (outcome._tag === "AwaitingApproval") {
+    return yield* new SummaryFileTurnAwaitingApproval({
+      task: binding.context.task,
+      turn: outcome.turn,
+      awaiting: outcome.awaiting.map((pending) => pending.call.id)
+    })
+  }
   const published = yield* Compaction.publish({
     key: {
       operation: key.operation ?? (yield* turnOperation(binding.context.task, outcome.turn, "file")),

@@ -263,3 +263,22 @@ export const needsApproval = <R>(tools: Registry<R>, call: ToolCallPart): Effect
  * @category approvals
  */
 export const isIdempotent = <R>(tools: Registry<R>, name: string): boolean => tools.tools.get(name)?.idempotent === true
+
+const declaresApproval = new WeakMap<object, boolean>()
+
+/**
+ * Whether any tool of the registry declares approval (computed once per
+ * registry). A turn whose tools declare none dispatches a fresh step's
+ * calls without looking for approvals.
+ *
+ * @since 0.3.0
+ * @category approvals
+ */
+export const anyNeedsApproval = <R>(tools: Registry<R>): boolean => {
+  const known = declaresApproval.get(tools)
+  if (known !== undefined) return known
+  let any = false
+  for (const tool of tools.tools.values()) if (tool.needsApproval !== undefined) any = true
+  declaresApproval.set(tools, any)
+  return any
+}
