@@ -14,11 +14,13 @@
  *   idempotent tool; otherwise it waits for the host.
  */
 import { spawn } from "node:child_process"
+import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
+import { DurableFiles } from "@tessera/core"
 import { LocalHarness } from "@tessera/node"
 import {
   CompactionPolicy,
@@ -112,6 +114,21 @@ const ranTooOften = (sideEffects: ReadonlyArray<string>, inFlight: ReadonlyArray
     .map(([id, times]) => `${id} ran ${times} times`)
 }
 
+/** Transcript records under a final name whose bytes do not have the digest they are named by (torn or changed). */
+const tornRecords = (stateDir: string): ReadonlyArray<string> => {
+  const folder = path.join(stateDir, "durable", "volumes", "resumer-scratch", "transcripts", "durable-task")
+  if (!fs.existsSync(folder)) return []
+  return fs
+    .readdirSync(folder)
+    .filter((name) => !DurableFiles.isTemporaryName(name))
+    .filter(
+      (name) =>
+        `${createHash("sha256")
+          .update(fs.readFileSync(path.join(folder, name)))
+          .digest("hex")}.json` !== name
+    )
+}
+
 const finalDigest = (output: string): string | undefined => /final ([0-9a-f]{64})/.exec(output)?.[1]
 
 describe("durable resume", () => {
@@ -170,6 +187,7 @@ describe("durable resume", () => {
           entries.map((entry) => entry._tag),
           "TurnAbandoned"
         )
+        assert.deepStrictEqual(tornRecords(stateDir), [], "every transcript record under a final name is whole")
         const inFlight = lines(path.join(stateDir, "in-flight.log"))
         assert.deepStrictEqual(ranTooOften(lines(path.join(stateDir, "side-effects.log")), inFlight), [])
         // Every call that has a result ran, and has exactly one result.
@@ -190,9 +208,23 @@ describe("durable resume", () => {
     }
   }, 600_000)
 
-  it("negative control: the side-effect check finds a call that ran again without being reported in flight", () => {
+  it("negative control: the side-effect check finds a call that ran again without being reported in flight, and the record check a torn record", () => {
     assert.deepStrictEqual(ranTooOften(["a", "b", "b"], ["b"]), [])
     assert.deepStrictEqual(ranTooOften(["a", "a", "b"], ["b"]), ["a ran 2 times"])
+    const stateDir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "tessera-torn-")))
+    try {
+      const folder = path.join(stateDir, "durable", "volumes", "resumer-scratch", "transcripts", "durable-task")
+      fs.mkdirSync(folder, { recursive: true })
+      const whole = '{"_tag":"Resulted"}'
+      fs.writeFileSync(path.join(folder, `${createHash("sha256").update(whole).digest("hex")}.json`), whole)
+      // What writing under the final name first leaves when the kill lands mid-write.
+      const torn = `${createHash("sha256").update('{"_tag":"Responded","text":"a"}').digest("hex")}.json`
+      fs.writeFileSync(path.join(folder, torn), '{"_tag":"Respon')
+      fs.writeFileSync(path.join(folder, DurableFiles.temporaryName("x.json", "t")), "{")
+      assert.deepStrictEqual(tornRecords(stateDir), [torn])
+    } finally {
+      fs.rmSync(stateDir, { recursive: true, force: true })
+    }
   })
 })
 
