@@ -644,7 +644,9 @@ const dispatchOneBody = Effect.fnUntraced(function* <E, R>(
  * journals `ToolCalled`, runs the tool (a failure, or outliving its limit
  * in `config.timeouts`, becomes a tool-error result), runs `onToolResult`,
  * journals `ToolResulted`. Returns the results
- * in call order, ready to append to the history.
+ * in call order, ready to append to the history. This raw piece does not
+ * ask for approvals: a harness driving its own loop with tools that declare
+ * `needsApproval` dispatches through {@link dispatchStep}, as the turn does.
  *
  * @since 0.1.0
  * @category pieces
