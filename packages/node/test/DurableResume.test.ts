@@ -426,6 +426,57 @@ describe("durable resume in process", () => {
   )
 
   it.live(
+    "transcript_tamper_loud: a transcript record changed on disk fails the resume with TranscriptError naming it, before anything is sent or journaled (control: the untouched record resumes)",
+    () =>
+      Effect.gen(function* () {
+        const tools = Tool.registry(fetchTool([], false))
+        const breakAfterFirstStep = (stateDir: string) =>
+          withHarness(stateDir, (binding) =>
+            Effect.flip(TaskExecution.runTurn(binding, start, configFor(tools))).pipe(
+              Effect.provide(
+                ScriptedModel.layer([
+                  script[0] as Model.ModelResponse,
+                  new Model.ModelError({ reason: "ProviderFailure", detail: "HTTP 503" })
+                ])
+              )
+            )
+          )
+        const resumeIn = (stateDir: string) =>
+          withHarness(stateDir, (binding) =>
+            Effect.gen(function* () {
+              const journal = yield* Journal.Journal
+              const before = (yield* journal.state).entries
+              const result = yield* Effect.result(TaskExecution.resume(binding, configFor(tools)))
+              return { result, before, after: (yield* journal.state).entries, sent: (yield* recorded).length }
+            }).pipe(Effect.provide(ScriptedModel.layer(script.slice(1))))
+          )
+        const tampered = yield* tempDir
+        yield* breakAfterFirstStep(tampered)
+        const records = path.join(tampered, "durable", "volumes", "resumer-scratch", "transcripts", "durable-task")
+        // The record of the small result: change one character of its content.
+        const victim = fs
+          .readdirSync(records)
+          .find((name) => fs.readFileSync(path.join(records, name), "utf8").includes('"small c2"'))
+        assert.isDefined(victim)
+        const file = path.join(records, victim as string)
+        fs.writeFileSync(file, fs.readFileSync(file, "utf8").replace('"small c2"', '"small c9"'))
+        const refused = yield* resumeIn(tampered)
+        assert.isTrue(refused.result._tag === "Failure")
+        if (refused.result._tag === "Failure") {
+          assert.strictEqual(refused.result.failure._tag, "TranscriptError")
+          assert.include(refused.result.failure.message, victim as string)
+        }
+        assert.strictEqual(refused.sent, 0)
+        assert.strictEqual(refused.after, refused.before)
+
+        const untouched = yield* tempDir
+        yield* breakAfterFirstStep(untouched)
+        const control = yield* resumeIn(untouched)
+        assert.isTrue(control.result._tag === "Success")
+      }).pipe(Effect.provide(nodeLayer))
+  )
+
+  it.live(
     "a turn that was not run durably cannot be resumed from disk: TranscriptMissing, nothing sent or written",
     () =>
       Effect.gen(function* () {
