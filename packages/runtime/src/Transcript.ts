@@ -155,9 +155,16 @@ export const TranscriptRecord = Schema.Union([Opened, Rewritten, Replaced, Respo
  */
 export type TranscriptRecord = typeof TranscriptRecord.Type
 
-const RecordJson = Schema.fromJsonString(TranscriptRecord)
-const encodeRecord = Schema.encodeEffect(RecordJson)
-const decodeRecord = Schema.decodeUnknownEffect(RecordJson)
+/**
+ * A record as the bytes of its file: the record's JSON. A record's file
+ * name is the SHA-256 of these bytes.
+ *
+ * @since 0.3.0
+ * @category records
+ */
+export const TranscriptRecordJson = Schema.fromJsonString(TranscriptRecord)
+const encodeRecord = Schema.encodeEffect(TranscriptRecordJson)
+const decodeRecord = Schema.decodeUnknownEffect(TranscriptRecordJson)
 
 /**
  * Reading or writing a transcript record failed, or a record is not what

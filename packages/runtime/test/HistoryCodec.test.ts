@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as History from "@tessera/runtime/History"
 import * as Model from "@tessera/runtime/Model"
+import * as Transcript from "@tessera/runtime/Transcript"
 import { Effect, Schema } from "effect"
 import * as fc from "fast-check"
 
@@ -86,5 +87,43 @@ describe("History codec", () => {
     const json = Schema.encodeSync(lossy)(withSummary)
     const imported = await Effect.runPromise(History.fromJson(json))
     assert.notDeepEqual(imported, withSummary)
+  })
+})
+
+describe("transcript record codec", () => {
+  const record: fc.Arbitrary<Transcript.TranscriptRecord> = fc.oneof(
+    history.map((value) => ({
+      _tag: "Opened" as const,
+      history:
+        value.summary === undefined
+          ? { task: value.task, parts: value.parts }
+          : {
+              task: value.task,
+              parts: value.parts,
+              summary: { _tag: "SummaryInline" as const, parts: value.summary.parts, text: value.summary.text }
+            },
+      redacted: false
+    })),
+    fc
+      .record({ text, calls: fc.array(part, { maxLength: 3 }), redacted: fc.boolean() })
+      .map(({ calls, redacted, text }) => ({
+        _tag: "Responded" as const,
+        text,
+        toolCalls: calls.filter((value): value is Model.ToolCallPart => value._tag === "ToolCall"),
+        redacted
+      })),
+    fc
+      .record({ drop: fc.nat({ max: 50 }), redacted: fc.boolean() })
+      .map(({ drop, redacted }) => ({ _tag: "Rewritten" as const, drop, redacted }))
+  )
+
+  it("transcript_record_round_trip: any record written as JSON reads back equal (what a resume rebuilds from)", () => {
+    fc.assert(
+      fc.property(record, (original) => {
+        const json = Schema.encodeSync(Transcript.TranscriptRecordJson)(original)
+        assert.deepStrictEqual(Schema.decodeUnknownSync(Transcript.TranscriptRecordJson)(json), original)
+      }),
+      { numRuns: 200 }
+    )
   })
 })
