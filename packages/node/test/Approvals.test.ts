@@ -17,7 +17,7 @@ import {
   TaskExecution,
   Tool
 } from "@tessera/runtime"
-import { Effect, Schema } from "effect"
+import { Effect, Schema, Stream } from "effect"
 import { agentId, nodeLayer, taskId, tempDir } from "./support/temp.ts"
 
 const agent = agentId("operator-agent")
@@ -189,6 +189,24 @@ describe("tool approvals", () => {
         assert.strictEqual(outcome.outcome._tag, "Answered")
         assert.deepStrictEqual(effects, ["remove /tmp/cache"])
       }).pipe(Effect.provide(nodeLayer))
+  )
+
+  it.live("a streamed turn that pauses ends its stream with an AwaitingApproval event, not a failure", () =>
+    Effect.gen(function* () {
+      const stateDir = yield* tempDir
+      const effects: Array<string> = []
+      const { deploy, remove } = toolsFor(effects)
+      const events = yield* withHarness(stateDir, (binding) =>
+        Stream.runCollect(TaskExecution.streamTurn(binding, start, config(Tool.registry(deploy, remove)))).pipe(
+          Effect.provide(ScriptedModel.layer(script))
+        )
+      )
+      const tags = Array.from(events, (event) => event._tag)
+      assert.strictEqual(tags.at(-1), "AwaitingApproval")
+      assert.notInclude(tags, "TurnClosed")
+      assert.notInclude(tags, "ToolCalled")
+      assert.deepStrictEqual(effects, [])
+    }).pipe(Effect.provide(nodeLayer))
   )
 
   it.live(
