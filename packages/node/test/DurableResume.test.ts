@@ -359,6 +359,61 @@ describe("durable resume in process", () => {
   )
 
   it.live(
+    "a resume that journaled its retry and died before sending it is resumed again: the request goes out under the same step, from the history the lost request was built from (hooks not run again), byte for byte the uninterrupted run's",
+    () =>
+      Effect.gen(function* () {
+        const tools = Tool.registry(fetchTool([], false))
+        // A hook that rewrites the history before step 2 (as compaction does), and would rewrite it again
+        // if it ran twice: the retry must send the history the lost request was built from, not run it anew.
+        const noted: TaskExecution.ExecutionConfig = {
+          ...configFor(tools),
+          hooks: {
+            beforeModelStep: (context, history) =>
+              Effect.succeed(
+                context.step === 2 ? History.append(history, [Model.text("user", "note before step 2")]) : history
+              )
+          }
+        }
+        const reference = yield* tempDir
+        const uninterrupted = yield* withHarness(reference, (binding) =>
+          Effect.gen(function* () {
+            yield* TaskExecution.runTurn(binding, start, noted)
+            return yield* recorded
+          }).pipe(Effect.provide(ScriptedModel.layer(script)))
+        )
+        const stateDir = yield* tempDir
+        yield* withHarness(stateDir, (binding) =>
+          Effect.flip(TaskExecution.runTurn(binding, start, noted)).pipe(
+            Effect.provide(
+              ScriptedModel.layer([
+                script[0] as Model.ModelResponse,
+                new Model.ModelError({ reason: "ProviderFailure", detail: "HTTP 503" })
+              ])
+            )
+          )
+        )
+        // The resume that died: its retry is journaled, its request never left.
+        yield* withHarness(stateDir, () =>
+          Effect.flatMap(Effect.service(Journal.Journal), (journal) =>
+            journal.append({ _tag: "TurnResumed", turn: 1, retryStep: 2 })
+          )
+        )
+        const resumed = yield* withHarness(stateDir, (binding) =>
+          Effect.gen(function* () {
+            const outcome = yield* TaskExecution.resume(binding, noted)
+            const journal = yield* Journal.Journal
+            const entries = yield* Journal.readEntries({ folder: path.dirname(journal.file), task })
+            return { outcome, requests: yield* recorded, entries }
+          }).pipe(Effect.provide(ScriptedModel.layer(script.slice(1))))
+        )
+        assert.strictEqual(resumed.outcome.outcome._tag, "Answered")
+        assert.strictEqual(JSON.stringify(resumed.requests), JSON.stringify(uninterrupted.slice(1)))
+        const dispatched = resumed.entries.flatMap((entry) => (entry._tag === "RequestDispatched" ? [entry.step] : []))
+        assert.deepStrictEqual(dispatched, [1, 2, 2, 3])
+      }).pipe(Effect.provide(nodeLayer))
+  )
+
+  it.live(
     "a call in flight at a crash is reported; a tool not declared idempotent is not run again but put to the host (InFlight), and a rejection reaches the model; an idempotent one runs again (control)",
     () =>
       Effect.gen(function* () {

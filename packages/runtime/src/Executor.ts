@@ -1121,6 +1121,22 @@ export const resumeRebuilt = <E = never, R = never>(
       ).pipe(abandonOnInterrupt(journal, turn.turn))
       return { outcome, inFlight }
     }
+    if (
+      Option.isSome(lost) &&
+      lost.value.step === turn.steps + 1 &&
+      !turn.awaitingResponse &&
+      !turn.answered &&
+      turn.owedCalls.length === 0
+    ) {
+      // An earlier resume journaled the retry and stopped before sending it: send it now, from the same history.
+      yield* journal.resumeTurn
+      const outcome = yield* continueTurn(
+        config,
+        { task, turn: turn.turn, firstStep: lost.value.step, prepared: true },
+        lost.value.history
+      ).pipe(abandonOnInterrupt(journal, turn.turn))
+      return { outcome, inFlight }
+    }
     const pending = History.unansweredCalls(rebuilt.history)
     const historyCalls = pending.map((call) => call.id)
     const journalCalls = turn.owedCalls.map((call) => call.callId)
