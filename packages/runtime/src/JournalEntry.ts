@@ -425,7 +425,9 @@ export type ApprovalReason = typeof ApprovalReason.Type
  * A call of the current step waits for the host's decision before it runs:
  * its tool, the size and digest of its input, and why. The step ends as
  * awaiting approval; nothing of the step runs until every such call is
- * decided.
+ * decided. New in 0.3.0: a reader older than that does not know this entry
+ * (nor {@link ApprovalDecided}) and refuses a journal holding one as
+ * corrupt, loudly; journals without approvals stay readable by it.
  *
  * @since 0.3.0
  * @category entries
