@@ -59,12 +59,11 @@ import type {
   ModelRequest,
   ModelResponse,
   ModelStreamEvent,
-  Part,
   ToolCallPart,
   ToolResultPart,
   Usage
 } from "./Model.ts"
-import { collect, Model, ModelError, text, toolResult } from "./Model.ts"
+import { collect, Model, ModelError, toolResult } from "./Model.ts"
 import * as Observability from "./Observability.ts"
 import * as Timeouts from "./Timeouts.ts"
 import * as Tool from "./Tool.ts"
@@ -389,9 +388,6 @@ const checkResponse = (response: ModelResponse): Effect.Effect<ModelResponse, Mo
   return Effect.succeed(response)
 }
 
-const responseParts = (response: ModelResponse): ReadonlyArray<Part> =>
-  response.text.length > 0 ? [text("assistant", response.text), ...response.toolCalls] : response.toolCalls
-
 /**
  * One model step: runs `beforeModelStep`, builds the request from the
  * (possibly rewritten) history, journals `RequestDispatched`, calls the
@@ -513,7 +509,11 @@ const modelStepBody = Effect.fnUntraced(function* <E, R>(
       ...(response.finishReason === undefined ? {} : { finishReason: response.finishReason })
     })
   }
-  const outcome: ModelStepOutcome = { request, response, history: History.append(current, responseParts(response)) }
+  const outcome: ModelStepOutcome = {
+    request,
+    response,
+    history: History.append(current, History.responseParts(response))
+  }
   if (hooks.afterModelStep !== undefined) yield* hooks.afterModelStep(context, outcome)
   return outcome
 })

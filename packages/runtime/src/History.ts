@@ -10,8 +10,8 @@
  */
 import { InvalidInput } from "@tessera/core"
 import { Effect, Option, Schema } from "effect"
-import type { Part, ToolCallPart } from "./Model.ts"
-import { Part as PartSchema } from "./Model.ts"
+import type { ModelResponse, Part, ToolCallPart } from "./Model.ts"
+import { Part as PartSchema, text } from "./Model.ts"
 
 /**
  * `task`: the parts that state the task (system prompt, the user's request,
@@ -63,6 +63,17 @@ export const make = (task: ReadonlyArray<Part>): History => ({ task, parts: [] }
  */
 export const append = (history: History, parts: ReadonlyArray<Part>): History =>
   withParts(history, [...history.parts, ...parts])
+
+/**
+ * The parts a model response adds to a history: its text (when not empty)
+ * as the assistant's, then its tool calls. The executor appends exactly
+ * these after each step, and a transcript rebuilds a step from them.
+ *
+ * @since 0.3.0
+ * @category combinators
+ */
+export const responseParts = (response: Pick<ModelResponse, "text" | "toolCalls">): ReadonlyArray<Part> =>
+  response.text.length > 0 ? [text("assistant", response.text), ...response.toolCalls] : response.toolCalls
 
 /**
  * The parts of the next request: the task's leading system messages, the

@@ -44,8 +44,8 @@ import * as History from "./History.ts"
 import { measureRequest, sha256Bytes } from "./internal/digest.ts"
 import type { JournalService } from "./Journal.ts"
 import type { Entry } from "./JournalEntry.ts"
-import type { ModelResponse, Part, ToolResultPart, ToolSpec } from "./Model.ts"
-import { Part as PartSchema, ToolCallPart, ToolResultPart as ToolResultSchema, text } from "./Model.ts"
+import type { Part, ToolResultPart, ToolSpec } from "./Model.ts"
+import { Part as PartSchema, ToolCallPart, ToolResultPart as ToolResultSchema } from "./Model.ts"
 import * as PrivateSummaries from "./PrivateSummaries.ts"
 import * as StoreLayout from "./StoreLayout.ts"
 
@@ -569,16 +569,6 @@ export const rewriteRecord = (
 }
 
 /**
- * The parts a response adds to the history: its text (when not empty) as
- * the assistant's, then its calls. The executor appends exactly these.
- *
- * @since 0.3.0
- * @category records
- */
-export const responseParts = (response: Pick<ModelResponse, "text" | "toolCalls">): ReadonlyArray<Part> =>
-  response.text.length > 0 ? [text("assistant", response.text), ...response.toolCalls] : response.toolCalls
-
-/**
  * One request of a rebuilt turn: its step, the parts rebuilt for it, and
  * the digest the journal recorded.
  *
@@ -688,7 +678,7 @@ export const rebuild = Effect.fnUntraced(function* (
         if (history === undefined) return yield* missing("TurnOpened")
         if (entry.transcript === undefined) return yield* missing("ResponseReceived")
         const record = yield* readAs(entry.transcript, "Responded")
-        history = History.append(history, responseParts(record))
+        history = History.append(history, History.responseParts(record))
         const last = requests.at(-1)
         if (last !== undefined) requests[requests.length - 1] = { ...last, answered: true }
         lost = undefined
