@@ -163,6 +163,28 @@ describe("examples run as smoke tests", () => {
     }
   })
 
+  it("durable-tasks.ts resumes a failed turn from disk (requests checked byte for byte) and continues a turn after one approval and one rejection", () => {
+    const scratch = mkdtempSync(join(tmpdir(), "tessera-durable-example-"))
+    try {
+      const result = spawnSync(process.execPath, [join(folder, "durable-tasks.ts")], {
+        cwd: scratch,
+        encoding: "utf8",
+        env: { ...process.env, TESSERA_EXAMPLE_DIR: scratch },
+        timeout: 120_000
+      })
+      assert.strictEqual(result.status, 0, result.stderr)
+      const out = result.stdout
+      assert.match(
+        out,
+        /process 2: resumed from disk, 2 earlier request\(s\) checked byte for byte; answer: North and south/
+      )
+      assert.match(out, /process 1: awaiting approval for d1, d2/)
+      assert.match(out, /process 3: Production is deployed; eu-production was rejected/)
+    } finally {
+      rmSync(scratch, { recursive: true, force: true })
+    }
+  })
+
   it("mcp-tools.ts shows an MCP server's tool result offloaded and scrubbed like any other", () => {
     const scratch = mkdtempSync(join(tmpdir(), "tessera-mcp-example-"))
     try {

@@ -24,12 +24,20 @@
  * With a task filter only that task's journal is shown, and only the
  * summaries and artifacts its journal records.
  *
+ * For each task, its resumable state: its last turn (open or not, its
+ * step), the calls awaiting the host's approval, the calls that were in
+ * flight when a process died, and the conversation as the model last saw
+ * it, rebuilt from the transcript (see `Transcript`): summaries and
+ * artifact pointers are shown as such, and bodies (texts, inputs, results)
+ * only with {@link InspectOptions.bodies}.
+ *
  * @since 0.1.0
  */
+import { ArtifactPointer } from "@tessera/artifacts"
 import { DurableFiles, Ids, Volume } from "@tessera/core"
-import { Journal, JournalEntry, StoreLayout, VolumeStore } from "@tessera/runtime"
+import { History, Journal, JournalEntry, type Model, StoreLayout, Transcript, VolumeStore } from "@tessera/runtime"
 import type { FileSystem as FileSystemNs } from "effect"
-import { Effect, FileSystem, Option, Path, Schema } from "effect"
+import { Effect, FileSystem, Option, Path, Result, Schema } from "effect"
 
 /**
  * The folder cannot be inspected as a store: it is missing, not a folder,
@@ -40,7 +48,9 @@ import { Effect, FileSystem, Option, Path, Schema } from "effect"
  */
 export class NotAStoreFolder extends Schema.TaggedError<NotAStoreFolder>()("NotAStoreFolder", {
   path: Schema.String,
-  problem: Schema.String
+  problem: Schema.String,
+  /** The namespaces (stores) found directly inside the folder, when it is their parent. */
+  namespaces: Schema.optionalKey(Schema.Array(Schema.String))
 }) {
   override get message(): string {
     return `${this.path}: ${this.problem}`
@@ -132,7 +142,42 @@ export interface JournalReport {
   readonly entries: ReadonlyArray<JournalEntry.Entry>
   /** The task's token total: the usage its turn steps and summary requests reported. */
   readonly usage: JournalEntry.UsageTotal
+  /** Where the task stands for a resume. */
+  readonly resumable: ResumableState
 }
+
+/**
+ * Where a task stands for a resume: its last turn, the calls awaiting the
+ * host's approval and those in flight at a crash (both only while the turn
+ * is open), and the conversation as the model last saw it.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface ResumableState {
+  readonly lastTurn: Option.Option<Journal.TurnState>
+  readonly awaitingApproval: ReadonlyArray<Journal.OwedCall>
+  readonly inFlight: ReadonlyArray<Journal.OwedCall>
+  readonly conversation: Conversation
+}
+
+/**
+ * The conversation of a task's last turn: rebuilt from its transcript
+ * (`Rebuilt`, with the volume it was read from), not recorded (the turn was
+ * not run durably, or the task has no turn), or unreadable (why).
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export type Conversation =
+  | {
+      readonly _tag: "Rebuilt"
+      readonly turn: number
+      readonly volume: Ids.VolumeId
+      readonly history: History.History
+    }
+  | { readonly _tag: "NotRecorded"; readonly detail: string }
+  | { readonly _tag: "Unreadable"; readonly detail: string }
 
 /**
  * Everything the inspector found.
@@ -148,6 +193,10 @@ export interface Report {
   readonly journals: ReadonlyArray<JournalReport>
   readonly summaries: ReadonlyArray<VolumeFile>
   readonly artifacts: ReadonlyArray<VolumeFile>
+  /** Transcript records (`transcripts/<task>/...` on agent-private volumes), counted rather than listed. */
+  readonly transcripts: ReadonlyArray<VolumeFile>
+  /** Whether bodies are shown (see {@link InspectOptions.bodies}). */
+  readonly bodies: boolean
 }
 
 /**
@@ -159,12 +208,33 @@ export interface Report {
 export interface InspectOptions {
   /** Show only this task's journal, and the summaries and artifacts it records. */
   readonly task?: Ids.TaskId
+  /** Show the bodies of the conversation (texts, tool inputs and results, summaries); hidden by default. */
+  readonly bodies?: boolean
 }
 
 const decodeTaskId = Schema.decodeUnknownOption(Ids.TaskId)
 
 const isSummary = (descriptor: Volume.VolumeDescriptor, file: string): boolean =>
   descriptor.kind === "AgentPrivate" && file.startsWith(`${StoreLayout.summariesFolder}/`)
+
+const isTranscript = (descriptor: Volume.VolumeDescriptor, file: string): boolean =>
+  descriptor.kind === "AgentPrivate" && file.startsWith(`${StoreLayout.transcriptsFolder}/`)
+
+/**
+ * The folder the inspector reads when given `folder`: an absolute folder as
+ * it is; a relative one against the caller's working directory, which is
+ * `INIT_CWD` when the inspector runs through a package manager script
+ * (`npm run inspect` runs it from the repository root, and npm and pnpm set
+ * `INIT_CWD` to where the command was typed), else the process's own.
+ *
+ * @since 0.3.0
+ * @category reading
+ */
+export const resolveFolder = (
+  path: Pick<Path.Path, "resolve">,
+  folder: string,
+  environment: { readonly cwd: string; readonly initCwd?: string | undefined }
+): string => path.resolve(environment.initCwd ?? environment.cwd, folder)
 
 /**
  * Reads a namespace folder. Never writes: the folder is checked to be a
@@ -176,7 +246,7 @@ const isSummary = (descriptor: Volume.VolumeDescriptor, file: string): boolean =
 export const inspect = Effect.fnUntraced(function* (
   folder: string,
   options: InspectOptions = {}
-): Effect.fn.Return<Report, InspectError, FileSystemNs.FileSystem | Path.Path> {
+): Effect.fn.Return<Report, InspectError, FileSystemNs.FileSystem | Path.Path | DurableFiles.DurableFiles> {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const root = path.resolve(folder)
@@ -197,10 +267,26 @@ export const inspect = Effect.fnUntraced(function* (
   }
   const manifest = path.join(root, StoreLayout.manifestFile)
   if (Option.isNone(yield* kindOf(manifest))) {
-    return yield* new NotAStoreFolder({
-      path: manifest,
-      problem: "missing: the folder is not a Tessera store (expected store.json, volumes/ and meta/volumes/)"
-    })
+    const namespaces: Array<string> = []
+    for (const name of yield* fs.readDirectory(root).pipe(Effect.orElseSucceed(() => []))) {
+      const inside = yield* kindOf(path.join(root, name, StoreLayout.manifestFile)).pipe(
+        Effect.orElseSucceed(() => Option.none())
+      )
+      if (Option.isSome(inside)) namespaces.push(name)
+    }
+    namespaces.sort()
+    return yield* new NotAStoreFolder(
+      namespaces.length === 0
+        ? {
+            path: manifest,
+            problem: "missing: the folder is not a Tessera store (expected store.json, volumes/ and meta/volumes/)"
+          }
+        : {
+            path: manifest,
+            problem: `missing: the folder is not a Tessera store, but it holds the namespace${namespaces.length === 1 ? "" : "s"} ${namespaces.join(", ")}; inspect one of them, for example ${path.join(root, namespaces[0] as string)}`,
+            namespaces
+          }
+    )
   }
   for (const required of [path.join(root, ...StoreLayout.metaFolder), path.join(root, StoreLayout.volumesFolder)]) {
     const kind = yield* kindOf(required)
@@ -235,12 +321,17 @@ export const inspect = Effect.fnUntraced(function* (
           volume: descriptor.id,
           file: path.join(volumeFolder, file.path),
           entries,
-          usage: JournalEntry.totalUsage(entries)
+          usage: JournalEntry.totalUsage(entries),
+          resumable: { lastTurn: Option.none(), awaitingApproval: [], inFlight: [], conversation: notRecorded }
         })
         continue
       }
       files.push({ volume: descriptor.id, path: file.path, size: file.size })
     }
+  }
+  const privateVolumes = volumes.filter((volume) => volume.descriptor.kind === "AgentPrivate")
+  for (const [index, journal] of journals.entries()) {
+    journals[index] = { ...journal, resumable: yield* resumableState(store.id, privateVolumes, journal) }
   }
   if (options.task !== undefined && journals.length === 0) {
     return yield* new TaskNotFound({
@@ -256,6 +347,15 @@ export const inspect = Effect.fnUntraced(function* (
     const descriptor = kinds.get(file.volume)
     return descriptor !== undefined && isSummary(descriptor, file.path)
   }
+  const transcript = (file: VolumeFile) => {
+    const descriptor = kinds.get(file.volume)
+    return descriptor !== undefined && isTranscript(descriptor, file.path)
+  }
+  const transcripts = files.filter(
+    (file) =>
+      transcript(file) &&
+      (options.task === undefined || file.path.startsWith(`${StoreLayout.transcriptsFolder}/${options.task}/`))
+  )
   const report: Report = {
     root,
     store: store.id,
@@ -263,9 +363,65 @@ export const inspect = Effect.fnUntraced(function* (
     volumes,
     journals,
     summaries: shown.filter(summary),
-    artifacts: shown.filter((file) => !summary(file))
+    artifacts: shown.filter((file) => !summary(file) && !transcript(file)),
+    transcripts,
+    bodies: options.bodies === true
   }
   return report
+})
+
+const notRecorded: Conversation = { _tag: "NotRecorded", detail: "the task has no turn" }
+
+/** The resumable state of one journal: its state folded from the entries, and the conversation from a transcript. */
+const resumableState = Effect.fnUntraced(function* (
+  store: Ids.StoreId,
+  privateVolumes: ReadonlyArray<VolumeReport>,
+  journal: JournalReport
+) {
+  const folded = Journal.stateOf(journal.task, journal.entries)
+  if (Result.isFailure(folded)) {
+    const unreadable: ResumableState = {
+      lastTurn: Option.none(),
+      awaitingApproval: [],
+      inFlight: [],
+      conversation: { _tag: "Unreadable", detail: folded.failure }
+    }
+    return unreadable
+  }
+  const lastTurn = Option.fromUndefinedOr(folded.success.turns.at(-1))
+  const open = Option.filter(lastTurn, (turn) => turn.status === "Open")
+  const owed = Option.match(open, { onNone: () => [], onSome: (turn) => turn.owedCalls })
+  const state = {
+    lastTurn,
+    awaitingApproval: owed.filter((call) => call.approval?.status === "Requested"),
+    inFlight: owed.filter((call) => call.called && call.approval?.status !== "Rejected")
+  }
+  if (Option.isNone(lastTurn)) return { ...state, conversation: notRecorded } satisfies ResumableState
+  const path = yield* Path.Path
+  const fs = yield* FileSystem.FileSystem
+  for (const volume of privateVolumes) {
+    const folder = path.join(volume.folder, StoreLayout.transcriptsFolder, journal.task)
+    if (!(yield* fs.exists(folder).pipe(Effect.orElseSucceed(() => false)))) continue
+    const reader = yield* Transcript.reader({
+      folder: volume.folder,
+      task: journal.task,
+      volume: { store, volume: volume.descriptor.id }
+    })
+    const rebuilt = yield* Effect.result(Transcript.rebuild(reader, journal.entries, lastTurn.value.turn))
+    const conversation: Conversation = Result.isSuccess(rebuilt)
+      ? { _tag: "Rebuilt", turn: lastTurn.value.turn, volume: volume.descriptor.id, history: rebuilt.success.history }
+      : rebuilt.failure._tag === "TranscriptMissing"
+        ? { _tag: "NotRecorded", detail: rebuilt.failure.message }
+        : { _tag: "Unreadable", detail: rebuilt.failure.message }
+    return { ...state, conversation } satisfies ResumableState
+  }
+  return {
+    ...state,
+    conversation: {
+      _tag: "NotRecorded",
+      detail: `no transcript of task ${journal.task} on any agent-private volume (its turns were not run durably)`
+    }
+  } satisfies ResumableState
 })
 
 /** `<task>.jsonl` at the top of a journal volume names a task's journal. */
@@ -334,7 +490,7 @@ const fields = (entry: JournalEntry.Entry): string => {
     case "TurnOpened":
       return parts(`task=${entry.task}`)
     case "TurnResumed":
-      return parts()
+      return parts(entry.retryStep === undefined ? undefined : `retry-step=${entry.retryStep}`)
     case "RequestDispatched":
       return parts(`parts=${entry.parts}`, `size=${entry.size}`, `sha256=${short(entry.sha256)}`)
     case "ResponseReceived":
@@ -405,6 +561,15 @@ const fields = (entry: JournalEntry.Entry): string => {
       )
     case "CompactionWarning":
       return parts(`reason=${entry.reason}`, `size=${entry.size}`, `limit=${entry.limit}`, `measure=${entry.measure}`)
+    case "ApprovalRequested":
+      return parts(`call=${entry.callId}`, `tool=${entry.name}`, `input=${entry.inputSize}B`, `reason=${entry.reason}`)
+    case "ApprovalDecided":
+      return parts(
+        `call=${entry.callId}`,
+        entry.approved ? "approved" : "rejected",
+        `by=${JSON.stringify(entry.by)}`,
+        entry.note === undefined ? undefined : `note=${JSON.stringify(entry.note)}`
+      )
   }
 }
 
@@ -461,8 +626,98 @@ export const render = (report: Report): string => {
       `  tokens: ${formatUsage(journal.usage.usage)} (${journal.usage.reported} of ${journal.usage.responses} responses reported usage)`,
       ""
     )
+    lines.push(...renderResumable(journal.task, journal.resumable, report.bodies), "")
   }
   lines.push(`summaries (${report.summaries.length}):`, ...fileLines(report.summaries), "")
   lines.push(`artifacts (${report.artifacts.length}):`, ...fileLines(report.artifacts))
+  if (report.transcripts.length > 0) {
+    const bytes = report.transcripts.reduce((sum, file) => sum + file.size, 0)
+    lines.push("", `transcript records: ${report.transcripts.length} (${formatSize(bytes)})`)
+  }
   return `${lines.join("\n")}\n`
+}
+
+const callLine = (call: Journal.OwedCall): string =>
+  `${call.callId} ${call.name}${call.approval === undefined ? "" : ` (${call.approval.reason})`}`
+
+/**
+ * A task's resumable state as text lines: its last turn, the calls awaiting
+ * approval and in flight, and the conversation as the model last saw it,
+ * one line per part. Summaries are shown as their file, artifact pointers
+ * as pointers; bodies only when `bodies` is true.
+ *
+ * @since 0.3.0
+ * @category rendering
+ */
+export const renderResumable = (task: Ids.TaskId, state: ResumableState, bodies: boolean): ReadonlyArray<string> => {
+  const lines = [`resumable state of task ${task}:`]
+  if (Option.isNone(state.lastTurn)) return [...lines, "  no turn yet"]
+  const turn = state.lastTurn.value
+  lines.push(
+    turn.status === "Open"
+      ? `  open turn ${turn.turn}: step ${turn.steps}${turn.awaitingResponse ? " (its request got no response)" : ""}${turn.answered ? " (answered, not closed)" : ""}, ${turn.resumptions} resumption${turn.resumptions === 1 ? "" : "s"}`
+      : `  no open turn: turn ${turn.turn} ${turn.status.toLowerCase()} after ${turn.steps} step${turn.steps === 1 ? "" : "s"}`,
+    `  awaiting approval: ${state.awaitingApproval.length === 0 ? "none" : state.awaitingApproval.map(callLine).join(", ")}`,
+    `  in flight at a crash: ${state.inFlight.length === 0 ? "none" : state.inFlight.map(callLine).join(", ")}`
+  )
+  const conversation = state.conversation
+  if (conversation._tag !== "Rebuilt") {
+    lines.push(
+      `  conversation: ${conversation._tag === "NotRecorded" ? "not recorded" : "unreadable"}: ${conversation.detail}`
+    )
+    return lines
+  }
+  const history = conversation.history
+  const parts = History.toParts(history)
+  lines.push(
+    `  conversation as the model last saw it (turn ${conversation.turn}, ${parts.length} parts, transcript on ${conversation.volume}${bodies ? "" : "; bodies hidden, --bodies shows them"}):`
+  )
+  const summaryParts = new Set<Model.Part>(history.summary?.parts ?? [])
+  for (const [index, part] of parts.entries()) {
+    lines.push(...partLines(index + 1, part, summaryParts.has(part), bodies))
+  }
+  return lines
+}
+
+const indent = (body: string): ReadonlyArray<string> => body.split("\n").map((line) => `        ${line}`)
+
+const partLines = (number: number, part: Model.Part, inSummary: boolean, bodies: boolean): ReadonlyArray<string> => {
+  const head = `    ${String(number).padStart(3, " ")}.`
+  switch (part._tag) {
+    case "Text": {
+      const size = ArtifactPointer.utf8Length(part.text)
+      return [
+        `${head} ${inSummary ? "summary text" : `${part.role} text`} ${formatSize(size)}`,
+        ...(bodies ? indent(part.text) : [])
+      ]
+    }
+    case "FileReference":
+      return [
+        `${head} ${inSummary ? "summary" : `${part.role} file`} ${Volume.formatVolumeRef(part.volume)}:${part.path} (${part.mediaType})`
+      ]
+    case "ToolCall": {
+      const input = JSON.stringify(part.input)
+      return [
+        `${head} call ${part.id} ${part.name} input ${formatSize(ArtifactPointer.utf8Length(input))}`,
+        ...(bodies ? indent(input) : [])
+      ]
+    }
+    case "ToolResult": {
+      const pointer = ArtifactPointer.parse(part.content)
+      const label = `${head} result ${part.callId} ${part.name}${part.isError ? " (error)" : ""}`
+      if (Option.isSome(pointer)) {
+        return [
+          `${label} offloaded: ${pointer.value.path} ${formatSize(pointer.value.bytes)} (read with ${pointer.value.readWith})`
+        ]
+      }
+      return [
+        `${label} ${formatSize(ArtifactPointer.utf8Length(part.content))}`,
+        ...(bodies ? indent(part.content) : [])
+      ]
+    }
+    case "Media":
+      return [
+        `${head} ${part.role} media ${part.mediaType} (${part.data._tag === "Url" ? part.data.url : `${part.data.base64.length} base64 characters`})`
+      ]
+  }
 }

@@ -29,7 +29,7 @@
  * @since 0.1.0
  */
 import { ArtifactPointer, ArtifactRedactor } from "@tessera/artifacts"
-import type { DurableFiles, Ids } from "@tessera/core"
+import type { DurableFiles, Ids, Volume } from "@tessera/core"
 import { Effect, type FileSystem, Option, type Path, Result } from "effect"
 import * as CompactionPolicy from "./CompactionPolicy.ts"
 import * as History from "./History.ts"
@@ -805,11 +805,24 @@ const recoverLeftover = Effect.fnUntraced(function* (
   return Option.none<PublishedSummary>()
 })
 
+/**
+ * The parts that stand in for compacted history: a reference to the staged
+ * summary file, then its (scrubbed) text. A transcript stores a summary of
+ * this shape as its reference and rebuilds the parts with this function.
+ *
+ * @since 0.3.0
+ * @category publishing
+ */
+export const summaryParts = (
+  file: { readonly volume: Volume.VolumeRef; readonly path: string },
+  scrubbed: string
+): ReadonlyArray<Part> => [
+  fileReference({ role: "user", volume: file.volume, path: file.path, mediaType: "text/plain" }),
+  text("user", `Summary of the earlier work, from ${file.path}:\n${scrubbed}`)
+]
+
 const publishedSummary = (staged: PrivateStaging.StagedFile, scrubbed: string): PublishedSummary => ({
   staged,
   text: scrubbed,
-  parts: [
-    fileReference({ role: "user", volume: staged.volume, path: staged.path, mediaType: "text/plain" }),
-    text("user", `Summary of the earlier work, from ${staged.path}:\n${scrubbed}`)
-  ]
+  parts: summaryParts(staged, scrubbed)
 })

@@ -37,6 +37,7 @@ export type EntryPoint =
   | "ToolDispatch"
   | "Summary"
   | "SummaryFileTurn"
+  | "Approve"
 
 /**
  * A task context bound for execution under a compaction policy. Only

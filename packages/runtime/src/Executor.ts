@@ -51,7 +51,7 @@ import type {
   TurnAlreadyOpen,
   TurnUnfinished
 } from "./Journal.ts"
-import { Journal, NoOpenTurn, openTurn } from "./Journal.ts"
+import { Journal, NoOpenTurn, type OwedCall, openTurn, TurnAlreadyOpen as TurnAlreadyOpenError } from "./Journal.ts"
 import type * as JournalEntry from "./JournalEntry.ts"
 import * as JsonValue from "./JsonValue.ts"
 import type {
@@ -59,12 +59,11 @@ import type {
   ModelRequest,
   ModelResponse,
   ModelStreamEvent,
-  Part,
   ToolCallPart,
   ToolResultPart,
   Usage
 } from "./Model.ts"
-import { collect, Model, ModelError, text, toolResult } from "./Model.ts"
+import { collect, Model, ModelError, toolResult } from "./Model.ts"
 import * as Observability from "./Observability.ts"
 import * as Timeouts from "./Timeouts.ts"
 import * as Tool from "./Tool.ts"
@@ -195,7 +194,8 @@ export type TurnEvent =
       readonly usage?: Usage
       readonly finishReason?: FinishReason
     }
-  | { readonly _tag: "TurnClosed"; readonly outcome: TurnOutcome }
+  | { readonly _tag: "TurnClosed"; readonly outcome: TurnAnswered }
+  | { readonly _tag: "AwaitingApproval"; readonly outcome: TurnAwaitingApproval }
 
 /**
  * What a turn runs with: the tools offered to the model, the most model
@@ -213,6 +213,33 @@ export interface TurnConfig<E = never, R = never> {
   readonly hooks?: Hooks<E, R>
   readonly timeouts?: Timeouts.CallTimeouts
   readonly onEvent?: (event: TurnEvent) => Effect.Effect<void>
+  /** Stores the bodies the journal only describes (a durable turn: see `TaskExecution`); none by default. */
+  readonly recorder?: TurnRecorder<E, R>
+}
+
+/**
+ * Where a durable turn stores what the journal only describes. Each method
+ * stores one body and returns the digest of the record it wrote, which the
+ * executor puts in the `transcript` field of the journal entry it writes
+ * next, so the record is durable before the entry that names it:
+ *
+ * - `opened`: the history the turn starts from (before `TurnOpened`);
+ * - `rewritten`: the history `beforeModelStep` returned, when it is not the
+ *   one it was given (before `RequestDispatched`);
+ * - `responded`: the checked response (before `ResponseReceived`);
+ * - `resulted`: the result the history receives, after `onToolResult`
+ *   (before `ToolResulted`).
+ *
+ * `TaskExecution` builds one over the task's transcript (see `Transcript`).
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface TurnRecorder<E = never, R = never> {
+  readonly opened: (history: History.History) => Effect.Effect<string, E, R>
+  readonly rewritten: (before: History.History, after: History.History) => Effect.Effect<string, E, R>
+  readonly responded: (response: ModelResponse) => Effect.Effect<string, E, R>
+  readonly resulted: (result: ToolResultPart) => Effect.Effect<string, E, R>
 }
 
 /**
@@ -260,17 +287,59 @@ export class ResumeMismatch extends Schema.TaggedError<ResumeMismatch>()("Resume
 }
 
 /**
- * How a turn ended: its number, how many model steps it took, the final
- * history, and the model's final answer text.
+ * How a turn ended: answered ({@link TurnAnswered}, the turn is closed), or
+ * paused with calls awaiting the host's approval
+ * ({@link TurnAwaitingApproval}, the turn stays open). Both carry the turn's
+ * number, its steps so far, its history and the text of its last response.
  *
  * @since 0.1.0
  * @category models
  */
-export interface TurnOutcome {
+export type TurnOutcome = TurnAnswered | TurnAwaitingApproval
+
+/**
+ * The model answered without tool calls and the turn was closed: `text`
+ * is the answer.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface TurnAnswered {
+  readonly _tag: "Answered"
   readonly turn: number
   readonly steps: number
   readonly history: History.History
   readonly text: string
+}
+
+/**
+ * The last step's calls include some that wait for the host's approval
+ * (`awaiting`); nothing of that step ran. The turn stays open: decide each
+ * call (`TaskExecution.decide`), then resume it. `text` is the text of the
+ * response that asked for the calls.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface TurnAwaitingApproval {
+  readonly _tag: "AwaitingApproval"
+  readonly turn: number
+  readonly steps: number
+  readonly history: History.History
+  readonly text: string
+  readonly awaiting: ReadonlyArray<PendingApproval>
+}
+
+/**
+ * A call waiting for the host's approval: the call itself (its input
+ * included) and why it waits.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface PendingApproval {
+  readonly call: ToolCallPart
+  readonly reason: JournalEntry.ApprovalReason
 }
 
 /**
@@ -319,9 +388,6 @@ const checkResponse = (response: ModelResponse): Effect.Effect<ModelResponse, Mo
   return Effect.succeed(response)
 }
 
-const responseParts = (response: ModelResponse): ReadonlyArray<Part> =>
-  response.text.length > 0 ? [text("assistant", response.text), ...response.toolCalls] : response.toolCalls
-
 /**
  * One model step: runs `beforeModelStep`, builds the request from the
  * (possibly rewritten) history, journals `RequestDispatched`, calls the
@@ -346,7 +412,7 @@ export const modelStep = <E = never, R = never>(
   context: StepContext,
   history: History.History
 ): Effect.Effect<ModelStepOutcome, ModelError | JournalIOError | JournalSequenceError | E, Model | Journal | R> =>
-  modelStepBody(config, context, history).pipe(
+  modelStepBody(config, context, history, false).pipe(
     Effect.withSpan(
       "tessera.modelStep",
       {
@@ -368,7 +434,9 @@ export const modelStep = <E = never, R = never>(
 const modelStepBody = Effect.fnUntraced(function* <E, R>(
   config: TurnConfig<E, R>,
   context: StepContext,
-  history: History.History
+  history: History.History,
+  // The history is the one a lost request was built from: the hooks already ran on it.
+  prepared: boolean
 ): Effect.fn.Return<ModelStepOutcome, ModelError | JournalIOError | JournalSequenceError | E, Model | Journal | R> {
   const journal = yield* Journal
   const model = yield* Model
@@ -377,9 +445,12 @@ const modelStepBody = Effect.fnUntraced(function* <E, R>(
   const onEvent = config.onEvent
   if (onEvent !== undefined) yield* onEvent({ _tag: "StepStarted", turn, step })
   const current =
-    hooks.beforeModelStep === undefined
+    hooks.beforeModelStep === undefined || prepared
       ? history
       : yield* hooks.beforeModelStep(context, history).pipe(Timeouts.limitModel(config.timeouts))
+  const recorder = config.recorder
+  const rewrite =
+    recorder === undefined || current === history ? undefined : yield* recorder.rewritten(history, current)
   const request: ModelRequest = { parts: History.toParts(current), tools: config.tools.specs }
   const measured = yield* measureRequest(request)
   yield* Effect.annotateCurrentSpan({
@@ -392,7 +463,8 @@ const modelStepBody = Effect.fnUntraced(function* <E, R>(
     step,
     parts: request.parts.length,
     size: measured.size,
-    sha256: measured.sha256
+    sha256: measured.sha256,
+    ...(rewrite === undefined ? {} : { transcript: rewrite })
   })
   const call =
     onEvent === undefined
@@ -410,6 +482,7 @@ const modelStepBody = Effect.fnUntraced(function* <E, R>(
     )
   )
   yield* Observability.recordUsage("step", Observability.usageOf(response))
+  const responseRecord = recorder === undefined ? undefined : yield* recorder.responded(response)
   const answer = yield* measureText(response.text)
   yield* Effect.annotateCurrentSpan({
     "tessera.response.size": answer.size,
@@ -423,7 +496,8 @@ const modelStepBody = Effect.fnUntraced(function* <E, R>(
     textSha256: answer.sha256,
     toolCalls: response.toolCalls.map((call) => ({ callId: call.id, name: call.name })),
     ...(response.usage === undefined ? {} : { usage: response.usage }),
-    ...(response.finishReason === undefined ? {} : { finishReason: response.finishReason })
+    ...(response.finishReason === undefined ? {} : { finishReason: response.finishReason }),
+    ...(responseRecord === undefined ? {} : { transcript: responseRecord })
   })
   if (onEvent !== undefined) {
     yield* onEvent({
@@ -435,7 +509,11 @@ const modelStepBody = Effect.fnUntraced(function* <E, R>(
       ...(response.finishReason === undefined ? {} : { finishReason: response.finishReason })
     })
   }
-  const outcome: ModelStepOutcome = { request, response, history: History.append(current, responseParts(response)) }
+  const outcome: ModelStepOutcome = {
+    request,
+    response,
+    history: History.append(current, History.responseParts(response))
+  }
   if (hooks.afterModelStep !== undefined) yield* hooks.afterModelStep(context, outcome)
   return outcome
 })
@@ -550,6 +628,7 @@ const dispatchOneBody = Effect.fnUntraced(function* <E, R>(
     "tessera.tool.isError": result.isError
   })
   const failure = result.isError ? outcome.failure : Option.none()
+  const record = config.recorder === undefined ? undefined : yield* config.recorder.resulted(result)
   yield* journal.append({
     _tag: "ToolResulted",
     turn,
@@ -559,7 +638,8 @@ const dispatchOneBody = Effect.fnUntraced(function* <E, R>(
     isError: result.isError,
     ...(Option.isSome(failure) ? { failure: failure.value } : {}),
     size: measured.size,
-    sha256: measured.sha256
+    sha256: measured.sha256,
+    ...(record === undefined ? {} : { transcript: record })
   })
   if (config.onEvent !== undefined) yield* config.onEvent({ _tag: "ToolResulted", turn, step, result })
   return result
@@ -570,7 +650,9 @@ const dispatchOneBody = Effect.fnUntraced(function* <E, R>(
  * journals `ToolCalled`, runs the tool (a failure, or outliving its limit
  * in `config.timeouts`, becomes a tool-error result), runs `onToolResult`,
  * journals `ToolResulted`. Returns the results
- * in call order, ready to append to the history.
+ * in call order, ready to append to the history. This raw piece does not
+ * ask for approvals: a harness driving its own loop with tools that declare
+ * `needsApproval` dispatches through {@link dispatchStep}, as the turn does.
  *
  * @since 0.1.0
  * @category pieces
@@ -612,16 +694,160 @@ const lastAssistantText = (history: History.History): string => {
 }
 
 /**
+ * The text of the error result a rejected call receives: who rejected it and
+ * why, so the model can act on it (ask, choose another way, give up).
+ *
+ * @since 0.3.0
+ * @category approvals
+ */
+export const rejectionText = (call: ToolCallPart, approval: Pick<OwedCall, "approval">["approval"]): string => {
+  const by = approval?.by === undefined ? "" : ` by ${approval.by}`
+  const note = approval?.note === undefined || approval.note.length === 0 ? "" : `: ${approval.note}`
+  return approval?.reason === "InFlight"
+    ? `tool "${call.name}" was running when the process stopped; running it again was rejected${by}${note}`
+    : `the call to tool "${call.name}" was rejected${by}${note}; it did not run`
+}
+
+/** Journals the error result of a rejected call (the tool never ran, or did not run again). */
+const rejectOne = Effect.fnUntraced(function* <E, R>(
+  journal: JournalService,
+  config: TurnConfig<E, R>,
+  context: ToolContext,
+  owed: OwedCall
+) {
+  const { call, step, turn } = context
+  const result = toolResult({
+    callId: call.id,
+    name: call.name,
+    content: rejectionText(call, owed.approval),
+    isError: true
+  })
+  const measured = yield* measureText(result.content)
+  const record = config.recorder === undefined ? undefined : yield* config.recorder.resulted(result)
+  yield* journal.append({
+    _tag: "ToolResulted",
+    turn,
+    step,
+    callId: call.id,
+    name: call.name,
+    isError: true,
+    failure: "Rejected",
+    size: measured.size,
+    sha256: measured.sha256,
+    ...(record === undefined ? {} : { transcript: record })
+  })
+  if (config.onEvent !== undefined) yield* config.onEvent({ _tag: "ToolResulted", turn, step, result })
+  return result
+})
+
+/**
+ * What dispatching a step's calls under approvals gave: their results, or
+ * the calls that wait for the host's decision (nothing ran).
+ *
+ * @since 0.3.0
+ * @category pieces
+ */
+export type StepDispatch =
+  | { readonly _tag: "Results"; readonly results: ReadonlyArray<ToolResultPart> }
+  | { readonly _tag: "Awaiting"; readonly awaiting: ReadonlyArray<PendingApproval> }
+
+/**
+ * Runs the calls of the open turn's current step that still owe a result,
+ * honouring approvals (see the journal's `ApprovalRequested` and
+ * `ApprovalDecided`):
+ *
+ * - a call whose tool needs approval for its input (`Tool.needsApproval`)
+ *   and that has no decision yet is journaled `ApprovalRequested`
+ *   (`Tool`);
+ * - a call that was called but has no result (it was running when the
+ *   process died) runs again only when its tool is declared idempotent;
+ *   otherwise it is journaled `ApprovalRequested` (`InFlight`);
+ * - when any call waits, nothing runs and the calls waiting are returned;
+ * - otherwise every call runs in the model's order: an approved or
+ *   unrestricted one through the tool ({@link dispatchTools}' steps), a
+ *   rejected one as an error result naming who rejected it
+ *   ({@link rejectionText}, failure `Rejected`) without running.
+ *
+ * Calls that already have a result are skipped (their results are in the
+ * history).
+ *
+ * @since 0.3.0
+ * @category pieces
+ */
+export const dispatchStep = Effect.fnUntraced(function* <E = never, R = never>(
+  config: TurnConfig<E, R>,
+  context: StepContext,
+  calls: ReadonlyArray<ToolCallPart>
+): Effect.fn.Return<StepDispatch, JournalIOError | JournalSequenceError | E, Journal | R> {
+  const journal = yield* Journal
+  const state = yield* journal.state
+  const open = openTurn(state)
+  const owedById = new Map<string, OwedCall>()
+  if (Option.isSome(open)) for (const owed of open.value.owedCalls) owedById.set(owed.callId, owed)
+  const awaiting: Array<PendingApproval> = []
+  for (const call of calls) {
+    const owed = owedById.get(call.id)
+    if (owed === undefined) continue
+    const status = owed.approval?.status
+    if (status === "Requested") {
+      awaiting.push({ call, reason: owed.approval?.reason ?? "Tool" })
+      continue
+    }
+    if (status === "Approved" || status === "Rejected") continue
+    const reason: JournalEntry.ApprovalReason | undefined = owed.called
+      ? Tool.isIdempotent(config.tools, call.name)
+        ? undefined
+        : "InFlight"
+      : (yield* Tool.needsApproval(config.tools, call))
+        ? "Tool"
+        : undefined
+    if (reason === undefined) continue
+    const input = yield* measureJson(call.input)
+    yield* journal.append({
+      _tag: "ApprovalRequested",
+      turn: context.turn,
+      step: context.step,
+      callId: call.id,
+      name: call.name,
+      inputSize: input.size,
+      inputSha256: input.sha256,
+      reason
+    })
+    awaiting.push({ call, reason })
+  }
+  if (awaiting.length > 0) return { _tag: "Awaiting", awaiting } as const
+  const results: Array<ToolResultPart> = []
+  for (const call of calls) {
+    const owed = owedById.get(call.id)
+    if (owed === undefined) continue
+    results.push(
+      owed.approval?.status === "Rejected"
+        ? yield* rejectOne(journal, config, { ...context, call }, owed)
+        : yield* dispatchOne(journal, config, { ...context, call })
+    )
+  }
+  return { _tag: "Results", results } as const
+})
+
+/**
  * The loop shared by {@link runTurn} and {@link resumeTurn}: model steps
- * from `firstStep` on, tools after each, until an answer (the turn is then
- * closed) or the step limit.
+ * from `firstStep` on, tools after each (under approvals:
+ * {@link dispatchStep}), until an answer (the turn is then closed), calls
+ * awaiting approval (the turn stays open), or the step limit. With
+ * `prepared`, the first step sends its history as it is (it is the history
+ * a lost request was built from; the hooks already ran on it).
  *
  * @since 0.1.0
  * @category pieces
  */
 export const continueTurn = <E = never, R = never>(
   config: TurnConfig<E, R>,
-  context: { readonly task: Ids.TaskId; readonly turn: number; readonly firstStep: number },
+  context: {
+    readonly task: Ids.TaskId
+    readonly turn: number
+    readonly firstStep: number
+    readonly prepared?: boolean
+  },
   history: History.History
 ): Effect.Effect<TurnOutcome, ExecutorError | E, Model | Journal | R> =>
   Effect.gen(function* () {
@@ -632,25 +858,73 @@ export const continueTurn = <E = never, R = never>(
         return yield* new StepLimitExceeded({ task: context.task, turn: context.turn, maxSteps: config.maxSteps })
       }
       const stepContext: StepContext = { task: context.task, turn: context.turn, step }
-      const outcome = yield* modelStep(config, stepContext, current)
+      const prepared = context.prepared === true && step === context.firstStep
+      const outcome = prepared
+        ? yield* modelStepBody(config, stepContext, current, true).pipe(
+            Effect.withSpan(
+              "tessera.modelStep",
+              {
+                kind: "client",
+                attributes: {
+                  ...Observability.operation("chat", context.task),
+                  "tessera.task": context.task,
+                  "tessera.turn": context.turn,
+                  "tessera.step": step
+                }
+              },
+              stepTrace
+            )
+          )
+        : yield* modelStep(config, stepContext, current)
       current = outcome.history
       if (outcome.response.toolCalls.length === 0) {
         yield* journal.closeTurn
-        const closed: TurnOutcome = { turn: context.turn, steps: step, history: current, text: outcome.response.text }
+        const closed: TurnAnswered = {
+          _tag: "Answered",
+          turn: context.turn,
+          steps: step,
+          history: current,
+          text: outcome.response.text
+        }
         if (config.onEvent !== undefined) yield* config.onEvent({ _tag: "TurnClosed", outcome: closed })
         return closed
       }
-      const results = yield* dispatchTools(config, stepContext, outcome.response.toolCalls)
-      current = History.append(current, results)
+      // A fresh step's calls are all owed and uncalled: without tools that declare approval, nothing can wait.
+      const dispatched: StepDispatch = Tool.anyNeedsApproval(config.tools)
+        ? yield* dispatchStep(config, stepContext, outcome.response.toolCalls)
+        : { _tag: "Results", results: yield* dispatchTools(config, stepContext, outcome.response.toolCalls) }
+      if (dispatched._tag === "Awaiting") {
+        return yield* awaitingOutcome(config, {
+          turn: context.turn,
+          steps: step,
+          history: current,
+          text: outcome.response.text,
+          awaiting: dispatched.awaiting
+        })
+      }
+      current = History.append(current, dispatched.results)
     }
   })
+
+const awaitingOutcome = <E, R>(
+  config: TurnConfig<E, R>,
+  fields: Omit<TurnAwaitingApproval, "_tag">
+): Effect.Effect<TurnAwaitingApproval> => {
+  const outcome: TurnAwaitingApproval = { _tag: "AwaitingApproval", ...fields }
+  return config.onEvent === undefined
+    ? Effect.succeed(outcome)
+    : Effect.as(config.onEvent({ _tag: "AwaitingApproval", outcome }), outcome)
+}
 
 /**
  * The stock turn: runs the entry gate (`beforeTurn`), opens a turn in the
  * journal, and loops model step / tool dispatch until the model answers
- * without tool calls (the turn is closed) or `maxSteps` model steps were
- * taken ({@link StepLimitExceeded}, turn left open). A failure mid-turn
- * leaves the turn open for {@link resumeTurn} or `abandonTurn`.
+ * without tool calls (the turn is closed: {@link TurnAnswered}), a call
+ * waits for the host's approval ({@link TurnAwaitingApproval}, turn left
+ * open), or `maxSteps` model steps were taken ({@link StepLimitExceeded},
+ * turn left open). A failure mid-turn leaves the turn open for
+ * {@link resumeTurn} or `abandonTurn`. With a `recorder`, the history the
+ * turn starts from is recorded before `TurnOpened`.
  *
  * @since 0.1.0
  * @category turns
@@ -668,7 +942,8 @@ export const runTurn = <E = never, R = never>(
     if (config.hooks?.beforeTurn !== undefined) {
       yield* config.hooks.beforeTurn({ task: journal.task, resuming: false }, history)
     }
-    const opened = yield* journal.openTurn
+    const opened =
+      config.recorder === undefined ? yield* journal.openTurn : yield* openRecorded(journal, config.recorder, history)
     yield* Effect.annotateCurrentSpan({ "tessera.turn": opened.turn })
     const outcome = yield* continueTurn(config, { task: journal.task, turn: opened.turn, firstStep: 1 }, history).pipe(
       abandonOnInterrupt(journal, opened.turn)
@@ -677,15 +952,31 @@ export const runTurn = <E = never, R = never>(
     return outcome
   }).pipe(Effect.withSpan("tessera.turn"))
 
+/** Opens a turn whose starting history is recorded first (refused, having written nothing, when one is open). */
+const openRecorded = <E, R>(journal: JournalService, recorder: TurnRecorder<E, R>, history: History.History) =>
+  Effect.gen(function* () {
+    const state = yield* journal.state
+    const open = openTurn(state)
+    if (Option.isSome(open)) return yield* new TurnAlreadyOpenError({ task: journal.task, turn: open.value.turn })
+    const transcript = yield* recorder.opened(history)
+    const turn = state.turns.length + 1
+    yield* journal.append({ _tag: "TurnOpened", turn, task: journal.task, transcript })
+    const after = yield* journal.state
+    return after.turns.at(-1) as NonNullable<ReturnType<typeof after.turns.at>>
+  })
+
 /**
  * Continues the open turn from the caller's copy of its history (the
- * journal holds no bodies, so the history is the harness's to keep).
+ * journal holds no bodies, so the history is the harness's to keep; a
+ * durable turn can instead be rebuilt from disk: see {@link resumeRebuilt}).
  *
  * The calls the history leaves unanswered must be exactly the calls the
  * journal still owes ({@link ResumeMismatch} otherwise). The journal records
  * `TurnResumed`; a request that was in flight is counted as lost. Owed calls
- * are run, then the loop continues with the next step number. If the turn
- * was already answered, it is just closed.
+ * are dispatched under approvals ({@link dispatchStep}: a call that was
+ * running at the crash runs again only if its tool is idempotent, decided
+ * calls run or are rejected), then the loop continues with the next step
+ * number. If the turn was already answered, it is just closed.
  *
  * @since 0.1.0
  * @category turns
@@ -710,15 +1001,160 @@ export const resumeTurn = <E = never, R = never>(
       return yield* new ResumeMismatch({ task, turn: turn.turn, journalCalls, historyCalls })
     }
     yield* journal.resumeTurn
-    if (turn.answered && !turn.awaitingResponse) {
+    return yield* continueOpen(
+      config,
+      { task, turn: turn.turn, steps: turn.steps, answered: turn.answered && !turn.awaitingResponse },
+      history,
+      pending
+    ).pipe(abandonOnInterrupt(journal, turn.turn))
+  }).pipe(Effect.withSpan("tessera.resumeTurn"))
+
+/** After `TurnResumed`: close an answered turn, or dispatch the owed calls and go on with the next step. */
+const continueOpen = <E, R>(
+  config: TurnConfig<E, R>,
+  turn: { readonly task: Ids.TaskId; readonly turn: number; readonly steps: number; readonly answered: boolean },
+  history: History.History,
+  pending: ReadonlyArray<ToolCallPart>
+): Effect.Effect<TurnOutcome, ExecutorError | E, Model | Journal | R> =>
+  Effect.gen(function* () {
+    const journal = yield* Journal
+    if (turn.answered) {
       yield* journal.closeTurn
-      const closed: TurnOutcome = { turn: turn.turn, steps: turn.steps, history, text: lastAssistantText(history) }
+      const closed: TurnAnswered = {
+        _tag: "Answered",
+        turn: turn.turn,
+        steps: turn.steps,
+        history,
+        text: lastAssistantText(history)
+      }
       if (config.onEvent !== undefined) yield* config.onEvent({ _tag: "TurnClosed", outcome: closed })
       return closed
     }
-    return yield* Effect.flatMap(
-      dispatchTools(config, { task, turn: turn.turn, step: turn.steps }, pending),
-      (results) =>
-        continueTurn(config, { task, turn: turn.turn, firstStep: turn.steps + 1 }, History.append(history, results))
+    const dispatched = yield* dispatchStep(config, { task: turn.task, turn: turn.turn, step: turn.steps }, pending)
+    if (dispatched._tag === "Awaiting") {
+      return yield* awaitingOutcome(config, {
+        turn: turn.turn,
+        steps: turn.steps,
+        history,
+        text: lastAssistantText(history),
+        awaiting: dispatched.awaiting
+      })
+    }
+    return yield* continueTurn(
+      config,
+      { task: turn.task, turn: turn.turn, firstStep: turn.steps + 1 },
+      History.append(history, dispatched.results)
+    )
+  })
+
+/**
+ * A call that was running when the process died: its id and tool, and
+ * whether the resume runs it again (its tool is declared idempotent) or
+ * asks the host first (an `InFlight` approval).
+ *
+ * @since 0.3.0
+ * @category turns
+ */
+export interface InFlightCall {
+  readonly callId: string
+  readonly name: string
+  readonly rerun: boolean
+}
+
+/**
+ * What {@link resumeRebuilt} did: how the turn went on, and the calls that
+ * were in flight when the process died.
+ *
+ * @since 0.3.0
+ * @category turns
+ */
+export interface Resumed {
+  readonly outcome: TurnOutcome
+  readonly inFlight: ReadonlyArray<InFlightCall>
+}
+
+/**
+ * Continues the open turn from a history rebuilt from disk (see
+ * `Transcript.rebuild`): `history` is the turn's history after its last
+ * recorded content, and `lostRequest`, when the last request was
+ * dispatched and never answered, the history that request was built from.
+ *
+ * A request that got no response (lost to a crash, or failed) is sent
+ * again under its own step number (`TurnResumed` with `retryStep`), from
+ * that very history, without running
+ * `beforeModelStep` again: a resumed turn sends the requests the
+ * uninterrupted run would have sent. Otherwise the turn goes on as
+ * {@link resumeTurn} does after its check. The calls in flight at the crash
+ * (called, no result) are reported in {@link Resumed.inFlight}.
+ *
+ * @since 0.3.0
+ * @category turns
+ */
+export const resumeRebuilt = <E = never, R = never>(
+  config: TurnConfig<E, R>,
+  rebuilt: {
+    readonly turn: number
+    readonly history: History.History
+    readonly lostRequest: Option.Option<{ readonly step: number; readonly history: History.History }>
+  }
+): Effect.Effect<Resumed, ExecutorError | E, Model | Journal | R> =>
+  Effect.gen(function* () {
+    const journal = yield* Journal
+    const task = journal.task
+    yield* Effect.annotateCurrentSpan({ ...Observability.operation("invoke_agent", task), "tessera.task": task })
+    if (config.hooks?.beforeTurn !== undefined)
+      yield* config.hooks.beforeTurn({ task, resuming: true }, rebuilt.history)
+    const open = openTurn(yield* journal.state)
+    if (Option.isNone(open) || open.value.turn !== rebuilt.turn) {
+      return yield* new NoOpenTurn({ task, operation: `resume turn ${rebuilt.turn}` })
+    }
+    const turn = open.value
+    yield* Effect.annotateCurrentSpan({ "tessera.turn": turn.turn })
+    const inFlight = turn.owedCalls
+      .filter((call) => call.called && call.approval?.status !== "Rejected")
+      .map((call) => ({ callId: call.callId, name: call.name, rerun: Tool.isIdempotent(config.tools, call.name) }))
+    const lost = rebuilt.lostRequest
+    if (
+      (turn.awaitingResponse || turn.failedStep === turn.steps) &&
+      Option.isSome(lost) &&
+      lost.value.step === turn.steps
+    ) {
+      yield* journal.append({ _tag: "TurnResumed", turn: turn.turn, retryStep: lost.value.step })
+      const outcome = yield* continueTurn(
+        config,
+        { task, turn: turn.turn, firstStep: lost.value.step, prepared: true },
+        lost.value.history
+      ).pipe(abandonOnInterrupt(journal, turn.turn))
+      return { outcome, inFlight }
+    }
+    if (
+      Option.isSome(lost) &&
+      lost.value.step === turn.steps + 1 &&
+      !turn.awaitingResponse &&
+      !turn.answered &&
+      turn.owedCalls.length === 0
+    ) {
+      // An earlier resume journaled the retry and stopped before sending it: send it now, from the same history.
+      yield* journal.resumeTurn
+      const outcome = yield* continueTurn(
+        config,
+        { task, turn: turn.turn, firstStep: lost.value.step, prepared: true },
+        lost.value.history
+      ).pipe(abandonOnInterrupt(journal, turn.turn))
+      return { outcome, inFlight }
+    }
+    const pending = History.unansweredCalls(rebuilt.history)
+    const historyCalls = pending.map((call) => call.id)
+    const journalCalls = turn.owedCalls.map((call) => call.callId)
+    if (journalCalls.length !== historyCalls.length || journalCalls.some((id) => !historyCalls.includes(id))) {
+      return yield* new ResumeMismatch({ task, turn: turn.turn, journalCalls, historyCalls })
+    }
+    yield* journal.resumeTurn
+    const outcome = yield* continueOpen(
+      config,
+      { task, turn: turn.turn, steps: turn.steps, answered: turn.answered && !turn.awaitingResponse },
+      rebuilt.history,
+      pending
     ).pipe(abandonOnInterrupt(journal, turn.turn))
+    return { outcome, inFlight }
   }).pipe(Effect.withSpan("tessera.resumeTurn"))

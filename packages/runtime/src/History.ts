@@ -8,8 +8,10 @@
  *
  * @since 0.1.0
  */
-import { Option } from "effect"
-import type { Part, ToolCallPart } from "./Model.ts"
+import { InvalidInput } from "@tessera/core"
+import { Effect, Option, Schema } from "effect"
+import type { ModelResponse, Part, ToolCallPart } from "./Model.ts"
+import { Part as PartSchema, text } from "./Model.ts"
 
 /**
  * `task`: the parts that state the task (system prompt, the user's request,
@@ -61,6 +63,17 @@ export const make = (task: ReadonlyArray<Part>): History => ({ task, parts: [] }
  */
 export const append = (history: History, parts: ReadonlyArray<Part>): History =>
   withParts(history, [...history.parts, ...parts])
+
+/**
+ * The parts a model response adds to a history: its text (when not empty)
+ * as the assistant's, then its tool calls. The executor appends exactly
+ * these after each step, and a transcript rebuilds a step from them.
+ *
+ * @since 0.3.0
+ * @category combinators
+ */
+export const responseParts = (response: Pick<ModelResponse, "text" | "toolCalls">): ReadonlyArray<Part> =>
+  response.text.length > 0 ? [text("assistant", response.text), ...response.toolCalls] : response.toolCalls
 
 /**
  * The parts of the next request: the task's leading system messages, the
@@ -175,3 +188,79 @@ export const unansweredCalls = (history: History): ReadonlyArray<ToolCallPart> =
   for (const part of history.parts) if (part._tag === "ToolResult") answered.add(part.callId)
   return history.parts.filter((part): part is ToolCallPart => part._tag === "ToolCall" && !answered.has(part.id))
 }
+
+/**
+ * The Schema of a {@link HistorySummary}.
+ *
+ * @since 0.3.0
+ * @category codec
+ */
+export const HistorySummarySchema = Schema.Struct({ parts: Schema.Array(PartSchema), text: Schema.String })
+
+/**
+ * The Schema of a {@link History}: its task, its parts and its summary
+ * (when it has one), every part as `Model.Part` describes it. Decoding
+ * yields a history equal to the one encoded (same parts, same order, same
+ * fields), so a request built from it has the same digest.
+ *
+ * @since 0.3.0
+ * @category codec
+ */
+export const HistorySchema = Schema.Struct({
+  task: Schema.Array(PartSchema),
+  parts: Schema.Array(PartSchema),
+  summary: Schema.optionalKey(HistorySummarySchema)
+})
+
+/**
+ * A history as JSON text, for a host that exports a conversation and
+ * imports it later (or elsewhere).
+ *
+ * @since 0.3.0
+ * @category codec
+ */
+export const HistoryJson = Schema.fromJsonString(HistorySchema)
+
+const encodeJson = Schema.encodeEffect(HistoryJson)
+const decodeJson = Schema.decodeUnknownEffect(HistoryJson)
+
+/**
+ * Exports a history as JSON text ({@link HistoryJson}). Fails
+ * `InvalidInput` (field `history`) when a part is not what `Model.Part`
+ * describes (for example provider options JSON cannot hold).
+ *
+ * @since 0.3.0
+ * @category codec
+ */
+export const toJson = (history: History): Effect.Effect<string, InvalidInput.InvalidInput> =>
+  encodeJson(history).pipe(
+    Effect.mapError(
+      (issue) =>
+        new InvalidInput.InvalidInput({
+          entry: "History.toJson",
+          field: "history",
+          value: InvalidInput.renderValue(history),
+          detail: issue.message
+        })
+    )
+  )
+
+/**
+ * Imports a history exported by {@link toJson}. Fails `InvalidInput` (field
+ * `json`) naming what does not decode.
+ *
+ * @since 0.3.0
+ * @category codec
+ */
+export const fromJson = (json: string): Effect.Effect<History, InvalidInput.InvalidInput> =>
+  decodeJson(json).pipe(
+    Effect.mapError(
+      (issue) =>
+        new InvalidInput.InvalidInput({
+          entry: "History.fromJson",
+          field: "json",
+          value: InvalidInput.renderValue(json),
+          detail: issue.message
+        })
+    )
+  )

@@ -77,12 +77,41 @@ export interface OwedCall {
   readonly callId: string
   readonly name: string
   readonly called: boolean
+  /** Present once the call was put to the host for approval (`ApprovalRequested`), with the decision when made. */
+  readonly approval?: CallApproval
 }
+
+/**
+ * Where a call stands with the host's approval: `Requested` (waiting),
+ * `Approved` (it runs when the turn continues) or `Rejected` (the model gets
+ * an error result saying so); why it was asked (`reason`), the sequence
+ * number of the request entry, and who decided, with their note.
+ *
+ * @since 0.3.0
+ * @category state
+ */
+export interface CallApproval {
+  readonly status: "Requested" | "Approved" | "Rejected"
+  readonly reason: "Tool" | "InFlight"
+  readonly requestedSeq: number
+  readonly by?: string
+  readonly note?: string
+}
+
+/**
+ * The calls of a turn that wait for the host's decision.
+ *
+ * @since 0.3.0
+ * @category state
+ */
+export const awaitingApproval = (turn: TurnState): ReadonlyArray<OwedCall> =>
+  turn.owedCalls.filter((call) => call.approval?.status === "Requested")
 
 /**
  * What the journal knows about one turn.
  *
- * - `steps`: model requests dispatched in the turn.
+ * - `steps`: the turn's current step: model requests dispatched in it, less
+ *   the lost requests a durable resume sent again under their own step.
  * - `awaitingResponse`: a request was dispatched and neither a response nor a failure followed.
  * - `owedCalls`: calls of the last response still without a result.
  * - `answered`: the last response asked for no tool calls.
@@ -101,6 +130,8 @@ export interface TurnState {
   readonly toolErrors: number
   readonly modelFailures: number
   readonly resumptions: number
+  /** The current step, when its request failed (`ModelFailed`) and no request or resume followed yet. */
+  readonly failedStep?: number
 }
 
 /**
@@ -552,6 +583,25 @@ export const readEntries = Effect.fnUntraced(function* (
   if (Result.isFailure(replayed)) return yield* replayed.failure
   return replayed.success.entries
 })
+
+/**
+ * The state a journal's entries lead to, folded through the same
+ * transition that guards appends and reopens: for readers holding entries
+ * (from {@link readEntries}) that want the turns, owed calls and approvals
+ * they describe. Fails with why the first entry that does not follow
+ * cannot (the reason {@link JournalCorrupt} would give).
+ *
+ * @since 0.3.0
+ * @category reading
+ */
+export const stateOf = (task: Ids.TaskId, entries: Iterable<Entry>): Result.Result<JournalState, string> => {
+  const fold = makeReplay(task)
+  for (const entry of entries) {
+    const refused = fold.add(entry)
+    if (refused !== undefined) return Result.fail(`entry ${entry.seq}: ${refused}`)
+  }
+  return Result.succeed(fold.state())
+}
 
 // The journals open for writing in this process, by absolute file: one writer per journal.
 const writers = new Set<string>()

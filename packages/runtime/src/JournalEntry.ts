@@ -52,16 +52,33 @@ const header = {
  * @since 0.1.0
  * @category entries
  */
-export const TurnOpened = Schema.TaggedStruct("TurnOpened", { ...header, turn: Ordinal, task: Ids.TaskId })
+export const TurnOpened = Schema.TaggedStruct("TurnOpened", {
+  ...header,
+  turn: Ordinal,
+  task: Ids.TaskId,
+  /** Durable turns: the transcript record of the history the turn starts from (see `Transcript`). */
+  transcript: Schema.optionalKey(Sha256)
+})
 
 /**
  * An unfinished turn is being continued (after a failure or a crash). A
- * request that was dispatched before it and never answered counts as lost.
+ * request that was dispatched before it and never answered counts as lost,
+ * unless `retryStep` says it is sent again.
  *
  * @since 0.1.0
  * @category entries
  */
-export const TurnResumed = Schema.TaggedStruct("TurnResumed", { ...header, turn: Ordinal })
+export const TurnResumed = Schema.TaggedStruct("TurnResumed", {
+  ...header,
+  turn: Ordinal,
+  /**
+   * Present when the resumed turn sends its lost request again under the
+   * same step number (a durable resume rebuilt the exact history it was
+   * built from): the next `RequestDispatched` is this step, not the one
+   * after. Readers older than 0.3.0 ignore the field and refuse that entry.
+   */
+  retryStep: Schema.optionalKey(Ordinal)
+})
 
 /**
  * A model request left: how many parts, how many bytes, and a digest. Not
@@ -90,7 +107,9 @@ export const RequestDispatched = Schema.TaggedStruct("RequestDispatched", {
   step: Ordinal,
   parts: Count,
   size: Count,
-  sha256: Sha256
+  sha256: Sha256,
+  /** Durable turns: the transcript record of how hooks rewrote the history before this request, when they did. */
+  transcript: Schema.optionalKey(Sha256)
 })
 
 /**
@@ -123,7 +142,9 @@ export const ResponseReceived = Schema.TaggedStruct("ResponseReceived", {
   textSha256: Sha256,
   toolCalls: Schema.Array(CallRef),
   usage: Schema.optionalKey(Usage),
-  finishReason: Schema.optionalKey(FinishReason)
+  finishReason: Schema.optionalKey(FinishReason),
+  /** Durable turns: the transcript record of the response (text and calls with their inputs). */
+  transcript: Schema.optionalKey(Sha256)
 })
 
 /**
@@ -193,7 +214,9 @@ export const ToolResulted = Schema.TaggedStruct("ToolResulted", {
   isError: Schema.Boolean,
   failure: Schema.optionalKey(ToolFailure),
   size: Count,
-  sha256: Sha256
+  sha256: Sha256,
+  /** Durable turns: the transcript record of the result the history holds (after offload and redaction). */
+  transcript: Schema.optionalKey(Sha256)
 })
 
 /**
@@ -383,6 +406,62 @@ export const CompactionWarning = Schema.TaggedStruct("CompactionWarning", {
 })
 
 /**
+ * Why a call waits for a person: the tool requires approval for this input
+ * (`Tool`), or the call was running when the process died and the tool is
+ * not declared idempotent, so running it again is the host's decision
+ * (`InFlight`).
+ *
+ * @since 0.3.0
+ * @category entries
+ */
+export const ApprovalReason = Schema.Literals(["Tool", "InFlight"])
+/**
+ * @since 0.3.0
+ * @category entries
+ */
+export type ApprovalReason = typeof ApprovalReason.Type
+
+/**
+ * A call of the current step waits for the host's decision before it runs:
+ * its tool, the size and digest of its input, and why. The step ends as
+ * awaiting approval; nothing of the step runs until every such call is
+ * decided. New in 0.3.0: a reader older than that does not know this entry
+ * (nor {@link ApprovalDecided}) and refuses a journal holding one as
+ * corrupt, loudly; journals without approvals stay readable by it.
+ *
+ * @since 0.3.0
+ * @category entries
+ */
+export const ApprovalRequested = Schema.TaggedStruct("ApprovalRequested", {
+  ...header,
+  turn: Ordinal,
+  step: Ordinal,
+  callId: Schema.String,
+  name: Schema.String,
+  inputSize: Count,
+  inputSha256: Sha256,
+  reason: ApprovalReason
+})
+
+/**
+ * The host decided on a call awaiting approval: approved (it runs when the
+ * turn continues) or rejected (the model receives an error result saying
+ * so, with `note`), and who or what decided (`by`).
+ *
+ * @since 0.3.0
+ * @category entries
+ */
+export const ApprovalDecided = Schema.TaggedStruct("ApprovalDecided", {
+  ...header,
+  turn: Ordinal,
+  step: Ordinal,
+  callId: Schema.String,
+  approved: Schema.Boolean,
+  by: Schema.String,
+  note: Schema.optionalKey(Schema.String)
+})
+
+/**
  * Any journal entry.
  *
  * @since 0.1.0
@@ -407,7 +486,9 @@ export const Entry = Schema.Union([
   SummaryStarted,
   SummarySuperseded,
   JournalRepaired,
-  SummaryRequestAnswered
+  SummaryRequestAnswered,
+  ApprovalRequested,
+  ApprovalDecided
 ])
 /**
  * @since 0.1.0

@@ -10,6 +10,7 @@
  *   volumes/<volume>/                a volume's data
  *     summaries/<op>/<step>.txt      staged summaries (agent-private volumes)
  *     artifacts/tool-results/...     offloaded tool results
+ *     transcripts/<task>/<sha256>.json   a task's transcript records (agent-private volumes)
  *   volumes/<journal volume>/<task>.jsonl   a task's journal
  * ```
  *
@@ -120,3 +121,22 @@ export const summaryPath = (operation: Ids.OperationId, step: number): string =>
  * @category layout
  */
 export const artifactFolder = "artifacts"
+
+/**
+ * The folder of transcripts inside an agent-private volume: one folder per
+ * task, holding that task's transcript records (see `Transcript`).
+ *
+ * @since 0.3.0
+ * @category layout
+ */
+export const transcriptsFolder = "transcripts"
+
+/**
+ * A transcript record's path relative to its volume: named by the SHA-256
+ * of its bytes, so a name says what the file holds and is written once.
+ *
+ * @since 0.3.0
+ * @category layout
+ */
+export const transcriptPath = (task: Ids.TaskId, sha256: string): string =>
+  `${transcriptsFolder}/${task}/${sha256}.json`

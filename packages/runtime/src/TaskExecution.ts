@@ -9,8 +9,8 @@
  *
  * @since 0.1.0
  */
-import { Digest, Ids, InvalidInput, type Unauthorized } from "@tessera/core"
-import { Effect, Option, type Path, Queue, Schema, Stream } from "effect"
+import { Digest, Ids, InvalidInput, Unauthorized } from "@tessera/core"
+import { Effect, Option, Path, Queue, Schema, Stream } from "effect"
 import * as ArtifactReadTool from "./ArtifactReadTool.ts"
 import * as Compaction from "./Compaction.ts"
 import * as CompactionPolicy from "./CompactionPolicy.ts"
@@ -21,11 +21,12 @@ import * as InlineLimit from "./InlineLimit.ts"
 import { JournalTap } from "./internal/journalTap.ts"
 import { summarySession } from "./internal/summarySession.ts"
 import type { JournalIOError, JournalSequenceError } from "./Journal.ts"
-import { Journal } from "./Journal.ts"
+import { awaitingApproval, Journal, NoOpenTurn, openTurn, readEntries } from "./Journal.ts"
 import type { ToolCallPart } from "./Model.ts"
 import * as PrivateStaging from "./PrivateStaging.ts"
 import * as PrivateSummaries from "./PrivateSummaries.ts"
 import * as ToolResultOffload from "./ToolResultOffload.ts"
+import * as Transcript from "./Transcript.ts"
 
 const decodeOperation = Schema.decodeUnknownSync(Ids.OperationId)
 
@@ -131,7 +132,50 @@ export const compactionHooks = (
 export interface ExecutionConfig<E = never, R = never> extends Executor.TurnConfig<E, R> {
   readonly offload?: ToolResultOffload.OffloadConfig
   readonly inlineLimit?: number
+  /**
+   * Store the turn's transcript (see `Transcript`) so it can be resumed, or
+   * a next turn started, from disk alone ({@link resume},
+   * {@link restoreHistory}). Needs the task's private writer, resolved at
+   * the gate (`Unauthorized` before anything is sent or written when there
+   * is none). Costs one durable record write per response and per tool
+   * result, plus one per history rewrite. Default `false`.
+   */
+  readonly durable?: boolean
 }
+
+const recorderOf = (transcript: Transcript.TranscriptStore): Executor.TurnRecorder<Transcript.TranscriptError> => ({
+  opened: (history) =>
+    Effect.flatMap(transcript.store(history), (stored) =>
+      transcript.write({ _tag: "Opened", history: stored, redacted: false })
+    ),
+  rewritten: (before, after) => Effect.flatMap(Transcript.rewriteRecord(transcript, before, after), transcript.write),
+  responded: (response) =>
+    transcript.write({ _tag: "Responded", text: response.text, toolCalls: response.toolCalls, redacted: false }),
+  resulted: (result) => transcript.write({ _tag: "Resulted", result, redacted: false })
+})
+
+/** The transcript store of a bound task, on its private writer's volume (admitted for the journal in scope). */
+const transcriptOf = Effect.fnUntraced(function* (
+  binding: EntryGate.TaskBinding,
+  entry: EntryGate.EntryPoint,
+  armed: Option.Option<PrivateSummaries.PrivateWriterCapability>
+) {
+  const capability = Option.isSome(armed)
+    ? armed.value
+    : yield* PrivateSummaries.resolve(binding.context).pipe(
+        Effect.mapError((error) =>
+          error._tag === "Unauthorized"
+            ? new Unauthorized.Unauthorized({
+                reason: error.reason,
+                detail: `${entry}: a durable turn stores its transcript with the private writer, but ${error.detail}`,
+                task: binding.context.task
+              })
+            : error
+        )
+      )
+  const journal = yield* Journal
+  return yield* Transcript.make(Option.some(journal)).pipe(PrivateSummaries.provide(capability))
+})
 
 const offloadTarget = (
   binding: EntryGate.TaskBinding,
@@ -146,7 +190,12 @@ const offloadTarget = (
  * @since 0.1.0
  * @category models
  */
-export type GatedError = CompactionError | JournalIOError | JournalSequenceError | Unauthorized.Unauthorized
+export type GatedError =
+  | CompactionError
+  | JournalIOError
+  | JournalSequenceError
+  | Unauthorized.Unauthorized
+  | Transcript.TranscriptError
 
 /**
  * What the gate's own hooks add to a turn's requirements.
@@ -156,7 +205,14 @@ export type GatedError = CompactionError | JournalIOError | JournalSequenceError
  */
 export type GatedRequirements = CompactionRequirements | ToolResultOffload.OffloadRequirements
 
-const withGate = Effect.fnUntraced(function* <E, R>(
+const withGate = <E, R>(
+  binding: EntryGate.TaskBinding,
+  entry: EntryGate.EntryPoint,
+  config: ExecutionConfig<E, R>,
+  resolved: Option.Option<PrivateSummaries.PrivateWriterCapability> = Option.none()
+) => Effect.map(gate(binding, entry, config, resolved), (gated) => gated.config)
+
+const gate = Effect.fnUntraced(function* <E, R>(
   binding: EntryGate.TaskBinding,
   entry: EntryGate.EntryPoint,
   config: ExecutionConfig<E, R>,
@@ -171,6 +227,8 @@ const withGate = Effect.fnUntraced(function* <E, R>(
     config.offload === undefined
       ? Option.none()
       : Option.some(yield* offloadTarget(binding, entry, config.offload, capability))
+  const transcript =
+    config.durable === true ? Option.some(yield* transcriptOf(binding, entry, capability)) : Option.none()
   const journal = yield* Journal
   const hooks: Array<Executor.Hooks<E | GatedError, R | GatedRequirements>> = []
   if (binding.policy._tag === "Threshold" && Option.isSome(capability)) {
@@ -199,9 +257,14 @@ const withGate = Effect.fnUntraced(function* <E, R>(
     maxSteps: config.maxSteps,
     hooks: Executor.composeHooks(...hooks),
     ...(config.timeouts === undefined ? {} : { timeouts: config.timeouts }),
-    ...(config.onEvent === undefined ? {} : { onEvent: config.onEvent })
+    ...(config.onEvent === undefined ? {} : { onEvent: config.onEvent }),
+    ...(Option.isSome(transcript)
+      ? { recorder: recorderOf(transcript.value) }
+      : config.recorder === undefined
+        ? {}
+        : { recorder: config.recorder })
   }
-  return gated
+  return { config: gated, transcript }
 })
 
 /**
@@ -357,6 +420,162 @@ export const resumeTurn = Effect.fn("TaskExecution.resumeTurn")(function* <E = n
 })
 
 /**
+ * What {@link resume} did: how the turn went on (answered, or awaiting
+ * approvals), the calls that were in flight when the process died (run
+ * again only when their tool is idempotent; otherwise awaiting the host's
+ * approval, reason `InFlight`), and how many of the turn's earlier requests
+ * were rebuilt and checked byte for byte against the journal's digests
+ * (0 when redaction changed a record: see `Transcript`).
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface Resumed extends Executor.Resumed {
+  readonly verifiedRequests: number
+}
+
+/**
+ * Resumes the task's open turn from disk alone: behind the gate (a durable
+ * turn needs the private writer), reads the journal and the transcript,
+ * rebuilds the turn's history (`Transcript.rebuild`), checks that every
+ * request rebuilt for it has the digest the journal recorded
+ * (`Transcript.verify`: {@link Transcript.TranscriptMismatch} otherwise,
+ * before anything is sent or written), and continues
+ * (`Executor.resumeRebuilt`): a lost request is sent again from the
+ * history it was built from, a call whose result was journaled never runs
+ * again, a call in flight at the crash runs again only if its tool is
+ * idempotent, and decided approvals take effect. The turn goes on durably
+ * (`config.durable` is implied). Fails `NoOpenTurn` when no turn is open,
+ * `TranscriptMissing` when the turn was not run durably.
+ *
+ * @since 0.3.0
+ * @category entries
+ */
+export const resume = Effect.fn("TaskExecution.resume")(function* <E = never, R = never>(
+  binding: EntryGate.TaskBinding,
+  config: ExecutionConfig<E, R>
+) {
+  const gated = yield* gate(binding, "ResumeTurn", { ...config, durable: true })
+  const transcript = Option.getOrThrow(gated.transcript)
+  const journal = yield* Journal
+  const open = openTurn(yield* journal.state)
+  if (Option.isNone(open)) return yield* new NoOpenTurn({ task: journal.task, operation: "resume" })
+  const path = yield* Path.Path
+  const entries = yield* readEntries({ folder: path.dirname(journal.file), task: journal.task })
+  const rebuilt = yield* Transcript.rebuild(transcript, entries, open.value.turn)
+  const verifiedRequests = yield* Transcript.verify(journal.task, rebuilt, gated.config.tools.specs)
+  const resumed = yield* Executor.resumeRebuilt(gated.config, rebuilt)
+  const outcome: Resumed = { ...resumed, verifiedRequests }
+  return outcome
+})
+
+/**
+ * The task's conversation as the model last saw it, from disk alone: the
+ * history after the last recorded content of its latest turn (closed,
+ * abandoned or open), rebuilt from the journal and the transcript. `None`
+ * when the task has no turn yet. To start a new turn, append the user's
+ * next parts and call {@link runTurn} with `durable: true`. Needs the
+ * private writer (read under the same capability that writes); sends and
+ * writes nothing.
+ *
+ * @since 0.3.0
+ * @category entries
+ */
+export const restoreHistory = Effect.fn("TaskExecution.restoreHistory")(function* (binding: EntryGate.TaskBinding) {
+  yield* EntryGate.admitBinding(binding, "ResumeTurn")
+  const transcript = yield* transcriptOf(binding, "ResumeTurn", Option.none())
+  const journal = yield* Journal
+  const state = yield* journal.state
+  const last = state.turns.at(-1)
+  if (last === undefined) return Option.none<History.History>()
+  const path = yield* Path.Path
+  const entries = yield* readEntries({ folder: path.dirname(journal.file), task: journal.task })
+  const rebuilt = yield* Transcript.rebuild(transcript, entries, last.turn)
+  return Option.some(rebuilt.history)
+})
+
+/**
+ * The host's decision on a call awaiting approval: who or what decided
+ * (`by`, a non-empty text), approved or not, and an optional note (a
+ * rejection's note reaches the model in the call's error result).
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface Decision {
+  readonly callId: string
+  readonly approved: boolean
+  readonly by: string
+  readonly note?: string
+}
+
+const decodeDecision = InvalidInput.decode(
+  Schema.Struct({
+    callId: Schema.String,
+    approved: Schema.Boolean,
+    by: Schema.String.check(Schema.makeFilter((text: string) => text.length > 0, { expected: "a non-empty string" })),
+    note: Schema.optionalKey(Schema.String)
+  }),
+  "TaskExecution.decide",
+  "decision"
+)
+
+/**
+ * The call is not awaiting approval in the task's open turn (no turn is
+ * open, the id is unknown, or it was decided already). Nothing was written.
+ *
+ * @since 0.3.0
+ * @category errors
+ */
+export class NotAwaitingApproval extends Schema.TaggedError<NotAwaitingApproval>()("NotAwaitingApproval", {
+  task: Schema.String,
+  callId: Schema.String,
+  awaiting: Schema.Array(Schema.String)
+}) {
+  override get message(): string {
+    return `call ${this.callId} of task ${this.task} is not awaiting approval (awaiting: [${this.awaiting.join(", ")}])`
+  }
+}
+
+/**
+ * Records the host's decision on a call awaiting approval
+ * (`ApprovalDecided`, with `by` and `note`), behind the gate. It takes
+ * effect when the turn continues ({@link resume}, or {@link resumeTurn}
+ * with the caller's history): an approved call runs, a rejected one gives
+ * the model an error result saying who rejected it and why. Works in the
+ * same process or after a restart (the journal holds the pending calls).
+ * Fails `InvalidInput` (field `decision`) for a malformed decision and
+ * {@link NotAwaitingApproval} for a call that is not waiting, having
+ * written nothing.
+ *
+ * @since 0.3.0
+ * @category entries
+ */
+export const decide = Effect.fn("TaskExecution.decide")(function* (binding: EntryGate.TaskBinding, decision: Decision) {
+  yield* EntryGate.admitBinding(binding, "Approve")
+  const decoded = yield* decodeDecision(decision)
+  const journal = yield* Journal
+  const open = openTurn(yield* journal.state)
+  const awaiting = Option.isSome(open) ? awaitingApproval(open.value) : []
+  if (Option.isNone(open) || !awaiting.some((call) => call.callId === decoded.callId)) {
+    return yield* new NotAwaitingApproval({
+      task: journal.task,
+      callId: decoded.callId,
+      awaiting: awaiting.map((call) => call.callId)
+    })
+  }
+  return yield* journal.append({
+    _tag: "ApprovalDecided",
+    turn: open.value.turn,
+    step: open.value.steps,
+    callId: decoded.callId,
+    approved: decoded.approved,
+    by: decoded.by,
+    ...(decoded.note === undefined ? {} : { note: decoded.note })
+  })
+})
+
+/**
  * One model step behind the gate, for harnesses that drive steps themselves.
  *
  * @since 0.1.0
@@ -443,6 +662,23 @@ export const summarize = Effect.fn("TaskExecution.summarize")(function* (
 })
 
 /**
+ * A summary-file turn paused for approvals: its answer, which would be the
+ * summary, does not exist yet, so nothing was staged. The turn stays open:
+ * decide the calls, then resume it.
+ *
+ * @since 0.3.0
+ * @category errors
+ */
+export class SummaryFileTurnAwaitingApproval extends Schema.TaggedError<SummaryFileTurnAwaitingApproval>()(
+  "SummaryFileTurnAwaitingApproval",
+  { task: Schema.String, turn: Schema.Int, awaiting: Schema.Array(Schema.String) }
+) {
+  override get message(): string {
+    return `the summary-file turn ${this.turn} of task ${this.task} is awaiting approval for [${this.awaiting.join(", ")}]; no summary was staged`
+  }
+}
+
+/**
  * A summary-file turn: resolves the private writer first, runs a turn behind
  * the gate, and stages the turn's final answer as a summary file.
  *
@@ -461,6 +697,13 @@ export const runSummaryFileTurn = Effect.fn("TaskExecution.runSummaryFileTurn")(
   const gated = yield* withGate(binding, "SummaryFileTurn", config, Option.some(capability))
   const journal = yield* Journal
   const outcome = yield* Executor.runTurn(gated, history)
+  if (outcome._tag === "AwaitingApproval") {
+    return yield* new SummaryFileTurnAwaitingApproval({
+      task: binding.context.task,
+      turn: outcome.turn,
+      awaiting: outcome.awaiting.map((pending) => pending.call.id)
+    })
+  }
   const published = yield* Compaction.publish({
     key: {
       operation: key.operation ?? (yield* turnOperation(binding.context.task, outcome.turn, "file")),

@@ -21,11 +21,14 @@ import type { ToolCallPart, ToolSpec } from "./Model.ts"
  * - `Defect`: the handler crashed (threw or died).
  * - `TimedOut`: the call outlived its configured time limit and was
  *   interrupted (see `Timeouts`).
+ * - `Rejected`: the host rejected the call it was asked to approve; the
+ *   handler did not run (or, for a call in flight at a crash, did not run
+ *   again).
  *
  * @since 0.1.0
  * @category models
  */
-export const ToolFailure = Schema.Literals(["UnknownTool", "InvalidInput", "Failed", "Defect", "TimedOut"])
+export const ToolFailure = Schema.Literals(["UnknownTool", "InvalidInput", "Failed", "Defect", "TimedOut", "Rejected"])
 /**
  * @since 0.1.0
  * @category models
@@ -56,6 +59,18 @@ export interface Tool<out R = never> {
   readonly description: string
   readonly spec: ToolSpec
   readonly run: (input: Schema.Json) => Effect.Effect<ToolOutcome, never, R>
+  /**
+   * Whether a call with this input must be approved by the host before it
+   * runs (absent: never). The turn journals the call as awaiting approval
+   * and ends its step without running anything (see `Executor`).
+   */
+  readonly needsApproval?: (input: Schema.Json) => Effect.Effect<boolean, never, R>
+  /**
+   * Whether running a call twice is harmless. A durable resume runs a call
+   * that was in flight at a crash again only for an idempotent tool; for
+   * any other it asks the host (an `InFlight` approval).
+   */
+  readonly idempotent?: boolean
 }
 
 /**
@@ -95,13 +110,35 @@ export const make = <S extends Schema.Constraint, E, R>(options: {
   readonly description: string
   readonly input: S
   readonly handler: (input: S["Type"]) => Effect.Effect<ToolOutput, E, R>
+  /**
+   * `true`: every call needs the host's approval; a predicate: the calls
+   * whose decoded input it holds for. An input the Schema rejects needs no
+   * approval (the handler never runs: the call becomes an `InvalidInput`
+   * result).
+   */
+  readonly needsApproval?: boolean | ((input: S["Type"]) => boolean)
+  /** Running a call twice is harmless (see {@link Tool.idempotent}); default `false`. */
+  readonly idempotent?: boolean
 }): Tool<R | S["DecodingServices"]> => {
   const decode = Schema.decodeUnknownEffect(options.input)
   const name = options.name
+  const approval = options.needsApproval
   return {
     name,
     description: options.description,
     spec: { name, description: options.description, inputSchema: inputSchemaOf(options.input) },
+    ...(options.idempotent === true ? { idempotent: true } : {}),
+    ...(approval === undefined || approval === false
+      ? {}
+      : {
+          needsApproval: (input: Schema.Json) =>
+            approval === true
+              ? Effect.succeed(true)
+              : decode(input).pipe(
+                  Effect.map((decoded) => approval(decoded)),
+                  Effect.orElseSucceed(() => false)
+                )
+        }),
     run: (input) =>
       decode(input).pipe(
         Effect.matchEffect({
@@ -204,4 +241,44 @@ export const run = <R>(tools: Registry<R>, call: ToolCallPart): Effect.Effect<To
     )
   }
   return tool.run(call.input)
+}
+
+/**
+ * Whether `call` must be approved before it runs: its tool declares
+ * approval ({@link Tool.needsApproval}) and holds for this input. An unknown
+ * tool needs none (the call becomes an `UnknownTool` result).
+ *
+ * @since 0.3.0
+ * @category approvals
+ */
+export const needsApproval = <R>(tools: Registry<R>, call: ToolCallPart): Effect.Effect<boolean, never, R> => {
+  const check = tools.tools.get(call.name)?.needsApproval
+  return check === undefined ? Effect.succeed(false) : check(call.input)
+}
+
+/**
+ * Whether the tool named `name` is declared idempotent.
+ *
+ * @since 0.3.0
+ * @category approvals
+ */
+export const isIdempotent = <R>(tools: Registry<R>, name: string): boolean => tools.tools.get(name)?.idempotent === true
+
+const declaresApproval = new WeakMap<object, boolean>()
+
+/**
+ * Whether any tool of the registry declares approval (computed once per
+ * registry). A turn whose tools declare none dispatches a fresh step's
+ * calls without looking for approvals.
+ *
+ * @since 0.3.0
+ * @category approvals
+ */
+export const anyNeedsApproval = <R>(tools: Registry<R>): boolean => {
+  const known = declaresApproval.get(tools)
+  if (known !== undefined) return known
+  let any = false
+  for (const tool of tools.tools.values()) if (tool.needsApproval !== undefined) any = true
+  declaresApproval.set(tools, any)
+  return any
 }

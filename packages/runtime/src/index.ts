@@ -107,6 +107,15 @@ export * as Tool from "./Tool.ts"
  * @since 0.1.0
  */
 export * as ToolResultOffload from "./ToolResultOffload.ts"
+
+/**
+ * A task's transcript: the bodies the journal only describes, stored
+ * write-once on the agent-private volume, so a turn can be resumed from
+ * disk alone.
+ *
+ * @since 0.3.0
+ */
+export * as Transcript from "./Transcript.ts"
 /**
  * @since 0.1.0
  */

@@ -82,6 +82,8 @@ const structured = Tool.make({
 })
 
 const tools = Tool.registry(read, produce, failing, crashing, structured)
+/** The same tools with `read` declared idempotent: a resume may run a `read` cut short by a crash again. */
+const rereadable = Tool.registry({ ...read, idempotent: true }, produce, failing, crashing, structured)
 const taskParts: ReadonlyArray<Model.Part> = [
   Model.text("system", "You are careful."),
   Model.text("user", "Summarize a, b and c.")
@@ -126,6 +128,7 @@ describe("stock executor", () => {
         )
         for (const request of sent) assert.deepStrictEqual(request.tools, tools.specs)
         assert.deepStrictEqual(outcome, {
+          _tag: "Answered",
           turn: 1,
           steps: 3,
           text: "a, b and c summarized",
@@ -420,7 +423,7 @@ describe("stock executor", () => {
           }
           assert.strictEqual((yield* requests).length, 0, "a refused resume dispatches nothing")
 
-          const outcome = yield* Executor.resumeTurn({ tools, maxSteps: 5 }, transcript)
+          const outcome = yield* Executor.resumeTurn({ tools: rereadable, maxSteps: 5 }, transcript)
           assert.strictEqual(outcome.text, "resumed")
           const sent = yield* requests
           assert.deepStrictEqual(

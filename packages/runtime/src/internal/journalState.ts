@@ -71,6 +71,13 @@ const openTurnAt = (state: View, turn: number, step: number, awaitingResponse: b
   return step === open.steps ? open : `step ${step} is not the current step ${open.steps}`
 }
 
+/** The turn without its `failedStep` (a new request, or a resume, leaves the failure behind). */
+const withoutFailedStep = (turn: TurnState): TurnState => {
+  if (turn.failedStep === undefined) return turn
+  const { failedStep: _, ...rest } = turn
+  return rest
+}
+
 const sharesAnId = (calls: ReadonlyArray<{ readonly callId: string }>): boolean => {
   for (let index = 1; index < calls.length; index++) {
     const id = calls[index]?.callId
@@ -103,7 +110,21 @@ const transition = (state: View, entry: Entry): Outcome => {
     case "TurnResumed": {
       const open = openTurnNamed(state, entry.turn)
       if (typeof open === "string") return open
-      return updated({ ...open, awaitingResponse: false, resumptions: open.resumptions + 1 })
+      const rest = withoutFailedStep(open)
+      if (entry.retryStep !== undefined) {
+        // The lost (or failed) request is sent again under its own step number.
+        if (!open.awaitingResponse && open.failedStep !== entry.retryStep) {
+          return `step ${entry.retryStep} is neither awaiting a response nor failed; nothing to retry`
+        }
+        if (entry.retryStep !== open.steps) return `step ${entry.retryStep} is not the current step ${open.steps}`
+        return updated({
+          ...rest,
+          steps: open.steps - 1,
+          awaitingResponse: false,
+          resumptions: open.resumptions + 1
+        })
+      }
+      return updated({ ...rest, awaitingResponse: false, resumptions: open.resumptions + 1 })
     }
     case "RequestDispatched": {
       const open = openTurnNamed(state, entry.turn)
@@ -112,7 +133,7 @@ const transition = (state: View, entry: Entry): Outcome => {
       if (open.owedCalls.length > 0)
         return `calls ${open.owedCalls.map((call) => call.callId).join(", ")} have no result yet`
       if (entry.step !== open.steps + 1) return `step ${entry.step} dispatched, expected ${open.steps + 1}`
-      return updated({ ...open, steps: entry.step, awaitingResponse: true, answered: false })
+      return updated({ ...withoutFailedStep(open), steps: entry.step, awaitingResponse: true, answered: false })
     }
     case "ResponseReceived": {
       const open = openTurnAt(state, entry.turn, entry.step, true)
@@ -128,7 +149,13 @@ const transition = (state: View, entry: Entry): Outcome => {
     case "ModelFailed": {
       const open = openTurnAt(state, entry.turn, entry.step, true)
       if (typeof open === "string") return open
-      return updated({ ...open, awaitingResponse: false, answered: false, modelFailures: open.modelFailures + 1 })
+      return updated({
+        ...open,
+        awaitingResponse: false,
+        answered: false,
+        modelFailures: open.modelFailures + 1,
+        failedStep: entry.step
+      })
     }
     case "ToolCalled": {
       const open = openTurnAt(state, entry.turn, entry.step, false)
@@ -136,6 +163,8 @@ const transition = (state: View, entry: Entry): Outcome => {
       const owed = open.owedCalls.find((call) => call.callId === entry.callId)
       if (owed === undefined) return `call ${entry.callId} was not asked for or already has a result`
       if (owed.name !== entry.name) return `call ${entry.callId} is for "${owed.name}", not "${entry.name}"`
+      if (owed.approval?.status === "Requested") return `call ${entry.callId} is awaiting approval`
+      if (owed.approval?.status === "Rejected") return `call ${entry.callId} was rejected`
       // Calling again is allowed: after a crash the earlier run's result was never recorded.
       return updated({
         ...open,
@@ -146,7 +175,9 @@ const transition = (state: View, entry: Entry): Outcome => {
       const open = openTurnAt(state, entry.turn, entry.step, false)
       if (typeof open === "string") return open
       const owed = open.owedCalls.find((call) => call.callId === entry.callId)
-      if (owed === undefined || !owed.called) return `call ${entry.callId} has no ToolCalled entry`
+      if (owed === undefined) return `call ${entry.callId} has no ToolCalled entry`
+      if (!owed.called && owed.approval?.status !== "Rejected") return `call ${entry.callId} has no ToolCalled entry`
+      if (owed.approval?.status === "Requested") return `call ${entry.callId} is awaiting approval`
       if (owed.name !== entry.name) return `call ${entry.callId} is for "${owed.name}", not "${entry.name}"`
       return updated({
         ...open,
@@ -168,6 +199,55 @@ const transition = (state: View, entry: Entry): Outcome => {
       const open = openTurnNamed(state, entry.turn)
       if (typeof open === "string") return open
       return updated({ ...open, status: "Abandoned" })
+    }
+    case "ApprovalRequested": {
+      const open = openTurnAt(state, entry.turn, entry.step, false)
+      if (typeof open === "string") return open
+      const owed = open.owedCalls.find((call) => call.callId === entry.callId)
+      if (owed === undefined) return `call ${entry.callId} was not asked for or already has a result`
+      if (owed.name !== entry.name) return `call ${entry.callId} is for "${owed.name}", not "${entry.name}"`
+      const status = owed.approval?.status
+      if (status === "Requested") return `call ${entry.callId} is already awaiting approval`
+      if (status === "Rejected") return `call ${entry.callId} was rejected`
+      if (entry.reason === "InFlight" && !owed.called)
+        return `call ${entry.callId} was never called, so it is not in flight`
+      if (entry.reason === "Tool" && (owed.called || status === "Approved")) {
+        return `call ${entry.callId} was already called or approved`
+      }
+      return updated({
+        ...open,
+        owedCalls: open.owedCalls.map((call) =>
+          call.callId === entry.callId
+            ? { ...call, approval: { status: "Requested", reason: entry.reason, requestedSeq: entry.seq } }
+            : call
+        )
+      })
+    }
+    case "ApprovalDecided": {
+      const open = openTurnAt(state, entry.turn, entry.step, false)
+      if (typeof open === "string") return open
+      const owed = open.owedCalls.find((call) => call.callId === entry.callId)
+      if (owed === undefined || owed.approval?.status !== "Requested") {
+        return `call ${entry.callId} is not awaiting approval`
+      }
+      const reason = owed.approval.reason
+      return updated({
+        ...open,
+        owedCalls: open.owedCalls.map((call) =>
+          call.callId === entry.callId
+            ? {
+                ...call,
+                approval: {
+                  status: entry.approved ? "Approved" : "Rejected",
+                  reason,
+                  requestedSeq: owed.approval?.requestedSeq ?? entry.seq,
+                  by: entry.by,
+                  ...(entry.note === undefined ? {} : { note: entry.note })
+                }
+              }
+            : call
+        )
+      })
     }
     case "TruncationRecovered":
       return { _tag: "TruncationAdded", truncation: { line: entry.line, droppedBytes: entry.droppedBytes } }

@@ -1,0 +1,738 @@
+/**
+ * A task's transcript: what the model saw, stored durably beside the
+ * agent's other private content, so that a turn can be resumed (or a new
+ * one started) from what is on disk alone.
+ *
+ * The journal records bodies by size and digest only; the transcript holds
+ * them. It is a set of write-once records on the task's agent-private
+ * volume, at `StoreLayout.transcriptPath(task, sha256)`, each named by the
+ * SHA-256 of its own bytes, and each referenced from the journal entry that
+ * introduced its content (the `transcript` field of `TurnOpened`,
+ * `RequestDispatched`, `ResponseReceived` and `ToolResulted`):
+ *
+ * - `Opened`: the history a turn starts from;
+ * - `Rewritten`: how hooks rewrote the history before a request (compaction:
+ *   leading parts dropped, a new summary), when they did;
+ * - `Responded`: the model's text and tool calls, inputs included;
+ * - `Resulted`: a tool result as the history holds it (after offload: the
+ *   pointer, never the offloaded body).
+ *
+ * A summary is stored as a reference to its staged file (volume, path,
+ * size, digest) and read back from it, never copied; offloaded results are
+ * stored as their pointer lines. Writes go through `DurableFiles` (a
+ * temporary name, synced, then published by hard link, never replacing),
+ * under the private-summaries capability: the transcript is private content
+ * and lands only where summaries may.
+ *
+ * **Redaction.** With an `ArtifactRedactor` in context, every text a record
+ * holds (text parts, tool results, the string values of tool-call inputs,
+ * an inline summary) is scrubbed before it touches disk, like summaries and
+ * artifacts; without one, records are stored verbatim. A record whose text
+ * the redactor changed is marked `redacted`, and a resumed turn whose
+ * history holds one sends the scrubbed text: its requests then differ from
+ * the uninterrupted run's where the secret was, and {@link verify} does not
+ * claim byte identity for them. See docs/security-model.md.
+ *
+ * @since 0.3.0
+ */
+import { ArtifactRedactor } from "@tessera/artifacts"
+import { DurableFiles, type Ids, Volume } from "@tessera/core"
+import { Effect, Exit, FileSystem, Option, Path, Schema } from "effect"
+import * as SecureRandom from "effect/crypto/SecureRandom"
+import { summaryParts } from "./Compaction.ts"
+import * as History from "./History.ts"
+import { measureRequest, sha256Bytes } from "./internal/digest.ts"
+import type { JournalService } from "./Journal.ts"
+import type { Entry } from "./JournalEntry.ts"
+import type { Part, ToolResultPart, ToolSpec } from "./Model.ts"
+import { Part as PartSchema, ToolCallPart, ToolResultPart as ToolResultSchema } from "./Model.ts"
+import * as PrivateSummaries from "./PrivateSummaries.ts"
+import * as StoreLayout from "./StoreLayout.ts"
+
+const Sha256 = Schema.String.check(
+  Schema.makeFilter((value: string) => /^[0-9a-f]{64}$/.test(value), { expected: "a lowercase hex SHA-256 digest" })
+)
+const Count = Schema.Number.check(
+  Schema.makeFilter((n: number) => Number.isSafeInteger(n) && n >= 0, { expected: "an integer >= 0" })
+)
+
+/**
+ * A summary held by a stored history: a reference to its staged file on the
+ * transcript's own volume (read back and checked against `sha256`), or,
+ * for a summary a harness built otherwise, its parts and text.
+ *
+ * @since 0.3.0
+ * @category records
+ */
+export const StoredSummary = Schema.Union([
+  Schema.TaggedStruct("SummaryRef", { volume: Volume.VolumeRef, path: Schema.String, size: Count, sha256: Sha256 }),
+  Schema.TaggedStruct("SummaryInline", { parts: Schema.Array(PartSchema), text: Schema.String })
+])
+/**
+ * @since 0.3.0
+ * @category records
+ */
+export type StoredSummary = typeof StoredSummary.Type
+
+/**
+ * A history as a record stores it (see {@link StoredSummary}).
+ *
+ * @since 0.3.0
+ * @category records
+ */
+export const StoredHistory = Schema.Struct({
+  task: Schema.Array(PartSchema),
+  parts: Schema.Array(PartSchema),
+  summary: Schema.optionalKey(StoredSummary)
+})
+/**
+ * @since 0.3.0
+ * @category records
+ */
+export type StoredHistory = typeof StoredHistory.Type
+
+/**
+ * The history a turn starts from.
+ *
+ * @since 0.3.0
+ * @category records
+ */
+export const Opened = Schema.TaggedStruct("Opened", { history: StoredHistory, redacted: Schema.Boolean })
+
+/**
+ * Hooks rewrote the history before a request: the first `drop` parts after
+ * the task went, and (when present) `summary` replaced the summary. A
+ * rewrite of another shape is stored whole, as {@link Replaced}.
+ *
+ * @since 0.3.0
+ * @category records
+ */
+export const Rewritten = Schema.TaggedStruct("Rewritten", {
+  drop: Count,
+  summary: Schema.optionalKey(StoredSummary),
+  redacted: Schema.Boolean
+})
+
+/**
+ * Hooks replaced the history before a request by one that is not the old
+ * one with leading parts dropped: stored whole.
+ *
+ * @since 0.3.0
+ * @category records
+ */
+export const Replaced = Schema.TaggedStruct("Replaced", { history: StoredHistory, redacted: Schema.Boolean })
+
+/**
+ * The model's response as the history holds it: its text and its calls.
+ *
+ * @since 0.3.0
+ * @category records
+ */
+export const Responded = Schema.TaggedStruct("Responded", {
+  text: Schema.String,
+  toolCalls: Schema.Array(ToolCallPart),
+  redacted: Schema.Boolean
+})
+
+/**
+ * A tool result as the history holds it.
+ *
+ * @since 0.3.0
+ * @category records
+ */
+export const Resulted = Schema.TaggedStruct("Resulted", { result: ToolResultSchema, redacted: Schema.Boolean })
+
+/**
+ * Any transcript record.
+ *
+ * @since 0.3.0
+ * @category records
+ */
+export const TranscriptRecord = Schema.Union([Opened, Rewritten, Replaced, Responded, Resulted])
+/**
+ * @since 0.3.0
+ * @category records
+ */
+export type TranscriptRecord = typeof TranscriptRecord.Type
+
+/**
+ * A record as the bytes of its file: the record's JSON. A record's file
+ * name is the SHA-256 of these bytes.
+ *
+ * @since 0.3.0
+ * @category records
+ */
+export const TranscriptRecordJson = Schema.fromJsonString(TranscriptRecord)
+const encodeRecord = Schema.encodeEffect(TranscriptRecordJson)
+const decodeRecord = Schema.decodeUnknownEffect(TranscriptRecordJson)
+
+/**
+ * Reading or writing a transcript record failed, or a record is not what
+ * its name says (its bytes do not have the digest it is named by, it does
+ * not decode, or the journal names a record that is not there).
+ *
+ * @since 0.3.0
+ * @category errors
+ */
+export class TranscriptError extends Schema.TaggedError<TranscriptError>()("TranscriptError", {
+  operation: Schema.String,
+  path: Schema.String,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `transcript ${this.operation} ${this.path} failed: ${this.detail}`
+  }
+}
+
+/**
+ * The journal of a turn names no transcript record where one is needed: the
+ * turn was not run durably (see `TaskExecution.ExecutionConfig.durable`), so
+ * it cannot be rebuilt from disk. Nothing was sent or written.
+ *
+ * @since 0.3.0
+ * @category errors
+ */
+export class TranscriptMissing extends Schema.TaggedError<TranscriptMissing>()("TranscriptMissing", {
+  task: Schema.String,
+  turn: Schema.Int,
+  entry: Schema.String
+}) {
+  override get message(): string {
+    return `turn ${this.turn} of task ${this.task} cannot be rebuilt from disk: its ${this.entry} entry names no transcript record (the turn was not run durably)`
+  }
+}
+
+/**
+ * A rebuilt request is not the request the journal recorded: the digest of
+ * the parts rebuilt for `step` (with the tools of the resuming
+ * configuration) differs from the one `RequestDispatched` holds. A resume
+ * fails with it before it sends anything or writes a journal entry.
+ *
+ * @since 0.3.0
+ * @category errors
+ */
+export class TranscriptMismatch extends Schema.TaggedError<TranscriptMismatch>()("TranscriptMismatch", {
+  task: Schema.String,
+  turn: Schema.Int,
+  step: Schema.Int,
+  journalSha256: Schema.String,
+  rebuiltSha256: Schema.String
+}) {
+  override get message(): string {
+    return `turn ${this.turn} of task ${this.task}: the request rebuilt for step ${this.step} has digest ${this.rebuiltSha256.slice(0, 12)}, but the journal recorded ${this.journalSha256.slice(0, 12)} (a different transcript, different tools, or a changed record)`
+  }
+}
+
+/**
+ * Reads and writes the transcript records of one task on the volume of an
+ * admitted private-summaries capability.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface TranscriptStore extends TranscriptReader {
+  /** Scrubs (with the redactor in context), stores write-once, and returns the record's digest. */
+  readonly write: (record: TranscriptRecord) => Effect.Effect<string, TranscriptError>
+  /** The stored form of a history (a staged summary as its reference). */
+  readonly store: (history: History.History) => Effect.Effect<StoredHistory>
+  /** The stored form of a summary. */
+  readonly storeSummary: (summary: History.HistorySummary) => Effect.Effect<StoredSummary>
+}
+
+/**
+ * Reads the transcript records of one task on one volume (what
+ * {@link rebuild} needs); writes nothing.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface TranscriptReader {
+  readonly task: Ids.TaskId
+  readonly volume: Volume.VolumeRef
+  /** The record named `sha256`, checked against its name. */
+  readonly read: (sha256: string) => Effect.Effect<TranscriptRecord, TranscriptError>
+  /** The history a stored history stands for (a summary reference read back and checked). */
+  readonly restore: (stored: StoredHistory) => Effect.Effect<History.History, TranscriptError>
+  /** The summary a stored summary stands for. */
+  readonly restoreSummary: (stored: StoredSummary) => Effect.Effect<History.HistorySummary, TranscriptError>
+}
+
+const encoder = new TextEncoder()
+const decoder = new TextDecoder("utf-8", { fatal: true })
+
+type Redact = (text: string) => Effect.Effect<string, TranscriptError>
+
+const scrubJson = (redact: Redact, value: Schema.Json): Effect.Effect<Schema.Json, TranscriptError> => {
+  if (typeof value === "string") return redact(value)
+  if (Array.isArray(value)) return Effect.forEach(value, (inner) => scrubJson(redact, inner))
+  if (value !== null && typeof value === "object") {
+    const record = value as { readonly [key: string]: Schema.Json }
+    return Effect.map(
+      Effect.forEach(Object.keys(record), (key) =>
+        Effect.map(scrubJson(redact, record[key] as Schema.Json), (inner) => [key, inner] as const)
+      ),
+      (pairs) => Object.fromEntries(pairs)
+    )
+  }
+  return Effect.succeed(value)
+}
+
+const scrubPart = (redact: Redact, part: Part): Effect.Effect<Part, TranscriptError> => {
+  switch (part._tag) {
+    case "Text":
+      return Effect.map(redact(part.text), (scrubbed) => (scrubbed === part.text ? part : { ...part, text: scrubbed }))
+    case "ToolResult":
+      return Effect.map(redact(part.content), (scrubbed) =>
+        scrubbed === part.content ? part : { ...part, content: scrubbed }
+      )
+    case "ToolCall":
+      return Effect.map(scrubJson(redact, part.input), (input) => ({ ...part, input }))
+    default:
+      return Effect.succeed(part)
+  }
+}
+
+const scrubParts = (redact: Redact, parts: ReadonlyArray<Part>) =>
+  Effect.forEach(parts, (part) => scrubPart(redact, part))
+
+const scrubSummary = (redact: Redact, summary: StoredSummary): Effect.Effect<StoredSummary, TranscriptError> =>
+  summary._tag === "SummaryRef"
+    ? Effect.succeed(summary)
+    : Effect.map(
+        Effect.all([scrubParts(redact, summary.parts), redact(summary.text)]),
+        ([parts, scrubbed]) => ({ _tag: "SummaryInline", parts, text: scrubbed }) as const
+      )
+
+const scrubHistory = (redact: Redact, history: StoredHistory): Effect.Effect<StoredHistory, TranscriptError> =>
+  Effect.map(
+    Effect.all([
+      scrubParts(redact, history.task),
+      scrubParts(redact, history.parts),
+      history.summary === undefined ? Effect.succeed(undefined) : scrubSummary(redact, history.summary)
+    ]),
+    ([task, parts, summary]) => (summary === undefined ? { task, parts } : { task, parts, summary })
+  )
+
+/** The record with its texts scrubbed, without its `redacted` mark (set by the caller). */
+const scrubRecord = (redact: Redact, record: TranscriptRecord): Effect.Effect<TranscriptRecord, TranscriptError> => {
+  switch (record._tag) {
+    case "Opened":
+    case "Replaced":
+      return Effect.map(scrubHistory(redact, record.history), (history) => ({ ...record, history }))
+    case "Rewritten":
+      return record.summary === undefined
+        ? Effect.succeed(record)
+        : Effect.map(scrubSummary(redact, record.summary), (summary) => ({ ...record, summary }))
+    case "Responded":
+      return Effect.map(
+        Effect.all([redact(record.text), Effect.forEach(record.toolCalls, (call) => scrubPart(redact, call))]),
+        ([scrubbed, toolCalls]) => ({ ...record, text: scrubbed, toolCalls: toolCalls as typeof record.toolCalls })
+      )
+    case "Resulted":
+      return Effect.map(scrubPart(redact, record.result), (result) => ({
+        ...record,
+        result: result as ToolResultPart
+      }))
+  }
+}
+
+/**
+ * The transcript store of the task the private-summaries capability in
+ * context was minted for, on its volume. The capability is admitted here
+ * (`PrivateSummaries.admit`: minted, bound to `journal` when given, volume
+ * unchanged), once for the store's lifetime (a turn): a refused capability
+ * reads and writes nothing.
+ *
+ * @since 0.3.0
+ * @category constructors
+ */
+export const make = Effect.fnUntraced(function* (
+  journal: Option.Option<Pick<JournalService, "task" | "file">> = Option.none()
+) {
+  const capability = yield* PrivateSummaries.admit("Transcript.make", journal)
+  return yield* at({ folder: capability.folder, task: capability.task, volume: capability.volume })
+})
+
+/**
+ * A read-only view of a task's transcript in a volume's data folder, for
+ * hosts and tools that read a store without writing to it (the inspector).
+ * Every read goes through `DurableFiles.readFile` (no symlink followed) and
+ * is checked against the digest it is named by.
+ *
+ * @since 0.3.0
+ * @category constructors
+ */
+export const reader = (location: {
+  readonly folder: string
+  readonly task: Ids.TaskId
+  readonly volume: Volume.VolumeRef
+}): Effect.Effect<TranscriptReader, never, DurableFiles.DurableFiles | FileSystem.FileSystem | Path.Path> =>
+  Effect.map(at(location), ({ read, restore, restoreSummary, task, volume }) => ({
+    task,
+    volume,
+    read,
+    restore,
+    restoreSummary
+  }))
+
+const at = Effect.fnUntraced(function* (location: {
+  readonly folder: string
+  readonly task: Ids.TaskId
+  readonly volume: Volume.VolumeRef
+}) {
+  const files = yield* DurableFiles.DurableFiles
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
+  const redactor = yield* Effect.serviceOption(ArtifactRedactor.ArtifactRedactor)
+  const task = location.task
+  const folder = location.folder
+  const volume = location.volume
+  const written = new Set<string>()
+  const absolute = (sha256: string) => path.join(folder, StoreLayout.transcriptPath(task, sha256))
+  const failure = (operation: string, at: string) => (error: { readonly message: string }) =>
+    new TranscriptError({ operation, path: at, detail: error.message })
+
+  const redact: Option.Option<Redact> = Option.map(
+    redactor,
+    (service) => (body: string) =>
+      service
+        .redact(body)
+        .pipe(
+          Effect.mapError((error) => new TranscriptError({ operation: "redact", path: folder, detail: error.message }))
+        )
+  )
+
+  const publish = (sha256: string, bytes: Uint8Array): Effect.Effect<void, TranscriptError> => {
+    const finalPath = absolute(sha256)
+    const temp = path.join(
+      path.dirname(finalPath),
+      DurableFiles.temporaryName(`${sha256}.json`, SecureRandom.uuidV4Unsafe())
+    )
+    return files.writeNewFile(temp, bytes, { within: folder, createFolders: true, syncFolder: false }).pipe(
+      Effect.andThen(
+        files.publishOnce(temp, finalPath).pipe(
+          // Named by its digest: a file already there holds these bytes (a read checks it).
+          Effect.catchTag("AlreadyExists", () => Effect.void),
+          Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : fs.remove(temp).pipe(Effect.ignore)))
+        )
+      ),
+      Effect.mapError(failure("write", finalPath))
+    )
+  }
+
+  const write = (given: TranscriptRecord): Effect.Effect<string, TranscriptError> =>
+    Effect.gen(function* () {
+      let record = given
+      if (Option.isSome(redact)) {
+        const scrubbed = yield* scrubRecord(redact.value, given)
+        const plain = yield* encodeRecord(given).pipe(Effect.mapError(failure("encode", folder)))
+        const clean = yield* encodeRecord(scrubbed).pipe(Effect.mapError(failure("encode", folder)))
+        record = { ...scrubbed, redacted: given.redacted || plain !== clean }
+      }
+      const json = yield* encodeRecord(record).pipe(Effect.mapError(failure("encode", folder)))
+      const bytes = encoder.encode(json)
+      const sha256 = yield* sha256Bytes(bytes)
+      if (written.has(sha256)) return sha256
+      yield* publish(sha256, bytes)
+      written.add(sha256)
+      return sha256
+    })
+
+  const readBytes = (file: string, operation: string) =>
+    files.readFile(file, { within: folder }).pipe(
+      Effect.map((read) => read.bytes),
+      Effect.mapError(failure(operation, file))
+    )
+
+  const read = (sha256: string): Effect.Effect<TranscriptRecord, TranscriptError> =>
+    Effect.gen(function* () {
+      const file = absolute(sha256)
+      const bytes = yield* readBytes(file, "read")
+      const actual = yield* sha256Bytes(Uint8Array.from(bytes))
+      if (actual !== sha256) {
+        return yield* new TranscriptError({
+          operation: "read",
+          path: file,
+          detail: `its bytes have digest ${actual}, not the ${sha256} it is named by`
+        })
+      }
+      const json = yield* Effect.try({
+        try: () => decoder.decode(bytes),
+        catch: () => new TranscriptError({ operation: "read", path: file, detail: "not UTF-8" })
+      })
+      return yield* decodeRecord(json).pipe(Effect.mapError(failure("decode", file)))
+    })
+
+  const storeSummary = (summary: History.HistorySummary): Effect.Effect<StoredSummary> =>
+    Effect.gen(function* () {
+      const reference = summary.parts[0]
+      if (
+        reference !== undefined &&
+        reference._tag === "FileReference" &&
+        reference.volume.store === volume.store &&
+        reference.volume.volume === volume.volume &&
+        samePartsJson(summary.parts, summaryParts(reference, summary.text))
+      ) {
+        const bytes = encoder.encode(summary.text)
+        return {
+          _tag: "SummaryRef",
+          volume: reference.volume,
+          path: reference.path,
+          size: bytes.length,
+          sha256: yield* sha256Bytes(bytes)
+        } as const
+      }
+      return { _tag: "SummaryInline", parts: summary.parts, text: summary.text } as const
+    })
+
+  const restoreSummary = (stored: StoredSummary): Effect.Effect<History.HistorySummary, TranscriptError> =>
+    Effect.gen(function* () {
+      if (stored._tag === "SummaryInline") return { parts: stored.parts, text: stored.text }
+      const file = path.join(folder, stored.path)
+      if (DurableFiles.relativeWithin(folder, path.resolve(file), path) === undefined) {
+        return yield* new TranscriptError({
+          operation: "read summary",
+          path: file,
+          detail: "outside the private volume"
+        })
+      }
+      const bytes = yield* readBytes(file, "read summary")
+      const actual = yield* sha256Bytes(Uint8Array.from(bytes))
+      if (actual !== stored.sha256) {
+        return yield* new TranscriptError({
+          operation: "read summary",
+          path: file,
+          detail: `the staged summary has digest ${actual}, not the ${stored.sha256} the transcript recorded`
+        })
+      }
+      const summaryText = decoder.decode(bytes)
+      return {
+        parts: summaryParts({ volume: stored.volume, path: stored.path }, summaryText),
+        text: summaryText
+      }
+    })
+
+  const store = (history: History.History): Effect.Effect<StoredHistory> =>
+    history.summary === undefined
+      ? Effect.succeed({ task: history.task, parts: history.parts })
+      : Effect.map(storeSummary(history.summary), (summary) => ({
+          task: history.task,
+          parts: history.parts,
+          summary
+        }))
+
+  const restore = (stored: StoredHistory): Effect.Effect<History.History, TranscriptError> =>
+    stored.summary === undefined
+      ? Effect.succeed({ task: stored.task, parts: stored.parts })
+      : Effect.map(restoreSummary(stored.summary), (summary) => ({
+          task: stored.task,
+          parts: stored.parts,
+          summary
+        }))
+
+  const transcript: TranscriptStore = { task, volume, write, read, restore, store, storeSummary, restoreSummary }
+  return transcript
+})
+
+const samePartsJson = (a: ReadonlyArray<Part>, b: ReadonlyArray<Part>): boolean =>
+  a.length === b.length && JSON.stringify(a) === JSON.stringify(b)
+
+/**
+ * The record of a rewrite from `before` to `after` (a history hooks
+ * returned): leading parts dropped and maybe a new summary, or the whole
+ * history when it is not of that shape.
+ *
+ * @since 0.3.0
+ * @category records
+ */
+export const rewriteRecord = (
+  transcript: TranscriptStore,
+  before: History.History,
+  after: History.History
+): Effect.Effect<TranscriptRecord> => {
+  const drop = before.parts.length - after.parts.length
+  const suffix =
+    after.task === before.task &&
+    drop >= 0 &&
+    after.parts.every((part, index) => part === before.parts[drop + index]) &&
+    (after.summary !== undefined || before.summary === undefined)
+  if (!suffix) {
+    return Effect.map(transcript.store(after), (history) => ({ _tag: "Replaced", history, redacted: false }) as const)
+  }
+  if (after.summary === before.summary || after.summary === undefined) {
+    return Effect.succeed({ _tag: "Rewritten", drop, redacted: false } as const)
+  }
+  return Effect.map(
+    transcript.storeSummary(after.summary),
+    (summary) => ({ _tag: "Rewritten", drop, summary, redacted: false }) as const
+  )
+}
+
+/**
+ * One request of a rebuilt turn: its step, the parts rebuilt for it, and
+ * the digest the journal recorded.
+ *
+ * @since 0.3.0
+ * @category rebuilding
+ */
+export interface RebuiltRequest {
+  readonly step: number
+  readonly parts: ReadonlyArray<Part>
+  readonly sha256: string
+  readonly answered: boolean
+}
+
+/**
+ * A turn rebuilt from its journal entries and transcript records: the
+ * history as it stands after the last recorded content, the history the
+ * last request was built from when that request got no response (lost to
+ * a crash, or failed), every request with its journal digest (for
+ * {@link verify}), and whether a record was changed by redaction.
+ *
+ * @since 0.3.0
+ * @category rebuilding
+ */
+export interface RebuiltTurn {
+  readonly turn: number
+  readonly history: History.History
+  readonly lostRequest: Option.Option<{ readonly step: number; readonly history: History.History }>
+  readonly requests: ReadonlyArray<RebuiltRequest>
+  readonly redacted: boolean
+}
+
+/**
+ * Rebuilds turn `turn` from the journal's `entries` and the transcript:
+ * the `Opened` record of its `TurnOpened`, then every rewrite, response and
+ * result in journal order. Fails {@link TranscriptMissing} when an entry
+ * that introduced content names no record, {@link TranscriptError} when a
+ * record cannot be read or is not what its name says.
+ *
+ * @since 0.3.0
+ * @category rebuilding
+ */
+export const rebuild = Effect.fnUntraced(function* (
+  transcript: TranscriptReader,
+  entries: ReadonlyArray<Entry>,
+  turn: number
+): Effect.fn.Return<RebuiltTurn, TranscriptError | TranscriptMissing> {
+  let history: History.History | undefined
+  let redacted = false
+  let lost: { step: number; history: History.History } | undefined
+  const requests: Array<RebuiltRequest> = []
+  const missing = (entry: string) => new TranscriptMissing({ task: transcript.task, turn, entry })
+  const readAs = <T extends TranscriptRecord["_tag"]>(sha256: string, tag: T) =>
+    Effect.flatMap(transcript.read(sha256), (record) => {
+      if (record._tag !== tag) {
+        return Effect.fail(
+          new TranscriptError({
+            operation: "rebuild",
+            path: sha256,
+            detail: `the journal names a ${record._tag} record where a ${tag} record belongs`
+          })
+        )
+      }
+      redacted = redacted || record.redacted
+      return Effect.succeed(record as Extract<TranscriptRecord, { readonly _tag: T }>)
+    })
+  for (const entry of entries) {
+    if (!("turn" in entry) || entry.turn !== turn) continue
+    switch (entry._tag) {
+      case "TurnOpened": {
+        if (entry.transcript === undefined) return yield* missing("TurnOpened")
+        history = yield* transcript.restore((yield* readAs(entry.transcript, "Opened")).history)
+        break
+      }
+      case "RequestDispatched": {
+        if (history === undefined) return yield* missing("TurnOpened")
+        if (entry.transcript !== undefined) {
+          const record = yield* transcript.read(entry.transcript)
+          redacted = redacted || record.redacted
+          if (record._tag === "Rewritten") {
+            const dropped = { ...history, parts: history.parts.slice(record.drop) }
+            history =
+              record.summary === undefined
+                ? dropped
+                : {
+                    task: history.task,
+                    parts: dropped.parts,
+                    summary: yield* transcript.restoreSummary(record.summary)
+                  }
+          } else if (record._tag === "Replaced") {
+            history = yield* transcript.restore(record.history)
+          } else {
+            return yield* new TranscriptError({
+              operation: "rebuild",
+              path: entry.transcript,
+              detail: `the journal names a ${record._tag} record where a rewrite belongs`
+            })
+          }
+        }
+        requests.push({ step: entry.step, parts: History.toParts(history), sha256: entry.sha256, answered: false })
+        lost = { step: entry.step, history }
+        break
+      }
+      case "ModelFailed":
+        // The failed request stays the one to send again: its history is `lost.history`.
+        break
+      case "ResponseReceived": {
+        if (history === undefined) return yield* missing("TurnOpened")
+        if (entry.transcript === undefined) return yield* missing("ResponseReceived")
+        const record = yield* readAs(entry.transcript, "Responded")
+        history = History.append(history, History.responseParts(record))
+        const last = requests.at(-1)
+        if (last !== undefined) requests[requests.length - 1] = { ...last, answered: true }
+        lost = undefined
+        break
+      }
+      case "ToolResulted": {
+        if (history === undefined) return yield* missing("TurnOpened")
+        if (entry.transcript === undefined) return yield* missing("ToolResulted")
+        const record = yield* readAs(entry.transcript, "Resulted")
+        history = History.append(history, [record.result])
+        break
+      }
+      default:
+        break
+    }
+  }
+  if (history === undefined) return yield* missing("TurnOpened")
+  return {
+    turn,
+    history,
+    lostRequest: lost === undefined ? Option.none() : Option.some(lost),
+    requests,
+    redacted
+  }
+})
+
+/**
+ * Checks that every request of a rebuilt turn, sent with `tools`, has the
+ * digest the journal recorded for it: the rebuilt history is byte for byte
+ * the one the uninterrupted run built its requests from. Fails
+ * {@link TranscriptMismatch} naming the first step that differs. A turn
+ * whose records redaction changed is not checked (its requests differ where
+ * the secrets were); the result says how many requests were checked.
+ *
+ * @since 0.3.0
+ * @category rebuilding
+ */
+export const verify = Effect.fnUntraced(function* (
+  task: Ids.TaskId,
+  rebuilt: RebuiltTurn,
+  tools: ReadonlyArray<ToolSpec>
+): Effect.fn.Return<number, TranscriptMismatch> {
+  if (rebuilt.redacted) return 0
+  for (const request of rebuilt.requests) {
+    const measured = yield* measureRequest({ parts: request.parts, tools })
+    if (measured.sha256 !== request.sha256) {
+      return yield* new TranscriptMismatch({
+        task,
+        turn: rebuilt.turn,
+        step: request.step,
+        journalSha256: request.sha256,
+        rebuiltSha256: measured.sha256
+      })
+    }
+  }
+  return rebuilt.requests.length
+})
