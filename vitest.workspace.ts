@@ -24,7 +24,8 @@ export const packageProjects: ReadonlyArray<string> = [
   "node",
   "browser",
   "ai-sdk",
-  "mcp"
+  "mcp",
+  "workflow"
 ]
 
 /**

@@ -13,10 +13,11 @@ import { fileURLToPath } from "node:url"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
-const packages = ["core", "artifacts", "runtime", "node", "browser", "ai-sdk", "mcp"] as const
+const packages = ["core", "artifacts", "runtime", "node", "browser", "ai-sdk", "mcp", "workflow"] as const
 const rootManifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8"))
 const nodeManifest = JSON.parse(readFileSync(join(root, "packages", "node", "package.json"), "utf8"))
 const aiSdkManifest = JSON.parse(readFileSync(join(root, "packages", "ai-sdk", "package.json"), "utf8"))
+const workflowManifest = JSON.parse(readFileSync(join(root, "packages", "workflow", "package.json"), "utf8"))
 
 /** What the consumer installs beside the tarballs: the peers at the workspace's versions, and the tools it uses. */
 const consumerExtras = [
@@ -24,6 +25,7 @@ const consumerExtras = [
   `@effect/platform-node@${nodeManifest.devDependencies["@effect/platform-node"]}`,
   `ai@${aiSdkManifest.devDependencies.ai}`,
   `@ai-sdk/provider@${aiSdkManifest.devDependencies["@ai-sdk/provider"]}`,
+  `@effect/sql-pg@${workflowManifest.devDependencies["@effect/sql-pg"]}`,
   `@types/node@${rootManifest.devDependencies["@types/node"]}`,
   "esbuild@0.28.2"
 ]
@@ -185,7 +187,8 @@ beforeAll(() => {
         "packages/node/tsconfig.bin.json",
         "packages/browser/tsconfig.src.json",
         "packages/ai-sdk/tsconfig.src.json",
-        "packages/mcp/tsconfig.src.json"
+        "packages/mcp/tsconfig.src.json",
+        "packages/workflow/tsconfig.src.json"
       ],
       root
     ),

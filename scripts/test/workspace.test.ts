@@ -59,6 +59,7 @@ describe("the browser project without Chromium", () => {
       "node",
       "ai-sdk",
       "mcp",
+      "workflow",
       "examples",
       "bench",
       "workspace"
@@ -78,9 +79,20 @@ describe("the browser project without Chromium", () => {
  * Each package's layer, lowest first; a package may depend only on packages
  * of a lower layer. node and browser are two platforms side by side; the
  * ecosystem adapters (ai-sdk, mcp) come after node: their sources need only
- * runtime, their tests use node for real durable files.
+ * runtime, their tests use node for real durable files. The workflow package
+ * (tasks on Effect's workflow engine and cluster) hosts tasks on Node runners:
+ * it builds on node.
  */
-const layers: Record<string, number> = { core: 0, artifacts: 1, runtime: 2, node: 3, browser: 3, "ai-sdk": 4, mcp: 4 }
+const layers: Record<string, number> = {
+  core: 0,
+  artifacts: 1,
+  runtime: 2,
+  node: 3,
+  browser: 3,
+  "ai-sdk": 4,
+  mcp: 4,
+  workflow: 4
+}
 const layerOf = (name: string): number => layers[name] ?? Number.POSITIVE_INFINITY
 
 type Manifest = Partial<Record<"dependencies" | "devDependencies" | "peerDependencies", Record<string, string>>>
