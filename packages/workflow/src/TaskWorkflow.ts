@@ -40,7 +40,7 @@
  */
 import { Ids } from "@tessera/core"
 import { EntryGate, History, Journal, Model, PrivateSummaries, TaskExecution } from "@tessera/runtime"
-import { Effect, Option, Schema } from "effect"
+import { Effect, Option, Path, Schedule, Schema } from "effect"
 import { Activity, Workflow } from "effect/workflow"
 import { deferResponse, toolView } from "./internal/journalViews.ts"
 import { TaskHosting } from "./TaskHosting.ts"
@@ -131,6 +131,21 @@ const failedWith =
   (error: { readonly _tag: string; readonly message: string }): TaskFailed =>
     error instanceof TaskFailed ? error : new TaskFailed({ task, reason: error._tag, detail: error.message })
 
+/**
+ * The task's journal for one activity. An activity of this task that is
+ * still unwinding in this process (the engine replays a workflow's body
+ * while an earlier run's activity finishes) holds the journal for a moment:
+ * the open waits for it (`TaskInUse` held by this process), up to 10 s.
+ */
+const openJournal = (folder: string, task: Ids.TaskId) =>
+  Journal.open({ folder, task }).pipe(
+    Effect.retry({
+      while: (error) => error._tag === "TaskInUse" && error.holder === "this process",
+      schedule: Schedule.spaced("50 millis"),
+      times: 200
+    })
+  )
+
 /** Runs `body` with the task's journal open for this activity only. */
 const withJournal = <A, E extends { readonly _tag: string; readonly message: string }, R>(
   task: Ids.TaskId,
@@ -138,7 +153,7 @@ const withJournal = <A, E extends { readonly _tag: string; readonly message: str
 ) =>
   Effect.gen(function* () {
     const hosting = yield* TaskHosting
-    const journal = yield* Journal.open({ folder: hosting.journalFolder, task })
+    const journal = yield* openJournal(hosting.journalFolder, task)
     return yield* body(journal)
   }).pipe(
     Effect.scoped,
@@ -275,6 +290,30 @@ const closeTurnActivity = (task: Ids.TaskId, turn: number, step: StepResult) =>
   })
 
 /**
+ * The task's journal as the entry gate sees it: its task and file, the
+ * identity `EntryGate.verify` checks against the binding. It writes
+ * nothing: every write fails `JournalSequenceError`, and reading its state
+ * is a defect (the gate never does).
+ */
+const recordOf = (folder: string, task: Ids.TaskId) =>
+  Path.Path.useSync((path) => {
+    const file = path.resolve(folder, Journal.fileName(task))
+    const refused = (entry: string) =>
+      Effect.fail(new Journal.JournalSequenceError({ file, entry, detail: "the entry gate's view writes nothing" }))
+    const record: Journal.JournalService = {
+      task,
+      file,
+      state: Effect.die(new Error("the entry gate's view of the journal has no state")),
+      append: (input) => refused(input._tag),
+      openTurn: refused("TurnOpened"),
+      resumeTurn: refused("TurnResumed"),
+      closeTurn: refused("TurnClosed"),
+      abandonTurn: () => refused("TurnAbandoned")
+    }
+    return record
+  })
+
+/**
  * The gate every run of the body passes before its first activity: the
  * binding, `EntryGate.verify` against the task's journal (the capability,
  * when the policy needs one) and, for private offload, the private writer.
@@ -283,9 +322,10 @@ const gate = (task: Ids.TaskId) =>
   Effect.gen(function* () {
     const hosting = yield* TaskHosting
     const binding = yield* hosting.bindTask(task)
-    yield* withJournal(task, (journal) =>
-      EntryGate.verify(binding, "Turn").pipe(Effect.provideService(Journal.Journal, journal))
-    )
+    // The body may run again while an activity of an earlier run holds the journal: the gate asks its question
+    // of the journal's identity (`recordOf`), without opening it for writing.
+    const record = yield* recordOf(hosting.journalFolder, task)
+    yield* EntryGate.verify(binding, "Turn").pipe(Effect.provideService(Journal.Journal, record))
     if (hosting.config.offload?.destination === "Private") yield* PrivateSummaries.resolve(binding.context)
     return binding
   }).pipe(Effect.mapError(failedWith(task)))

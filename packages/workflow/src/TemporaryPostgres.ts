@@ -22,18 +22,18 @@ import { join } from "node:path"
 import { Effect, Schema } from "effect"
 
 /**
- * Where the PostgreSQL 15 server binaries are looked for, first to last;
- * `TESSERA_PG_BIN` comes first when set.
+ * Where the PostgreSQL server binaries are looked for, first to last
+ * (Debian's and Ubuntu's layout); when `TESSERA_PG_BIN` is set, only there.
+ * The Tessera repository's `vitest.workspace.ts` and `scripts/check.mjs`
+ * look in the same places.
  *
  * @since 0.1.0
  * @category configuration
  */
-export const binFolders: ReadonlyArray<string> = [
-  ...(process.env.TESSERA_PG_BIN === undefined ? [] : [process.env.TESSERA_PG_BIN]),
-  "/usr/lib/postgresql/17/bin",
-  "/usr/lib/postgresql/16/bin",
-  "/usr/lib/postgresql/15/bin"
-]
+export const binFolders: ReadonlyArray<string> =
+  process.env.TESSERA_PG_BIN === undefined
+    ? ["/usr/lib/postgresql/17/bin", "/usr/lib/postgresql/16/bin", "/usr/lib/postgresql/15/bin"]
+    : [process.env.TESSERA_PG_BIN]
 
 /**
  * The folder holding `initdb`, `pg_ctl` and `postgres`, or `undefined` when

@@ -5,6 +5,10 @@
 /**
  * @since 0.1.0
  */
+export * as Cluster from "./Cluster.ts"
+/**
+ * @since 0.1.0
+ */
 export * as SharedStore from "./SharedStore.ts"
 /**
  * @since 0.1.0
