@@ -164,7 +164,8 @@ describe("the task workflow on a cluster of three runners over Postgres", () => 
         const dir = yield* world.tempDir
         const pg = yield* TemporaryPostgres.make()
         const log = path.join(dir, "effects.log")
-        const options = { store: path.join(dir, "store"), log, pauseMs, idempotent: false }
+        // A shorter pause than the main test's: the kill is timed into it, not left to chance.
+        const options = { store: path.join(dir, "store"), log, pauseMs: 600, idempotent: false }
         const runners = yield* Effect.all(
           [0, 1, 2].map((index) => cluster.startRunner(pg, options, index)),
           { concurrency: 3 }
@@ -176,12 +177,15 @@ describe("the task workflow on a cluster of three runners over Postgres", () => 
         // The same kill, timed into the window between a call's side effect and the engine's record of it:
         // as soon as calls acted, every runner dies, and three fresh ones take over.
         while (!fs.existsSync(log) || fs.readFileSync(log, "utf8").split("\n").length < 3) yield* Effect.sleep(20)
+        const t0 = Date.now()
         yield* Effect.forEach(runners, cluster.kill, { discard: true })
         yield* Effect.all(
           [3, 4, 5].map((index) => cluster.startRunner(pg, options, index)),
           { concurrency: 3 }
         )
+        const t1 = Date.now()
         yield* Fiber.join(running)
+        yield* Effect.logInfo(`negative control: restart ${t1 - t0} ms, finish ${Date.now() - t1} ms`)
         const twice = [...world.effectCounts(log)].filter(([, count]) => count > 1)
         assert.isAbove(twice.length, 0, "a call acted twice without idempotency keys")
       }).pipe(Effect.scoped, Effect.provide(world.platformLayer)),
