@@ -17,6 +17,7 @@ import type { ReopenResult } from "./JournalReopen.ts"
 import type { OffloadResult } from "./OffloadThroughput.ts"
 import { type OverheadResult, type StandIn, standIns as standInsInOrder } from "./Overhead.ts"
 import { contextPlot } from "./Plot.ts"
+import { type ScaleOutResult, benchArgs as scaleOutArgs, section as scaleOutSection } from "./ScaleOut.ts"
 import type { SideResult } from "./Scenario.ts"
 import { sidePolicy } from "./SideBySide.ts"
 
@@ -540,6 +541,8 @@ md.push(
     `With the young generation fixed on both sides: per step ${(oursFixed.step.median / lcFixed.step.median).toFixed(2)}x, per summarization step ${(oursFixed.summarizationStep.median / lcFixed.summarizationStep.median).toFixed(2)}x, peak memory ${ratio(oursFixed.peakRss, lcFixed.peakRss)}x; ours per step ${formatMs(oursFixed.step.median)} against ${formatMs(oursMemory.step.median)} ms with V8's default sizing, LangChain's ${formatMs(lcFixed.step.median)} against ${formatMs(lcFull.step.median)} ms.`
 )
 md.push("")
+// Its own job: Postgres and runner processes of its own (`node bench/src/child.ts scale-out '<args>'` runs it alone).
+md.push(...scaleOutSection(await timed("scale-out", () => runChild<ScaleOutResult>("scale-out", scaleOutArgs))), "")
 const notesFile = path.join(root, "bench", "NOTES.md")
 if (fs.existsSync(notesFile)) md.push(fs.readFileSync(notesFile, "utf8").trim(), "")
 
