@@ -24,11 +24,13 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeServices from "@effect/platform-node/NodeServices"
+import { ArtifactPathPolicy } from "@tessera/artifacts"
 import { HostAuthority, Ids } from "@tessera/core"
 import { NodeDigest, NodeDurableFiles } from "@tessera/node"
 import { Compaction, CompactionPolicy, Journal, Model, ScriptedModel, Tool } from "@tessera/runtime"
-import { Cluster, SharedStore, TaskWorkflow, TemporaryPostgres, ToolCallKey } from "@tessera/workflow"
+import { Cluster, SharedStore, TaskHosting, TaskWorkflow, TemporaryPostgres, ToolCallKey } from "@tessera/workflow"
 import { Effect, Fiber, Layer, Option, Schema } from "effect"
+import { WorkflowEngine } from "effect/workflow"
 
 const agent = Schema.decodeUnknownSync(Ids.AgentId)("surveyor")
 const storeId = Schema.decodeUnknownSync(Ids.StoreId)("survey-cluster")
@@ -65,32 +67,29 @@ const script: ScriptedModel.Script = (request) => {
     : Model.response({ toolCalls: [Model.toolCall(`measure-${next}`, "measure_site", { site: next })] })
 }
 
+const turnConfig = {
+  tools: Tool.registry(measure),
+  maxSteps: 20,
+  offload: { threshold: 1_024, readTool: "read_artifact", destination: "Private" as const }
+}
+const gate = { policy: CompactionPolicy.threshold({ measure: "bytes", limit: 900, keepRecent: 0, pieceLimit: 20_000 }) }
+const platform = Layer.mergeAll(NodeServices.layer, NodeDurableFiles.layer, NodeDigest.layer, HostAuthority.permissive)
+
+// #region cluster-runner
+const runnerLayer = (args: { readonly postgres: string; readonly store: string; readonly port: number }) =>
+  TaskWorkflow.layer.pipe(
+    // ClusterWorkflowEngine, the socket runner on host:port, messages and shard locks in Postgres
+    Layer.provideMerge(Cluster.layer({ postgres: { url: args.postgres }, host: "127.0.0.1", port: args.port })),
+    // TaskHosting and the artifact path policy, from the store every runner mounts
+    Layer.provide(SharedStore.layer({ root: args.store, storeId, agent, config: turnConfig, gate })),
+    Layer.provide(ScriptedModel.layer(script)),
+    Layer.provide(platform)
+  )
+// #endregion cluster-runner
+
 const runner = (args: { readonly postgres: string; readonly store: string; readonly port: number }) =>
   Effect.gen(function* () {
-    yield* Layer.build(
-      TaskWorkflow.layer.pipe(
-        Layer.provideMerge(Cluster.layer({ postgres: { url: args.postgres }, host: "127.0.0.1", port: args.port })),
-        Layer.provide(
-          SharedStore.layer({
-            root: args.store,
-            storeId,
-            agent,
-            config: {
-              tools: Tool.registry(measure),
-              maxSteps: 20,
-              offload: { threshold: 1_024, readTool: "read_artifact", destination: "Private" }
-            },
-            gate: {
-              policy: CompactionPolicy.threshold({ measure: "bytes", limit: 900, keepRecent: 0, pieceLimit: 20_000 })
-            }
-          })
-        ),
-        Layer.provide(ScriptedModel.layer(script)),
-        Layer.provide(
-          Layer.mergeAll(NodeServices.layer, NodeDurableFiles.layer, NodeDigest.layer, HostAuthority.permissive)
-        )
-      )
-    )
+    yield* Layer.build(runnerLayer(args))
     process.stdout.write("ready\n")
     return yield* Effect.never
   }).pipe(Effect.scoped)
@@ -124,6 +123,22 @@ const startRunner = (postgres: string, store: string) =>
     (child: ChildProcess) => Effect.sync(() => child.kill("SIGKILL"))
   )
 
+// #region cluster-client
+/** Starts the tasks from this process (a client: it serves none), kills a runner while they run, and waits. */
+const runAcross = <A, E>(
+  url: string,
+  runners: ReadonlyArray<ChildProcess>,
+  tasks: ReadonlyArray<Effect.Effect<A, E, WorkflowEngine.WorkflowEngine>>
+) =>
+  Effect.gen(function* () {
+    const running = yield* Effect.forkChild(Effect.all(tasks, { concurrency: "unbounded" }))
+    yield* Effect.sleep("400 millis")
+    runners[0]?.kill("SIGKILL")
+    console.log(`runner ${runners[0]?.pid} killed with SIGKILL while tasks were running`)
+    return yield* Fiber.join(running)
+  }).pipe(Effect.provide(Cluster.layerClient({ postgres: { url } })))
+// #endregion cluster-client
+
 const client = Effect.gen(function* () {
   const folder = process.env.TESSERA_EXAMPLE_DIR ?? fs.mkdtempSync(path.join(os.tmpdir(), "tessera-cluster-"))
   const store = path.join(folder, "store")
@@ -140,13 +155,7 @@ const client = Effect.gen(function* () {
       prompt: `Survey ${sites.join(", ")} and tell me whether every site is within tolerance.`
     })
   )
-  const answers = yield* Effect.gen(function* () {
-    const running = yield* Effect.forkChild(Effect.all(tasks, { concurrency: "unbounded" }))
-    yield* Effect.sleep("400 millis")
-    runners[0]?.kill("SIGKILL")
-    console.log(`runner ${runners[0]?.pid} killed with SIGKILL while tasks were running`)
-    return yield* Fiber.join(running)
-  }).pipe(Effect.provide(Cluster.layerClient({ postgres: { url: postgres.url } })))
+  const answers = yield* runAcross(postgres.url, runners, tasks)
   for (const answer of answers) console.log(`${answer.task}: ${answer.text} (${answer.steps} model steps)`)
   const journals = path.join(store, "volumes", "journal")
   const entries = yield* Effect.forEach(answers, (answer) =>
@@ -157,7 +166,25 @@ const client = Effect.gen(function* () {
     `journals: ${count("ArtifactOffloaded")} results offloaded, ${count("SummaryStaged")} summaries staged, ` +
       `${count("TurnClosed")} of ${answers.length} turns closed`
   )
+  yield* oneProcess(path.join(folder, "one-process"))
 }).pipe(Effect.scoped, Effect.provide(NodeServices.layer))
+
+// #region one-process
+/** The same task in this process, on the in-memory workflow engine (no database). */
+const oneProcess = (root: string) =>
+  Effect.gen(function* () {
+    const shared = yield* SharedStore.open({ root, storeId, agent, config: turnConfig, gate })
+    const services = Layer.mergeAll(
+      Layer.succeed(TaskHosting.TaskHosting)(shared.hosting),
+      ArtifactPathPolicy.layer(shared.pathPolicy)
+    )
+    const task = Schema.decodeUnknownSync(Ids.TaskId)("survey-local")
+    const answer = yield* TaskWorkflow.run({ task, prompt: "Survey every site." }).pipe(
+      Effect.provide(TaskWorkflow.layer.pipe(Layer.provideMerge(WorkflowEngine.layerMemory), Layer.provide(services)))
+    )
+    console.log(`one process (WorkflowEngine.layerMemory): ${answer.task}: ${answer.text}`)
+  }).pipe(Effect.provide(ScriptedModel.layer(script)), Effect.provide(platform))
+// #endregion one-process
 
 if (process.argv[2] === "runner") {
   NodeRuntime.runMain(runner(JSON.parse(process.argv[3] ?? "{}")))
