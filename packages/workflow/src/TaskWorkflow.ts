@@ -265,7 +265,7 @@ const toolActivity = (binding: EntryGate.TaskBinding, turn: number, step: StepRe
           recorded,
           (detail) => new TaskFailed({ task, reason: "ToolResultChanged", detail })
         )
-        const key = yield* Activity.idempotencyKey(`${task}/t${turn}/s${step.step}/${call.id}`)
+        const key = yield* Activity.idempotencyKey(ToolCallKey.nameOf({ task, turn, step: step.step, callId: call.id }))
         const results = yield* TaskExecution.dispatchTools(binding, hosting.config, { task, turn, step: step.step }, [
           call
         ]).pipe(Effect.provideService(Journal.Journal, view), ToolCallKey.provide(key))

@@ -20,7 +20,34 @@
  *
  * @since 0.1.0
  */
+import type { Ids } from "@tessera/core"
 import { Context, Effect, Option } from "effect"
+
+/**
+ * What a call's key is made from: the task, the turn, the step whose
+ * response asked for the call (the journal's number for it), and the call id.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface CallIdentity {
+  readonly task: Ids.TaskId
+  readonly turn: number
+  readonly step: number
+  readonly callId: string
+}
+
+/**
+ * The name the key is derived from (`Activity.idempotencyKey` hashes it with
+ * the workflow execution): `<task>/t<turn>/s<step>/<call id>`. One-to-one
+ * over the identity: a task id holds no `/`, turn and step are integers, and
+ * the call id is the rest, whatever characters it holds.
+ *
+ * @since 0.1.0
+ * @category naming
+ */
+export const nameOf = (identity: CallIdentity): string =>
+  `${identity.task}/t${identity.turn}/s${identity.step}/${identity.callId}`
 
 /**
  * The key of the call in progress, `None` outside the task workflow.
