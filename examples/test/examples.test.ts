@@ -85,7 +85,10 @@ describe("examples run as smoke tests", () => {
           assert.match(out, new RegExp(`survey-${index}: All 3 sites are within tolerance\\.`))
         }
         assert.match(out, /journals: 18 results offloaded, [1-9]\d* summaries staged, 6 of 6 turns closed/)
-        assert.match(out, /one process \(WorkflowEngine.layerMemory\): survey-local: All 3 sites are within tolerance\./)
+        assert.match(
+          out,
+          /one process \(WorkflowEngine.layerMemory\): survey-local: All 3 sites are within tolerance\./
+        )
       } finally {
         rmSync(scratch, { recursive: true, force: true })
       }

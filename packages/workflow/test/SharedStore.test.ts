@@ -46,8 +46,9 @@ const race = (operation: string, folder: string) =>
         )
       )
     })
-    // Every participant is started (and polling) before the folder says go.
-    await new Promise((resolve) => setTimeout(resolve, 600))
+    // Every participant is started and polling before the folder says go.
+    const ready = () => Array.from({ length: racers }, (_, id) => fs.existsSync(path.join(folder, `ready-${id}`)))
+    while (!ready().every(Boolean)) await new Promise((resolve) => setTimeout(resolve, 10))
     fs.writeFileSync(path.join(folder, "go"), "")
     return Promise.all(children)
   })
