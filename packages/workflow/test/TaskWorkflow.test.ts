@@ -10,6 +10,7 @@ import {
   EntryGate as Gate,
   History,
   Journal,
+  JournalFile,
   Model,
   PrivateStaging,
   PrivateSummaries,
@@ -388,6 +389,109 @@ describe("TaskWorkflow on WorkflowEngine.layerMemory", () => {
       const entries = yield* Journal.readEntries({ folder: shared.journalFolder, task: taskOf("offload retry") })
       const first = entries.find((entry) => entry._tag === "ArtifactOffloaded" && entry.callId === "call-1")
       assert.strictEqual(first?._tag === "ArtifactOffloaded" ? first.disposition : undefined, "Replaced")
+    }).pipe(Effect.scoped, Effect.provide(world.modelLayer), Effect.provide(world.platformLayer))
+  )
+
+  /**
+   * A journal file that is interrupted right after it durably wrote the first line matching `when`: what a
+   * runner that dies just after a record, before the engine stored the activity's result, leaves behind.
+   */
+  const interruptedAfterLine = (when: (line: string) => boolean) => {
+    let fired = false
+    const file: JournalFile.JournalFileShape = {
+      openAppend: (path) =>
+        Effect.map(JournalFile.fileSystem.openAppend(path), (handle) => ({
+          append: (line: string) =>
+            Effect.andThen(
+              handle.append(line),
+              Effect.suspend(() => {
+                if (fired || !when(line)) return Effect.void
+                fired = true
+                return Effect.interrupt
+              })
+            ),
+          truncate: handle.truncate
+        }))
+    }
+    return { file, fired: () => fired }
+  }
+
+  const runRecording = (dir: string, name: string, when: (line: string) => boolean) =>
+    Effect.gen(function* () {
+      const interrupted = interruptedAfterLine(when)
+      const result = yield* onMemoryEngine(dir, {}, (shared) =>
+        Effect.flatMap(run(name), (answer) =>
+          Effect.map(Journal.readEntries({ folder: shared.journalFolder, task: answer.task }), (entries) => ({
+            answer,
+            entries
+          }))
+        )
+      ).pipe(Effect.provideService(JournalFile.JournalFile, interrupted.file))
+      assert.isTrue(interrupted.fired(), "the interruption happened")
+      return result
+    })
+
+  it.live("tool_result_recorded_before_the_engine_stored_it_is_not_recorded_again", () =>
+    Effect.gen(function* () {
+      const dir = yield* world.tempDir
+      const { answer, entries } = yield* runRecording(
+        dir,
+        "recorded tool",
+        (line) => line.includes('"_tag":"ToolResulted"') && line.includes('"callId":"call-3"')
+      )
+      assert.strictEqual(answer.text, world.expectedAnswer("recorded tool"))
+      const ofCall = (tag: string) =>
+        entries.filter((entry) => entry._tag === tag && "callId" in entry && entry.callId === "call-3").length
+      assert.strictEqual(ofCall("ToolCalled"), 1)
+      assert.strictEqual(ofCall("ToolResulted"), 1)
+      assert.strictEqual(ofCall("ArtifactOffloaded"), 1)
+      for (const count of world.effectCounts(path.join(dir, "effects.log")).values()) assert.strictEqual(count, 1)
+    }).pipe(Effect.scoped, Effect.provide(world.modelLayer), Effect.provide(world.platformLayer))
+  )
+
+  it.live("response_recorded_before_the_engine_stored_it_is_not_recorded_again", () =>
+    Effect.gen(function* () {
+      const dir = yield* world.tempDir
+      const { answer, entries } = yield* runRecording(
+        dir,
+        "recorded response",
+        (line) => line.includes('"_tag":"ResponseReceived"') && line.includes('"step":2')
+      )
+      assert.strictEqual(answer.text, world.expectedAnswer("recorded response"))
+      const count = (tag: string) => entries.filter((entry) => entry._tag === tag).length
+      assert.strictEqual(count("ResponseReceived"), count("RequestDispatched"))
+      assert.strictEqual(count("TurnResumed"), 0)
+    }).pipe(Effect.scoped, Effect.provide(world.modelLayer), Effect.provide(world.platformLayer))
+  )
+
+  it.live("recorded_call_negative_control_a_naive_rerun_is_refused_by_the_journal", () =>
+    Effect.gen(function* () {
+      const dir = yield* world.tempDir
+      // The same re-run without the workflow's reconciliation: dispatching a call the journal already recorded.
+      const shared = yield* SharedStore.open({
+        root: path.join(dir, "store"),
+        agent,
+        config: world.config(path.join(dir, "effects.log")),
+        gate: { policy: world.policy }
+      })
+      const task = taskOf("naive rerun")
+      const binding = yield* shared.hosting.bindTask(task)
+      const exit = yield* Effect.scoped(
+        Effect.gen(function* () {
+          const journal = yield* Journal.open({ folder: shared.journalFolder, task })
+          const withJournal = Effect.provideService(Journal.Journal, journal)
+          const config = shared.hosting.config
+          const opened = yield* journal.openTurn
+          const context = { task, turn: opened.turn, step: 1 }
+          const history = History.make([Model.text("user", `${world.promptPrefix}naive rerun`)])
+          const step = yield* withJournal(TaskExecution.modelStep(binding, config, context, history))
+          const call = step.response.toolCalls[0] as Model.ToolCallPart
+          yield* withJournal(TaskExecution.dispatchTools(binding, config, context, [call]))
+          return yield* Effect.exit(withJournal(TaskExecution.dispatchTools(binding, config, context, [call])))
+        })
+      ).pipe(Effect.provide(ArtifactPathPolicy.layer(shared.pathPolicy)))
+      const failure = Exit.isFailure(exit) ? exit.cause.reasons[0] : undefined
+      assert.strictEqual(failure?._tag === "Fail" ? failure.error._tag : "", "JournalSequenceError")
     }).pipe(Effect.scoped, Effect.provide(world.modelLayer), Effect.provide(world.platformLayer))
   )
 })
