@@ -30,7 +30,7 @@ import { NodeDigest, NodeDurableFiles } from "@tessera/node"
 import { Compaction, CompactionPolicy, Journal, Model, ScriptedModel, Tool } from "@tessera/runtime"
 import { Cluster, SharedStore, TaskHosting, TaskWorkflow, TemporaryPostgres, ToolCallKey } from "@tessera/workflow"
 import { Effect, Fiber, Layer, Option, Schema } from "effect"
-import { WorkflowEngine } from "effect/workflow"
+import type { WorkflowEngine } from "effect/workflow"
 
 const agent = Schema.decodeUnknownSync(Ids.AgentId)("surveyor")
 const storeId = Schema.decodeUnknownSync(Ids.StoreId)("survey-cluster")
@@ -180,7 +180,7 @@ const oneProcess = (root: string) =>
     )
     const task = Schema.decodeUnknownSync(Ids.TaskId)("survey-local")
     const answer = yield* TaskWorkflow.run({ task, prompt: "Survey every site." }).pipe(
-      Effect.provide(TaskWorkflow.layer.pipe(Layer.provideMerge(WorkflowEngine.layerMemory), Layer.provide(services)))
+      Effect.provide(TaskWorkflow.layerMemory.pipe(Layer.provide(services)))
     )
     console.log(`one process (WorkflowEngine.layerMemory): ${answer.task}: ${answer.text}`)
   }).pipe(Effect.provide(ScriptedModel.layer(script)), Effect.provide(platform))

@@ -40,8 +40,8 @@
  */
 import { Ids } from "@tessera/core"
 import { EntryGate, History, Journal, Model, PrivateSummaries, TaskExecution } from "@tessera/runtime"
-import { Effect, Option, Path, Schedule, Schema } from "effect"
-import { Activity, Workflow } from "effect/workflow"
+import { Effect, Layer, Option, Path, Schedule, Schema } from "effect"
+import { Activity, Workflow, WorkflowEngine } from "effect/workflow"
 import { deferResponse, toolView } from "./internal/journalViews.ts"
 import { TaskHosting } from "./TaskHosting.ts"
 import * as ToolCallKey from "./ToolCallKey.ts"
@@ -376,6 +376,15 @@ export const runTask = Effect.fnUntraced(function* (request: typeof TaskRequest.
  * @category layers
  */
 export const layer = TaskWorkflow.toLayer((request) => runTask(request))
+
+/**
+ * The default way to run: the handler on `WorkflowEngine.layerMemory`, in
+ * this process, with no database. Provides the engine `run` needs.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerMemory = layer.pipe(Layer.provideMerge(WorkflowEngine.layerMemory))
 
 /**
  * Runs a task to its end on the engine in context and returns its answer;

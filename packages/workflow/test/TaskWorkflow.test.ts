@@ -21,7 +21,6 @@ import {
 } from "@tessera/runtime"
 import { SharedStore, TaskHosting, TaskWorkflow } from "@tessera/workflow"
 import { Effect, Exit, Layer } from "effect"
-import { WorkflowEngine } from "effect/workflow"
 import * as world from "./support/world.ts"
 
 /** Binds without any policy, which defaults to `Disabled` where no writer resolves. */
@@ -58,7 +57,7 @@ const onMemoryEngine = <A, E, R>(
       ArtifactPathPolicy.layer(shared.pathPolicy)
     )
     return yield* body(shared).pipe(
-      Effect.provide(TaskWorkflow.layer.pipe(Layer.provideMerge(WorkflowEngine.layerMemory), Layer.provide(services))),
+      Effect.provide(TaskWorkflow.layerMemory.pipe(Layer.provide(services))),
       Effect.provide(services)
     )
   })

@@ -21,7 +21,6 @@ import { Digest, DurableFiles } from "@tessera/core"
 import { Journal } from "@tessera/runtime"
 import { SharedStore, TaskHosting, TaskWorkflow, TemporaryPostgres } from "@tessera/workflow"
 import { Effect, Fiber, Layer, Random } from "effect"
-import { WorkflowEngine } from "effect/workflow"
 import * as cluster from "../support/cluster.ts"
 import * as world from "../support/world.ts"
 
@@ -49,7 +48,7 @@ const singleProcessAnswers = (dir: string) =>
       ArtifactPathPolicy.layer(shared.pathPolicy)
     )
     return yield* Effect.forEach(names, (name) => TaskWorkflow.run(request(name)), { concurrency: 4 }).pipe(
-      Effect.provide(TaskWorkflow.layer.pipe(Layer.provideMerge(WorkflowEngine.layerMemory), Layer.provide(services))),
+      Effect.provide(TaskWorkflow.layerMemory.pipe(Layer.provide(services))),
       Effect.provide(services)
     )
   }).pipe(Effect.provide(world.modelLayer))
