@@ -17,8 +17,10 @@
  */
 import { NodeClusterSocket } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
-import { Duration, Layer, Option, Redacted } from "effect"
+import { Duration, Effect, Layer, Option, Redacted } from "effect"
 import { ClusterWorkflowEngine, RunnerAddress, type ShardingConfig } from "effect/cluster"
+import { Reactivity } from "effect/reactivity"
+import * as TaskLock from "./TaskLock.ts"
 
 /**
  * Timings for a cluster whose runners should take a dead runner's tasks
@@ -82,13 +84,36 @@ export interface RunnerOptions {
 }
 
 /**
- * A runner: the cluster workflow engine, the socket runner and Postgres
- * storage. Provide the workflows' handler layers with it.
+ * The task lock of a runner (`TaskLock.postgres`) on a connection pool of
+ * its own (`connections`, default 16: one per activity running at once).
  *
  * @since 0.1.0
  * @category layers
  */
-export const layer = (options: RunnerOptions) =>
+export const layerTaskLock = (options: PostgresOptions & { readonly connections?: number }) =>
+  Layer.effect(
+    TaskLock.TaskLock,
+    Effect.map(
+      PgClient.make({
+        url: Redacted.make(options.url),
+        maxConnections: options.connections ?? 16,
+        applicationName: "tessera-task-locks"
+      }),
+      TaskLock.postgres
+    )
+  ).pipe(Layer.provide(Reactivity.layer))
+
+/**
+ * A runner: the cluster workflow engine, the socket runner, Postgres
+ * storage, and the task lock every activity holds (see `TaskLock`). Provide
+ * the workflows' handler layers with it.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (options: RunnerOptions) => Layer.merge(layerTaskLock(options.postgres), runnerLayer(options))
+
+const runnerLayer = (options: RunnerOptions) =>
   ClusterWorkflowEngine.layer.pipe(
     Layer.provideMerge(
       NodeClusterSocket.layer({

@@ -24,8 +24,8 @@
  * an object-store platform would implement with conditional puts
  * (`If-None-Match: *`) instead of links. This module only opens the store;
  * it takes no lock of its own: one writer per task journal comes from the
- * workflow engine, which runs a task on one runner at a time (the cluster's
- * shard lock in Postgres).
+ * workflow engine, which runs a task on one runner at a time, and from
+ * `TaskLock`, which every activity holds.
  *
  * @since 0.1.0
  */

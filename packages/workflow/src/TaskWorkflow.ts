@@ -33,8 +33,14 @@
  *   than an earlier attempt (offloaded, or recorded by digest) fails the
  *   task `TaskFailed` with reason `ToolResultChanged`, before it is recorded.
  *
+ * - **One writer per journal.** Every activity opens the task's journal
+ *   under `TaskLock` (on the cluster, a Postgres advisory lock on the task),
+ *   so an activity still running on a runner that lost the task and its
+ *   re-run on the new owner never write the journal at once.
+ *
  * Runs on any `WorkflowEngine`: `WorkflowEngine.layerMemory` in one process
- * (no database), or the cluster (`Cluster.layer`, Postgres).
+ * (no database, {@link layerMemory}), or the cluster (`Cluster.layer`,
+ * Postgres).
  *
  * @since 0.1.0
  */
@@ -44,6 +50,7 @@ import { Effect, Layer, Option, Path, Schedule, Schema } from "effect"
 import { Activity, Workflow, WorkflowEngine } from "effect/workflow"
 import { deferResponse, toolView } from "./internal/journalViews.ts"
 import { TaskHosting } from "./TaskHosting.ts"
+import { TaskLock } from "./TaskLock.ts"
 import * as ToolCallKey from "./ToolCallKey.ts"
 
 /**
@@ -146,17 +153,16 @@ const openJournal = (folder: string, task: Ids.TaskId) =>
     })
   )
 
-/** Runs `body` with the task's journal open for this activity only. */
+/** Runs `body` with the task's journal open for this activity only, under the task's lock (`TaskLock`). */
 const withJournal = <A, E extends { readonly _tag: string; readonly message: string }, R>(
   task: Ids.TaskId,
   body: (journal: Journal.JournalService) => Effect.Effect<A, E, R>
 ) =>
   Effect.gen(function* () {
     const hosting = yield* TaskHosting
-    const journal = yield* openJournal(hosting.journalFolder, task)
-    return yield* body(journal)
+    const lock = yield* TaskLock
+    return yield* lock.withLock(task, Effect.scoped(Effect.flatMap(openJournal(hosting.journalFolder, task), body)))
   }).pipe(
-    Effect.scoped,
     // A re-run that would record another result than the first attempt dies with `TaskFailed` (journal views).
     Effect.catchDefect((defect) => (defect instanceof TaskFailed ? Effect.fail(defect) : Effect.die(defect))),
     Effect.mapError(failedWith(task))

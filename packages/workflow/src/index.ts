@@ -17,6 +17,10 @@ export * as TaskHosting from "./TaskHosting.ts"
 /**
  * @since 0.1.0
  */
+export * as TaskLock from "./TaskLock.ts"
+/**
+ * @since 0.1.0
+ */
 export * as TaskWorkflow from "./TaskWorkflow.ts"
 /**
  * @since 0.1.0
