@@ -14,7 +14,7 @@
  */
 import type { Ids } from "@tessera/core"
 import type { EntryGate, Model, TaskExecution } from "@tessera/runtime"
-import { Context, type Effect } from "effect"
+import { Context, type Duration, type Effect } from "effect"
 
 /**
  * The host of a runner's tasks.
@@ -29,6 +29,10 @@ import { Context, type Effect } from "effect"
  *   tools may read `ToolCallKey.current` to make their side effects happen at
  *   most once per call (activities run at least once).
  * - `system`: parts that open every task's history (system prompts).
+ * - `modelRetry`: how often a model step that failed with a transient
+ *   `ModelError` (`ProviderFailure`, `Timeout`) is sent again, and after how
+ *   long (a `DurableClock` sleep: it survives the runner, and on the cluster a
+ *   long one holds no runner while it waits). None by default: the task fails.
  *
  * @since 0.1.0
  * @category models
@@ -40,6 +44,7 @@ export interface TaskHostingShape {
   readonly journalFolder: string
   readonly config: TaskExecution.ExecutionConfig
   readonly system?: ReadonlyArray<Model.Part>
+  readonly modelRetry?: { readonly times: number; readonly delay: Duration.Input }
 }
 
 /**

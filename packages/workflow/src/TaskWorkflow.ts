@@ -47,7 +47,7 @@
 import { Ids } from "@tessera/core"
 import { EntryGate, History, Journal, Model, PrivateSummaries, TaskExecution } from "@tessera/runtime"
 import { Effect, Layer, Option, Path, Schedule, Schema } from "effect"
-import { Activity, Workflow, WorkflowEngine } from "effect/workflow"
+import { Activity, DurableClock, Workflow, WorkflowEngine } from "effect/workflow"
 import { deferResponse, toolView } from "./internal/journalViews.ts"
 import { TaskHosting } from "./TaskHosting.ts"
 import { TaskLock } from "./TaskLock.ts"
@@ -97,7 +97,9 @@ export type TaskAnswer = typeof TaskAnswer.Type
 export class TaskFailed extends Schema.TaggedError<TaskFailed>()("TaskFailed", {
   task: Schema.String,
   reason: Schema.String,
-  detail: Schema.String
+  detail: Schema.String,
+  /** For `reason` `ModelError`: the model error's own reason. */
+  modelReason: Schema.optionalKey(Model.ModelErrorReason)
 }) {
   override get message(): string {
     return `task ${this.task} failed (${this.reason}): ${this.detail}`
@@ -136,7 +138,18 @@ type StepResult = typeof StepResult.Type
 const failedWith =
   (task: string) =>
   (error: { readonly _tag: string; readonly message: string }): TaskFailed =>
-    error instanceof TaskFailed ? error : new TaskFailed({ task, reason: error._tag, detail: error.message })
+    error instanceof TaskFailed
+      ? error
+      : new TaskFailed({
+          task,
+          reason: error._tag,
+          detail: error.message,
+          ...(error instanceof Model.ModelError ? { modelReason: error.reason } : {})
+        })
+
+/** Model errors worth sending the step again for: the provider or the time limit, not a bad response. */
+const transient = (failed: TaskFailed): boolean =>
+  failed.reason === "ModelError" && (failed.modelReason === "ProviderFailure" || failed.modelReason === "Timeout")
 
 /**
  * The task's journal for one activity. An activity of this task that is
@@ -207,9 +220,15 @@ const openTurnActivity = (task: Ids.TaskId) =>
     )
   })
 
-const modelStepActivity = (binding: EntryGate.TaskBinding, turn: number, index: number, history: History.History) =>
+const modelStepActivity = (
+  binding: EntryGate.TaskBinding,
+  turn: number,
+  index: number,
+  history: History.History,
+  attempt: number
+) =>
   Activity.make({
-    name: `turn/${turn}/model/${index}`,
+    name: attempt === 0 ? `turn/${turn}/model/${index}` : `turn/${turn}/model/${index}/retry/${attempt}`,
     success: StepResult,
     error: TaskFailed,
     execute: withJournal(binding.context.task, (journal) =>
@@ -337,6 +356,26 @@ const gate = (task: Ids.TaskId) =>
   }).pipe(Effect.mapError(failedWith(task)))
 
 /**
+ * A model step; a transient model error (see `TaskHosting.modelRetry`) is
+ * followed by a durable sleep and the step sent again, as a new activity
+ * (the failed request stays in the journal as `ModelFailed`).
+ */
+const modelStepWithRetry = Effect.fnUntraced(function* (
+  binding: EntryGate.TaskBinding,
+  turn: number,
+  index: number,
+  history: History.History
+) {
+  const retry = (yield* TaskHosting).modelRetry
+  for (let attempt = 0; ; attempt++) {
+    const result = yield* Effect.result(modelStepActivity(binding, turn, index, history, attempt))
+    if (result._tag === "Success") return result.success
+    if (retry === undefined || attempt >= retry.times || !transient(result.failure)) return yield* result.failure
+    yield* DurableClock.sleep({ name: `turn/${turn}/model/${index}/wait/${attempt + 1}`, duration: retry.delay })
+  }
+})
+
+/**
  * The workflow's body: the gate, then one turn of model-step and tool-call
  * activities until the model answers without tool calls (the turn is
  * closed) or the step limit (`TaskFailed`, reason `StepLimitExceeded`, the
@@ -359,7 +398,7 @@ export const runTask = Effect.fnUntraced(function* (request: typeof TaskRequest.
         detail: `turn ${turn} reached its limit of ${hosting.config.maxSteps} model steps without a final answer`
       })
     }
-    const step = yield* modelStepActivity(binding, turn, index, history)
+    const step = yield* modelStepWithRetry(binding, turn, index, history)
     history = step.history
     if (step.response.toolCalls.length === 0) {
       yield* closeTurnActivity(task, turn, step)

@@ -37,6 +37,7 @@ const onMemoryEngine = <A, E, R>(
     readonly privateVolume?: boolean
     readonly config?: (log: string) => TaskExecution.ExecutionConfig
     readonly bindTask?: (shared: SharedStore.SharedStore) => TaskHosting.TaskHosting["Service"]["bindTask"]
+    readonly modelRetry?: TaskHosting.TaskHosting["Service"]["modelRetry"]
   },
   body: (shared: SharedStore.SharedStore) => Effect.Effect<A, E, R>
 ) =>
@@ -50,8 +51,11 @@ const onMemoryEngine = <A, E, R>(
       gate: options.gate ?? { policy: world.policy },
       ...(options.privateVolume === undefined ? {} : { privateVolume: options.privateVolume })
     })
-    const hosting =
-      options.bindTask === undefined ? shared.hosting : { ...shared.hosting, bindTask: options.bindTask(shared) }
+    const hosting = {
+      ...shared.hosting,
+      ...(options.bindTask === undefined ? {} : { bindTask: options.bindTask(shared) }),
+      ...(options.modelRetry === undefined ? {} : { modelRetry: options.modelRetry })
+    }
     const services = Layer.mergeAll(
       Layer.succeed(TaskHosting.TaskHosting)(hosting),
       ArtifactPathPolicy.layer(shared.pathPolicy)
@@ -492,5 +496,59 @@ describe("TaskWorkflow on WorkflowEngine.layerMemory", () => {
       const failure = Exit.isFailure(exit) ? exit.cause.reasons[0] : undefined
       assert.strictEqual(failure?._tag === "Fail" ? failure.error._tag : "", "JournalSequenceError")
     }).pipe(Effect.scoped, Effect.provide(world.modelLayer), Effect.provide(world.platformLayer))
+  )
+
+  /** The test model, failing request `n` once with `reason`. */
+  const failingOnce = (n: number, reason: Model.ModelErrorReason) => {
+    let calls = 0
+    return Model.layerFromGenerate((request) =>
+      Effect.suspend(() => {
+        calls += 1
+        return calls === n
+          ? Effect.fail(new Model.ModelError({ reason, detail: "the provider is overloaded" }))
+          : Effect.succeed(world.answer(request))
+      })
+    )
+  }
+
+  const failureOf = (exit: Exit.Exit<unknown, unknown>) => {
+    const reason = Exit.isFailure(exit) ? exit.cause.reasons[0] : undefined
+    return reason?._tag === "Fail" ? (reason.error as TaskWorkflow.TaskFailed) : undefined
+  }
+
+  it.live("transient_model_error_waits_durably_and_sends_the_step_again", () =>
+    Effect.gen(function* () {
+      const dir = yield* world.tempDir
+      const started = Date.now()
+      const result = yield* onMemoryEngine(dir, { modelRetry: { times: 2, delay: "300 millis" } }, (shared) =>
+        Effect.flatMap(run("flaky model"), (answer) =>
+          Effect.map(Journal.readEntries({ folder: shared.journalFolder, task: answer.task }), (entries) => ({
+            answer,
+            entries
+          }))
+        )
+      ).pipe(Effect.provide(failingOnce(3, "ProviderFailure")))
+      assert.strictEqual(result.answer.text, world.expectedAnswer("flaky model"))
+      assert.strictEqual(result.entries.filter((entry) => entry._tag === "ModelFailed").length, 1)
+      assert.isAtLeast(Date.now() - started, 300, "the step waited before it was sent again")
+    }).pipe(Effect.scoped, Effect.provide(world.platformLayer))
+  )
+
+  it.live("model_retry_negative_control_without_retry_or_for_a_bad_response_the_task_fails", () =>
+    Effect.gen(function* () {
+      const dir = yield* world.tempDir
+      const plain = yield* onMemoryEngine(path.join(dir, "plain"), {}, () => Effect.exit(run("flaky model"))).pipe(
+        Effect.provide(failingOnce(3, "ProviderFailure"))
+      )
+      assert.strictEqual(failureOf(plain)?.reason, "ModelError")
+      assert.strictEqual(failureOf(plain)?.modelReason, "ProviderFailure")
+      // A bad response is not transient: retrying would send the same request for the same answer.
+      const invalid = yield* onMemoryEngine(
+        path.join(dir, "invalid"),
+        { modelRetry: { times: 2, delay: "10 millis" } },
+        () => Effect.exit(run("flaky model"))
+      ).pipe(Effect.provide(failingOnce(3, "InvalidResponse")))
+      assert.strictEqual(failureOf(invalid)?.modelReason, "InvalidResponse")
+    }).pipe(Effect.scoped, Effect.provide(world.platformLayer))
   )
 })
