@@ -50,6 +50,15 @@ module.exports = {
       to: { path: "^packages/(ai-sdk|mcp|effect-ai|pi)/" }
     },
     {
+      name: "workflow-stays-above",
+      severity: "error",
+      comment:
+        "packages/workflow hosts tasks on Effect's workflow engine and cluster (Node runners): it builds on runtime and node; " +
+        "no other package depends on it.",
+      from: { path: "^packages/(core|artifacts|runtime|node|browser|ai-sdk|mcp)/" },
+      to: { path: "^packages/workflow/" }
+    },
+    {
       name: "adapter-sources-platform-free",
       severity: "error",
       comment: "An adapter's sources run wherever the runtime runs: no import of @tessera/node or @tessera/browser.",

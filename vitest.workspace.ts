@@ -26,7 +26,8 @@ export const packageProjects: ReadonlyArray<string> = [
   "ai-sdk",
   "mcp",
   "effect-ai",
-  "pi"
+  "pi",
+  "workflow"
 ]
 
 /**
@@ -53,6 +54,50 @@ if (browserSkipped !== undefined && process.env.TESSERA_BROWSER_SKIP_SAID === un
   )
 }
 
+/**
+ * Why the workflow package's cluster tests (`packages/workflow/test/cluster`:
+ * runner processes on a temporary PostgreSQL) are left out of this run, or
+ * `undefined` when they run. `npm test` installs PostgreSQL first when it
+ * can (scripts/check.mjs); when it could not, only that project is skipped,
+ * and said so loudly.
+ */
+// The folders `TemporaryPostgres.binFolders` (packages/workflow) searches, and scripts/check.mjs installs into.
+const postgresFolders =
+  process.env.TESSERA_PG_BIN === undefined
+    ? ["17", "16", "15"].map((version) => `/usr/lib/postgresql/${version}/bin`)
+    : [process.env.TESSERA_PG_BIN]
+
+export const clusterSkipped: string | undefined = !postgresFolders.some(
+  (folder) => existsSync(`${folder}/initdb`) && existsSync(`${folder}/pg_ctl`)
+)
+  ? `no PostgreSQL server (initdb, pg_ctl) in ${postgresFolders.join(", ")}: install it (Debian/Ubuntu: sudo apt-get install -y postgresql) or set TESSERA_PG_BIN`
+  : undefined
+
+if (clusterSkipped !== undefined && process.env.TESSERA_CLUSTER_SKIP_SAID === undefined) {
+  process.env.TESSERA_CLUSTER_SKIP_SAID = "1"
+  process.stderr.write(
+    `\n${"!".repeat(78)}\n[tessera] SKIPPING THE CLUSTER TEST PROJECT (packages/workflow/test/cluster): ${clusterSkipped}\n${"!".repeat(78)}\n\n`
+  )
+}
+
+const workflowProjects = [
+  defineProject({
+    test: {
+      name: "workflow",
+      root: "./packages/workflow",
+      include: ["test/**/*.test.ts"],
+      exclude: ["test/cluster/**"]
+    }
+  }),
+  ...(clusterSkipped === undefined
+    ? [
+        defineProject({
+          test: { name: "workflow-cluster", root: "./packages/workflow", include: ["test/cluster/**/*.test.ts"] }
+        })
+      ]
+    : [])
+]
+
 const browserProject = defineProject({
   test: {
     name: "browser",
@@ -69,7 +114,10 @@ const browserProject = defineProject({
 })
 
 export default [
-  ...packageProjects.filter((name) => name !== "browser").map((name) => project(name, `./packages/${name}`)),
+  ...packageProjects
+    .filter((name) => name !== "browser" && name !== "workflow")
+    .map((name) => project(name, `./packages/${name}`)),
+  ...workflowProjects,
   ...(browserSkipped === undefined ? [browserProject] : []),
   project("examples", "./examples"),
   project("bench", "./bench"),

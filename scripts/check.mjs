@@ -45,6 +45,36 @@ const ensureChromium = () => {
   )
 }
 
+// The workflow package's cluster tests start their own PostgreSQL from a temporary folder
+// (packages/workflow/src/TemporaryPostgres.ts looks in /usr/lib/postgresql/<version>/bin, or
+// TESSERA_PG_BIN). Install Debian's server when it is missing and we may (root with apt-get, as in
+// CI); otherwise say so: vitest.workspace.ts then leaves out only the cluster project, loudly.
+const postgresFolders =
+  process.env.TESSERA_PG_BIN === undefined
+    ? ["17", "16", "15"].map((version) => `/usr/lib/postgresql/${version}/bin`)
+    : [process.env.TESSERA_PG_BIN]
+const hasPostgres = () => postgresFolders.some((folder) => existsSync(join(folder, "initdb")))
+const ensurePostgres = () => {
+  if (hasPostgres()) return
+  const isRoot = typeof process.getuid === "function" && process.getuid() === 0
+  const apt = spawnSync("apt-get", ["--version"], { stdio: "ignore" }).status === 0
+  if (isRoot && apt && process.env.TESSERA_PG_BIN === undefined) {
+    process.stdout.write("\n[tessera] installing PostgreSQL for the cluster tests (apt-get install -y postgresql)\n")
+    const aptEnv = { ...process.env, DEBIAN_FRONTEND: "noninteractive" }
+    for (const args of [["update"], ["install", "-y", "postgresql"]]) {
+      const result = spawnSync("apt-get", args, { cwd: root, env: aptEnv, stdio: "inherit" })
+      if (result.status !== 0) break
+    }
+    if (hasPostgres()) return
+  }
+  const banner = "!".repeat(78)
+  process.stdout.write(
+    `\n${banner}\n[tessera] no PostgreSQL server in ${postgresFolders.join(", ")}, and it could not be installed here` +
+      `${isRoot ? "" : " (installing needs root)"}.\n[tessera] Install it (Debian/Ubuntu: sudo apt-get install -y postgresql) or set ` +
+      `TESSERA_PG_BIN to its bin folder.\n[tessera] THE CLUSTER TEST PROJECT (packages/workflow/test/cluster) WILL BE SKIPPED IN THIS RUN.\n${banner}\n`
+  )
+}
+
 const steps = [
   ["type-check (tsc -b: sources, tests, type tests, examples)", bin("tsc"), ["-b"]],
   ["lint and format (biome ci)", bin("biome"), ["ci", "--colors=off", "--no-errors-on-unmatched", "."]],
@@ -57,6 +87,7 @@ const steps = [
 ]
 
 ensureChromium()
+ensurePostgres()
 
 for (const [title, command, args] of steps) {
   process.stdout.write(`\n[tessera] ${title}\n`)

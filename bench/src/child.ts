@@ -17,7 +17,8 @@ const jobs: Record<string, () => Promise<Job>> = {
   "hostile-size": async () => (await import("./HostileSize.ts")).run,
   "side-tessera": async () => (await import("./SideBySide.ts")).run,
   "stream-overhead": async () => (await import("./SideBySide.ts")).runStreamOverhead,
-  "side-langchain": async () => (await import("./LangChainSide.ts")).run
+  "side-langchain": async () => (await import("./LangChainSide.ts")).run,
+  "scale-out": async () => (await import("./ScaleOut.ts")).run
 }
 
 const [job = "", raw = "{}"] = process.argv.slice(2)

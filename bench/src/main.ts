@@ -17,6 +17,7 @@ import type { ReopenResult } from "./JournalReopen.ts"
 import type { OffloadResult } from "./OffloadThroughput.ts"
 import { type OverheadResult, type StandIn, standIns as standInsInOrder } from "./Overhead.ts"
 import { contextPlot } from "./Plot.ts"
+import { type ScaleOutResult, benchArgs as scaleOutArgs, section as scaleOutSection } from "./ScaleOut.ts"
 import type { SideResult } from "./Scenario.ts"
 import {
   type StreamOverheadResult,
@@ -561,6 +562,8 @@ md.push(
 )
 md.push("")
 md.push(...streamOverheadSection(streamOverhead))
+// Its own job: Postgres and runner processes of its own (`node bench/src/child.ts scale-out '<args>'` runs it alone).
+md.push(...scaleOutSection(await timed("scale-out", () => runChild<ScaleOutResult>("scale-out", scaleOutArgs))), "")
 const notesFile = path.join(root, "bench", "NOTES.md")
 if (fs.existsSync(notesFile)) md.push(fs.readFileSync(notesFile, "utf8").trim(), "")
 

@@ -13,11 +13,23 @@ import { fileURLToPath } from "node:url"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
-const packages = ["core", "artifacts", "runtime", "node", "browser", "ai-sdk", "mcp", "effect-ai", "pi"] as const
+const packages = [
+  "core",
+  "artifacts",
+  "runtime",
+  "node",
+  "browser",
+  "ai-sdk",
+  "mcp",
+  "effect-ai",
+  "pi",
+  "workflow"
+] as const
 const rootManifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8"))
 const nodeManifest = JSON.parse(readFileSync(join(root, "packages", "node", "package.json"), "utf8"))
 const aiSdkManifest = JSON.parse(readFileSync(join(root, "packages", "ai-sdk", "package.json"), "utf8"))
 const piManifest = JSON.parse(readFileSync(join(root, "packages", "pi", "package.json"), "utf8"))
+const workflowManifest = JSON.parse(readFileSync(join(root, "packages", "workflow", "package.json"), "utf8"))
 
 /** What the consumer installs beside the tarballs: the peers at the workspace's versions, and the tools it uses. */
 const consumerExtras = [
@@ -27,6 +39,7 @@ const consumerExtras = [
   `@ai-sdk/provider@${aiSdkManifest.devDependencies["@ai-sdk/provider"]}`,
   `@mariozechner/pi-agent-core@${piManifest.devDependencies["@mariozechner/pi-agent-core"]}`,
   `@mariozechner/pi-ai@${piManifest.devDependencies["@mariozechner/pi-ai"]}`,
+  `@effect/sql-pg@${workflowManifest.devDependencies["@effect/sql-pg"]}`,
   `@types/node@${rootManifest.devDependencies["@types/node"]}`,
   "esbuild@0.28.2"
 ]
@@ -219,7 +232,8 @@ beforeAll(() => {
         "packages/ai-sdk/tsconfig.src.json",
         "packages/mcp/tsconfig.src.json",
         "packages/effect-ai/tsconfig.src.json",
-        "packages/pi/tsconfig.src.json"
+        "packages/pi/tsconfig.src.json",
+        "packages/workflow/tsconfig.src.json"
       ],
       root
     ),

@@ -3,7 +3,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
-import projects, { browserSkipped, packageProjects } from "../../vitest.workspace.ts"
+import projects, { browserSkipped, clusterSkipped, packageProjects } from "../../vitest.workspace.ts"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
 
@@ -34,8 +34,8 @@ describe("vitest.workspace.ts", () => {
 })
 
 /** The project names vitest.workspace.ts yields in a fresh Node process with `chromium` as the browser's path, and its stderr. */
-const projectsWith = (chromium: string) => {
-  const { TESSERA_BROWSER_SKIP_SAID: _, ...env } = process.env
+const projectsWith = (chromium: string, extraEnv: Record<string, string> = {}) => {
+  const { TESSERA_BROWSER_SKIP_SAID: _, TESSERA_CLUSTER_SKIP_SAID: __, ...env } = process.env
   const url = pathToFileURL(join(root, "vitest.workspace.ts")).href
   const result = spawnSync(
     process.execPath,
@@ -44,10 +44,28 @@ const projectsWith = (chromium: string) => {
       "-e",
       `const m = await import(${JSON.stringify(url)}); console.log(JSON.stringify(m.default.map((p) => p.test.name)))`
     ],
-    { cwd: root, env: { ...env, TESSERA_CHROMIUM: chromium }, encoding: "utf8" }
+    { cwd: root, env: { ...env, TESSERA_CHROMIUM: chromium, ...extraEnv }, encoding: "utf8" }
   )
   return { names: JSON.parse(result.stdout.trim().split("\n").at(-1) ?? "[]") as Array<string>, stderr: result.stderr }
 }
+
+describe("the cluster project without PostgreSQL", () => {
+  it("cluster_skip_is_loud: with no PostgreSQL server, only the cluster project is left out, and stderr says so once", () => {
+    const { names, stderr } = projectsWith(process.execPath, { TESSERA_PG_BIN: join(root, "no-such-postgres") })
+    assert.include(names, "workflow")
+    assert.notInclude(names, "workflow-cluster")
+    assert.include(names, "browser")
+    assert.strictEqual(stderr.split("SKIPPING THE CLUSTER TEST PROJECT").length - 1, 1, stderr)
+    assert.include(stderr, "apt-get install -y postgresql")
+  })
+
+  it("control: with the server installed here, the cluster project runs and nothing is said", () => {
+    if (clusterSkipped !== undefined) return
+    const { names, stderr } = projectsWith(process.execPath)
+    assert.include(names, "workflow-cluster")
+    assert.notInclude(stderr, "SKIPPING THE CLUSTER")
+  })
+})
 
 describe("the browser project without Chromium", () => {
   it("browser_skip_is_loud: with no Chromium, only the browser project is left out, and stderr says so once", () => {
@@ -61,6 +79,8 @@ describe("the browser project without Chromium", () => {
       "mcp",
       "effect-ai",
       "pi",
+      "workflow",
+      ...(clusterSkipped === undefined ? ["workflow-cluster"] : []),
       "examples",
       "bench",
       "workspace"
@@ -80,7 +100,9 @@ describe("the browser project without Chromium", () => {
  * Each package's layer, lowest first; a package may depend only on packages
  * of a lower layer. node and browser are two platforms side by side; the
  * ecosystem adapters (ai-sdk, mcp, effect-ai, pi) come after node: their sources need only
- * runtime, their tests use node for real durable files.
+ * runtime, their tests use node for real durable files. The workflow package
+ * (tasks on Effect's workflow engine and cluster) hosts tasks on Node runners:
+ * it builds on node.
  */
 const layers: Record<string, number> = {
   core: 0,
@@ -91,7 +113,8 @@ const layers: Record<string, number> = {
   "ai-sdk": 4,
   mcp: 4,
   "effect-ai": 4,
-  pi: 4
+  pi: 4,
+  workflow: 4
 }
 const layerOf = (name: string): number => layers[name] ?? Number.POSITIVE_INFINITY
 

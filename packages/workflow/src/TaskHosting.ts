@@ -1,0 +1,56 @@
+/**
+ * What a runner tells the task workflow about its host: how a task is bound
+ * (its grants, private writer and compaction policy, behind the entry gate),
+ * where its journal is, and what its turns run with (tools, step limit,
+ * offload, inline limit).
+ *
+ * The workflow asks for the binding again on every run of its body (a
+ * runner that takes over a task after another died binds it afresh on its
+ * own store), so `bindTask` must give the same verdict for the same task on
+ * every runner: it is a function of the shared store and the task id, never
+ * of a runner's memory.
+ *
+ * @since 0.1.0
+ */
+import type { Ids } from "@tessera/core"
+import type { EntryGate, Model, TaskExecution } from "@tessera/runtime"
+import { Context, type Duration, type Effect } from "effect"
+
+/**
+ * The host of a runner's tasks.
+ *
+ * - `bindTask`: the task's binding, made by `EntryGate.bind` (so a policy
+ *   armed without a writer is refused there). Any failure becomes the
+ *   workflow's `TaskFailed`, before the first activity runs.
+ * - `journalFolder`: the folder of the task journals (the store's journal
+ *   volume); every runner opens a task's journal there, one activity at a
+ *   time.
+ * - `config`: the turn configuration every task of this host runs with. Its
+ *   tools may read `ToolCallKey.current` to make their side effects happen at
+ *   most once per call (activities run at least once).
+ * - `system`: parts that open every task's history (system prompts).
+ * - `modelRetry`: how often a model step that failed with a transient
+ *   `ModelError` (`ProviderFailure`, `Timeout`) is sent again, and after how
+ *   long (a `DurableClock` sleep: it survives the runner, and on the cluster a
+ *   long one holds no runner while it waits). None by default: the task fails.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface TaskHostingShape {
+  readonly bindTask: (
+    task: Ids.TaskId
+  ) => Effect.Effect<EntryGate.TaskBinding, { readonly _tag: string; readonly message: string }>
+  readonly journalFolder: string
+  readonly config: TaskExecution.ExecutionConfig
+  readonly system?: ReadonlyArray<Model.Part>
+  readonly modelRetry?: { readonly times: number; readonly delay: Duration.Input }
+}
+
+/**
+ * The service the task workflow's handler needs on every runner.
+ *
+ * @since 0.1.0
+ * @category services
+ */
+export class TaskHosting extends Context.Service<TaskHosting, TaskHostingShape>()("@tessera/workflow/TaskHosting") {}

@@ -1,0 +1,81 @@
+/**
+ * Views of a task's journal that let an activity run again without writing
+ * a record twice or out of order.
+ *
+ * @internal
+ */
+import type { Journal } from "@tessera/runtime"
+import { Effect, Option } from "effect"
+
+/** A result the engine must hold before the journal may record it. */
+export interface Deferred {
+  readonly view: Journal.JournalService
+  readonly taken: () => Option.Option<Journal.Entry>
+}
+
+/**
+ * The journal as the model-step activity sees it: `ResponseReceived` is
+ * captured instead of written. The activity returns the entry with the
+ * response, and the next activity writes it once the engine stored both, so
+ * a runner that dies between the response and the engine's record of it
+ * leaves the request unanswered in the journal (counted as lost by
+ * `TurnResumed`), never a response whose body nobody kept.
+ */
+export const deferResponse = (journal: Journal.JournalService): Deferred => {
+  let captured: Option.Option<Journal.Entry> = Option.none()
+  const view: Journal.JournalService = {
+    ...journal,
+    append: (input) =>
+      input._tag === "ResponseReceived"
+        ? Effect.map(journal.state, (state) => {
+            const entry = { ...input, seq: state.entries, at: Date.now() } as Journal.Entry
+            captured = Option.some(entry)
+            return entry
+          })
+        : journal.append(input)
+  }
+  return { view, taken: () => captured }
+}
+
+/**
+ * The journal as a tool activity sees it.
+ *
+ * - An offload that found other bytes under the call's artifact name (left
+ *   by an earlier attempt of the same call) fails `onChanged` before it is
+ *   recorded: a re-run of a call must produce what the first attempt did.
+ * - When `recorded` is `Some` (an earlier attempt already recorded the
+ *   call's result, and the engine lost the activity's own record), the
+ *   call's `ToolCalled`, `ArtifactOffloaded` and `ToolResulted` are not
+ *   written again, and the re-run result's digest must equal the recorded
+ *   one, else `onChanged`.
+ */
+export const toolView = <E>(
+  journal: Journal.JournalService,
+  callId: string,
+  recorded: Option.Option<string>,
+  onChanged: (detail: string) => E
+): Journal.JournalService => ({
+  ...journal,
+  append: (input) => {
+    const ours =
+      (input._tag === "ToolCalled" || input._tag === "ToolResulted" || input._tag === "ArtifactOffloaded") &&
+      input.callId === callId
+    if (!ours) return journal.append(input)
+    if (input._tag === "ArtifactOffloaded" && input.disposition === "Replaced") {
+      return Effect.die(
+        onChanged(
+          `an earlier attempt of call ${callId} offloaded other bytes to ${input.path}; the tool is not idempotent`
+        )
+      )
+    }
+    if (Option.isNone(recorded)) return journal.append(input)
+    if (input._tag === "ToolResulted" && input.sha256 !== recorded.value) {
+      return Effect.die(
+        onChanged(
+          `call ${callId} was recorded with result sha256 ${recorded.value}, its re-run gave ${input.sha256}; the tool is not idempotent`
+        )
+      )
+    }
+    return Effect.map(journal.state, (state) => ({ ...input, seq: state.entries, at: Date.now() }) as Journal.Entry)
+  }
+})
