@@ -123,7 +123,9 @@ export class NotPlainFile extends Schema.TaggedError<NotPlainFile>()("NotPlainFi
   operation: DurableFileOperation,
   path: Schema.String,
   /** What was found instead, for example `a folder` or `a file with 2 hard links`. */
-  found: Schema.String
+  found: Schema.String,
+  /** For a plain file refused because it has more than one name: how many it has. */
+  hardLinks: Schema.optional(Schema.Number)
 }) {
   override get message(): string {
     return `${this.operation}: ${this.path} is ${this.found}, not a plain file`

@@ -567,7 +567,12 @@ export const make = (options: NodeDurableFilesOptions = {}): DurableFilesShape =
             })
           }
           if (stat.nlink !== 1) {
-            throw new NotPlainFile({ operation: "readFile", path, found: `a file with ${stat.nlink} hard links` })
+            throw new NotPlainFile({
+              operation: "readFile",
+              path,
+              found: `a file with ${stat.nlink} hard links`,
+              hardLinks: stat.nlink
+            })
           }
           const expected = nodePath.join(folderPath, fileName)
           const location = fileLocation(file, expected)

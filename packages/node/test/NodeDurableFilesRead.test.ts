@@ -98,6 +98,7 @@ describe.each(variants)("DurableFiles.readFile ($name)", ({ layer }) => {
       const hard = yield* Effect.flip(files.readFile(linked, { within: inside }))
       assert.strictEqual(hard._tag, "NotPlainFile")
       assert.include(hard.message, "2 hard links")
+      assert.strictEqual(hard._tag === "NotPlainFile" ? hard.hardLinks : undefined, 2)
       assert.strictEqual(fs.readFileSync(linked, "utf8"), "SECRET-OUTSIDE", "control: a plain read gets the secret")
       const folder = yield* Effect.flip(files.readFile(path.join(inside, "sub"), { within: inside }))
       assert.strictEqual(folder._tag, "NotPlainFile")

@@ -21,6 +21,7 @@ import { Effect, Exit, FileSystem, Option, Path, Schema } from "effect"
 import * as SecureRandom from "effect/crypto/SecureRandom"
 import type { PlatformError } from "effect/PlatformError"
 import { sha256Bytes } from "./internal/digest.ts"
+import { readPublished } from "./internal/durableRead.ts"
 import * as PrivateSummaries from "./PrivateSummaries.ts"
 import * as StoreLayout from "./StoreLayout.ts"
 import type { StoreIoError, VolumeMetadataInvalid } from "./VolumeStore.ts"
@@ -239,22 +240,8 @@ export const readStagedAdmitted = Effect.fnUntraced(function* (
   const absolutePath = path.join(capability.folder, relative)
   const readFailed = (error: { readonly message: string }) =>
     new StagingReadFailed({ path: absolutePath, detail: error.message })
-  // Looked for before every summary, and almost always absent: the durable files' read answers that without a
-  // worker round trip and follows no link on the way. A publish that a crash interrupted between linking the
-  // final name and removing the temporary one leaves the file with two names, which that read refuses as not a
-  // plain file; such a file is read by its name.
-  const bytes = yield* files.readFile(absolutePath, { within: capability.folder }).pipe(
-    Effect.map((read) => Option.some(read.bytes)),
-    Effect.catch((error) => {
-      if (error._tag === "DurableFileFailure" && error.code === "ENOENT") return Effect.succeed(Option.none())
-      // Only a plain file with a second name is read again: a folder or a FIFO planted there stays refused.
-      if (error._tag !== "NotPlainFile" || !error.found.endsWith("hard links")) return Effect.fail(readFailed(error))
-      return fs.readFile(absolutePath).pipe(
-        Effect.map((read): Option.Option<Uint8Array> => Option.some(read)),
-        Effect.mapError((error: PlatformError) => readFailed(error))
-      )
-    })
-  )
+  // Looked for before every summary, and almost always absent.
+  const bytes = yield* readPublished(files, fs, absolutePath, capability.folder).pipe(Effect.mapError(readFailed))
   if (Option.isNone(bytes)) return Option.none<{ readonly file: StagedFile; readonly text: string }>()
   const file: StagedFile = {
     volume: capability.volume,

@@ -18,6 +18,7 @@ import { DurableFiles, Ids as IdSchemas, InvalidInput, Unauthorized, Volume } fr
 import { Effect, FileSystem, Option, Path, Result, Schema, SchemaParser } from "effect"
 import * as SecureRandom from "effect/crypto/SecureRandom"
 import type { PlatformError } from "effect/PlatformError"
+import { readPublished } from "./internal/durableRead.ts"
 import { registerFolders } from "./internal/storeFolders.ts"
 import { decodeJsonText, describePlatformError, publishExclusive, readTextIfExists } from "./internal/storeJson.ts"
 import * as StoreLayout from "./StoreLayout.ts"
@@ -294,13 +295,9 @@ export const open = Effect.fn("VolumeStore.open")(function* (options: OpenOption
   const readMetadata = (file: string): Effect.Effect<Option.Option<string>, StoreIoError> =>
     Option.isNone(durable)
       ? readTextIfExists(fs, file).pipe(Effect.mapError(ioError("read", file)))
-      : durable.value.readFile(file, { within: root }).pipe(
-          Effect.map((read) => Option.some(utf8Decoder.decode(read.bytes))),
-          Effect.catch((error) =>
-            error._tag === "DurableFileFailure" && error.code === "ENOENT"
-              ? Effect.succeed(Option.none<string>())
-              : Effect.fail(new StoreIoError({ operation: "read", path: file, detail: error.message }))
-          )
+      : readPublished(durable.value, fs, file, root).pipe(
+          Effect.map(Option.map((bytes) => utf8Decoder.decode(bytes))),
+          Effect.mapError((error) => new StoreIoError({ operation: "read", path: file, detail: error.message }))
         )
 
   const readDescriptor = (volume: Ids.VolumeId) => {

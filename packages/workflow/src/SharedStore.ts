@@ -40,7 +40,7 @@ import {
   type TaskExecution,
   TaskHost
 } from "@tessera/runtime"
-import { Context, Effect, Layer, Option, Path, Schedule, Schema } from "effect"
+import { Context, Effect, Layer, Option, Path, Schema } from "effect"
 import { TaskHosting } from "./TaskHosting.ts"
 
 /**
@@ -116,22 +116,12 @@ const runtimeTask: Ids.TaskId = Ids.TaskId.make("runner")
  * runner that loses a race checks the winner's facts (`VolumeConflict` when
  * they differ). A volume's metadata file read while another runner is
  * publishing it has two names for a moment (its temporary name and its
- * final one), which the store refuses to read (`StoreIoError`): the open is
- * then tried again, up to 40 times 50 ms apart.
+ * final one); the store reads such a file by its name.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const open = (options: Options) =>
-  openOnce(options).pipe(
-    Effect.retry({
-      while: (error) => error._tag === "StoreIoError",
-      schedule: Schedule.spaced("50 millis"),
-      times: 40
-    })
-  )
-
-const openOnce = Effect.fnUntraced(function* (options: Options) {
+export const open = Effect.fnUntraced(function* (options: Options) {
   const path = yield* Path.Path
   const root = path.resolve(options.root)
   const host = yield* TaskHost.open(options.storeId === undefined ? { root } : { root, storeId: options.storeId })

@@ -67,4 +67,24 @@ describe("VolumeStore metadata through DurableFiles", () => {
       assert.strictEqual(refused._tag, "StoreIoError")
     }).pipe(Effect.provide(NodeServices.layer), Effect.scoped)
   )
+
+  it.effect(
+    "metadata_mid_publication_read: a registration caught with its temporary name still linked is read by name; a folder there is still refused",
+    () =>
+      Effect.gen(function* () {
+        const root = yield* tempRoot
+        const plain = yield* VolumeStore.open({ root }).pipe(Effect.provide(NodeServices.layer))
+        const ref = yield* plain.create(descriptor)
+        const meta = nodePath.join(root, "meta", "volumes", "private.json")
+        // What a reader sees between the publishing link and the removal of the temporary name.
+        fs.linkSync(meta, nodePath.join(root, "meta", "volumes", ".private.json.0123.tessera-partial"))
+        const durable = yield* VolumeStore.open({ root }).pipe(Effect.provide(withDurable))
+        assert.deepStrictEqual(yield* durable.custody(ref), Option.some(descriptor))
+        // Control: what is not a plain file with a second name stays refused.
+        fs.rmSync(meta)
+        fs.mkdirSync(meta)
+        const refused = yield* Effect.flip(durable.custody(ref))
+        assert.strictEqual(refused._tag, "StoreIoError")
+      }).pipe(Effect.provide(NodeServices.layer), Effect.scoped)
+  )
 })
