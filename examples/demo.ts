@@ -33,11 +33,10 @@ import * as path from "node:path"
 import { parseArgs } from "node:util"
 import { createAnthropic } from "@ai-sdk/anthropic"
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible"
-import * as NodeServices from "@effect/platform-node/NodeServices"
 import { AiSdkModel } from "@tessera/ai-sdk"
 import { DefaultRedactor } from "@tessera/artifacts"
 import { Ids, Volume } from "@tessera/core"
-import { Inspector, LocalHarness, NodeDurableFiles } from "@tessera/node"
+import { Inspector, LocalHarness, NodeTessera } from "@tessera/node"
 import {
   Compaction,
   CompactionPolicy,
@@ -200,7 +199,7 @@ const researchTask = History.make([
   Model.text("user", "Check the north and south deployments and tell me whether the rollout went well.")
 ])
 
-const platform = Layer.mergeAll(NodeServices.layer, NodeDurableFiles.layer)
+const platform = NodeTessera.layer
 
 /**
  * Runs one turn of `task` on the harness, with a fresh scripted model or

@@ -9,9 +9,8 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import * as NodeServices from "@effect/platform-node/NodeServices"
 import { HostAuthority, Ids, Volume } from "@tessera/core"
-import { NodeDurableFiles } from "@tessera/node"
+import { NodeTessera } from "@tessera/node"
 import {
   CompactionPolicy,
   EntryGate,
@@ -83,7 +82,7 @@ const program = Effect.gen(function* () {
   return outcome
 })
 
-const platform = Layer.mergeAll(NodeServices.layer, NodeDurableFiles.layer, HostAuthority.permissive)
+const platform = Layer.merge(NodeTessera.layer, HostAuthority.permissive)
 // #endregion run-turn
 
 Effect.runPromise(program.pipe(Effect.provide(platform)))

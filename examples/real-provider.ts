@@ -14,11 +14,10 @@
  */
 // #region real-provider
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible"
-import { NodeServices } from "@effect/platform-node"
 import { AiSdkModel } from "@tessera/ai-sdk"
 import { DefaultRedactor } from "@tessera/artifacts"
 import { Ids } from "@tessera/core"
-import { LocalHarness, NodeDurableFiles } from "@tessera/node"
+import { LocalHarness, NodeTessera } from "@tessera/node"
 import { History, Journal, JournalEntry, Model, TaskExecution, Tool } from "@tessera/runtime"
 import { Effect, Layer, Schedule, Schema, Stream } from "effect"
 
@@ -79,9 +78,7 @@ const program = Effect.gen(function* () {
   )
 })
 
-Effect.runPromise(
-  Effect.scoped(program).pipe(Effect.provide(Layer.merge(NodeServices.layer, NodeDurableFiles.layer)))
-).catch((error: unknown) => {
+Effect.runPromise(Effect.scoped(program).pipe(Effect.provide(NodeTessera.layer))).catch((error: unknown) => {
   console.error(error)
   process.exitCode = 1
 })

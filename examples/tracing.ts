@@ -15,9 +15,8 @@ import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
-import * as NodeServices from "@effect/platform-node/NodeServices"
 import { HostAuthority, Ids, Volume } from "@tessera/core"
-import { NodeDurableFiles } from "@tessera/node"
+import { NodeTessera } from "@tessera/node"
 import {
   Compaction,
   CompactionPolicy,
@@ -97,7 +96,7 @@ const turn = Effect.gen(function* () {
   }).pipe(Effect.provide(Layer.merge(journal, ScriptedModel.layer(script))))
 })
 
-const platform = Layer.mergeAll(NodeServices.layer, NodeDurableFiles.layer, HostAuthority.permissive)
+const platform = Layer.merge(NodeTessera.layer, HostAuthority.permissive)
 
 // #region run-traced
 // The OTLP layer wraps the whole program: every span of the turn reaches the endpoint, and the
