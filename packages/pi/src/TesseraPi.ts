@@ -48,9 +48,8 @@ import {
   type SimpleStreamOptions,
   streamSimple
 } from "@mariozechner/pi-ai"
-import type { DurableFiles } from "@tessera/core"
-import { type EntryGate, ForeignLoop, Model, type ToolResultOffload } from "@tessera/runtime"
-import { Cause, Effect, Exit, type FileSystem, type Path } from "effect"
+import { type EntryGate, ForeignLoop, History, Model, type ToolResultOffload } from "@tessera/runtime"
+import { Cause, Effect, Exit } from "effect"
 import {
   resultText,
   toHistory,
@@ -128,7 +127,7 @@ export interface TesseraPi {
  * @since 0.2.0
  * @category models
  */
-export type Requirements = ForeignLoop.Requirements | FileSystem.FileSystem | Path.Path | DurableFiles.DurableFiles
+export type Requirements = ForeignLoop.Requirements
 
 const zeroUsage: SummaryUsage = {
   requests: 0,
@@ -201,14 +200,13 @@ export const make = Effect.fn("TesseraPi.make")(function* (binding: EntryGate.Ta
     entry: "TesseraPi.make",
     ...(options.offload === undefined ? {} : { offload: options.offload })
   })
-  const services = yield* Effect.context<Requirements>()
   const inner: StreamFn = options.streamFn ?? streamSimple
   let latestModel: PiModel<Api> | undefined
   let pending = zeroUsage
   let total = zeroUsage
 
-  const run = async <A, E>(effect: Effect.Effect<A, E, Requirements>): Promise<A> => {
-    const exit = await Effect.runPromiseExitWith(services)(effect)
+  const run = async <A, E>(effect: Effect.Effect<A, E>): Promise<A> => {
+    const exit = await Effect.runPromiseExit(effect)
     if (Exit.isSuccess(exit)) return exit.value
     throw Cause.squash(exit.cause)
   }
@@ -256,9 +254,7 @@ export const make = Effect.fn("TesseraPi.make")(function* (binding: EntryGate.Ta
   const transformContext: TesseraPi["transformContext"] = async (messages, signal) => {
     const converted = toHistory(messages)
     const after = await run(loop.prepare(converted.history, summaryModel(signal)))
-    const task = toMessages(after.task, converted)
-    const summary = after.summary === undefined ? [] : toMessages(after.summary.parts, converted)
-    return [...summary, ...task, ...toMessages(after.parts, converted)]
+    return toMessages(History.toParts(after), converted)
   }
 
   const afterToolCall: TesseraPi["afterToolCall"] = async ({ isError, result, toolCall }) => {
@@ -282,7 +278,7 @@ export const make = Effect.fn("TesseraPi.make")(function* (binding: EntryGate.Ta
     streamOptions: SimpleStreamOptions | undefined
   ): Promise<void> => {
     const request = toRequest(context)
-    const dispatched = await Effect.runPromiseExitWith(services)(loop.dispatch(request))
+    const dispatched = await Effect.runPromiseExit(loop.dispatch(request))
     if (Exit.isFailure(dispatched)) {
       const refused = failedMessage(model, describe(Cause.squash(dispatched.cause)))
       outer.push({ type: "error", reason: "error", error: refused })
