@@ -239,10 +239,11 @@ export interface ForeignLoop {
 
 /**
  * A result reported through the loop: what was kept (the pointer when
- * offloaded), and the original's length and digest, so a later history
- * holding the same call id with another body (ids repeat across prompts in
- * some loops) is never taken for it. `verified` is the last body found to
- * be the original, so it is hashed once, not on every request.
+ * offloaded), and the original's length and digest, so a history holding
+ * the same call id with another body (ids repeat across prompts in some
+ * loops) is never taken for it. `verified` is the last body found to be
+ * the original, so it is hashed once, not on every request. Every call of
+ * an id keeps its report: the caller's history holds them all.
  */
 interface Reported {
   readonly kept: Model.ToolResultPart
@@ -380,7 +381,9 @@ export const make = Effect.fn("ForeignLoop.make")(function* (binding: EntryGate.
   const task = binding.context.task
   const lock = yield* Semaphore.make(1)
 
-  const results = new Map<string, Reported>()
+  // Per call id, every call's report, the latest last.
+  const results = new Map<string, Array<Reported>>()
+  const latest = (callId: string): Reported | undefined => results.get(callId)?.at(-1)
   const pointers = new Map<string, string>()
   let compacted: Compacted | undefined
   let prepared: Executor.StepContext | undefined
@@ -426,7 +429,7 @@ export const make = Effect.fn("ForeignLoop.make")(function* (binding: EntryGate.
     const owed = Option.isSome(open) ? open.value.owedCalls.find((item) => item.callId === call.id) : undefined
     if (Option.isNone(open) || owed === undefined) {
       // Reported already (the loop asks again for the same call): the same answer, nothing journaled.
-      const known = results.get(call.id)
+      const known = latest(call.id)
       if (known !== undefined) return known.kept
       return yield* new LoopOutOfOrder({
         task,
@@ -461,7 +464,8 @@ export const make = Effect.fn("ForeignLoop.make")(function* (binding: EntryGate.
       sha256: measured.sha256
     })
     const original = replaced.content === result.content ? measured : yield* Digest.measureText(result.content)
-    results.set(call.id, { kept: replaced, length: result.content.length, sha256: original.sha256 })
+    const reported: Reported = { kept: replaced, length: result.content.length, sha256: original.sha256 }
+    results.set(call.id, [...(results.get(call.id) ?? []), reported])
     if (replaced.content !== result.content) pointers.set(call.id, replaced.content)
     else pointers.delete(call.id)
     return replaced
@@ -486,6 +490,25 @@ export const make = Effect.fn("ForeignLoop.make")(function* (binding: EntryGate.
     }
   })
 
+  // The part to send for one of the history's parts: a result reported through the loop becomes what was kept of it.
+  const keptFor = Effect.fnUntraced(function* (part: Model.Part) {
+    if (part._tag !== "ToolResult") return part
+    const reports = results.get(part.callId)
+    if (reports === undefined) return part
+    let measured: string | undefined
+    for (let index = reports.length - 1; index >= 0; index--) {
+      const known = reports[index] as Reported
+      if (known.kept.content === part.content) return part
+      if (known.verified === part.content) return known.kept
+      if (known.length !== part.content.length) continue
+      measured ??= (yield* Digest.measureText(part.content)).sha256
+      if (measured !== known.sha256) continue
+      known.verified = part.content
+      return known.kept
+    }
+    return part
+  })
+
   const prepare = Effect.fnUntraced(function* (history: History.History, summaryModel: Model.Model["Service"]) {
     yield* EntryGate.admitBinding(binding, "ModelStep")
     // Before the first dispatch, a second prepare means the request hook is missing; after it, the
@@ -499,18 +522,7 @@ export const make = Effect.fn("ForeignLoop.make")(function* (binding: EntryGate.
     const turn = yield* currentTurn
     yield* reportOwed(turn, history)
     // What was offloaded stays offloaded: the loop hands over its whole history again on every request.
-    const parts = yield* Effect.forEach(history.parts, (part) => {
-      if (part._tag !== "ToolResult") return Effect.succeed(part)
-      const known = results.get(part.callId)
-      if (known === undefined || known.kept.content === part.content) return Effect.succeed(part)
-      if (known.verified === part.content) return Effect.succeed(known.kept as Model.Part)
-      if (known.length !== part.content.length) return Effect.succeed(part)
-      return Effect.map(Digest.measureText(part.content), (measured): Model.Part => {
-        if (measured.sha256 !== known.sha256) return part
-        known.verified = part.content
-        return known.kept
-      })
-    })
+    const parts = yield* Effect.forEach(history.parts, (part) => keptFor(part))
     const previous = compacted
     const resumes =
       previous !== undefined &&
