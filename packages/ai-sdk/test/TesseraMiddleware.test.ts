@@ -507,7 +507,7 @@ describe("TesseraMiddleware (Vercel AI SDK 7)", () => {
     assert.isUndefined(run.latest, "the latest call of the id was not offloaded")
   }
 
-  /** Deliberately broken: results remembered by call id alone, the first one seen winning (the old HostedLoop). */
+  /** Deliberately broken: results remembered by call id alone, the first one seen winning (the bug the middleware had). */
   const byIdAlone = (middleware: LanguageModelV4Middleware): LanguageModelV4Middleware => {
     const seen = new Map<string, unknown>()
     return {
