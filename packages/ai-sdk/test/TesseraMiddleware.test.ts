@@ -559,4 +559,56 @@ describe("TesseraMiddleware (Vercel AI SDK 7)", () => {
     assert.throws(() => reuseHolds(run))
     assert.notInclude(run.prompts[3] ?? "", "r2-".repeat(100))
   })
+
+  /** The four-request scenario, sent with headers, provider options and an abort signal; the calls the mock saw. */
+  const summaryCallOptions = () =>
+    inWorld((world) =>
+      Effect.gen(function* () {
+        const binding = yield* bindTask(
+          world,
+          true,
+          CompactionPolicy.threshold({ measure: "bytes", limit: 30_000, keepRecent: 1_000, pieceLimit: 200_000 })
+        )
+        const tessera = yield* TesseraMiddleware.make(binding)
+        const { model } = scripted(2, 20_000)
+        const abort = new AbortController()
+        yield* Effect.promise(() =>
+          generateText({
+            model: wrapLanguageModel({ model, middleware: tessera.middleware }),
+            tools,
+            messages: start,
+            stopWhen: stepCountIs(8),
+            headers: { "x-tenant": "tenant-7" },
+            providerOptions: { mock: { region: "eu" } },
+            abortSignal: abort.signal
+          })
+        )
+        return model.doGenerateCalls
+      })
+    )
+
+  /** A summary request borrows how its request reaches the provider, never its tools. */
+  const borrows = (summary: LanguageModelV4CallOptions | undefined) => {
+    assert.isDefined(summary)
+    assert.strictEqual(summary?.headers?.["x-tenant"], "tenant-7")
+    assert.deepStrictEqual(summary?.providerOptions, { mock: { region: "eu" } })
+    assert.isDefined(summary?.abortSignal)
+    assert.isUndefined(summary?.tools, "the summary request offers no tools")
+  }
+
+  it("ai_sdk_summary_request_options: the summary request carries the headers, provider options and abort signal of the request it precedes, and no tools", async () => {
+    const sent = await summaryCallOptions()
+    assert.strictEqual(sent.length, 4)
+    const summary = sent.find(isSummaryRequest)
+    borrows(summary)
+    assert.isDefined(sent[3]?.tools, "the turn's own requests keep their tools")
+  })
+
+  it("negative control: a summary request sent with its prompt alone (as before) fails the check", async () => {
+    const sent = await summaryCallOptions()
+    const summary = sent.find(isSummaryRequest)
+    assert.isDefined(summary)
+    const promptOnly = { prompt: summary?.prompt ?? [] } as LanguageModelV4CallOptions
+    assert.throws(() => borrows(promptOnly))
+  })
 })
