@@ -192,6 +192,20 @@ const withSummaryUsage = <A extends { usage: LanguageModelV4Usage; providerMetad
 
 const describe = (error: unknown): string => (error instanceof Error ? error.message : String(error))
 
+/** The function tools a request offers, as Tessera's tool specs (provider-run tools are the provider's own). */
+const toolSpecs = (params: Pick<LanguageModelV4CallOptions, "tools">): ReadonlyArray<Model.ToolSpec> =>
+  (params.tools ?? []).flatMap((tool) =>
+    tool.type === "function"
+      ? [
+          {
+            name: tool.name,
+            description: tool.description ?? "",
+            inputSchema: tool.inputSchema as unknown as Record<string, unknown>
+          }
+        ]
+      : []
+  )
+
 const renderOutput = (output: unknown): string =>
   typeof output === "string" ? output : (JSON.stringify(output) ?? "null")
 
@@ -238,7 +252,7 @@ export const make = Effect.fn("AiSdk.make")(function* (binding: EntryGate.TaskBi
     Effect.suspend(() => {
       const converted = toHistory(params.prompt)
       return Effect.map(loop.prepare(converted.history, summaryModel(inner, params)), (history) => {
-        const request: Model.ModelRequest = { parts: History.toParts(history), tools: [] }
+        const request: Model.ModelRequest = { parts: History.toParts(history), tools: toolSpecs(params) }
         const prompt = toPrompt(request.parts, converted.origins)
         requests.set(prompt, request)
         return prompt
@@ -246,18 +260,21 @@ export const make = Effect.fn("AiSdk.make")(function* (binding: EntryGate.TaskBi
     })
 
   /** The Tessera request of a prepared prompt (the prompt itself, read back, if another middleware replaced it). */
-  const requestOf = (prompt: LanguageModelV4Prompt): Model.ModelRequest =>
-    requests.get(prompt) ?? { parts: History.toParts(toHistory(prompt).history), tools: [] }
+  const requestOf = (params: LanguageModelV4CallOptions): Model.ModelRequest =>
+    requests.get(params.prompt) ?? {
+      parts: History.toParts(toHistory(params.prompt).history),
+      tools: toolSpecs(params)
+    }
 
   /** Journals the failure (scrubbed) and gives the error to rethrow, scrubbed the same way. */
   const failure = (step: Executor.StepContext, error: unknown) =>
     Effect.andThen(loop.fail(step, "ProviderFailure", describe(error)), loop.scrubThrown(error))
 
   const generate = async (
-    prompt: LanguageModelV4Prompt,
+    params: LanguageModelV4CallOptions,
     doGenerate: () => PromiseLike<LanguageModelV4GenerateResult>
   ): Promise<LanguageModelV4GenerateResult> => {
-    const request = requestOf(prompt)
+    const request = requestOf(params)
     const step = await run(loop.dispatch(request))
     let result: LanguageModelV4GenerateResult
     try {
@@ -270,7 +287,7 @@ export const make = Effect.fn("AiSdk.make")(function* (binding: EntryGate.TaskBi
   }
 
   const stream: NonNullable<LanguageModelV4Middleware["wrapStream"]> = async ({ doStream, params }) => {
-    const request = requestOf(params.prompt)
+    const request = requestOf(params)
     const step = await run(loop.dispatch(request))
     let result: Awaited<ReturnType<typeof doStream>>
     try {
@@ -342,7 +359,7 @@ export const make = Effect.fn("AiSdk.make")(function* (binding: EntryGate.TaskBi
   const middleware: LanguageModelV4Middleware = {
     specificationVersion: "v4",
     transformParams: async ({ model, params }) => ({ ...params, prompt: await run(prepare(params, model)) }),
-    wrapGenerate: ({ doGenerate, params }) => generate(params.prompt, doGenerate),
+    wrapGenerate: ({ doGenerate, params }) => generate(params, doGenerate),
     wrapStream: stream
   }
 
