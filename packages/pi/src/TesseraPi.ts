@@ -14,7 +14,9 @@
  *   private summary staged through the capability resolved from the
  *   binding; Pi's transcript stays whole, each request is the compacted one.
  * - `streamFn` (wraps the host's, default pi-ai's `streamSimple`): journals
- *   each request and its answer or failure, and adds what summary requests
+ *   each request and its answer or failure (the failure's error message
+ *   scrubbed by the host's redactor, in the journal and in what Pi gets
+ *   back), and adds what summary requests
  *   cost since the last answer to that answer's `usage` (so Pi's own usage
  *   totals count them); {@link TesseraPi.summaryUsage} itemizes them.
  *
@@ -287,11 +289,16 @@ export const make = Effect.fn("TesseraPi.make")(function* (binding: EntryGate.Ta
     }
     const step = dispatched.value
     const finish = async (final: AssistantMessage, event: "done" | "error") => {
+      let answered = final
       if (event === "done") await run(loop.receive(step, request, toResponse(final)))
-      else await run(loop.fail(step, final.stopReason, final.errorMessage ?? final.stopReason))
+      else {
+        // The error Pi keeps (and may write to its session file) is the journal's scrubbed copy.
+        const scrubbed = await run(loop.fail(step, final.stopReason, final.errorMessage ?? final.stopReason))
+        if (final.errorMessage !== undefined) answered = { ...final, errorMessage: scrubbed }
+      }
       const usage = pending
       pending = zeroUsage
-      const reported = withSummaryUsage(final, usage)
+      const reported = withSummaryUsage(answered, usage)
       if (reported.stopReason === "error" || reported.stopReason === "aborted") {
         outer.push({ type: "error", reason: reported.stopReason, error: reported })
       } else {
