@@ -3,7 +3,7 @@
  * `wrapLanguageModel`) that offloads large tool results and compacts the
  * prompt of one bound task, with the same guarantees as Tessera's own
  * executor, for `generateText` and `streamText` alike. It is the runtime's
- * `HostedLoop` on AI SDK prompts:
+ * `ForeignLoop` on AI SDK prompts:
  *
  * - It is made only from a bound task (an `EntryGate.TaskBinding`), never
  *   from a folder: {@link make} runs the entry gate, and a summary or a
@@ -12,26 +12,29 @@
  *   in {@link make}, before the middleware exists, so no model request can
  *   be sent.
  * - Every request is journaled as the stock executor journals a turn
- *   (`TurnOpened`, `ToolCalled`/`ToolResulted` for the previous step's
- *   calls, `ArtifactOffloaded`, `SummaryStarted`/`SummaryStaged`,
- *   `RequestDispatched`, `ResponseReceived` or `ModelFailed`, `TurnClosed`);
- *   a streamed step is journaled when its stream ends, every delta having
- *   passed through unchanged as it arrived.
+ *   (`TurnOpened` or `TurnResumed`, `ToolCalled`/`ToolResulted` for the
+ *   previous step's calls, `ArtifactOffloaded`,
+ *   `SummaryStarted`/`SummaryStaged`, `RequestDispatched`,
+ *   `ResponseReceived` with usage and finish reason, or `ModelFailed`,
+ *   `TurnClosed`); a streamed step is journaled when its stream ends, every
+ *   delta having passed through unchanged as it arrived.
  * - Offloaded bodies and staged summaries pass the host's
  *   `ArtifactRedactor` (when one is provided) before they touch disk, and so
  *   does a provider's error: the journal's copy and the one rethrown to the
  *   AI SDK (and from there to the caller) are both scrubbed.
- * - Summary requests go to the wrapped model (`doGenerate`) and are
- *   reported to the host in the next step's result: added to its `usage`
+ * - Summary requests go to the wrapped model (`doGenerate`, with the
+ *   headers, provider options and abort signal of the request they
+ *   precede) and are reported to the host in the next step's result: added to its `usage`
  *   (so `totalUsage` counts them) and itemized under
  *   `providerMetadata.tessera` (`summaryRequests`, `summaryInputTokens`,
  *   `summaryOutputTokens`); for `streamText` both ride on the step's
  *   `finish` part.
  *
  * The AI SDK hands the middleware the caller's whole history on every
- * step; the middleware remembers (per call id) what it offloaded and (per
- * covered prefix) what it summarized, so each step's request is the
- * compacted one. {@link TesseraAiSdk.prepareStep} and
+ * step; the middleware remembers (per call id and original body) what it
+ * offloaded and (per covered prefix) what it summarized, so each step's
+ * request is the compacted one; a call id the provider reuses in a later
+ * prompt is a new call, never given the earlier call's pointer. {@link TesseraAiSdk.prepareStep} and
  * {@link TesseraAiSdk.toModelOutput} also shrink the caller's own copy.
  *
  * @since 0.1.0
@@ -39,15 +42,17 @@
 import type {
   JSONObject,
   LanguageModelV4,
+  LanguageModelV4CallOptions,
   LanguageModelV4GenerateResult,
   LanguageModelV4Middleware,
   LanguageModelV4Prompt,
   LanguageModelV4StreamPart,
   LanguageModelV4Usage
 } from "@ai-sdk/provider"
-import { type EntryGate, HostedLoop, Model, type ToolResultOffload } from "@tessera/runtime"
+import { type EntryGate, type Executor, ForeignLoop, History, Model, type ToolResultOffload } from "@tessera/runtime"
 import type { ModelMessage } from "ai"
 import { Cause, Effect, Exit, type Schema } from "effect"
+import { toFinishReason, toUsage } from "./AiSdkModel.ts"
 import { outputText, toHistory, toPrompt } from "./internal/prompt.ts"
 
 /**
@@ -69,7 +74,7 @@ export interface Options {
  * @since 0.1.0
  * @category models
  */
-export type SummaryUsage = HostedLoop.SummaryUsage
+export type SummaryUsage = ForeignLoop.SummaryUsage
 
 /**
  * The middleware and its helpers, for one bound task.
@@ -120,7 +125,7 @@ export interface TesseraAiSdk {
  * @since 0.1.0
  * @category models
  */
-export type Requirements = HostedLoop.Requirements
+export type Requirements = ForeignLoop.Requirements
 
 const responseText = (result: LanguageModelV4GenerateResult): string =>
   result.content
@@ -128,14 +133,38 @@ const responseText = (result: LanguageModelV4GenerateResult): string =>
     .map((part) => part.text)
     .join("")
 
-const responseCalls = (
-  content: ReadonlyArray<{ readonly type: string }>
-): ReadonlyArray<{ readonly callId: string; readonly name: string }> =>
+/** A call's input as JSON: the provider's text decoded (empty is `{}`), or kept as a string when it is not JSON. */
+const callInput = (input: string): Schema.Json => {
+  if (input.trim().length === 0) return {}
+  try {
+    return JSON.parse(input) as Schema.Json
+  } catch {
+    return input
+  }
+}
+
+/** The calls of a response the caller's tools answer (not those the provider ran itself). */
+const responseCalls = (content: ReadonlyArray<{ readonly type: string }>): ReadonlyArray<Model.ToolCallPart> =>
   content.flatMap((part) => {
     if (part.type !== "tool-call") return []
     const call = part as Extract<LanguageModelV4StreamPart, { type: "tool-call" }>
-    return call.providerExecuted === true ? [] : [{ callId: call.toolCallId, name: call.toolName }]
+    return call.providerExecuted === true ? [] : [Model.toolCall(call.toolCallId, call.toolName, callInput(call.input))]
   })
+
+/** What the journal and compaction see of an answer: its text, calls, usage and finish reason. */
+const responseOf = (
+  text: string,
+  toolCalls: ReadonlyArray<Model.ToolCallPart>,
+  finish: Pick<LanguageModelV4GenerateResult, "usage" | "finishReason"> | undefined
+): Model.ModelResponse => {
+  const usage = finish === undefined ? undefined : toUsage(finish.usage)
+  return Model.response({
+    text,
+    toolCalls,
+    ...(usage === undefined || Object.keys(usage).length === 0 ? {} : { usage }),
+    ...(finish === undefined ? {} : { finishReason: toFinishReason(finish.finishReason) })
+  })
+}
 
 const withUsage = (usage: LanguageModelV4Usage, summary: SummaryUsage): LanguageModelV4Usage => ({
   ...usage,
@@ -163,14 +192,25 @@ const withSummaryUsage = <A extends { usage: LanguageModelV4Usage; providerMetad
 
 const describe = (error: unknown): string => (error instanceof Error ? error.message : String(error))
 
-const countParts = (prompt: LanguageModelV4Prompt): number =>
-  prompt.reduce((count, message) => count + (typeof message.content === "string" ? 1 : message.content.length), 0)
+/** The function tools a request offers, as Tessera's tool specs (provider-run tools are the provider's own). */
+const toolSpecs = (params: Pick<LanguageModelV4CallOptions, "tools">): ReadonlyArray<Model.ToolSpec> =>
+  (params.tools ?? []).flatMap((tool) =>
+    tool.type === "function"
+      ? [
+          {
+            name: tool.name,
+            description: tool.description ?? "",
+            inputSchema: tool.inputSchema as unknown as Record<string, unknown>
+          }
+        ]
+      : []
+  )
 
 const renderOutput = (output: unknown): string =>
   typeof output === "string" ? output : (JSON.stringify(output) ?? "null")
 
 /**
- * Makes the middleware for a bound task (see `HostedLoop.make`). Runs the
+ * Makes the middleware for a bound task (see `ForeignLoop.make`). Runs the
  * entry gate first; with a `Threshold` policy, or with `Private` offload,
  * the private-summaries capability must resolve. Any refusal is
  * `Unauthorized` here, before a middleware exists: no model request, no
@@ -180,7 +220,12 @@ const renderOutput = (output: unknown): string =>
  * @category constructors
  */
 export const make = Effect.fn("AiSdk.make")(function* (binding: EntryGate.TaskBinding, options: Options = {}) {
-  const loop = yield* HostedLoop.make(binding, options)
+  const loop = yield* ForeignLoop.make(binding, {
+    entry: "TesseraMiddleware.make",
+    ...(options.offload === undefined ? {} : { offload: options.offload })
+  })
+  // The Tessera request each prepared prompt stands for: what `RequestDispatched` measures, and compaction sees.
+  const requests = new WeakMap<LanguageModelV4Prompt, Model.ModelRequest>()
 
   const run = async <A, E>(effect: Effect.Effect<A, E>): Promise<A> => {
     const exit = await Effect.runPromiseExit(effect)
@@ -188,55 +233,62 @@ export const make = Effect.fn("AiSdk.make")(function* (binding: EntryGate.TaskBi
     throw Cause.squash(exit.cause)
   }
 
-  const summaryModel = (inner: LanguageModelV4) =>
+  /** Summary requests borrow how the request they precede reaches the provider, never its tools or format. */
+  const summaryModel = (inner: LanguageModelV4, params: LanguageModelV4CallOptions) =>
     Model.fromGenerate((request) =>
       Effect.tryPromise({
-        try: () => inner.doGenerate({ prompt: toPrompt(request.parts, new WeakMap()) }),
+        try: () =>
+          inner.doGenerate({
+            prompt: toPrompt(request.parts, new WeakMap()),
+            ...(params.headers === undefined ? {} : { headers: params.headers }),
+            ...(params.providerOptions === undefined ? {} : { providerOptions: params.providerOptions }),
+            ...(params.abortSignal === undefined ? {} : { abortSignal: params.abortSignal })
+          }),
         catch: (error) => new Model.ModelError({ reason: "ProviderFailure", detail: describe(error) })
-      }).pipe(
-        Effect.map((result) =>
-          Model.response({
-            text: responseText(result),
-            usage: {
-              ...(result.usage.inputTokens.total === undefined ? {} : { inputTokens: result.usage.inputTokens.total }),
-              ...(result.usage.outputTokens.total === undefined
-                ? {}
-                : { outputTokens: result.usage.outputTokens.total })
-            }
-          })
-        )
-      )
+      }).pipe(Effect.map((result) => responseOf(responseText(result), [], result)))
     )
 
-  const prepare = (prompt: LanguageModelV4Prompt, inner: LanguageModelV4) =>
+  const prepare = (params: LanguageModelV4CallOptions, inner: LanguageModelV4) =>
     Effect.suspend(() => {
-      const converted = toHistory(prompt)
-      return Effect.map(loop.prepare(converted.history, summaryModel(inner)), (parts) =>
-        toPrompt(parts, converted.origins)
-      )
+      const converted = toHistory(params.prompt)
+      return Effect.map(loop.prepare(converted.history, summaryModel(inner, params)), (history) => {
+        const request: Model.ModelRequest = { parts: History.toParts(history), tools: toolSpecs(params) }
+        const prompt = toPrompt(request.parts, converted.origins)
+        requests.set(prompt, request)
+        return prompt
+      })
     })
 
+  /** The Tessera request of a prepared prompt (the prompt itself, read back, if another middleware replaced it). */
+  const requestOf = (params: LanguageModelV4CallOptions): Model.ModelRequest =>
+    requests.get(params.prompt) ?? {
+      parts: History.toParts(toHistory(params.prompt).history),
+      tools: toolSpecs(params)
+    }
+
   /** Journals the failure (scrubbed) and gives the error to rethrow, scrubbed the same way. */
-  const failure = (step: HostedLoop.Step, error: unknown) =>
-    Effect.andThen(loop.failed(step, describe(error)), loop.scrubThrown(error))
+  const failure = (step: Executor.StepContext, error: unknown) =>
+    Effect.andThen(loop.fail(step, "ProviderFailure", describe(error)), loop.scrubThrown(error))
 
   const generate = async (
-    prompt: LanguageModelV4Prompt,
+    params: LanguageModelV4CallOptions,
     doGenerate: () => PromiseLike<LanguageModelV4GenerateResult>
   ): Promise<LanguageModelV4GenerateResult> => {
-    const step = await run(loop.dispatch({ parts: countParts(prompt), body: JSON.stringify(prompt) }))
+    const request = requestOf(params)
+    const step = await run(loop.dispatch(request))
     let result: LanguageModelV4GenerateResult
     try {
       result = await doGenerate()
     } catch (error) {
       throw await run(failure(step, error))
     }
-    await run(loop.received(step, { text: responseText(result), toolCalls: responseCalls(result.content) }))
+    await run(loop.receive(step, request, responseOf(responseText(result), responseCalls(result.content), result)))
     return withSummaryUsage(result, loop.takeSummaryUsage())
   }
 
   const stream: NonNullable<LanguageModelV4Middleware["wrapStream"]> = async ({ doStream, params }) => {
-    const step = await run(loop.dispatch({ parts: countParts(params.prompt), body: JSON.stringify(params.prompt) }))
+    const request = requestOf(params)
+    const step = await run(loop.dispatch(request))
     let result: Awaited<ReturnType<typeof doStream>>
     try {
       result = await doStream()
@@ -246,7 +298,8 @@ export const make = Effect.fn("AiSdk.make")(function* (binding: EntryGate.TaskBi
     const summary = loop.takeSummaryUsage()
     const reader = result.stream.getReader()
     let text = ""
-    const calls: Array<{ readonly callId: string; readonly name: string }> = []
+    const calls: Array<Model.ToolCallPart> = []
+    let finished: Pick<LanguageModelV4GenerateResult, "usage" | "finishReason"> | undefined
     let settled = false
     const fail = async (error: unknown) => {
       if (settled) return run(loop.scrubThrown(error))
@@ -265,7 +318,7 @@ export const make = Effect.fn("AiSdk.make")(function* (binding: EntryGate.TaskBi
         if (next.done) {
           if (!settled) {
             settled = true
-            await run(loop.received(step, { text, toolCalls: calls }))
+            await run(loop.receive(step, request, responseOf(text, calls, finished)))
           }
           controller.close()
           return
@@ -281,6 +334,7 @@ export const make = Effect.fn("AiSdk.make")(function* (binding: EntryGate.TaskBi
             controller.enqueue(part)
             return
           case "finish":
+            finished = part
             controller.enqueue(withSummaryUsage(part, summary))
             return
           case "error":
@@ -294,7 +348,7 @@ export const make = Effect.fn("AiSdk.make")(function* (binding: EntryGate.TaskBi
         // The consumer gave up on the answer: the step is journaled as failed, so the turn can go on.
         if (!settled) {
           settled = true
-          await run(loop.failed(step, "the stream was cancelled by its consumer"))
+          await run(loop.fail(step, "ProviderFailure", "the stream was cancelled by its consumer"))
         }
         await reader.cancel(reason)
       }
@@ -304,8 +358,8 @@ export const make = Effect.fn("AiSdk.make")(function* (binding: EntryGate.TaskBi
 
   const middleware: LanguageModelV4Middleware = {
     specificationVersion: "v4",
-    transformParams: async ({ model, params }) => ({ ...params, prompt: await run(prepare(params.prompt, model)) }),
-    wrapGenerate: ({ doGenerate, params }) => generate(params.prompt, doGenerate),
+    transformParams: async ({ model, params }) => ({ ...params, prompt: await run(prepare(params, model)) }),
+    wrapGenerate: ({ doGenerate, params }) => generate(params, doGenerate),
     wrapStream: stream
   }
 
@@ -330,7 +384,7 @@ export const make = Effect.fn("AiSdk.make")(function* (binding: EntryGate.TaskBi
     async ({ input, output, toolCallId }) => {
       const content = renderOutput(output)
       const recorded = await run(
-        loop.recordResult(
+        loop.toolResult(
           Model.toolCall(toolCallId, name, (JSON.parse(JSON.stringify(input) ?? "null") as Schema.Json) ?? null),
           Model.toolResult({ callId: toolCallId, name, content, isError: false })
         )

@@ -443,4 +443,172 @@ describe("TesseraMiddleware (Vercel AI SDK 7)", () => {
     const result = await generateText({ model, tools, messages: start, stopWhen: stepCountIs(5) })
     assert.include(JSON.stringify(result.steps.map((step) => step.response.messages)), "r1-".repeat(100))
   })
+
+  /**
+   * Two `generateText` calls on one middleware whose provider gives both
+   * tool calls the id `call-1`: a large result first (offloaded), then a
+   * small one (kept). The caller carries the first call's messages into
+   * the second. `wire` may break the middleware or the tool around the
+   * real ones (the controls).
+   */
+  const reusedId = (wire: {
+    readonly middleware?: (middleware: LanguageModelV4Middleware) => LanguageModelV4Middleware
+    readonly toModelOutput?: boolean
+    readonly output?: (
+      output: ReturnType<TesseraMiddleware.TesseraAiSdk["toModelOutput"]>
+    ) => ReturnType<TesseraMiddleware.TesseraAiSdk["toModelOutput"]>
+  }) =>
+    inWorld((world) =>
+      Effect.gen(function* () {
+        const binding = yield* bindTask(world, true)
+        const tessera = yield* TesseraMiddleware.make(binding, { offload })
+        const script = [callTool("call-1", 10_000, "r1-"), answer("first done"), callTool("call-1", 600, "r2-")]
+        let steps = 0
+        const model = new MockLanguageModelV4({
+          doGenerate: async () => script[steps++] ?? answer("second done")
+        })
+        const middleware = wire.middleware?.(tessera.middleware) ?? tessera.middleware
+        const wrapped = wrapLanguageModel({ model, middleware })
+        const toModelOutput = tessera.toModelOutput("produce")
+        const shrinking =
+          wire.toModelOutput === true
+            ? { produce: { ...produce, toModelOutput: wire.output?.(toModelOutput) ?? toModelOutput } }
+            : tools
+        const first = yield* Effect.promise(() =>
+          generateText({ model: wrapped, tools: shrinking, messages: start, stopWhen: stepCountIs(5) })
+        )
+        const pointer = tessera.offloaded.get("call-1") ?? ""
+        yield* Effect.promise(() =>
+          generateText({
+            model: wrapped,
+            tools: shrinking,
+            messages: [
+              ...start,
+              ...first.steps.flatMap((step) => step.response.messages),
+              { role: "user", content: "And once more?" }
+            ],
+            stopWhen: stepCountIs(5)
+          })
+        )
+        const prompts = model.doGenerateCalls.map((call) => promptText(call.prompt))
+        return { pointer, prompts, journal: journalText(world), latest: tessera.offloaded.get("call-1") }
+      })
+    )
+
+  const reuseHolds = (run: Awaited<ReturnType<typeof reusedId>>) => {
+    assert.strictEqual(run.prompts.length, 4)
+    assert.match(run.pointer, /read_artifact/)
+    for (const prompt of run.prompts) assert.notInclude(prompt, "r1-".repeat(100), "the first body is never resent")
+    const last = run.prompts[3] ?? ""
+    assert.include(last, JSON.stringify(run.pointer).slice(1, -1), "the first call keeps its own pointer")
+    assert.include(last, "r2-".repeat(100), "the second call of the id reaches the model as its tool gave it")
+    assert.strictEqual(run.journal.split('"_tag":"ToolResulted"').length - 1, 2, "both calls journaled")
+    assert.strictEqual(run.journal.split('"_tag":"ArtifactOffloaded"').length - 1, 1)
+    assert.isUndefined(run.latest, "the latest call of the id was not offloaded")
+  }
+
+  /** Deliberately broken: results remembered by call id alone, the first one seen winning (the bug the middleware had). */
+  const byIdAlone = (middleware: LanguageModelV4Middleware): LanguageModelV4Middleware => {
+    const seen = new Map<string, unknown>()
+    return {
+      ...middleware,
+      transformParams: async (options) => {
+        const params = (await middleware.transformParams?.(options)) ?? options.params
+        const prompt = params.prompt.map((message) => {
+          if (message.role !== "tool") return message
+          const content = message.content.map((part) => {
+            if (part.type !== "tool-result") return part
+            if (!seen.has(part.toolCallId)) seen.set(part.toolCallId, part.output)
+            return { ...part, output: seen.get(part.toolCallId) as typeof part.output }
+          })
+          return { ...message, content }
+        })
+        return { ...params, prompt }
+      }
+    }
+  }
+
+  it("ai_sdk_reused_call_id: a call id the provider uses again in a later prompt is a new call, never given the first call's pointer, and the first body stays out", async () => {
+    reuseHolds(await reusedId({}))
+  })
+
+  it("negative control: a middleware remembering results by call id alone sends the first call's pointer for the second", async () => {
+    const run = await reusedId({ middleware: byIdAlone })
+    assert.throws(() => reuseHolds(run))
+    assert.notInclude(run.prompts[3] ?? "", "r2-".repeat(100))
+  })
+
+  it("ai_sdk_reused_call_id_to_model_output: with toModelOutput, the second call of a reused id is recorded as itself, not answered with the first call's pointer", async () => {
+    reuseHolds(await reusedId({ toModelOutput: true }))
+  })
+
+  it("negative control: a toModelOutput that remembers its answers by call id alone hands the second call the first call's pointer", async () => {
+    const run = await reusedId({
+      toModelOutput: true,
+      output: (inner) => {
+        const answers = new Map<string, ReturnType<typeof inner>>()
+        return (options) => {
+          const known = answers.get(options.toolCallId)
+          if (known !== undefined) return known
+          const made = inner(options)
+          answers.set(options.toolCallId, made)
+          return made
+        }
+      }
+    })
+    assert.throws(() => reuseHolds(run))
+    assert.notInclude(run.prompts[3] ?? "", "r2-".repeat(100))
+  })
+
+  /** The four-request scenario, sent with headers, provider options and an abort signal; the calls the mock saw. */
+  const summaryCallOptions = () =>
+    inWorld((world) =>
+      Effect.gen(function* () {
+        const binding = yield* bindTask(
+          world,
+          true,
+          CompactionPolicy.threshold({ measure: "bytes", limit: 30_000, keepRecent: 1_000, pieceLimit: 200_000 })
+        )
+        const tessera = yield* TesseraMiddleware.make(binding)
+        const { model } = scripted(2, 20_000)
+        const abort = new AbortController()
+        yield* Effect.promise(() =>
+          generateText({
+            model: wrapLanguageModel({ model, middleware: tessera.middleware }),
+            tools,
+            messages: start,
+            stopWhen: stepCountIs(8),
+            headers: { "x-tenant": "tenant-7" },
+            providerOptions: { mock: { region: "eu" } },
+            abortSignal: abort.signal
+          })
+        )
+        return model.doGenerateCalls
+      })
+    )
+
+  /** A summary request borrows how its request reaches the provider, never its tools. */
+  const borrows = (summary: LanguageModelV4CallOptions | undefined) => {
+    assert.isDefined(summary)
+    assert.strictEqual(summary?.headers?.["x-tenant"], "tenant-7")
+    assert.deepStrictEqual(summary?.providerOptions, { mock: { region: "eu" } })
+    assert.isDefined(summary?.abortSignal)
+    assert.isUndefined(summary?.tools, "the summary request offers no tools")
+  }
+
+  it("ai_sdk_summary_request_options: the summary request carries the headers, provider options and abort signal of the request it precedes, and no tools", async () => {
+    const sent = await summaryCallOptions()
+    assert.strictEqual(sent.length, 4)
+    const summary = sent.find(isSummaryRequest)
+    borrows(summary)
+    assert.isDefined(sent[3]?.tools, "the turn's own requests keep their tools")
+  })
+
+  it("negative control: a summary request sent with its prompt alone (as before) fails the check", async () => {
+    const sent = await summaryCallOptions()
+    const summary = sent.find(isSummaryRequest)
+    assert.isDefined(summary)
+    const promptOnly = { prompt: summary?.prompt ?? [] } as LanguageModelV4CallOptions
+    assert.throws(() => borrows(promptOnly))
+  })
 })

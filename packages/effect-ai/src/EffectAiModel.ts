@@ -77,9 +77,23 @@ const callOf = (request: Model.ModelRequest): Call => {
   }
 }
 
-const finishReason = (reason: Response.FinishReason): Model.FinishReason => (reason === "pause" ? "other" : reason)
+/**
+ * Effect AI's finish reason as Tessera's (`pause` becomes `other`).
+ *
+ * @since 0.3.0
+ * @category responses
+ */
+export const toFinishReason = (reason: Response.FinishReason): Model.FinishReason =>
+  reason === "pause" ? "other" : reason
 
-const usageOf = (usage: Response.Usage): Model.Usage => ({
+/**
+ * Effect AI's usage as Tessera's: input and output totals, cache reads and
+ * reasoning tokens; a count Effect AI left undefined stays absent.
+ *
+ * @since 0.3.0
+ * @category responses
+ */
+export const toUsage = (usage: Response.Usage): Model.Usage => ({
   ...(usage.inputTokens.total === undefined ? {} : { inputTokens: usage.inputTokens.total }),
   ...(usage.outputTokens.total === undefined ? {} : { outputTokens: usage.outputTokens.total }),
   ...(usage.inputTokens.cacheRead === undefined ? {} : { cachedInputTokens: usage.inputTokens.cacheRead }),
@@ -125,10 +139,10 @@ const eventsOf = (
         : Effect.map(toolCallOf(part), (call) => [{ _tag: "ToolCall", call }])
     case "finish":
       return Effect.succeed([
-        { _tag: "Usage", usage: usageOf(part.usage) },
+        { _tag: "Usage", usage: toUsage(part.usage) },
         {
           _tag: "Finish",
-          reason: finishReason(part.reason),
+          reason: toFinishReason(part.reason),
           ...(Object.keys(part.metadata).length === 0 ? {} : { providerMetadata: part.metadata })
         }
       ])

@@ -4,7 +4,7 @@
  * written against `LanguageModel.generateText`/`streamText`/`generateObject`
  * or `Chat` gets offload of large tool results and compaction with a private
  * summary by providing {@link layer} over its provider's layer. It is the
- * runtime's `HostedLoop` on Effect AI prompts:
+ * runtime's `ForeignLoop` on Effect AI prompts:
  *
  * - It is made only from a bound task (an `EntryGate.TaskBinding`), never
  *   from a folder: {@link make} runs the entry gate, and a summary or a
@@ -12,9 +12,10 @@
  *   binding. A task that needs a writer and has none fails `Unauthorized`
  *   in {@link make} (so the layer fails to build), before any model request.
  * - Every request is journaled as the stock executor journals a turn
- *   (`TurnOpened`, `ToolCalled`/`ToolResulted`, `ArtifactOffloaded`,
- *   `SummaryStarted`/`SummaryStaged`, `RequestDispatched`,
- *   `ResponseReceived` or `ModelFailed`, `TurnClosed`); a streamed step is
+ *   (`TurnOpened` or `TurnResumed`, `ToolCalled`/`ToolResulted`,
+ *   `ArtifactOffloaded`, `SummaryStarted`/`SummaryStaged`,
+ *   `RequestDispatched`, `ResponseReceived` with usage and finish reason,
+ *   or `ModelFailed`, `TurnClosed`); a streamed step is
  *   journaled when its stream ends, every part having passed through as it
  *   arrived.
  * - Offloaded bodies and staged summaries pass the host's
@@ -34,26 +35,27 @@
  *   Streamed results are offloaded on the next request instead.
  *
  * The caller's whole history comes back on every request; the wrapper
- * remembers what it offloaded and what it summarized, so each request is
- * the compacted one and an offloaded payload is never sent again.
+ * remembers what it offloaded (per call id and original body) and what it
+ * summarized, so each request is the compacted one and an offloaded
+ * payload is never sent again.
  *
  * @since 0.1.0
  */
-import { type EntryGate, HostedLoop } from "@tessera/runtime"
-import { Effect, Layer, Stream } from "effect"
+import { type EntryGate, type Executor, ForeignLoop, History, Model } from "@tessera/runtime"
+import { Effect, Layer, Schema, Stream } from "effect"
 import { AiError, LanguageModel, Prompt, Response } from "effect/ai"
-import { fromLanguageModel } from "./EffectAiModel.ts"
-import { countParts, resultText, toHistory, toPrompt } from "./internal/prompt.ts"
+import { fromLanguageModel, toFinishReason, toUsage } from "./EffectAiModel.ts"
+import { resultText, toHistory, toPrompt } from "./internal/prompt.ts"
 
 /**
- * How the wrapper treats a task's requests: the runtime's
- * `HostedLoop.Options` (`offload`: threshold, read tool, destination).
- * Compaction follows the binding's policy.
+ * How the wrapper treats a task's requests: `offload` is the runtime's own
+ * `ToolResultOffload.OffloadConfig` (threshold, read tool, destination; no
+ * offload without it). Compaction follows the binding's policy.
  *
  * @since 0.1.0
  * @category models
  */
-export type Options = HostedLoop.Options
+export type Options = Pick<ForeignLoop.Options, "offload">
 
 /**
  * The wrapping `LanguageModel` and what it reports, for one bound task.
@@ -67,7 +69,7 @@ export interface TesseraLanguageModel {
   /** The pointer each offloaded call id was replaced by. */
   readonly offloaded: ReadonlyMap<string, string>
   /** Every summary request's cost so far (also reported step by step). */
-  readonly summaryUsage: () => HostedLoop.SummaryUsage
+  readonly summaryUsage: () => ForeignLoop.SummaryUsage
 }
 
 /**
@@ -77,13 +79,15 @@ export interface TesseraLanguageModel {
  * @since 0.1.0
  * @category models
  */
-export type Requirements = HostedLoop.Requirements
+export type Requirements = ForeignLoop.Requirements
 
 type AnyPart = Response.AnyPart
 type ToolResult = Extract<AnyPart, { type: "tool-result" }>
 type Finish = Extract<AnyPart, { type: "finish" }>
 type Options_ = { readonly prompt: Prompt.RawInput } & Record<string, unknown>
 type Content = ReadonlyArray<AnyPart>
+
+const isFinish = (part: AnyPart): part is Finish => part.type === "finish"
 
 const describe = (error: unknown): string => (error instanceof Error ? error.message : String(error))
 
@@ -97,15 +101,30 @@ const tesseraFailure =
       reason: new AiError.UnknownError({ description: `Tessera ${error._tag}: ${error.message}` })
     })
 
-const callsOf = (content: Content): ReadonlyArray<{ readonly callId: string; readonly name: string }> =>
+const isJson = Schema.is(Schema.Json)
+
+/** The calls of a response the caller's tools answer (an input that is not JSON is kept as `null`). */
+const callsOf = (content: Content): ReadonlyArray<Model.ToolCallPart> =>
   content.flatMap((part) =>
-    part.type === "tool-call" && !part.providerExecuted ? [{ callId: part.id, name: part.name }] : []
+    part.type === "tool-call" && !part.providerExecuted
+      ? [Model.toolCall(part.id, part.name, isJson(part.params) ? part.params : null)]
+      : []
   )
+
+/** What the journal and compaction see of a response: its text, calls, usage and finish reason. */
+const responseOf = (content: Content): Model.ModelResponse => {
+  const finish = content.find(isFinish)
+  return Model.response({
+    text: textOf(content),
+    toolCalls: callsOf(content),
+    ...(finish === undefined ? {} : { usage: toUsage(finish.usage), finishReason: toFinishReason(finish.reason) })
+  })
+}
 
 const textOf = (content: Content): string =>
   content.map((part) => (part.type === "text" ? part.text : part.type === "text-delta" ? part.delta : "")).join("")
 
-const withSummary = (part: Finish, summary: HostedLoop.SummaryUsage): Finish =>
+const withSummary = (part: Finish, summary: ForeignLoop.SummaryUsage): Finish =>
   summary.requests === 0
     ? part
     : {
@@ -130,8 +149,6 @@ const withSummary = (part: Finish, summary: HostedLoop.SummaryUsage): Finish =>
         }
       }
 
-const isFinish = (part: AnyPart): part is Finish => part.type === "finish"
-
 /**
  * Wraps the `LanguageModel` in context for a bound task (see the module
  * comment). Runs the entry gate first; with a `Threshold` policy, or with
@@ -146,23 +163,27 @@ export const make = Effect.fn("EffectAi.TesseraLanguageModel.make")(function* (
   options: Options = {}
 ) {
   const inner = yield* LanguageModel.LanguageModel
-  const loop = yield* HostedLoop.make(binding, options)
+  const loop = yield* ForeignLoop.make(binding, {
+    entry: "TesseraLanguageModel.make",
+    ...(options.offload === undefined ? {} : { offload: options.offload })
+  })
   const summaryModel = fromLanguageModel(inner)
 
   /** Prepares and journals one request: the prompt to send, and its step. */
   const begin = (method: string, raw: Prompt.RawInput) =>
     Effect.gen(function* () {
       const converted = toHistory(Prompt.make(raw))
-      const parts = yield* loop.prepare(converted.history, summaryModel)
-      const prompt = toPrompt(parts, converted.origins)
-      const step = yield* loop.dispatch({ parts: countParts(prompt), body: JSON.stringify(prompt.content) })
-      return { prompt, step }
+      const history = yield* loop.prepare(converted.history, summaryModel)
+      const request: Model.ModelRequest = { parts: History.toParts(history), tools: [] }
+      const prompt = toPrompt(request.parts, converted.origins)
+      const step = yield* loop.dispatch(request)
+      return { prompt, request, step }
     }).pipe(Effect.mapError(tesseraFailure(method)))
 
   /** Journals a failure scrubbed, and fails with the error scrubbed the same way. */
-  const failure = (method: string, step: HostedLoop.Step, error: unknown): Effect.Effect<never, unknown> =>
+  const failure = (method: string, step: Executor.StepContext, error: unknown): Effect.Effect<never, unknown> =>
     loop
-      .failed(step, describe(error))
+      .fail(step, "ProviderFailure", describe(error))
       .pipe(
         Effect.mapError(tesseraFailure(method)),
         Effect.andThen(loop.scrubThrown(error)),
@@ -185,7 +206,7 @@ export const make = Effect.fn("EffectAi.TesseraLanguageModel.make")(function* (
           providerExecuted: false
         })
       )
-      const recorded = yield* loop.recordResult(
+      const recorded = yield* loop.toolResult(
         { _tag: "ToolCall", id: part.id, name: part.name, input: (params ?? null) as never },
         { _tag: "ToolResult", callId: part.id, name: part.name, content: text, isError: part.isFailure }
       )
@@ -195,9 +216,9 @@ export const make = Effect.fn("EffectAi.TesseraLanguageModel.make")(function* (
     })
 
   /** A whole response: journaled, its resolved results recorded, the summary usage put on its finish part. */
-  const settle = (method: string, step: HostedLoop.Step, content: Content) =>
+  const settle = (method: string, step: Executor.StepContext, request: Model.ModelRequest, content: Content) =>
     Effect.gen(function* () {
-      yield* loop.received(step, { text: textOf(content), toolCalls: callsOf(content) })
+      yield* loop.receive(step, request, responseOf(content))
       const summary = loop.takeSummaryUsage()
       const out: Array<AnyPart> = []
       for (const part of content) {
@@ -214,29 +235,29 @@ export const make = Effect.fn("EffectAi.TesseraLanguageModel.make")(function* (
 
   const generateText = (options: Options_) =>
     Effect.gen(function* () {
-      const { prompt, step } = yield* begin("generateText", options.prompt)
+      const { prompt, request, step } = yield* begin("generateText", options.prompt)
       const response = yield* (inner.generateText as unknown as (o: Options_) => Effect.Effect<{ content: Content }>)({
         ...options,
         prompt
       }).pipe(Effect.catch((error) => failure("generateText", step, error)))
-      const content = yield* settle("generateText", step, response.content)
+      const content = yield* settle("generateText", step, request, response.content)
       return new LanguageModel.GenerateTextResponse(content as Array<Response.Part<never>>)
     })
 
   const generateObject = (options: Options_) =>
     Effect.gen(function* () {
-      const { prompt, step } = yield* begin("generateObject", options.prompt)
+      const { prompt, request, step } = yield* begin("generateObject", options.prompt)
       const response = yield* (
         inner.generateObject as unknown as (o: Options_) => Effect.Effect<{ value: unknown; content: Content }>
       )({ ...options, prompt }).pipe(Effect.catch((error) => failure("generateObject", step, error)))
-      const content = yield* settle("generateObject", step, response.content)
+      const content = yield* settle("generateObject", step, request, response.content)
       return new LanguageModel.GenerateObjectResponse(response.value, content as Array<Response.Part<never>>)
     })
 
   const streamText = (options: Options_) =>
     Stream.unwrap(
       Effect.gen(function* () {
-        const { prompt, step } = yield* begin("streamText", options.prompt)
+        const { prompt, request, step } = yield* begin("streamText", options.prompt)
         const summary = loop.takeSummaryUsage()
         const seen: Array<AnyPart> = []
         let settled = false
@@ -256,14 +277,14 @@ export const make = Effect.fn("EffectAi.TesseraLanguageModel.make")(function* (
           Stream.onEnd(
             Effect.suspend(() => {
               settled = true
-              return loop.received(step, { text: textOf(seen), toolCalls: callsOf(seen) })
+              return loop.receive(step, request, responseOf(seen))
             }).pipe(Effect.mapError(tesseraFailure("streamText")))
           ),
           // A consumer that stops early (interruption): the step is journaled as failed, so the turn can go on.
           Stream.ensuring(
             Effect.suspend(
-              (): Effect.Effect<unknown, HostedLoop.JournalError> =>
-                settled ? Effect.void : loop.failed(step, "the stream was interrupted by its consumer")
+              (): Effect.Effect<unknown, ForeignLoop.JournalError> =>
+                settled ? Effect.void : loop.fail(step, "ProviderFailure", "the stream was interrupted by its consumer")
             ).pipe(Effect.ignore)
           )
         )

@@ -14,7 +14,9 @@
  *   private summary staged through the capability resolved from the
  *   binding; Pi's transcript stays whole, each request is the compacted one.
  * - `streamFn` (wraps the host's, default pi-ai's `streamSimple`): journals
- *   each request and its answer or failure, and adds what summary requests
+ *   each request and its answer or failure (the failure's error message
+ *   scrubbed by the host's redactor, in the journal and in what Pi gets
+ *   back), and adds what summary requests
  *   cost since the last answer to that answer's `usage` (so Pi's own usage
  *   totals count them); {@link TesseraPi.summaryUsage} itemizes them.
  *
@@ -48,9 +50,8 @@ import {
   type SimpleStreamOptions,
   streamSimple
 } from "@mariozechner/pi-ai"
-import type { DurableFiles } from "@tessera/core"
-import { type EntryGate, ForeignLoop, Model, type ToolResultOffload } from "@tessera/runtime"
-import { Cause, Effect, Exit, type FileSystem, type Path } from "effect"
+import { type EntryGate, ForeignLoop, History, Model, type ToolResultOffload } from "@tessera/runtime"
+import { Cause, Effect, Exit } from "effect"
 import {
   resultText,
   toHistory,
@@ -128,7 +129,7 @@ export interface TesseraPi {
  * @since 0.2.0
  * @category models
  */
-export type Requirements = ForeignLoop.Requirements | FileSystem.FileSystem | Path.Path | DurableFiles.DurableFiles
+export type Requirements = ForeignLoop.Requirements
 
 const zeroUsage: SummaryUsage = {
   requests: 0,
@@ -201,14 +202,13 @@ export const make = Effect.fn("TesseraPi.make")(function* (binding: EntryGate.Ta
     entry: "TesseraPi.make",
     ...(options.offload === undefined ? {} : { offload: options.offload })
   })
-  const services = yield* Effect.context<Requirements>()
   const inner: StreamFn = options.streamFn ?? streamSimple
   let latestModel: PiModel<Api> | undefined
   let pending = zeroUsage
   let total = zeroUsage
 
-  const run = async <A, E>(effect: Effect.Effect<A, E, Requirements>): Promise<A> => {
-    const exit = await Effect.runPromiseExitWith(services)(effect)
+  const run = async <A, E>(effect: Effect.Effect<A, E>): Promise<A> => {
+    const exit = await Effect.runPromiseExit(effect)
     if (Exit.isSuccess(exit)) return exit.value
     throw Cause.squash(exit.cause)
   }
@@ -256,9 +256,7 @@ export const make = Effect.fn("TesseraPi.make")(function* (binding: EntryGate.Ta
   const transformContext: TesseraPi["transformContext"] = async (messages, signal) => {
     const converted = toHistory(messages)
     const after = await run(loop.prepare(converted.history, summaryModel(signal)))
-    const task = toMessages(after.task, converted)
-    const summary = after.summary === undefined ? [] : toMessages(after.summary.parts, converted)
-    return [...summary, ...task, ...toMessages(after.parts, converted)]
+    return toMessages(History.toParts(after), converted)
   }
 
   const afterToolCall: TesseraPi["afterToolCall"] = async ({ isError, result, toolCall }) => {
@@ -282,7 +280,7 @@ export const make = Effect.fn("TesseraPi.make")(function* (binding: EntryGate.Ta
     streamOptions: SimpleStreamOptions | undefined
   ): Promise<void> => {
     const request = toRequest(context)
-    const dispatched = await Effect.runPromiseExitWith(services)(loop.dispatch(request))
+    const dispatched = await Effect.runPromiseExit(loop.dispatch(request))
     if (Exit.isFailure(dispatched)) {
       const refused = failedMessage(model, describe(Cause.squash(dispatched.cause)))
       outer.push({ type: "error", reason: "error", error: refused })
@@ -291,11 +289,16 @@ export const make = Effect.fn("TesseraPi.make")(function* (binding: EntryGate.Ta
     }
     const step = dispatched.value
     const finish = async (final: AssistantMessage, event: "done" | "error") => {
+      let answered = final
       if (event === "done") await run(loop.receive(step, request, toResponse(final)))
-      else await run(loop.fail(step, final.stopReason, final.errorMessage ?? final.stopReason))
+      else {
+        // The error Pi keeps (and may write to its session file) is the journal's scrubbed copy.
+        const scrubbed = await run(loop.fail(step, final.stopReason, final.errorMessage ?? final.stopReason))
+        if (final.errorMessage !== undefined) answered = { ...final, errorMessage: scrubbed }
+      }
       const usage = pending
       pending = zeroUsage
-      const reported = withSummaryUsage(final, usage)
+      const reported = withSummaryUsage(answered, usage)
       if (reported.stopReason === "error" || reported.stopReason === "aborted") {
         outer.push({ type: "error", reason: reported.stopReason, error: reported })
       } else {

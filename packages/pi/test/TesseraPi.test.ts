@@ -428,7 +428,7 @@ describe("TesseraPi (Pi agent core 0.73)", () => {
 
   it("pi_model_failure_journaled: a failed request is journaled as ModelFailed, scrubbed, and the next prompt continues the same turn", async () => {
     const { answer, failed, journal } = await failing(true)
-    assert.include(failed ?? "", "upstream 503", "Pi gets the provider's error as it was")
+    assert.include(failed ?? "", "upstream 503", "Pi gets the provider's error")
     assert.include(journal, '"_tag":"ModelFailed"')
     assert.notInclude(journal, "AKIAIOSFODNN7EXAMPLE", "the provider's error text is scrubbed before it is journaled")
     assert.strictEqual(journal.split('"_tag":"TurnOpened"').length - 1, 1, "one turn")
@@ -439,5 +439,16 @@ describe("TesseraPi (Pi agent core 0.73)", () => {
   it("negative control: without a redactor in scope the error text reaches the journal as it was", async () => {
     const { journal } = await failing(false)
     assert.include(journal, "AKIAIOSFODNN7EXAMPLE")
+  })
+
+  it("pi_model_failure_scrubbed_for_caller: the error message Pi gets back (and keeps in its messages) is the journal's scrubbed copy", async () => {
+    const { failed } = await failing(true)
+    assert.include(failed ?? "", "upstream 503")
+    assert.notInclude(failed ?? "", "AKIAIOSFODNN7EXAMPLE")
+  })
+
+  it("negative control: without a redactor in scope Pi gets the error text as it was", async () => {
+    const { failed } = await failing(false)
+    assert.include(failed ?? "", "AKIAIOSFODNN7EXAMPLE")
   })
 })

@@ -1,6 +1,7 @@
 /**
- * A bound task driven by another framework's agent loop (the Vercel AI SDK,
- * Effect AI, Pi's agent core): the loop is theirs, the guarantees are
+ * A bound task driven by another framework's agent loop (the Vercel AI
+ * SDK's `generateText`/`streamText`, Effect AI's `LanguageModel` and
+ * `Chat`, Pi's agent core): the loop is theirs, the guarantees are
  * Tessera's. An adapter makes one {@link ForeignLoop} per task and calls it
  * at the points every such loop has: before a model request
  * ({@link ForeignLoop.prepare}, then {@link ForeignLoop.dispatch}), when the
@@ -13,20 +14,34 @@
  *   writer when compaction or private offload needs it and admits it
  *   against the journal. A binding that needs a writer and has none fails
  *   `Unauthorized` in {@link make}, so an adapter refuses before its loop
- *   can send a request.
+ *   can send a request, write a journal byte or a file.
  * - The journal gets what the stock executor writes for a turn:
- *   `TurnOpened`, `RequestDispatched`, `ResponseReceived` or `ModelFailed`,
+ *   `TurnOpened` (or `TurnResumed` when the turn's last request never got
+ *   an answer: a crash, an abandoned stream), `RequestDispatched` (the
+ *   request measured as the executor measures it), `ResponseReceived`
+ *   (usage and finish reason included) or `ModelFailed`,
  *   `ToolCalled`/`ToolResulted` (and `ArtifactOffloaded`) for each call,
- *   the summary entries of compaction, and `TurnClosed` once a response asks
- *   for no tool.
+ *   the summary entries of compaction, and `TurnClosed` once a response
+ *   asks for no tool.
+ * - Offloaded bodies, staged summaries and failure details pass the host's
+ *   `ArtifactRedactor` (when one is in the context of {@link make}) before
+ *   they touch disk; {@link ForeignLoop.scrub} and
+ *   {@link ForeignLoop.scrubThrown} give adapters the same redaction for
+ *   what they hand back to their caller.
+ * - Summary requests are counted ({@link ForeignLoop.takeSummaryUsage}) so
+ *   an adapter reports them to its host with the step they preceded.
  * - Foreign loops hand over their whole history on every request and never
- *   shrink it themselves. The loop remembers, per call id, what it offloaded
- *   (the pointer replaces the body in every later request) and which prefix
- *   its last summary covers (that prefix is replaced by the summary again
- *   without a new summary request), so each request is the compacted one.
- *   Call ids are provider text (Pi's contain `:`): they are only ever map
- *   keys here, and become file names only through
- *   `ToolResultOffload.callIdSegment`.
+ *   shrink it themselves. The loop remembers, per call id and original
+ *   body, what it offloaded (the pointer replaces that body in every later
+ *   request; a later call reusing the id with another body is not
+ *   confused with it) and which prefix its last summary covers (that
+ *   prefix is replaced by the summary again without a new summary
+ *   request), so each request is the compacted one. Call ids are provider
+ *   text (Pi's contain `:`): they are only ever map keys here, and become
+ *   file names only through `ToolResultOffload.callIdSegment`.
+ * - A loop wired only in part (a request sent that was not prepared, a
+ *   result of a call no journaled response asked for) is refused
+ *   ({@link LoopOutOfOrder}) before the request or the result is journaled.
  *
  * @since 0.2.0
  */
@@ -55,8 +70,9 @@ import * as ToolResultOffload from "./ToolResultOffload.ts"
 
 /**
  * How a foreign loop treats its task: `offload` is the runtime's own
- * `ToolResultOffload.OffloadConfig` (no offload without it); compaction
- * follows the binding's policy. `entry` names the adapter in refusals.
+ * `ToolResultOffload.OffloadConfig` (threshold, read tool named in the
+ * pointer, destination; no offload without it); compaction follows the
+ * binding's policy. `entry` names the adapter in refusals.
  *
  * @since 0.2.0
  * @category models
@@ -67,13 +83,36 @@ export interface Options {
 }
 
 /**
+ * What summary requests cost: how many were sent, and the input and output
+ * tokens their responses reported (0 when a response reported none).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface SummaryUsage {
+  readonly requests: number
+  readonly inputTokens: number
+  readonly outputTokens: number
+}
+
+/**
+ * No summary request.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export const noSummaryUsage: SummaryUsage = { requests: 0, inputTokens: 0, outputTokens: 0 }
+
+/**
  * A request was dispatched that {@link ForeignLoop.prepare} did not
  * prepare, or, before any request was dispatched, a second request was
- * prepared while the first never was: the adapter's loop is wired only in
+ * prepared while the first never was, or a tool result arrived for a call
+ * no journaled response asked for: the adapter's loop is wired only in
  * part (for instance Pi's `transformContext` without the `streamFn` that
- * journals the request). Raised before the request is journaled or sent.
- * Once a request was dispatched, a prepared request the loop gave up on
- * (its own conversion failed) is simply replaced by the next one.
+ * journals the request). Raised before the request or the result is
+ * journaled or sent. Once a request was dispatched, a prepared request the
+ * loop gave up on (its own conversion failed) is simply replaced by the
+ * next one.
  *
  * @since 0.2.0
  * @category errors
@@ -88,16 +127,23 @@ export class LoopOutOfOrder extends Schema.TaggedError<LoopOutOfOrder>()("LoopOu
 }
 
 /**
+ * The journal refused an entry.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export type JournalError = JournalIOError | JournalSequenceError
+
+/**
  * What a foreign loop's steps can fail with: the gate's refusal, the
  * journal's errors, compaction's and offload's, and {@link LoopOutOfOrder}.
  *
  * @since 0.2.0
- * @category models
+ * @category errors
  */
 export type LoopError =
   | Unauthorized.Unauthorized
-  | JournalIOError
-  | JournalSequenceError
+  | JournalError
   | TurnAlreadyOpen
   | NoOpenTurn
   | TurnUnfinished
@@ -107,7 +153,9 @@ export type LoopError =
   | LoopOutOfOrder
 
 /**
- * What a foreign loop needs from its context.
+ * What the platform must provide to {@link make}: the bound task's journal,
+ * and the files the runtime writes through. They are captured once; the
+ * loop's members need nothing.
  *
  * @since 0.2.0
  * @category models
@@ -125,60 +173,77 @@ export interface ForeignLoop {
   readonly binding: EntryGate.TaskBinding
   /**
    * Before a request: the gate (`ModelStep`), the task's open turn (opened
-   * when none is), the results of the previous step's calls that the loop
+   * when none is, resumed with `TurnResumed` when its last request never
+   * got an answer), the results of the previous step's calls that the loop
    * did not report through {@link toolResult} (journaled and offloaded
    * now), offloaded results replaced by their pointers, the remembered
    * summary restored, and compaction under a `Threshold` policy, its
-   * summary requests sent to `summaryModel`. Returns the history to send.
+   * summary requests sent to `summaryModel` (and counted). Returns the
+   * history to send (`History.toParts` gives its parts in order). Unchanged
+   * parts are the very objects of `history`, so adapters may map them back
+   * to their originals by identity.
    */
   readonly prepare: (
     history: History.History,
     summaryModel: Model.Model["Service"]
-  ) => Effect.Effect<History.History, LoopError, Requirements>
+  ) => Effect.Effect<History.History, LoopError>
   /**
    * Journals `RequestDispatched` for the request {@link prepare} made, just
-   * before it is sent; returns where it is. Fails {@link LoopOutOfOrder}
-   * when no request was prepared since the last dispatch.
+   * before it is sent, measured as the executor measures its requests;
+   * returns where it is. Fails {@link LoopOutOfOrder} when no request was
+   * prepared since the last dispatch.
    */
-  readonly dispatch: (request: Model.ModelRequest) => Effect.Effect<Executor.StepContext, LoopError, Requirements>
+  readonly dispatch: (request: Model.ModelRequest) => Effect.Effect<Executor.StepContext, LoopError>
   /**
-   * Journals the answer (`ResponseReceived`); closes the turn when it asks
-   * for no tool.
+   * Journals the answer (`ResponseReceived`, with its usage and finish
+   * reason) and shows it to compaction (a `reportedTokens` policy measures
+   * the next request from it); closes the turn when it asks for no tool.
    */
   readonly receive: (
     step: Executor.StepContext,
     request: Model.ModelRequest,
     response: Model.ModelResponse
-  ) => Effect.Effect<void, LoopError, Requirements>
+  ) => Effect.Effect<void, LoopError>
   /**
-   * Journals `ModelFailed`; the detail passes the host's `ArtifactRedactor`
-   * (when one was in scope at {@link make}) before it is written.
+   * Journals `ModelFailed` with `detail` scrubbed (see {@link scrub});
+   * returns the scrubbed detail.
    */
-  readonly fail: (
-    step: Executor.StepContext,
-    reason: string,
-    detail: string
-  ) => Effect.Effect<void, LoopError, Requirements>
+  readonly fail: (step: Executor.StepContext, reason: string, detail: string) => Effect.Effect<string, JournalError>
   /**
-   * A result of a call of the open turn: `ToolCalled` (unless already
-   * written), offload when over the threshold, `ToolResulted`. Returns the
-   * result to keep (the pointer when offloaded). A call already reported
-   * returns what it returned the first time and journals nothing.
+   * A result of a call of the open turn, as soon as the loop's tool
+   * produced it: `ToolCalled` (unless already written), offload when over
+   * the threshold, `ToolResulted`. Returns the result to keep (the pointer
+   * when offloaded). A call already reported returns what it returned the
+   * first time and journals nothing; a call no journaled response asked
+   * for fails {@link LoopOutOfOrder}.
    */
   readonly toolResult: (
     call: Model.ToolCallPart,
     result: Model.ToolResultPart
-  ) => Effect.Effect<Model.ToolResultPart, LoopError, Requirements>
-  /** The pointer each offloaded call id was replaced by. */
+  ) => Effect.Effect<Model.ToolResultPart, LoopError>
+  /** `text` through the host's redactor (unchanged without one; withheld when the redactor fails). */
+  readonly scrub: (text: string) => Effect.Effect<string>
+  /**
+   * A copy of a thrown value with every text in it scrubbed (see
+   * {@link scrubThrown}), for an adapter that hands a provider's error back
+   * to its caller.
+   */
+  readonly scrubThrown: (error: unknown) => Effect.Effect<unknown>
+  /** The summary usage since the last call, then counted from zero again. */
+  readonly takeSummaryUsage: () => SummaryUsage
+  /** Every summary request's cost so far. */
+  readonly summaryUsage: () => SummaryUsage
+  /** The pointer each offloaded call id was replaced by (the latest call of that id). */
   readonly offloaded: ReadonlyMap<string, string>
 }
 
 /**
  * A result reported through the loop: what was kept (the pointer when
- * offloaded), and the original's length and digest, so a later history
- * holding the same call id with another body (ids repeat across turns in
- * some loops) is never taken for it. `verified` is the last body found to
- * be the original, so it is hashed once, not on every request.
+ * offloaded), and the original's length and digest, so a history holding
+ * the same call id with another body (ids repeat across prompts in some
+ * loops) is never taken for it. `verified` is the last body found to be
+ * the original, so it is hashed once, not on every request. Every call of
+ * an id keeps its report: the caller's history holds them all.
  */
 interface Reported {
   readonly kept: Model.ToolResultPart
@@ -212,17 +277,81 @@ const keyOf = (part: Model.Part): string => {
   }
 }
 
-const scrub = (redactor: Option.Option<ArtifactRedactor.ArtifactRedactor["Service"]>, detail: string) =>
-  Option.isNone(redactor)
-    ? Effect.succeed(detail)
-    : redactor.value.redact(detail).pipe(Effect.orElseSucceed(() => "[detail withheld: the redactor failed on it]"))
+const addUsage = (usage: SummaryUsage, response: Model.ModelResponse): SummaryUsage => ({
+  requests: usage.requests + 1,
+  inputTokens: usage.inputTokens + (response.usage?.inputTokens ?? 0),
+  outputTokens: usage.outputTokens + (response.usage?.outputTokens ?? 0)
+})
+
+const withheld = "[detail withheld: the redactor failed on it]"
+
+const isRecord = (value: unknown): value is object => typeof value === "object" && value !== null
+
+/**
+ * A copy of a thrown value with every text in it passed through `scrub`,
+ * down to `depth` levels: a string is scrubbed; an `Error` (or any object
+ * with a prototype other than `Object`'s) is copied with the same prototype
+ * (so `instanceof` and marker symbols still hold) and each of its own data
+ * properties scrubbed; a plain object or array is scrubbed as JSON text
+ * (and withheld whole when the scrubbed text no longer parses). Other
+ * values are kept. The original is never changed.
+ *
+ * @since 0.2.0
+ * @category redaction
+ */
+export const scrubThrown = (
+  error: unknown,
+  scrub: (text: string) => Effect.Effect<string>,
+  depth = 3
+): Effect.Effect<unknown> =>
+  Effect.suspend((): Effect.Effect<unknown> => {
+    if (typeof error === "string") return scrub(error)
+    if (!isRecord(error)) return Effect.succeed(error)
+    if (depth <= 0) return Effect.succeed(withheld)
+    const proto: unknown = Object.getPrototypeOf(error)
+    if (proto === Object.prototype || proto === null || Array.isArray(error)) {
+      let json: string | undefined
+      try {
+        json = JSON.stringify(error)
+      } catch {
+        return Effect.succeed(withheld)
+      }
+      if (json === undefined) return Effect.succeed(error)
+      return Effect.map(scrub(json), (scrubbed) => {
+        if (scrubbed === json) return error
+        try {
+          return JSON.parse(scrubbed) as unknown
+        } catch {
+          return scrubbed
+        }
+      })
+    }
+    const copy = Object.create(proto as object) as Record<PropertyKey, unknown>
+    return Effect.as(
+      Effect.forEach(
+        Reflect.ownKeys(error),
+        (key) => {
+          const descriptor = Object.getOwnPropertyDescriptor(error, key)
+          if (descriptor === undefined) return Effect.void
+          if (!("value" in descriptor)) return Effect.sync(() => Object.defineProperty(copy, key, descriptor))
+          return Effect.map(scrubThrown(descriptor.value, scrub, depth - 1), (value) => {
+            Object.defineProperty(copy, key, { ...descriptor, value })
+          })
+        },
+        { discard: true }
+      ),
+      copy
+    )
+  })
 
 /**
  * Makes the loop of a bound task. Runs the gate for `Turn` first (the
  * binding must be one `EntryGate.bind` made, the journal in scope the
  * task's own); with a `Threshold` policy, or with `Private` offload, the
  * private writer must resolve and is admitted against the journal. Any
- * refusal is `Unauthorized` here, having journaled and sent nothing.
+ * refusal is `Unauthorized` here, having journaled and sent nothing. The
+ * journal, the platform and the host's `ArtifactRedactor` (if any) are
+ * taken from the context here, once.
  *
  * @since 0.2.0
  * @category constructors
@@ -247,11 +376,14 @@ export const make = Effect.fn("ForeignLoop.make")(function* (binding: EntryGate.
   const onToolResult = Option.isSome(offload) ? offload.value.onToolResult : undefined
   const beforeModelStep = Option.isSome(compaction) ? compaction.value.beforeModelStep : undefined
   const afterModelStep = Option.isSome(compaction) ? compaction.value.afterModelStep : undefined
+  const services = yield* Effect.context<Requirements>()
   const redactor = yield* Effect.serviceOption(ArtifactRedactor.ArtifactRedactor)
   const task = binding.context.task
   const lock = yield* Semaphore.make(1)
 
-  const results = new Map<string, Reported>()
+  // Per call id, every call's report, the latest last.
+  const results = new Map<string, Array<Reported>>()
+  const latest = (callId: string): Reported | undefined => results.get(callId)?.at(-1)
   const pointers = new Map<string, string>()
   let compacted: Compacted | undefined
   let prepared: Executor.StepContext | undefined
@@ -259,10 +391,37 @@ export const make = Effect.fn("ForeignLoop.make")(function* (binding: EntryGate.
   let wired = false
   // The model the last summary requests went to; the compaction hooks' observer runs with it in scope.
   let summaries: Model.Model["Service"] | undefined
+  let pending = noSummaryUsage
+  let total = noSummaryUsage
 
+  /** Runs a member with what {@link make} captured: the platform, and the host's redactor for what reaches disk. */
+  const captured = <A, E>(effect: Effect.Effect<A, E, Requirements>): Effect.Effect<A, E> => {
+    const redacted = Option.isSome(redactor)
+      ? Effect.provideService(effect, ArtifactRedactor.ArtifactRedactor, redactor.value)
+      : effect
+    return Effect.provideContext(redacted, services)
+  }
+
+  const scrub = (text: string): Effect.Effect<string> =>
+    Option.isNone(redactor)
+      ? Effect.succeed(text)
+      : redactor.value.redact(text).pipe(Effect.orElseSucceed(() => withheld))
+
+  const counted = (model: Model.Model["Service"]): Model.Model["Service"] =>
+    Model.fromGenerate((request) =>
+      Effect.tap(model.generate(request), (response) =>
+        Effect.sync(() => {
+          pending = addUsage(pending, response)
+          total = addUsage(total, response)
+        })
+      )
+    )
+
+  // The open turn; a request left without an answer (a crash, an abandoned stream) is counted as lost, as the executor's resume does.
   const currentTurn = Effect.gen(function* () {
     const open = openTurn(yield* journal.state)
-    return Option.isSome(open) ? open.value : yield* journal.openTurn
+    if (Option.isNone(open)) return yield* journal.openTurn
+    return open.value.awaitingResponse ? yield* journal.resumeTurn : open.value
   })
 
   const reportResult = Effect.fnUntraced(function* (call: Model.ToolCallPart, result: Model.ToolResultPart) {
@@ -270,7 +429,7 @@ export const make = Effect.fn("ForeignLoop.make")(function* (binding: EntryGate.
     const owed = Option.isSome(open) ? open.value.owedCalls.find((item) => item.callId === call.id) : undefined
     if (Option.isNone(open) || owed === undefined) {
       // Reported already (the loop asks again for the same call): the same answer, nothing journaled.
-      const known = results.get(call.id)
+      const known = latest(call.id)
       if (known !== undefined) return known.kept
       return yield* new LoopOutOfOrder({
         task,
@@ -305,13 +464,15 @@ export const make = Effect.fn("ForeignLoop.make")(function* (binding: EntryGate.
       sha256: measured.sha256
     })
     const original = replaced.content === result.content ? measured : yield* Digest.measureText(result.content)
-    results.set(call.id, { kept: replaced, length: result.content.length, sha256: original.sha256 })
+    const reported: Reported = { kept: replaced, length: result.content.length, sha256: original.sha256 }
+    results.set(call.id, [...(results.get(call.id) ?? []), reported])
     if (replaced.content !== result.content) pointers.set(call.id, replaced.content)
     else pointers.delete(call.id)
     return replaced
   })
 
-  const toolResult: ForeignLoop["toolResult"] = (call, result) => Semaphore.withPermit(lock, reportResult(call, result))
+  const toolResult = (call: Model.ToolCallPart, result: Model.ToolResultPart) =>
+    Semaphore.withPermit(lock, reportResult(call, result))
 
   // The turn's calls the loop did not report, answered in this history: reported now, as the executor would.
   const reportOwed = Effect.fnUntraced(function* (turn: TurnState, history: History.History) {
@@ -329,7 +490,26 @@ export const make = Effect.fn("ForeignLoop.make")(function* (binding: EntryGate.
     }
   })
 
-  const prepare: ForeignLoop["prepare"] = Effect.fnUntraced(function* (history, summaryModel) {
+  // The part to send for one of the history's parts: a result reported through the loop becomes what was kept of it.
+  const keptFor = Effect.fnUntraced(function* (part: Model.Part) {
+    if (part._tag !== "ToolResult") return part
+    const reports = results.get(part.callId)
+    if (reports === undefined) return part
+    let measured: string | undefined
+    for (let index = reports.length - 1; index >= 0; index--) {
+      const known = reports[index] as Reported
+      if (known.kept.content === part.content) return part
+      if (known.verified === part.content) return known.kept
+      if (known.length !== part.content.length) continue
+      measured ??= (yield* Digest.measureText(part.content)).sha256
+      if (measured !== known.sha256) continue
+      known.verified = part.content
+      return known.kept
+    }
+    return part
+  })
+
+  const prepare = Effect.fnUntraced(function* (history: History.History, summaryModel: Model.Model["Service"]) {
     yield* EntryGate.admitBinding(binding, "ModelStep")
     // Before the first dispatch, a second prepare means the request hook is missing; after it, the
     // loop gave up on a prepared request (its own conversion failed, say) and this one replaces it.
@@ -342,18 +522,7 @@ export const make = Effect.fn("ForeignLoop.make")(function* (binding: EntryGate.
     const turn = yield* currentTurn
     yield* reportOwed(turn, history)
     // What was offloaded stays offloaded: the loop hands over its whole history again on every request.
-    const parts = yield* Effect.forEach(history.parts, (part) => {
-      if (part._tag !== "ToolResult") return Effect.succeed(part)
-      const known = results.get(part.callId)
-      if (known === undefined || known.kept.content === part.content) return Effect.succeed(part)
-      if (known.verified === part.content) return Effect.succeed(known.kept as Model.Part)
-      if (known.length !== part.content.length) return Effect.succeed(part)
-      return Effect.map(Digest.measureText(part.content), (measured): Model.Part => {
-        if (measured.sha256 !== known.sha256) return part
-        known.verified = part.content
-        return known.kept
-      })
-    })
+    const parts = yield* Effect.forEach(history.parts, (part) => keptFor(part))
     const previous = compacted
     const resumes =
       previous !== undefined &&
@@ -366,11 +535,12 @@ export const make = Effect.fn("ForeignLoop.make")(function* (binding: EntryGate.
         ? { task: history.task, parts: parts.slice(base), summary: previous.summary }
         : { task: history.task, parts }
     const step: Executor.StepContext = { task, turn: turn.turn, step: turn.steps + 1 }
+    const model = counted(summaryModel)
     const after =
       beforeModelStep === undefined
         ? before
         : yield* beforeModelStep(step, before).pipe(
-            Effect.provideService(Model.Model, summaryModel),
+            Effect.provideService(Model.Model, model),
             Effect.provideService(Journal, journal)
           )
     if (after.summary !== undefined && after.summary !== before.summary) {
@@ -378,11 +548,11 @@ export const make = Effect.fn("ForeignLoop.make")(function* (binding: EntryGate.
       compacted = { covered, lastKey: keyOf(parts[covered - 1] as Model.Part), summary: after.summary }
     }
     prepared = step
-    summaries = summaryModel
+    summaries = model
     return after
   })
 
-  const dispatch: ForeignLoop["dispatch"] = Effect.fnUntraced(function* (request) {
+  const dispatch = Effect.fnUntraced(function* (request: Model.ModelRequest) {
     const step = prepared
     if (step === undefined) {
       return yield* new LoopOutOfOrder({
@@ -404,7 +574,11 @@ export const make = Effect.fn("ForeignLoop.make")(function* (binding: EntryGate.
     return step
   })
 
-  const receive: ForeignLoop["receive"] = Effect.fnUntraced(function* (step, request, response) {
+  const receive = Effect.fnUntraced(function* (
+    step: Executor.StepContext,
+    request: Model.ModelRequest,
+    response: Model.ModelResponse
+  ) {
     const text = yield* Digest.measureText(response.text)
     yield* journal.append({
       _tag: "ResponseReceived",
@@ -425,16 +599,31 @@ export const make = Effect.fn("ForeignLoop.make")(function* (binding: EntryGate.
     if (response.toolCalls.length === 0) yield* journal.closeTurn
   })
 
-  const fail: ForeignLoop["fail"] = Effect.fnUntraced(function* (step, reason, detail) {
-    yield* journal.append({
-      _tag: "ModelFailed",
-      turn: step.turn,
-      step: step.step,
-      reason,
-      detail: yield* scrub(redactor, detail)
-    })
-  })
+  const fail = (step: Executor.StepContext, reason: string, detail: string): Effect.Effect<string, JournalError> =>
+    Effect.flatMap(scrub(detail), (scrubbed) =>
+      Effect.as(
+        captured(journal.append({ _tag: "ModelFailed", turn: step.turn, step: step.step, reason, detail: scrubbed })),
+        scrubbed
+      )
+    )
 
-  const loop: ForeignLoop = { task, binding, prepare, dispatch, receive, fail, toolResult, offloaded: pointers }
+  const loop: ForeignLoop = {
+    task,
+    binding,
+    prepare: (history, summaryModel) => captured(prepare(history, summaryModel)),
+    dispatch: (request) => captured(dispatch(request)),
+    receive: (step, request, response) => captured(receive(step, request, response)),
+    fail,
+    toolResult: (call, result) => captured(toolResult(call, result)),
+    scrub,
+    scrubThrown: (error) => scrubThrown(error, scrub),
+    takeSummaryUsage: () => {
+      const usage = pending
+      pending = noSummaryUsage
+      return usage
+    },
+    summaryUsage: () => total,
+    offloaded: pointers
+  }
   return loop
 })

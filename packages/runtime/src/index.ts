@@ -35,10 +35,6 @@ export * as ForeignLoop from "./ForeignLoop.ts"
  */
 export * as History from "./History.ts"
 /**
- * @since 0.3.0
- */
-export * as HostedLoop from "./HostedLoop.ts"
-/**
  * @since 0.1.0
  */
 export * as InlineLimit from "./InlineLimit.ts"

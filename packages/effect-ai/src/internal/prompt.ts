@@ -189,10 +189,3 @@ export const toPrompt = (parts: ReadonlyArray<Model.Part>, origins: WeakMap<Mode
 
 /** The parts of a Tessera request as a prompt (no origins: every part rendered). */
 export const partsToPrompt = (parts: ReadonlyArray<Model.Part>): Prompt.Prompt => toPrompt(parts, new WeakMap())
-
-/** How many parts a prompt has (a system message counts as one). */
-export const countParts = (prompt: Prompt.Prompt): number =>
-  prompt.content.reduce(
-    (count, message) => count + (typeof message.content === "string" ? 1 : message.content.length),
-    0
-  )

@@ -5,12 +5,14 @@
  * executor's for the same turn.
  */
 import { assert, describe, it } from "@effect/vitest"
+import { Digest } from "@tessera/core"
 import {
   CompactionPolicy,
   EntryGate,
   FilesystemTaskRuntime,
   ForeignLoop,
   History,
+  Journal,
   Model,
   TaskExecution
 } from "@tessera/runtime"
@@ -141,6 +143,10 @@ describe("ForeignLoop", () => {
               Model.toolResult({ callId: `tool:${n}:x`, name: "produce", content: "small", isError: false })
             ])
           }
+          // The one summary request is counted once, for the adapter to report with the step it preceded.
+          assert.deepStrictEqual(loop.summaryUsage(), loop.takeSummaryUsage())
+          assert.strictEqual(loop.summaryUsage().requests, 1)
+          assert.strictEqual(loop.takeSummaryUsage().requests, 0, "taken once, then counted from zero")
           return yield* requests
         }).pipe(Effect.provide(turnLayer(world, task, replies)))
         const summaries = sent.filter(
@@ -194,7 +200,7 @@ describe("ForeignLoop", () => {
       })
     ))
 
-  it("foreign_loop_out_of_order: a dispatch nothing prepared, or a second prepare before the dispatch, is refused before the journal gets the request", () =>
+  it("foreign_loop_out_of_order: a dispatch nothing prepared, a second prepare before the dispatch, or a result no answer asked for, is refused before the journal gets it", () =>
     runInWorld((world) =>
       Effect.gen(function* () {
         const binding = yield* bindWith(world, CompactionPolicy.disabled)
@@ -205,6 +211,9 @@ describe("ForeignLoop", () => {
           const request: Model.ModelRequest = { parts: taskParts, tools: tools.specs }
           const unprepared = yield* Effect.flip(loop.dispatch(request))
           assert.strictEqual(unprepared._tag, "LoopOutOfOrder")
+          assert.strictEqual(journalBytes(folder, task), "")
+          const stray = yield* Effect.flip(loop.toolResult(call(1), result(1)))
+          assert.strictEqual(stray._tag, "LoopOutOfOrder")
           assert.strictEqual(journalBytes(folder, task), "")
           yield* loop.prepare(start, model)
           const twice = yield* Effect.flip(loop.prepare(start, model))
@@ -221,6 +230,58 @@ describe("ForeignLoop", () => {
           assert.deepStrictEqual(next, { task, turn: 2, step: 1 })
           assert.strictEqual(journalBytes(folder, task).split('"_tag":"RequestDispatched"').length - 1, 2)
         }).pipe(Effect.provide(turnLayer(world, task, script)))
+      })
+    ))
+
+  it("foreign_loop_lost_request_resumed: a request left without an answer (the process died) is counted as lost by a new loop on the task, and the turn goes on", () =>
+    runInWorld((world) =>
+      Effect.gen(function* () {
+        const binding = yield* bindWith(world, CompactionPolicy.disabled)
+        const folder = yield* journalFolder(world)
+        yield* Effect.gen(function* () {
+          const model = yield* Model.Model
+          const request: Model.ModelRequest = { parts: taskParts, tools: tools.specs }
+          // The first process prepares and dispatches, then dies before the answer.
+          const first = yield* ForeignLoop.make(binding)
+          yield* first.prepare(start, model)
+          yield* first.dispatch(request)
+          const again = yield* ForeignLoop.make(binding)
+          yield* again.prepare(start, model)
+          const where = yield* again.dispatch(request)
+          assert.deepStrictEqual(where, { task, turn: 1, step: 2 })
+          yield* again.receive(where, request, Model.response({ text: "done" }))
+        }).pipe(Effect.provide(turnLayer(world, task, script)))
+        const journal = tags(journalBytes(folder, task))
+        assert.deepStrictEqual(journal, [
+          "TurnOpened",
+          "RequestDispatched",
+          "TurnResumed",
+          "RequestDispatched",
+          "ResponseReceived",
+          "TurnClosed"
+        ])
+      })
+    ))
+
+  it("control: on that journal, a request dispatched without resuming the turn is refused", () =>
+    runInWorld((world) =>
+      Effect.gen(function* () {
+        const binding = yield* bindWith(world, CompactionPolicy.disabled)
+        const folder = yield* journalFolder(world)
+        yield* Effect.gen(function* () {
+          const model = yield* Model.Model
+          const first = yield* ForeignLoop.make(binding)
+          yield* first.prepare(start, model)
+          yield* first.dispatch({ parts: taskParts, tools: tools.specs })
+          // Deliberately broken wiring: the next request journaled straight, as a loop that never resumes would.
+          const journal = yield* Journal.Journal
+          const measured = yield* Digest.measureText("the next request")
+          const refused = yield* Effect.flip(
+            journal.append({ _tag: "RequestDispatched", turn: 1, step: 2, parts: 1, ...measured })
+          )
+          assert.strictEqual(refused._tag, "JournalSequenceError")
+        }).pipe(Effect.provide(turnLayer(world, task, script)))
+        assert.deepStrictEqual(tags(journalBytes(folder, task)), ["TurnOpened", "RequestDispatched"])
       })
     ))
 
