@@ -421,10 +421,13 @@ const plainEntry: ReadonlyMap<string, (input: unknown) => boolean> = new Map(
 const plainLine: ReadonlyMap<string, (input: unknown) => unknown> = new Map(
   Entry.members.map((member) => [member.fields._tag.schema.literal, plainValueCopy(member.ast)] as const)
 )
-const decodeEntry = (json: unknown): Result.Result<Entry, Schema.SchemaError> => {
+/** The entry a parsed line is, or why it is not one. */
+const decodeEntry = (json: unknown): Entry | Schema.SchemaError => {
   const tag = typeof json === "object" && json !== null ? (json as { readonly _tag?: unknown })._tag : undefined
   const plain = typeof tag === "string" ? plainEntry.get(tag) : undefined
-  return plain?.(json) === true ? Result.succeed(json as Entry) : decodeAnyEntry(json)
+  if (plain?.(json) === true) return json as Entry
+  const decoded = decodeAnyEntry(json)
+  return Result.isSuccess(decoded) ? decoded.success : decoded.failure
 }
 // `EntryLine`'s encoding is the entry's, then `JSON.stringify`; done in two steps here because the
 // string transformation runs as an effect, which a synchronous encode would run on a fiber of its own.
@@ -474,9 +477,9 @@ const decodeLine = (text: string | undefined, fold: ReturnType<typeof makeReplay
     return `the line is not JSON: ${error instanceof Error ? error.message : String(error)}`
   }
   const decoded = decodeEntry(json)
-  if (Result.isFailure(decoded)) return decoded.failure.message
-  const refused = fold.add(decoded.success)
-  return refused ?? decoded.success
+  if (Schema.isSchemaError(decoded)) return decoded.message
+  const refused = fold.add(decoded)
+  return refused ?? decoded
 }
 
 /**

@@ -26,38 +26,48 @@ type Compiled = (input: unknown) => unknown
 const never: Compiled = () => notPlain
 const noOptions: SchemaAST.ParseOptions = {}
 
-const passesChecks = (
-  checks: SchemaAST.Checks | undefined,
-  ast: SchemaAST.AST
-): ((input: unknown) => boolean) | undefined => {
-  if (checks === undefined) return undefined
+const filtersOf = (checks: SchemaAST.Checks | undefined): Array<SchemaAST.Filter<unknown>> => {
   const filters: Array<SchemaAST.Filter<unknown>> = []
   const collect = (check: SchemaAST.Check<unknown>): void => {
     if (check._tag === "Filter") filters.push(check)
     else for (const inner of check.checks) collect(inner)
   }
-  for (const check of checks) collect(check)
+  for (const check of checks ?? []) collect(check)
+  return filters
+}
+
+/** `shape`, then the node's own checks on what it accepted. */
+const withChecks = (ast: SchemaAST.AST, shape: Compiled): Compiled => {
+  const filters = filtersOf(ast.checks)
+  if (filters.length === 0) return shape
   return (input) => {
-    for (const filter of filters) if (filter.run(input, ast, noOptions) !== undefined) return false
-    return true
+    const value = shape(input)
+    if (value === notPlain) return notPlain
+    for (const filter of filters) if (filter.run(value, ast, noOptions) !== undefined) return notPlain
+    return value
   }
 }
 
-const withChecks = (ast: SchemaAST.AST, shape: Compiled): Compiled => {
-  const checks = passesChecks(ast.checks, ast)
-  return checks === undefined
-    ? shape
-    : (input) => {
-        const value = shape(input)
-        return value === notPlain || !checks(value) ? notPlain : value
-      }
+/**
+ * A leaf: its type test and its checks in one function (a journal's lines are
+ * mostly leaves: counts, ordinals, digests), the common single check unrolled.
+ */
+const leaf = (ast: SchemaAST.AST, accepts: (input: unknown) => boolean): Compiled => {
+  const filters = filtersOf(ast.checks)
+  if (filters.length === 0) return (input) => (accepts(input) ? input : notPlain)
+  if (filters.length === 1) {
+    const only = filters[0] as SchemaAST.Filter<unknown>
+    return (input) => (accepts(input) && only.run(input, ast, noOptions) === undefined ? input : notPlain)
+  }
+  return withChecks(ast, (input) => (accepts(input) ? input : notPlain))
 }
 
-const leaf = (ast: SchemaAST.AST, accepts: (input: unknown) => boolean): Compiled =>
-  withChecks(ast, (input) => (accepts(input) ? input : notPlain))
-
-const isPlainObject = (input: unknown): input is Record<string, unknown> =>
-  typeof input === "object" && input !== null && !Array.isArray(input)
+// Only objects as `JSON.parse` and object literals make them: no array, no class instance, nothing inherited.
+const isPlainObject = (input: unknown): input is Record<string, unknown> => {
+  if (typeof input !== "object" || input === null || Array.isArray(input)) return false
+  const prototype = Object.getPrototypeOf(input)
+  return prototype === Object.prototype || prototype === null
+}
 
 /** With `copy`, objects and arrays come back as new values with the Schema's key order; else as given. */
 const compile = (ast: SchemaAST.AST, copy: boolean): Compiled => {
@@ -104,27 +114,38 @@ const compile = (ast: SchemaAST.AST, copy: boolean): Compiled => {
     }
     case "Objects": {
       if (ast.indexSignatures.length > 0) return never
-      const fields: Array<readonly [string, Compiled, boolean]> = []
+      // Parallel arrays and indexed loops: this runs for every line of a journal being reopened.
+      const names: Array<string> = []
+      const checks: Array<Compiled> = []
+      const optional: Array<boolean> = []
       for (const signature of ast.propertySignatures) {
         if (typeof signature.name !== "string") return never
-        fields.push([signature.name, compile(signature.type, copy), signature.type.context?.isOptional === true])
+        names.push(signature.name)
+        checks.push(compile(signature.type, copy))
+        optional.push(signature.type.context?.isOptional === true)
       }
-      const known = new Set(fields.map(([name]) => name))
+      const count = names.length
       return withChecks(ast, (input) => {
         if (!isPlainObject(input)) return notPlain
         const out: Record<string, unknown> | undefined = copy ? {} : undefined
-        for (const [name, field, optional] of fields) {
-          if (!(name in input)) {
-            if (optional) continue
+        let present = 0
+        for (let index = 0; index < count; index++) {
+          const name = names[index] as string
+          const given = input[name]
+          if (given === undefined && !(name in input)) {
+            if (optional[index] === true) continue
             return notPlain
           }
-          const value = field(input[name])
+          const value = (checks[index] as Compiled)(given)
           if (value === notPlain) return notPlain
           if (out !== undefined) out[name] = value
+          present++
         }
-        // An extra key is dropped by decoding: such a value does not decode to itself.
-        for (const key in input) if (!known.has(key)) return notPlain
-        return out ?? input
+        // An extra key is dropped by decoding: such a value does not decode to itself. Every known key present
+        // was counted, so any further key is an extra one.
+        let keys = 0
+        for (const _ in input) keys++
+        return keys === present ? (out ?? input) : notPlain
       })
     }
     default:
