@@ -65,6 +65,32 @@ export const append = (history: History, parts: ReadonlyArray<Part>): History =>
   withParts(history, [...history.parts, ...parts])
 
 /**
+ * A conversation another library keeps (an AI SDK prompt, an Effect AI
+ * prompt, Pi's messages) as a history: every message up to and including
+ * the first user message is the task, which opens every request and is
+ * never summarized; everything after it is history. The rule every adapter
+ * follows, stated here once; `partsOf` converts one message.
+ *
+ * @since 0.3.0
+ * @category constructors
+ */
+export const fromMessages = <M>(
+  messages: Iterable<M>,
+  isUser: (message: M) => boolean,
+  partsOf: (message: M) => ReadonlyArray<Part>
+): History => {
+  const task: Array<Part> = []
+  const parts: Array<Part> = []
+  let taskDone = false
+  for (const message of messages) {
+    const target = taskDone ? parts : task
+    for (const part of partsOf(message)) target.push(part)
+    if (isUser(message)) taskDone = true
+  }
+  return append(make(task), parts)
+}
+
+/**
  * The parts a model response adds to a history: its text (when not empty)
  * as the assistant's, then its tool calls. The executor appends exactly
  * these after each step, and a transcript rebuilds a step from them.

@@ -66,25 +66,23 @@ const convertPart = (role: Role, part: ContentPart): Model.Part => {
  */
 export const toHistory = (prompt: Prompt.Prompt): Converted => {
   const origins = new WeakMap<Model.Part, Origin>()
-  const task: Array<Model.Part> = []
-  const parts: Array<Model.Part> = []
-  let taskDone = false
-  for (const message of prompt.content) {
-    const target = taskDone ? parts : task
-    if (message.role === "system") {
-      const part = Model.text("system", message.content)
-      origins.set(part, { role: "system", part: message.content, message })
-      target.push(part)
-      continue
+  const history = History.fromMessages(
+    prompt.content,
+    (message) => message.role === "user",
+    (message) => {
+      if (message.role === "system") {
+        const part = Model.text("system", message.content)
+        origins.set(part, { role: "system", part: message.content, message })
+        return [part]
+      }
+      return message.content.map((content) => {
+        const part = convertPart(message.role, content)
+        origins.set(part, { role: message.role, part: content, message })
+        return part
+      })
     }
-    for (const content of message.content) {
-      const part = convertPart(message.role, content)
-      origins.set(part, { role: message.role, part: content, message })
-      target.push(part)
-    }
-    if (message.role === "user") taskDone = true
-  }
-  return { history: History.append(History.make(task), parts), origins }
+  )
+  return { history, origins }
 }
 
 const roleOf = (part: Model.Part): Role => {

@@ -127,25 +127,24 @@ export const toHistory = (messages: ReadonlyArray<AgentMessage>): Converted => {
   const origins = new WeakMap<Model.Part, Origin>()
   const partsOf = new Map<AgentMessage, ReadonlyArray<Model.Part>>()
   const results = new Map<string, ToolResultMessage>()
-  const task: Array<Model.Part> = []
-  const parts: Array<Model.Part> = []
-  let taskDone = false
-  for (const message of messages) {
-    const converted = convertMessage(message, origins)
-    // A message without content (an errored answer) keeps its place: one empty part stands for it.
-    if (converted.length === 0) {
-      const empty = Model.text(roleOf(message) === "assistant" ? "assistant" : "user", "")
-      origins.set(empty, { message, block: undefined })
-      converted.push(empty)
+  const history = History.fromMessages(
+    messages,
+    (message) => roleOf(message) === "user",
+    (message) => {
+      const converted = convertMessage(message, origins)
+      // A message without content (an errored answer) keeps its place: one empty part stands for it.
+      if (converted.length === 0) {
+        const empty = Model.text(roleOf(message) === "assistant" ? "assistant" : "user", "")
+        origins.set(empty, { message, block: undefined })
+        converted.push(empty)
+      }
+      partsOf.set(message, converted)
+      if (roleOf(message) === "toolResult")
+        results.set((message as ToolResultMessage).toolCallId, message as ToolResultMessage)
+      return converted
     }
-    partsOf.set(message, converted)
-    if (roleOf(message) === "toolResult")
-      results.set((message as ToolResultMessage).toolCallId, message as ToolResultMessage)
-    if (taskDone) parts.push(...converted)
-    else task.push(...converted)
-    if (roleOf(message) === "user") taskDone = true
-  }
-  return { history: History.append(History.make(task), parts), origins, partsOf, results }
+  )
+  return { history, origins, partsOf, results }
 }
 
 const textBlock = (text: string): TextContent => ({ type: "text", text })
