@@ -6,7 +6,6 @@ import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { ArtifactPathPolicy } from "@tessera/artifacts"
 import {
-  type EntryGate,
   EntryGate as Gate,
   History,
   Journal,
@@ -19,52 +18,15 @@ import {
   type Tool,
   ToolResultOffload
 } from "@tessera/runtime"
-import { SharedStore, TaskHosting, TaskWorkflow } from "@tessera/workflow"
-import { Effect, Exit, Layer } from "effect"
+import { SharedStore, TaskWorkflow } from "@tessera/workflow"
+import { Effect, Exit } from "effect"
+import { onMemoryEngine } from "./support/memoryEngine.ts"
 import * as world from "./support/world.ts"
 
 /** Binds without any policy, which defaults to `Disabled` where no writer resolves. */
 const EntryGateUnarmed = (context: Parameters<typeof Gate.bind>[0]) => Gate.bind(context, {})
 
-const agent = world.agentId("agent-1")
-
-/** Opens a shared store in `dir` and runs `body` with the workflow on the in-memory engine. */
-const onMemoryEngine = <A, E, R>(
-  dir: string,
-  options: {
-    readonly idempotent?: boolean
-    readonly gate?: EntryGate.BindOptions
-    readonly privateVolume?: boolean
-    readonly config?: (log: string) => TaskExecution.ExecutionConfig
-    readonly bindTask?: (shared: SharedStore.SharedStore) => TaskHosting.TaskHosting["Service"]["bindTask"]
-    readonly modelRetry?: TaskHosting.TaskHosting["Service"]["modelRetry"]
-  },
-  body: (shared: SharedStore.SharedStore) => Effect.Effect<A, E, R>
-) =>
-  Effect.gen(function* () {
-    const log = path.join(dir, "effects.log")
-    const shared = yield* SharedStore.open({
-      root: path.join(dir, "store"),
-      agent,
-      storeId: world.storeId,
-      config: options.config?.(log) ?? world.config(log, options),
-      gate: options.gate ?? { policy: world.policy },
-      ...(options.privateVolume === undefined ? {} : { privateVolume: options.privateVolume })
-    })
-    const hosting = {
-      ...shared.hosting,
-      ...(options.bindTask === undefined ? {} : { bindTask: options.bindTask(shared) }),
-      ...(options.modelRetry === undefined ? {} : { modelRetry: options.modelRetry })
-    }
-    const services = Layer.mergeAll(
-      Layer.succeed(TaskHosting.TaskHosting)(hosting),
-      ArtifactPathPolicy.layer(shared.pathPolicy)
-    )
-    return yield* body(shared).pipe(
-      Effect.provide(TaskWorkflow.layerMemory.pipe(Layer.provide(services))),
-      Effect.provide(services)
-    )
-  })
+const agent = world.agent
 
 const taskOf = (name: string) => world.taskId(name.replaceAll(" ", "-"))
 const run = (name: string) => TaskWorkflow.run({ task: taskOf(name), prompt: `${world.promptPrefix}${name}` })
