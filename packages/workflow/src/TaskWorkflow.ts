@@ -33,6 +33,14 @@
  *   than an earlier attempt (offloaded, or recorded by digest) fails the
  *   task `TaskFailed` with reason `ToolResultChanged`, before it is recorded.
  *
+ * - **Approvals wait durably.** A step whose calls need the host's approval
+ *   (`Tool.needsApproval`) journals them `ApprovalRequested` (the runtime's
+ *   `dispatchStep`, on a view that runs nothing) and suspends on one
+ *   `DurableDeferred` per call (`Approval.deferredOf`) until {@link decide}
+ *   journals `ApprovalDecided` and completes it; then `TurnResumed`, the
+ *   approved calls run and the rejected ones give the model the runtime's
+ *   `Rejected` result. The journal is the local executor's for the same
+ *   decisions.
  * - **One writer per journal.** Every activity opens the task's journal
  *   under `TaskLock` (on the cluster, a Postgres advisory lock on the task),
  *   so an activity still running on a runner that lost the task and its
