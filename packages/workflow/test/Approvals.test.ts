@@ -13,70 +13,22 @@ import {
   Journal,
   Model,
   ScriptedModel,
-  type TaskExecution,
-  Tool
+  type TaskExecution
 } from "@tessera/runtime"
 import { Approval, SharedStore, TaskWorkflow } from "@tessera/workflow"
 import { Effect, Exit, Fiber, Option } from "effect"
 import { DurableDeferred } from "effect/workflow"
+import { approvalConfig, approvalModel, waitFor } from "./support/approvals.ts"
 import { onMemoryEngine } from "./support/memoryEngine.ts"
 import * as world from "./support/world.ts"
 
 const taskOf = (name: string) => world.taskId(name.replaceAll(" ", "-"))
 const promptOf = (name: string) => `${world.promptPrefix}${name}`
 
-/**
- * The model: first asks for calls `call-a` (n 1) and `call-b` (n 2) in one
- * step, then `call-c` (n 3), then answers with what every tool result it
- * was shown said: `ok` or the error text the model received.
- */
-const approvalModel = ScriptedModel.layer((request) => {
-  const user = request.parts.find((part) => part._tag === "Text" && part.role === "user")
-  const prompt = user?._tag === "Text" ? user.text.slice(world.promptPrefix.length) : ""
-  const results = request.parts.flatMap((part) => (part._tag === "ToolResult" ? [part] : []))
-  if (results.length === 0) {
-    return Model.response({
-      toolCalls: [
-        Model.toolCall("call-a", "work", { prompt, n: 1 }),
-        Model.toolCall("call-b", "work", { prompt, n: 2 })
-      ]
-    })
-  }
-  if (!results.some((result) => result.callId === "call-c")) {
-    return Model.response({ toolCalls: [Model.toolCall("call-c", "work", { prompt, n: 3 })] })
-  }
-  return Model.response({
-    text: results.map((result) => `${result.callId}=${result.isError ? `error(${result.content})` : "ok"}`).join("; ")
-  })
-})
-
-/** The test's tool (a line in the log per effect), needing approval for calls 1 and 2 unless `declared` is false. */
-const approvalTool = (log: string, declared = true): Tool.Tool => {
-  const tool = world.workTool(log)
-  return declared ? { ...tool, needsApproval: (input) => Effect.succeed((input as { n: number }).n !== 3) } : tool
-}
-
-const approvalConfig =
-  (declared = true) =>
-  (log: string): TaskExecution.ExecutionConfig => ({
-    ...world.config(log),
-    tools: Tool.registry(approvalTool(log, declared))
-  })
-
 /** No compaction (every tool result stays in the history the model sees); private offload. */
 const options = (declared = true) => ({ gate: {}, config: approvalConfig(declared) })
 
 const requestCount = ScriptedModel.ScriptedModelRecorder.use((recorder) => recorder.count)
-
-const waitFor = <A, E, R>(probe: Effect.Effect<A, E, R>, done: (value: A) => boolean, what: string) =>
-  Effect.gen(function* () {
-    for (let attempt = 0; attempt < 800; attempt++) {
-      const value = yield* probe
-      if (done(value)) return value
-      yield* Effect.sleep("25 millis")
-    }
-    return yield* Effect.die(new Error(`timed out waiting for ${what}`))
-  })
 
 /** What the engine says of the task's execution: `Suspended`, `Complete`, or `None` while it runs. */
 const engineState = (task: ReturnType<typeof taskOf>) =>
