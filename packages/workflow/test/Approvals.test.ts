@@ -11,14 +11,17 @@ import {
   TaskExecution as Execution,
   History,
   Journal,
+  JournalFile,
   Model,
   ScriptedModel,
-  type TaskExecution
+  type TaskExecution,
+  Tool
 } from "@tessera/runtime"
 import { Approval, SharedStore, TaskWorkflow } from "@tessera/workflow"
 import { Effect, Exit, Fiber, Option } from "effect"
 import { DurableDeferred } from "effect/workflow"
-import { approvalConfig, approvalModel, waitFor } from "./support/approvals.ts"
+import { approvalConfig, approvalModel, approvalTool, waitFor } from "./support/approvals.ts"
+import { interruptedAfterLine, interruptedOnce } from "./support/interruptions.ts"
 import { onMemoryEngine } from "./support/memoryEngine.ts"
 import * as world from "./support/world.ts"
 
@@ -55,7 +58,64 @@ const failureTag = (exit: Exit.Exit<unknown, { readonly _tag: string }>) => {
 
 const rejectionByBob = 'the call to tool "work" was rejected by bob: not today; it did not run'
 
+/** The scenario to its end: call-a approved by alice, call-b rejected by bob, once both wait. */
+const approveAndReject = (dir: string, name: string, engineOptions: ReturnType<typeof options> = options()) =>
+  onMemoryEngine(dir, engineOptions, (shared) =>
+    Effect.gen(function* () {
+      const task = taskOf(name)
+      const fiber = yield* Effect.forkChild(TaskWorkflow.run({ task, prompt: promptOf(name) }))
+      yield* waitFor(TaskWorkflow.awaitingApproval(task), (calls) => calls.length === 2, "2 calls")
+      yield* TaskWorkflow.decide(task, { callId: "call-a", approved: true, by: "alice" })
+      yield* TaskWorkflow.decide(task, { callId: "call-b", approved: false, by: "bob", note: "not today" })
+      const answer = yield* Fiber.join(fiber)
+      return { answer, entries: yield* readJournal(shared, task) }
+    })
+  ).pipe(Effect.provide(approvalModel))
+
 describe("TaskWorkflow approvals on WorkflowEngine.layerMemory", () => {
+  it.live("approval_activities_interrupted_after_their_record_do_not_write_it_twice", () =>
+    Effect.gen(function* () {
+      const dir = yield* world.tempDir
+      const name = "interrupted approvals"
+      const plain = yield* approveAndReject(path.join(dir, "plain"), name)
+      const points: ReadonlyArray<readonly [string, (line: string) => boolean]> = [
+        ["requested", (line) => line.includes('"_tag":"ApprovalRequested"') && line.includes('"callId":"call-a"')],
+        ["resumed", (line) => line.includes('"_tag":"TurnResumed"')],
+        ["rejected", (line) => line.includes('"_tag":"ToolResulted"') && line.includes('"callId":"call-b"')]
+      ]
+      for (const [label, when] of points) {
+        // The activity dies right after its record is durable, before the engine stored its result: it runs again.
+        const interrupted = interruptedAfterLine(when)
+        const run = yield* approveAndReject(path.join(dir, label), name).pipe(
+          Effect.provideService(JournalFile.JournalFile, interrupted.file)
+        )
+        assert.isTrue(interrupted.fired(), `${label}: the interruption happened`)
+        assert.strictEqual(run.answer.text, plain.answer.text, label)
+        assert.deepStrictEqual(records(run.entries), records(plain.entries), label)
+      }
+      assert.strictEqual(plain.answer.text, `call-a=ok; call-b=error(${rejectionByBob}); call-c=ok`)
+    }).pipe(Effect.scoped, Effect.provide(world.platformLayer))
+  )
+
+  it.live("approved_call_interrupted_after_its_effect_runs_again_under_its_key_and_acts_once", () =>
+    Effect.gen(function* () {
+      const dir = yield* world.tempDir
+      const name = "interrupted approved"
+      const config = (log: string): TaskExecution.ExecutionConfig => ({
+        ...world.config(log),
+        tools: Tool.registry(interruptedOnce(approvalTool(log), 1))
+      })
+      const run = yield* approveAndReject(dir, name, { gate: {}, config })
+      assert.strictEqual(run.answer.text, `call-a=ok; call-b=error(${rejectionByBob}); call-c=ok`)
+      assert.strictEqual(world.effectCounts(path.join(dir, "effects.log")).get("interrupted_approved 1"), 1)
+      const calledA = run.entries.filter((entry) => entry._tag === "ToolCalled" && entry.callId === "call-a")
+      assert.strictEqual(calledA.length, 2, "the interrupted attempt and the re-run")
+      // At least once under the key, not an `InFlight` question to the host.
+      const requested = run.entries.flatMap((entry) => (entry._tag === "ApprovalRequested" ? [entry.reason] : []))
+      assert.deepStrictEqual(requested, ["Tool", "Tool"])
+    }).pipe(Effect.scoped, Effect.provide(world.platformLayer))
+  )
+
   it.live("approval_suspends_the_workflow_until_the_host_decides_approve_one_reject_another", () =>
     Effect.gen(function* () {
       const dir = yield* world.tempDir

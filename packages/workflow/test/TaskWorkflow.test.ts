@@ -15,11 +15,11 @@ import {
   PrivateSummaries,
   ScriptedModel,
   TaskExecution,
-  type Tool,
   ToolResultOffload
 } from "@tessera/runtime"
 import { SharedStore, TaskWorkflow } from "@tessera/workflow"
 import { Effect, Exit } from "effect"
+import { interruptedAfterLine, interruptedOnce } from "./support/interruptions.ts"
 import { onMemoryEngine } from "./support/memoryEngine.ts"
 import * as world from "./support/world.ts"
 
@@ -33,20 +33,6 @@ const run = (name: string) => TaskWorkflow.run({ task: taskOf(name), prompt: `${
 
 /** The journal without what differs between two runs of the same turn (time and position). */
 const records = (entries: ReadonlyArray<Journal.Entry>) => entries.map(({ at: _at, seq: _seq, ...rest }) => rest)
-
-/** A tool that behaves like `tool` but is interrupted right after its side effect the first time it runs call `n`. */
-const interruptedOnce = (tool: Tool.Tool, n: number): Tool.Tool => {
-  let interrupted = false
-  return {
-    ...tool,
-    run: (input) =>
-      Effect.flatMap(tool.run(input), (outcome) => {
-        if (interrupted || (input as { readonly n: number }).n !== n) return Effect.succeed(outcome)
-        interrupted = true
-        return Effect.interrupt
-      })
-  }
-}
 
 const requestCount = ScriptedModel.ScriptedModelRecorder.use((recorder) => recorder.count)
 
@@ -356,30 +342,6 @@ describe("TaskWorkflow on WorkflowEngine.layerMemory", () => {
       assert.strictEqual(first?._tag === "ArtifactOffloaded" ? first.disposition : undefined, "Replaced")
     }).pipe(Effect.scoped, Effect.provide(world.modelLayer), Effect.provide(world.platformLayer))
   )
-
-  /**
-   * A journal file that is interrupted right after it durably wrote the first line matching `when`: what a
-   * runner that dies just after a record, before the engine stored the activity's result, leaves behind.
-   */
-  const interruptedAfterLine = (when: (line: string) => boolean) => {
-    let fired = false
-    const file: JournalFile.JournalFileShape = {
-      openAppend: (path) =>
-        Effect.map(JournalFile.fileSystem.openAppend(path), (handle) => ({
-          append: (line: string) =>
-            Effect.andThen(
-              handle.append(line),
-              Effect.suspend(() => {
-                if (fired || !when(line)) return Effect.void
-                fired = true
-                return Effect.interrupt
-              })
-            ),
-          truncate: handle.truncate
-        }))
-    }
-    return { file, fired: () => fired }
-  }
 
   const runRecording = (dir: string, name: string, when: (line: string) => boolean) =>
     Effect.gen(function* () {
