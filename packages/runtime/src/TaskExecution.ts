@@ -614,6 +614,27 @@ export const dispatchTools = Effect.fn("TaskExecution.dispatchTools")(function* 
 })
 
 /**
+ * The calls of one step dispatched under approvals behind the gate, with
+ * the hooks a turn gets: `Executor.dispatchStep` (calls that need the
+ * host's approval are journaled `ApprovalRequested` and nothing runs until
+ * every one is decided; decided calls run, or give the model the `Rejected`
+ * error result). For hosts that drive steps themselves and honour approvals,
+ * as the task workflow does.
+ *
+ * @since 0.3.0
+ * @category entries
+ */
+export const dispatchStep = Effect.fn("TaskExecution.dispatchStep")(function* <E = never, R = never>(
+  binding: EntryGate.TaskBinding,
+  config: ExecutionConfig<E, R>,
+  context: Executor.StepContext,
+  calls: ReadonlyArray<ToolCallPart>
+) {
+  const gated = yield* withGate(binding, "ToolDispatch", config)
+  return yield* Executor.dispatchStep(gated, context, calls)
+})
+
+/**
  * Options of the summary entries. `policy` only shapes the summary requests
  * (piece size); whatever it is, the private writer is resolved first.
  *

@@ -33,6 +33,14 @@
  *   than an earlier attempt (offloaded, or recorded by digest) fails the
  *   task `TaskFailed` with reason `ToolResultChanged`, before it is recorded.
  *
+ * - **Approvals wait durably.** A step whose calls need the host's approval
+ *   (`Tool.needsApproval`) journals them `ApprovalRequested` (the runtime's
+ *   `dispatchStep`, on a view that runs nothing) and suspends on one
+ *   `DurableDeferred` per call (`Approval.deferredOf`) until {@link decide}
+ *   journals `ApprovalDecided` and completes it; then `TurnResumed`, the
+ *   approved calls run and the rejected ones give the model the runtime's
+ *   `Rejected` result. The journal is the local executor's for the same
+ *   decisions.
  * - **One writer per journal.** Every activity opens the task's journal
  *   under `TaskLock` (on the cluster, a Postgres advisory lock on the task),
  *   so an activity still running on a runner that lost the task and its
@@ -45,10 +53,11 @@
  * @since 0.1.0
  */
 import { Ids } from "@tessera/core"
-import { EntryGate, History, Journal, Model, PrivateSummaries, TaskExecution } from "@tessera/runtime"
+import { EntryGate, Executor, History, Journal, Model, PrivateSummaries, TaskExecution, Tool } from "@tessera/runtime"
 import { Effect, Layer, Option, Path, Schedule, Schema } from "effect"
-import { Activity, DurableClock, Workflow, WorkflowEngine } from "effect/workflow"
-import { deferResponse, toolView } from "./internal/journalViews.ts"
+import { Activity, DurableClock, DurableDeferred, Workflow, WorkflowEngine } from "effect/workflow"
+import * as Approval from "./Approval.ts"
+import { approvalsOnly, deferResponse, toolView } from "./internal/journalViews.ts"
 import { TaskHosting } from "./TaskHosting.ts"
 import { TaskLock } from "./TaskLock.ts"
 import * as ToolCallKey from "./ToolCallKey.ts"
@@ -301,6 +310,159 @@ const toolActivity = (binding: EntryGate.TaskBinding, turn: number, step: StepRe
     )
   })
 
+/**
+ * Puts the step's calls that need the host's approval to the host: records
+ * the step's response, then journals `ApprovalRequested` for every call
+ * whose tool needs approval for its input, through the runtime's own
+ * `dispatchStep` (so the records are the local executor's), on a journal
+ * that refuses anything else (nothing runs here). Returns the ids of the
+ * step's calls put to the host, in the model's order; an attempt that runs
+ * again finds the requests an earlier one wrote and does not repeat them.
+ */
+const approvalsActivity = (binding: EntryGate.TaskBinding, turn: number, step: StepResult) =>
+  Activity.make({
+    name: `turn/${turn}/approvals/${step.step}`,
+    success: Schema.Array(Schema.String),
+    error: TaskFailed,
+    execute: withJournal(binding.context.task, (journal) =>
+      Effect.gen(function* () {
+        const hosting = yield* TaskHosting
+        const task = binding.context.task
+        yield* recordResponse(task, journal, step.received)
+        const calls = step.response.toolCalls
+        const owedOf = (open: Journal.TurnState) => new Map(open.owedCalls.map((owed) => [owed.callId, owed]))
+        const before = owedOf(yield* openTurnOf(task, yield* journal.state, turn))
+        const toAsk: Array<Model.ToolCallPart> = []
+        for (const call of calls) {
+          const owed = before.get(call.id)
+          if (owed === undefined || owed.called || owed.approval !== undefined) continue
+          if (yield* Tool.needsApproval(hosting.config.tools, call)) toAsk.push(call)
+        }
+        if (toAsk.length > 0) {
+          const view = approvalsOnly(journal, (detail) => inconsistent(task, detail))
+          const dispatched = yield* TaskExecution.dispatchStep(
+            binding,
+            hosting.config,
+            { task, turn, step: step.step },
+            toAsk
+          ).pipe(Effect.provideService(Journal.Journal, view))
+          if (dispatched._tag !== "Awaiting")
+            return yield* inconsistent(task, `step ${step.step} asked for no approval`)
+        }
+        const after = owedOf(yield* openTurnOf(task, yield* journal.state, turn))
+        return calls.filter((call) => after.get(call.id)?.approval !== undefined).map((call) => call.id)
+      })
+    )
+  })
+
+/**
+ * After every call put to the host is decided: checks that the journal
+ * holds each decision (a deferred completed without `decide`'s record gets
+ * its `ApprovalDecided` here, behind the gate), then journals
+ * `TurnResumed`, once, as the local executor's resume does.
+ */
+const resumeActivity = (
+  binding: EntryGate.TaskBinding,
+  turn: number,
+  step: StepResult,
+  decisions: ReadonlyArray<readonly [string, Approval.Decision]>
+) =>
+  Activity.make({
+    name: `turn/${turn}/resume/${step.step}`,
+    error: TaskFailed,
+    execute: withJournal(binding.context.task, (journal) =>
+      Effect.gen(function* () {
+        const hosting = yield* TaskHosting
+        const task = binding.context.task
+        for (const [callId, decision] of decisions) {
+          const open = yield* openTurnOf(task, yield* journal.state, turn)
+          const approval = open.owedCalls.find((owed) => owed.callId === callId)?.approval
+          if (approval === undefined) {
+            return yield* inconsistent(task, `call ${callId} of turn ${turn} is not awaiting a decision`)
+          }
+          if (approval.status === "Requested") {
+            yield* TaskExecution.decide(binding, { callId, ...decision }).pipe(
+              Effect.provideService(Journal.Journal, journal)
+            )
+          } else if ((approval.status === "Approved") !== decision.approved || approval.by !== decision.by) {
+            return yield* inconsistent(
+              task,
+              `the journal's decision on call ${callId} (${approval.status} by ${approval.by}) is not the one the workflow received`
+            )
+          }
+        }
+        const entries = yield* Journal.readEntries({ folder: hosting.journalFolder, task })
+        const lastDecided = entries.findLastIndex((entry) => entry._tag === "ApprovalDecided" && entry.turn === turn)
+        const resumed = entries
+          .slice(lastDecided + 1)
+          .some((entry) => entry._tag === "TurnResumed" && entry.turn === turn)
+        if (!resumed) yield* journal.resumeTurn
+      })
+    )
+  })
+
+/**
+ * A rejected call: the model gets the `Rejected` error result the local
+ * executor gives (`dispatchStep` journals it; the tool never runs). An
+ * attempt that runs again after the result was recorded rebuilds the same
+ * result from the journal's approval records and writes nothing.
+ */
+const rejectActivity = (binding: EntryGate.TaskBinding, turn: number, step: StepResult, call: Model.ToolCallPart) =>
+  Activity.make({
+    name: `turn/${turn}/reject/${step.step}/${call.id}`,
+    success: Model.ToolResultPart,
+    error: TaskFailed,
+    execute: withJournal(binding.context.task, (journal) =>
+      Effect.gen(function* () {
+        const hosting = yield* TaskHosting
+        const task = binding.context.task
+        const open = yield* openTurnOf(task, yield* journal.state, turn)
+        const owed = open.owedCalls.find((owedCall) => owedCall.callId === call.id)
+        if (owed !== undefined) {
+          if (owed.approval?.status !== "Rejected") {
+            return yield* inconsistent(task, `call ${call.id} of turn ${turn} is not rejected in the journal`)
+          }
+          const dispatched = yield* TaskExecution.dispatchStep(
+            binding,
+            hosting.config,
+            { task, turn, step: step.step },
+            [call]
+          ).pipe(Effect.provideService(Journal.Journal, journal))
+          const result = dispatched._tag === "Results" ? dispatched.results[0] : undefined
+          if (result === undefined) return yield* inconsistent(task, `rejected call ${call.id} gave no result`)
+          return result
+        }
+        const entries = yield* Journal.readEntries({ folder: hosting.journalFolder, task })
+        const ofCall = entries.filter((entry) => "callId" in entry && entry.callId === call.id && entry.turn === turn)
+        const requested = ofCall.findLast((entry) => entry._tag === "ApprovalRequested")
+        const decided = ofCall.findLast((entry) => entry._tag === "ApprovalDecided")
+        const resulted = ofCall.findLast((entry) => entry._tag === "ToolResulted")
+        if (
+          requested?._tag !== "ApprovalRequested" ||
+          decided?._tag !== "ApprovalDecided" ||
+          decided.approved ||
+          resulted?._tag !== "ToolResulted" ||
+          resulted.failure !== "Rejected"
+        ) {
+          return yield* inconsistent(task, `call ${call.id} of turn ${turn} has no recorded rejection`)
+        }
+        const approval: Journal.CallApproval = {
+          status: "Rejected",
+          reason: requested.reason,
+          requestedSeq: requested.seq,
+          by: decided.by,
+          ...(decided.note === undefined ? {} : { note: decided.note })
+        }
+        return Model.toolResult({
+          callId: call.id,
+          name: call.name,
+          content: Executor.rejectionText(call, approval),
+          isError: true
+        })
+      })
+    )
+  })
+
 const closeTurnActivity = (task: Ids.TaskId, turn: number, step: StepResult) =>
   Activity.make({
     name: `turn/${turn}/close`,
@@ -405,8 +567,23 @@ export const runTask = Effect.fnUntraced(function* (request: typeof TaskRequest.
       const answer: TaskAnswer = { task, turn, steps: step.step, text: step.response.text }
       return answer
     }
+    const decisions = new Map<string, Approval.Decision>()
+    if (Tool.anyNeedsApproval(hosting.config.tools)) {
+      const asked = yield* approvalsActivity(binding, turn, step)
+      // Suspended here until the host decides every call put to it (`decide`); nothing of the step runs before.
+      for (const callId of asked) {
+        decisions.set(
+          callId,
+          yield* DurableDeferred.await(Approval.deferredOf({ task, turn, step: step.step, callId }))
+        )
+      }
+      if (asked.length > 0) yield* resumeActivity(binding, turn, step, [...decisions])
+    }
     for (const call of step.response.toolCalls) {
-      const result = yield* toolActivity(binding, turn, step, call)
+      const rejected = decisions.get(call.id)?.approved === false
+      const result = rejected
+        ? yield* rejectActivity(binding, turn, step, call)
+        : yield* toolActivity(binding, turn, step, call)
       history = History.append(history, [result])
     }
   }
@@ -439,3 +616,123 @@ export const layerMemory = layer.pipe(Layer.provideMerge(WorkflowEngine.layerMem
  * @category running
  */
 export const run = (request: typeof TaskRequest.Type) => TaskWorkflow.execute(request)
+
+/**
+ * A call of a task's open turn that waits for the host's decision, as the
+ * journal's `ApprovalRequested` records it: the turn and step, the call id
+ * and tool, the size and SHA-256 of its input (the journal holds no
+ * bodies), and why it waits (`Tool`: its tool needs approval for this
+ * input).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface PendingApproval {
+  readonly turn: number
+  readonly step: number
+  readonly callId: string
+  readonly name: string
+  readonly inputSize: number
+  readonly inputSha256: string
+  readonly reason: Journal.ApprovalReason
+}
+
+/**
+ * The calls of the task's open turn that wait for the host's decision, from
+ * its journal (empty when no turn is open or nothing waits). Reads the
+ * journal only; any runner, or a process that runs none, can ask.
+ *
+ * @since 0.1.0
+ * @category approvals
+ */
+export const awaitingApproval = Effect.fnUntraced(function* (task: Ids.TaskId) {
+  const hosting = yield* TaskHosting
+  const entries = yield* Journal.readEntries({ folder: hosting.journalFolder, task })
+  const state = Journal.stateOf(task, entries)
+  if (state._tag === "Failure") return yield* inconsistent(task, state.failure)
+  const open = Journal.openTurn(state.success)
+  if (Option.isNone(open)) return []
+  const pending: Array<PendingApproval> = []
+  for (const owed of Journal.awaitingApproval(open.value)) {
+    const requested = entries.find((entry) => entry.seq === owed.approval?.requestedSeq)
+    if (requested?._tag !== "ApprovalRequested") continue
+    pending.push({
+      turn: requested.turn,
+      step: requested.step,
+      callId: requested.callId,
+      name: requested.name,
+      inputSize: requested.inputSize,
+      inputSha256: requested.inputSha256,
+      reason: requested.reason
+    })
+  }
+  return pending
+})
+
+/**
+ * The host's decision on a call its task's workflow waits for.
+ *
+ * Behind the gate (`TaskHosting.bindTask`, then `TaskExecution.decide`,
+ * entry `Approve`), under the task's lock: journals `ApprovalDecided`
+ * (approved or not, `by`, `note`) exactly as the local executor's `decide`
+ * does, then completes the call's `DurableDeferred` (`Approval.deferredOf`)
+ * through the engine with the same decision, so the workflow resumes on
+ * whichever runner replays it, after restarts too. The deferred's token is
+ * a function of the task id alone (the workflow's execution id is), so any
+ * process on the same engine can decide.
+ *
+ * A decision may come while the workflow is suspended or before it reaches
+ * the call's wait (the engine keeps it). Retrying a decision whose record
+ * was written (the decider died before completing the deferred) journals
+ * nothing new and completes the deferred; a different decision on a call
+ * already decided fails `NotAwaitingApproval`, as does a call that does not
+ * wait; a malformed decision fails `InvalidInput`. In every failure nothing
+ * was written and the deferred is untouched.
+ *
+ * @since 0.1.0
+ * @category approvals
+ */
+export const decide = Effect.fnUntraced(function* (task: Ids.TaskId, decision: TaskExecution.Decision) {
+  const hosting = yield* TaskHosting
+  const lock = yield* TaskLock
+  const binding = yield* hosting.bindTask(task)
+  const entry = yield* lock.withLock(
+    task,
+    Effect.scoped(
+      Effect.flatMap(openJournal(hosting.journalFolder, task), (journal) =>
+        Effect.gen(function* () {
+          const open = Journal.openTurn(yield* journal.state)
+          if (Option.isSome(open)) {
+            const entries = yield* Journal.readEntries({ folder: hosting.journalFolder, task })
+            const earlier = entries.findLast(
+              (entry) =>
+                entry._tag === "ApprovalDecided" && entry.turn === open.value.turn && entry.callId === decision.callId
+            )
+            if (
+              earlier?._tag === "ApprovalDecided" &&
+              earlier.approved === decision.approved &&
+              earlier.by === decision.by &&
+              earlier.note === decision.note
+            ) {
+              return earlier
+            }
+          }
+          return yield* TaskExecution.decide(binding, decision).pipe(Effect.provideService(Journal.Journal, journal))
+        })
+      )
+    )
+  )
+  if (entry._tag !== "ApprovalDecided") return yield* Effect.die(inconsistent(task, `decide wrote ${entry._tag}`))
+  const executionId = yield* TaskWorkflow.executionId({ task, prompt: "" })
+  const deferred = Approval.deferredOf({ task, turn: entry.turn, step: entry.step, callId: entry.callId })
+  const value: Approval.Decision = {
+    approved: entry.approved,
+    by: entry.by,
+    ...(entry.note === undefined ? {} : { note: entry.note })
+  }
+  yield* DurableDeferred.succeed(deferred, {
+    token: DurableDeferred.tokenFromExecutionId(deferred, { workflow: TaskWorkflow, executionId }),
+    value
+  })
+  return entry
+})

@@ -5,6 +5,10 @@
 /**
  * @since 0.1.0
  */
+export * as Approval from "./Approval.ts"
+/**
+ * @since 0.1.0
+ */
 export * as Cluster from "./Cluster.ts"
 /**
  * @since 0.1.0

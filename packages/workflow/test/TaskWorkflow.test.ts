@@ -6,7 +6,6 @@ import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { ArtifactPathPolicy } from "@tessera/artifacts"
 import {
-  type EntryGate,
   EntryGate as Gate,
   History,
   Journal,
@@ -16,75 +15,24 @@ import {
   PrivateSummaries,
   ScriptedModel,
   TaskExecution,
-  type Tool,
   ToolResultOffload
 } from "@tessera/runtime"
-import { SharedStore, TaskHosting, TaskWorkflow } from "@tessera/workflow"
-import { Effect, Exit, Layer } from "effect"
+import { SharedStore, TaskWorkflow } from "@tessera/workflow"
+import { Effect, Exit } from "effect"
+import { interruptedAfterLine, interruptedOnce } from "./support/interruptions.ts"
+import { onMemoryEngine } from "./support/memoryEngine.ts"
 import * as world from "./support/world.ts"
 
 /** Binds without any policy, which defaults to `Disabled` where no writer resolves. */
 const EntryGateUnarmed = (context: Parameters<typeof Gate.bind>[0]) => Gate.bind(context, {})
 
-const agent = world.agentId("agent-1")
-
-/** Opens a shared store in `dir` and runs `body` with the workflow on the in-memory engine. */
-const onMemoryEngine = <A, E, R>(
-  dir: string,
-  options: {
-    readonly idempotent?: boolean
-    readonly gate?: EntryGate.BindOptions
-    readonly privateVolume?: boolean
-    readonly config?: (log: string) => TaskExecution.ExecutionConfig
-    readonly bindTask?: (shared: SharedStore.SharedStore) => TaskHosting.TaskHosting["Service"]["bindTask"]
-    readonly modelRetry?: TaskHosting.TaskHosting["Service"]["modelRetry"]
-  },
-  body: (shared: SharedStore.SharedStore) => Effect.Effect<A, E, R>
-) =>
-  Effect.gen(function* () {
-    const log = path.join(dir, "effects.log")
-    const shared = yield* SharedStore.open({
-      root: path.join(dir, "store"),
-      agent,
-      storeId: world.storeId,
-      config: options.config?.(log) ?? world.config(log, options),
-      gate: options.gate ?? { policy: world.policy },
-      ...(options.privateVolume === undefined ? {} : { privateVolume: options.privateVolume })
-    })
-    const hosting = {
-      ...shared.hosting,
-      ...(options.bindTask === undefined ? {} : { bindTask: options.bindTask(shared) }),
-      ...(options.modelRetry === undefined ? {} : { modelRetry: options.modelRetry })
-    }
-    const services = Layer.mergeAll(
-      Layer.succeed(TaskHosting.TaskHosting)(hosting),
-      ArtifactPathPolicy.layer(shared.pathPolicy)
-    )
-    return yield* body(shared).pipe(
-      Effect.provide(TaskWorkflow.layerMemory.pipe(Layer.provide(services))),
-      Effect.provide(services)
-    )
-  })
+const agent = world.agent
 
 const taskOf = (name: string) => world.taskId(name.replaceAll(" ", "-"))
 const run = (name: string) => TaskWorkflow.run({ task: taskOf(name), prompt: `${world.promptPrefix}${name}` })
 
 /** The journal without what differs between two runs of the same turn (time and position). */
 const records = (entries: ReadonlyArray<Journal.Entry>) => entries.map(({ at: _at, seq: _seq, ...rest }) => rest)
-
-/** A tool that behaves like `tool` but is interrupted right after its side effect the first time it runs call `n`. */
-const interruptedOnce = (tool: Tool.Tool, n: number): Tool.Tool => {
-  let interrupted = false
-  return {
-    ...tool,
-    run: (input) =>
-      Effect.flatMap(tool.run(input), (outcome) => {
-        if (interrupted || (input as { readonly n: number }).n !== n) return Effect.succeed(outcome)
-        interrupted = true
-        return Effect.interrupt
-      })
-  }
-}
 
 const requestCount = ScriptedModel.ScriptedModelRecorder.use((recorder) => recorder.count)
 
@@ -394,30 +342,6 @@ describe("TaskWorkflow on WorkflowEngine.layerMemory", () => {
       assert.strictEqual(first?._tag === "ArtifactOffloaded" ? first.disposition : undefined, "Replaced")
     }).pipe(Effect.scoped, Effect.provide(world.modelLayer), Effect.provide(world.platformLayer))
   )
-
-  /**
-   * A journal file that is interrupted right after it durably wrote the first line matching `when`: what a
-   * runner that dies just after a record, before the engine stored the activity's result, leaves behind.
-   */
-  const interruptedAfterLine = (when: (line: string) => boolean) => {
-    let fired = false
-    const file: JournalFile.JournalFileShape = {
-      openAppend: (path) =>
-        Effect.map(JournalFile.fileSystem.openAppend(path), (handle) => ({
-          append: (line: string) =>
-            Effect.andThen(
-              handle.append(line),
-              Effect.suspend(() => {
-                if (fired || !when(line)) return Effect.void
-                fired = true
-                return Effect.interrupt
-              })
-            ),
-          truncate: handle.truncate
-        }))
-    }
-    return { file, fired: () => fired }
-  }
 
   const runRecording = (dir: string, name: string, when: (line: string) => boolean) =>
     Effect.gen(function* () {

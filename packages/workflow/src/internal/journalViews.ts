@@ -79,3 +79,19 @@ export const toolView = <E>(
     return Effect.map(journal.state, (state) => ({ ...input, seq: state.entries, at: Date.now() }) as Journal.Entry)
   }
 })
+
+/**
+ * The journal as the approvals activity sees it: it may only ask for
+ * approvals (`ApprovalRequested`). Anything else (a call starting to run, a
+ * result) dies with `onOther`: the activity that asks never runs a call.
+ */
+export const approvalsOnly = <E>(
+  journal: Journal.JournalService,
+  onOther: (detail: string) => E
+): Journal.JournalService => ({
+  ...journal,
+  append: (input) =>
+    input._tag === "ApprovalRequested"
+      ? journal.append(input)
+      : Effect.die(onOther(`the approvals activity may only ask for approvals, not write ${input._tag}`))
+})

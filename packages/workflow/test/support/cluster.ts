@@ -37,6 +37,7 @@ export interface ClusterOptions {
   readonly log: string
   readonly idempotent?: boolean
   readonly pauseMs?: number
+  readonly approvals?: boolean
 }
 
 /** Starts runner `index` and waits until it printed `ready`; killed (SIGKILL) when the scope closes. */
@@ -49,7 +50,8 @@ export const startRunner = (postgres: TemporaryPostgres.TemporaryPostgres, optio
       log: options.log,
       port,
       idempotent: options.idempotent ?? true,
-      pauseMs: options.pauseMs ?? 0
+      pauseMs: options.pauseMs ?? 0,
+      ...(options.approvals === undefined ? {} : { approvals: options.approvals })
     }
     const runner = yield* Effect.acquireRelease(
       Effect.sync(() => {

@@ -19,6 +19,9 @@ export const agentId = Schema.decodeUnknownSync(Ids.AgentId)
 export const taskId = Schema.decodeUnknownSync(Ids.TaskId)
 export const operationId = Schema.decodeUnknownSync(Ids.OperationId)
 /** The store id every test store gets, so journals of two stores compare equal. */
+/** The agent every test store runs as. */
+export const agent = agentId("agent-1")
+/** The store id every test store gets, so journals of two stores compare equal. */
 export const storeId = Schema.decodeUnknownSync(Ids.StoreId)("store-workflow-tests")
 
 /** Calls every task makes before answering. */
