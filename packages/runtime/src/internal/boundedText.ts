@@ -14,19 +14,34 @@ const segmenter = new Intl.Segmenter(undefined, { granularity: "grapheme" })
 // How far past the cut the segmenter looks: a boundary there depends on what follows (combining marks).
 const lookahead = 64
 
-/** The longest prefix of `text` of at most `maxBytes` UTF-8 bytes that ends between two graphemes. */
-const prefixWithin = (text: string, maxBytes: number): string => {
+/** UTF-8 length of the unit at `index` (4 for a whole surrogate pair, then `index + 2` is next). */
+const unitBytes = (text: string, index: number): number => {
+  const code = text.charCodeAt(index)
+  if (code < 0x80) return 1
+  if (code < 0x800) return 2
+  if (code >= 0xd800 && code <= 0xdbff && index + 1 < text.length) {
+    const next = text.charCodeAt(index + 1)
+    if (next >= 0xdc00 && next <= 0xdfff) return 4
+  }
+  return 3
+}
+
+/** The longest run of whole code points from `start` within `maxBytes` UTF-8 bytes: where it ends, and its bytes. */
+const runWithin = (text: string, start: number, maxBytes: number): { readonly end: number; readonly bytes: number } => {
+  let end = start
   let bytes = 0
-  let end = 0
   while (end < text.length) {
-    const code = text.charCodeAt(end)
-    const next = code >= 0xd800 && code <= 0xdbff && end + 1 < text.length ? text.charCodeAt(end + 1) : 0
-    const isPair = next >= 0xdc00 && next <= 0xdfff
-    const size = code < 0x80 ? 1 : code < 0x800 ? 2 : isPair ? 4 : 3
+    const size = unitBytes(text, end)
     if (bytes + size > maxBytes) break
     bytes += size
-    end += isPair ? 2 : 1
+    end += size === 4 ? 2 : 1
   }
+  return { end, bytes }
+}
+
+/** The longest prefix of `text` of at most `maxBytes` UTF-8 bytes that ends between two graphemes. */
+const prefixWithin = (text: string, maxBytes: number): string => {
+  const { end } = runWithin(text, 0, maxBytes)
   if (end === text.length) return text
   // Segmented from the start (boundaries depend on everything before them, flags for one), but only up
   // to just past the cut: the cost is the kept prefix's, never the whole text's.
@@ -83,18 +98,6 @@ export interface SizedPiece {
  */
 const isPlainUnit = (code: number): boolean => (code >= 0x20 && code <= 0x7e) || (code >= 0x4e00 && code <= 0x9fff)
 
-/** UTF-8 length of the unit at `index` (4 for a whole surrogate pair, then `index + 2` is next). */
-const unitBytes = (text: string, index: number): number => {
-  const code = text.charCodeAt(index)
-  if (code < 0x80) return 1
-  if (code < 0x800) return 2
-  if (code >= 0xd800 && code <= 0xdbff && index + 1 < text.length) {
-    const next = text.charCodeAt(index + 1)
-    if (next >= 0xdc00 && next <= 0xdfff) return 4
-  }
-  return 3
-}
-
 // How far back from a cut to look for two plain units to segment from; past that, from the piece's start.
 const anchorWindow = 256
 
@@ -123,15 +126,7 @@ export const cutPieces = (text: string, maxBytes: number): Array<SizedPiece> => 
   const pieces: Array<SizedPiece> = []
   let start = 0
   while (start < text.length) {
-    // The longest run of whole code points from `start` within the budget.
-    let end = start
-    let bytes = 0
-    while (end < text.length) {
-      const size = unitBytes(text, end)
-      if (bytes + size > maxBytes) break
-      bytes += size
-      end += size === 4 ? 2 : 1
-    }
+    const { end, bytes } = runWithin(text, start, maxBytes)
     if (end === text.length) {
       pieces.push({ text: text.slice(start), bytes })
       break
