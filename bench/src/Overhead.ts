@@ -122,8 +122,10 @@ const attributionFile = (standIn: StandIn, lineMs: number, clock: FileCallClock)
             const append = timed(standInAppend(standIn, lineMs))
             return Effect.succeed({
               append: (line) => Effect.sync(() => append(line)),
+              write: (line) => Effect.sync(() => append(line)),
+              sync: Effect.void,
               truncate: () => Effect.void,
-              blocking: { append, truncate: () => {} }
+              blocking: { append, write: append, sync: () => {}, truncate: () => {} }
             })
           }
         }

@@ -66,10 +66,15 @@ const blockingCall = <A>(operation: Operation, body: (value: A) => void) => {
 }
 
 const handleOf = (access: SyncAccessHandle): JournalFile.AppendHandle => {
-  const append = blockingCall("append", (line: string) => {
+  const writeLine = (line: string) => {
     const bytes = encoder.encode(line)
     let written = 0
     while (written < bytes.length) written += access.write(bytes.subarray(written), { at: access.getSize() })
+  }
+  const write = blockingCall("append", writeLine)
+  const sync = blockingCall("sync", () => access.flush())
+  const append = blockingCall("append", (line: string) => {
+    writeLine(line)
     access.flush()
   })
   const truncate = blockingCall("truncate", (size: number) => {
@@ -78,8 +83,15 @@ const handleOf = (access: SyncAccessHandle): JournalFile.AppendHandle => {
   })
   return {
     append: append.effect,
+    write: write.effect,
+    sync: sync.effect(undefined),
     truncate: truncate.effect,
-    blocking: { append: append.blocking, truncate: truncate.blocking }
+    blocking: {
+      append: append.blocking,
+      write: write.blocking,
+      sync: () => sync.blocking(undefined),
+      truncate: truncate.blocking
+    }
   }
 }
 
@@ -99,9 +111,9 @@ const openSync = (file: string): Effect.Effect<JournalFile.AppendHandle, Journal
 
 const openStreamed = (file: string): Effect.Effect<JournalFile.AppendHandle, JournalFile.JournalFileError> =>
   Effect.tryPromise({ try: () => fileAt(file, true), catch: (error) => journalError("open", error) }).pipe(
-    Effect.map(
-      (handle): JournalFile.AppendHandle => ({
-        append: (line) =>
+    Effect.map((handle): JournalFile.AppendHandle => {
+      // A writable stream commits its bytes when it closes: every write is as durable as the platform makes it.
+      const append = (line: string) =>
           attempt("append", async () => {
             const size = (await handle.getFile()).size
             const writable = await handle.createWritable({ keepExistingData: true })
@@ -112,15 +124,19 @@ const openStreamed = (file: string): Effect.Effect<JournalFile.AppendHandle, Jou
               throw error
             }
             await writable.close()
-          }),
+          })
+      return {
+        append,
+        write: append,
+        sync: Effect.void,
         truncate: (size) =>
           attempt("truncate", async () => {
             const writable = await handle.createWritable({ keepExistingData: true })
             await writable.truncate(size)
             await writable.close()
           })
-      })
-    )
+      }
+    })
   )
 
 /**

@@ -31,7 +31,7 @@
 import type { ArtifactPathPolicy } from "@tessera/artifacts"
 import type { Grant, Ids } from "@tessera/core"
 import { HostAuthority, type Volume } from "@tessera/core"
-import type { TaskHost } from "@tessera/runtime"
+import type { JournalDurability, TaskHost } from "@tessera/runtime"
 import { FilesystemTaskRuntime } from "@tessera/runtime"
 import type { FileSystem, Path, Scope } from "effect"
 import { Context, Effect, Layer, Option } from "effect"
@@ -53,6 +53,12 @@ import * as StateNamespace from "./StateNamespace.ts"
 export interface OpenOptions extends StateNamespace.OpenOptions {
   readonly agent: Ids.AgentId
   readonly runtimeTask?: Ids.TaskId
+  /**
+   * When the tasks' journal entries become durable (`JournalDurability`):
+   * every entry (the default), each step's entries together, or in memory
+   * only.
+   */
+  readonly durability?: JournalDurability.Durability
 }
 
 /**
@@ -128,7 +134,8 @@ export const open = Effect.fnUntraced(function* (
     taskVolumes: [output],
     journalFolder,
     pathPolicy,
-    taskLocks: opened.taskLocks
+    taskLocks: opened.taskLocks,
+    ...(options.durability === undefined ? {} : { durability: options.durability })
   })
   const service: JournalForbiddingHostService = {
     ...tasks,

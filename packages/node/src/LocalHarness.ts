@@ -30,7 +30,7 @@
 import { ArtifactPathPolicy } from "@tessera/artifacts"
 import type { Grant } from "@tessera/core"
 import { HostAuthority, Ids, Volume } from "@tessera/core"
-import type { TaskHost, VolumeStore } from "@tessera/runtime"
+import type { JournalDurability, TaskHost, VolumeStore } from "@tessera/runtime"
 import { FilesystemTaskRuntime, StoreLayout } from "@tessera/runtime"
 import type { Scope } from "effect"
 import { Context, Effect, FileSystem, Layer, Option, Path, Schema } from "effect"
@@ -58,6 +58,12 @@ export interface OpenOptions extends StateNamespace.OpenOptions {
   readonly agent: Ids.AgentId
   readonly authority?: Layer.Layer<HostAuthority.HostAuthority>
   readonly runtimeTask?: Ids.TaskId
+  /**
+   * When the tasks' journal entries become durable (`JournalDurability`):
+   * every entry (the default), each step's entries together, or in memory
+   * only.
+   */
+  readonly durability?: JournalDurability.Durability
 }
 
 /**
@@ -249,7 +255,8 @@ export const open = Effect.fnUntraced(function* (
     taskVolumes: [scratch, output],
     journalFolder,
     pathPolicy,
-    taskLocks: opened.taskLocks
+    taskLocks: opened.taskLocks,
+    ...(options.durability === undefined ? {} : { durability: options.durability })
   })
   const harness: LocalHarnessService = {
     ...tasks,

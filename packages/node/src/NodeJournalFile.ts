@@ -53,6 +53,8 @@ export const blocking: JournalFile.JournalFileShape = {
       (fd) => Effect.sync(() => fs.closeSync(fd))
     ).pipe(
       Effect.map((fd): JournalFile.AppendHandle => {
+        const write = fileCall("append", (line: string) => writeAllBlocking(fd, line))
+        const sync = fileCall("sync", () => fs.fsyncSync(fd))
         const append = fileCall("append", (line: string) => {
           writeAllBlocking(fd, line)
           fs.fsyncSync(fd)
@@ -63,8 +65,10 @@ export const blocking: JournalFile.JournalFileShape = {
         })
         return {
           append: append.effect,
+          write: write.effect,
+          sync: sync.effect(),
           truncate: truncate.effect,
-          blocking: { append: append.blocking, truncate: truncate.blocking }
+          blocking: { append: append.blocking, write: write.blocking, sync: sync.blocking, truncate: truncate.blocking }
         }
       })
     )

@@ -606,6 +606,9 @@ const dispatchOneBody = Effect.fnUntraced(function* <E, R>(
     inputSize: input.size,
     inputSha256: input.sha256
   })
+  // Under group commit a tool that must not run twice starts only once its call is durable: a crash after this
+  // point finds the call in flight and asks before running it again.
+  if (!Tool.isIdempotent(config.tools, call.name)) yield* journal.sync
   if (config.onEvent !== undefined) yield* config.onEvent({ _tag: "ToolCalled", turn, step, call })
   const outcome = yield* Timeouts.limitToolCall(config.timeouts, call.name, Tool.run(config.tools, call)).pipe(
     Observability.timeToolCall(call.name)

@@ -45,14 +45,15 @@
  * @since 0.1.0
  */
 import { ArtifactPointer } from "@tessera/artifacts"
-import { DurableFiles, Ids, InvalidInput } from "@tessera/core"
+import { Ids, InvalidInput } from "@tessera/core"
 import { Clock, Context, Effect, FileSystem, Layer, Option, Path, Result, Schema, Scope, Semaphore } from "effect"
-import * as SecureRandom from "effect/crypto/SecureRandom"
 import { sha256Bytes } from "./internal/digest.ts"
 import { eachLine } from "./internal/journalLines.ts"
 import { advance, emptyState, summaryKey as internalSummaryKey, makeReplay } from "./internal/journalState.ts"
 import { JournalTap, tapped } from "./internal/journalTap.ts"
 import { plainValueCheck, plainValueCopy } from "./internal/plainValue.ts"
+import { journalMedium, type MediumFailure } from "./internal/journalMedium.ts"
+import * as JournalDurability from "./JournalDurability.ts"
 import * as JournalFile from "./JournalFile.ts"
 import * as StoreLayout from "./StoreLayout.ts"
 
@@ -367,8 +368,19 @@ export interface JournalService {
   /** Absolute path of the journal file. */
   readonly file: string
   readonly state: Effect.Effect<JournalState>
-  /** Appends one entry durably (written and synced) after checking it follows the state. */
+  /**
+   * Appends one entry after checking it follows the state. Durable when it
+   * returns under the default durability; under group commit durable at the
+   * next commit point (see `JournalDurability`); in this process only under
+   * memory-only.
+   */
   readonly append: (entry: EntryInput) => Effect.Effect<Entry, JournalIOError | JournalSequenceError>
+  /**
+   * Makes every entry appended so far durable now. Nothing to do unless
+   * group commit left entries unsynced. A failed sync breaks the journal:
+   * later appends fail until it is reopened.
+   */
+  readonly sync: Effect.Effect<void, JournalIOError>
   /** Opens the next turn; fails with {@link TurnAlreadyOpen} when one is open. */
   readonly openTurn: Effect.Effect<TurnState, JournalIOError | JournalSequenceError | TurnAlreadyOpen>
   /** Records that the open turn continues; fails with {@link NoOpenTurn}. */
@@ -569,18 +581,11 @@ export const readEntries = Effect.fnUntraced(function* (
   JournalCorrupt | JournalNotRecognized | JournalIOError | InvalidInput.InvalidInput,
   FileSystem.FileSystem | Path.Path
 > {
-  const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const task = yield* decodeTask(location.task)
   const file = path.resolve(location.folder, fileName(task))
-  const bytes = yield* fs.readFile(file).pipe(
-    Effect.map(Option.some),
-    Effect.catchIf(
-      (error) => error.reason._tag === "NotFound",
-      () => Effect.succeed(Option.none<Uint8Array>())
-    ),
-    Effect.mapError((error) => new JournalIOError({ file, operation: "read", detail: error.message }))
-  )
+  const medium = yield* mediumAt(location.folder, file)
+  const bytes = yield* medium.read.pipe(Effect.mapError(mediumError(file)))
   if (Option.isNone(bytes)) return []
   const replayed = replay(file, task, bytes.value, true)
   if (Result.isFailure(replayed)) return yield* replayed.failure
@@ -605,6 +610,36 @@ export const stateOf = (task: Ids.TaskId, entries: Iterable<Entry>): Result.Resu
   }
   return Result.succeed(fold.state())
 }
+
+/** A medium failure as the journal reports it. */
+const mediumError = (file: string) => (failure: MediumFailure) =>
+  new JournalIOError({ file, operation: failure.operation, detail: failure.detail })
+
+/** Where the journal at `file` lives under the durability in use. */
+const mediumAt = (folder: string, file: string) =>
+  Effect.flatMap(
+    Effect.all([JournalDurability.JournalDurability, JournalFile.JournalFile]),
+    ([durability, journalFile]) =>
+      journalMedium(durability, journalFile, folder, file).pipe(Effect.mapError(mediumError(file)))
+  )
+
+// Under group commit these entries wait for the step's sync (or the next commit point); every other kind, a new
+// one included, is synced as soon as it is written, because something outside the journal acts on it at once.
+const groupedEntries: ReadonlySet<Entry["_tag"]> = new Set<Entry["_tag"]>([
+  "TurnOpened",
+  "TurnResumed",
+  "RequestDispatched",
+  "ResponseReceived",
+  "SummaryRequestAnswered",
+  "ToolCalled",
+  "ToolResulted",
+  "Admission",
+  "SummaryStarted",
+  "SummaryStaged",
+  "SummarySuperseded",
+  "ArtifactOffloaded",
+  "CompactionWarning"
+])
 
 // The journals open for writing in this process, by absolute file: one writer per journal.
 const writers = new Set<string>()
@@ -638,7 +673,6 @@ export const open = Effect.fnUntraced(function* (
   JournalCorrupt | JournalNotRecognized | JournalIOError | TaskInUse | InvalidInput.InvalidInput,
   FileSystem.FileSystem | Path.Path | Scope.Scope
 > {
-  const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const task = yield* decodeTask(location.task)
   const file = path.resolve(location.folder, fileName(task))
@@ -646,12 +680,12 @@ export const open = Effect.fnUntraced(function* (
     new JournalIOError({ file, operation, detail: error.message })
   yield* claimWriter(task, file)
 
-  const existed = yield* fs.exists(file).pipe(Effect.mapError(ioError("stat")))
-  const replayed = existed
-    ? yield* fs.readFile(file).pipe(
-        Effect.mapError(ioError("read")),
-        Effect.flatMap((bytes) => Effect.fromResult(replay(file, task, bytes, false)))
-      )
+  const durability = yield* JournalDurability.JournalDurability
+  const grouped = durability._tag === "GroupCommit"
+  const medium = yield* mediumAt(location.folder, file)
+  const existing = yield* medium.read.pipe(Effect.mapError(mediumError(file)))
+  const replayed = Option.isSome(existing)
+    ? yield* Effect.fromResult(replay(file, task, existing.value, false))
     : {
         state: emptyState(task),
         entries: [],
@@ -661,43 +695,74 @@ export const open = Effect.fnUntraced(function* (
         tailIsEntry: false
       }
 
-  const journalFile = yield* JournalFile.JournalFile
   const scope = yield* Scope.Scope
-  const openHandle = journalFile
-    .openAppend(file)
-    .pipe(
-      Effect.mapError(ioError("open")),
-      Effect.provideService(Scope.Scope, scope),
-      Effect.provideService(FileSystem.FileSystem, fs)
-    )
-  // A journal that does not exist yet is created by its first entry, not by
-  // opening it: an entry refused before anything was journaled leaves no file.
-  const createFile = Effect.gen(function* () {
-    yield* fs.makeDirectory(location.folder, { recursive: true }).pipe(Effect.mapError(ioError("create folder")))
-    const created = yield* openHandle
-    // A new file's directory entry is only durable once the folder is synced.
-    // Not every platform can open a folder for syncing, so this is best effort.
-    yield* Effect.scoped(fs.open(location.folder, { flag: "r" }).pipe(Effect.flatMap((folder) => folder.sync))).pipe(
-      Effect.ignore
-    )
-    return created
-  })
-  let handle: JournalFile.AppendHandle | undefined = existed ? yield* openHandle : undefined
-
   // Appends run one at a time (under `lock`, or as one synchronous step with a
   // blocking handle), and only they replace these; a reader always sees a
   // complete value.
   let state = replayed.state
   let size = replayed.completeBytes
   let broken = false
+  // Group commit: lines written since the last sync.
+  let unsynced = false
   const lock = yield* Semaphore.make(1)
+
+  // A journal that does not exist yet is created by its first entry, not by
+  // opening it: an entry refused before anything was journaled leaves no file.
+  // Whatever group commit left unsynced is synced before the handle closes.
+  const opened = (handle: Effect.Effect<JournalFile.AppendHandle, MediumFailure>) =>
+    handle.pipe(
+      Effect.mapError(mediumError(file)),
+      Effect.tap((handle) =>
+        grouped ? Scope.addFinalizer(scope, Effect.ignore(syncWith(handle))) : Effect.void
+      )
+    )
+  let handle: JournalFile.AppendHandle | undefined = Option.isSome(existing) ? yield* opened(medium.open(scope)) : undefined
+
+  const syncFailed = (error: { readonly message: string }) => {
+    // After a failed sync nothing says which written bytes reached the device; only a reopen knows.
+    broken = true
+    return ioError("sync")(error)
+  }
+  /** Syncs what group commit left unsynced, if anything. */
+  const syncWith = (opened: JournalFile.AppendHandle): Effect.Effect<void, JournalIOError> =>
+    Effect.suspend(() => {
+      if (!unsynced) return Effect.void
+      if (opened.blocking !== undefined) {
+        try {
+          opened.blocking.sync()
+        } catch (error) {
+          return Effect.fail(syncFailed(error instanceof Error ? error : { message: String(error) }))
+        }
+        unsynced = false
+        return Effect.void
+      }
+      return opened.sync.pipe(
+        Effect.matchEffect({
+          onSuccess: () =>
+            Effect.sync(() => {
+              unsynced = false
+            }),
+          onFailure: (error) => Effect.fail(syncFailed(error))
+        }),
+        Effect.uninterruptible,
+        lock.withPermit
+      )
+    })
 
   /** The entry, the state after it and its line, or why it cannot be appended; no I/O. */
   const prepare = (
     input: EntryInput,
     at: number
   ): Result.Result<
-    { readonly entry: Entry; readonly next: JournalState; readonly line: string; readonly bytes: number },
+    {
+      readonly entry: Entry
+      readonly next: JournalState
+      readonly line: string
+      readonly bytes: number
+      /** Group commit: sync what is unsynced before writing the line, and whether to sync after it. */
+      readonly syncBefore: boolean
+      readonly syncAfter: boolean
+    },
     JournalIOError | JournalSequenceError
   > => {
     if (broken) {
@@ -705,7 +770,7 @@ export const open = Effect.fnUntraced(function* (
         new JournalIOError({
           file,
           operation: "append",
-          detail: "an earlier append failed and could not be rolled back; reopen the journal"
+          detail: "an earlier append or sync failed and could not be rolled back; reopen the journal"
         })
       )
     }
@@ -726,7 +791,17 @@ export const open = Effect.fnUntraced(function* (
       )
     }
     const line = `${JSON.stringify(encoded.success)}\n`
-    return Result.succeed({ entry, next: next.success, line, bytes: ArtifactPointer.utf8Length(line) })
+    // A step's request starts the next group: the step before it is synced first.
+    const syncBefore = grouped && unsynced && entry._tag === "RequestDispatched"
+    const syncAfter = grouped && !groupedEntries.has(entry._tag)
+    return Result.succeed({
+      entry,
+      next: next.success,
+      line,
+      bytes: ArtifactPointer.utf8Length(line),
+      syncBefore,
+      syncAfter
+    })
   }
 
   /** Records a written entry: the file grew by its line, and the state is the one after it. */
@@ -742,20 +817,48 @@ export const open = Effect.fnUntraced(function* (
       Clock.clockWith((clock) => {
         const prepared = prepare(input, clock.currentTimeMillisUnsafe())
         if (Result.isFailure(prepared)) return Effect.fail(prepared.failure)
-        return handle.append(prepared.success.line).pipe(
-          Effect.matchEffect({
-            onSuccess: () => Effect.sync(() => commit(prepared.success)),
-            onFailure: (error) =>
-              // Leave no partial line behind a failed append: later appends would land after it.
-              handle.truncate(size).pipe(
-                Effect.catch(() =>
-                  Effect.sync(() => {
-                    broken = true
-                  })
-                ),
-                Effect.andThen(Effect.fail(ioError("append")(error)))
+        const { line, syncBefore, syncAfter } = prepared.success
+        const syncFirst = syncBefore
+          ? handle.sync.pipe(
+              Effect.mapError(syncFailed),
+              Effect.tap(() =>
+                Effect.sync(() => {
+                  unsynced = false
+                })
               )
-          })
+            )
+          : Effect.void
+        const written = grouped
+          ? handle.write(line).pipe(Effect.tap(() => (syncAfter ? handle.sync : Effect.void)))
+          : handle.append(line)
+        return syncFirst.pipe(
+          Effect.andThen(
+            written.pipe(
+              Effect.matchEffect({
+                onSuccess: () =>
+                  Effect.sync(() => {
+                    unsynced = grouped && !syncAfter
+                    return commit(prepared.success)
+                  }),
+                onFailure: (error) =>
+                  // Leave no partial line behind a failed append: later appends would land after it. The cut syncs
+                  // the file, and with it whatever group commit had not synced yet.
+                  handle.truncate(size).pipe(
+                    Effect.matchEffect({
+                      onSuccess: () =>
+                        Effect.sync(() => {
+                          unsynced = false
+                        }),
+                      onFailure: () =>
+                        Effect.sync(() => {
+                          broken = true
+                        })
+                    }),
+                    Effect.andThen(Effect.fail(ioError("append")(error)))
+                  )
+              })
+            )
+          )
         )
       }).pipe(Effect.uninterruptible, lock.withPermit)
 
@@ -767,17 +870,32 @@ export const open = Effect.fnUntraced(function* (
       Clock.clockWith((clock) => {
         const prepared = prepare(input, clock.currentTimeMillisUnsafe())
         if (Result.isFailure(prepared)) return Effect.fail(prepared.failure)
+        const { line, syncBefore, syncAfter } = prepared.success
+        if (syncBefore) {
+          try {
+            file.sync()
+          } catch (error) {
+            return Effect.fail(syncFailed(error instanceof Error ? error : { message: String(error) }))
+          }
+          unsynced = false
+        }
         try {
-          file.append(prepared.success.line)
+          if (grouped) {
+            file.write(line)
+            if (syncAfter) file.sync()
+          } else file.append(line)
         } catch (error) {
-          // Leave no partial line behind a failed append: later appends would land after it.
+          // Leave no partial line behind a failed append: later appends would land after it. The cut syncs the
+          // file, and with it whatever group commit had not synced yet.
           try {
             file.truncate(size)
+            unsynced = false
           } catch {
             broken = true
           }
           return Effect.fail(ioError("append")(error instanceof Error ? error : { message: String(error) }))
         }
+        unsynced = grouped && !syncAfter
         return Effect.succeed(commit(prepared.success))
       })
 
@@ -787,7 +905,7 @@ export const open = Effect.fnUntraced(function* (
   const firstWrite = lock.withPermit(
     Effect.suspend(() =>
       handle === undefined
-        ? Effect.map(createFile, (created) => {
+        ? Effect.map(opened(medium.create(scope)), (created) => {
             handle = created
             return created
           })
@@ -803,15 +921,15 @@ export const open = Effect.fnUntraced(function* (
         })
 
   // Only a file that existed can end in a cut or unterminated line.
-  const existing = handle
-  if (existing !== undefined && replayed.tailIsEntry) {
+  const reopened = handle
+  if (reopened !== undefined && replayed.tailIsEntry) {
     // The last entry is whole and only lacks its newline: finish its line, losing nothing.
-    yield* existing.append("\n").pipe(Effect.mapError(ioError("finish the last line")))
+    yield* reopened.append("\n").pipe(Effect.mapError(ioError("finish the last line")))
     size = replayed.completeBytes + replayed.tail.length + 1
-  } else if (existing !== undefined && (replayed.tail.length > 0 || replayed.blankBytes > 0)) {
+  } else if (reopened !== undefined && (replayed.tail.length > 0 || replayed.blankBytes > 0)) {
     // A cut line (or blank lines ending the file) is cut back, and the cut is recorded, never hidden.
     const dropped = replayed.tail.length > 0 ? replayed.tail : new Uint8Array(replayed.blankBytes).fill(newline)
-    yield* existing.truncate(replayed.completeBytes).pipe(Effect.mapError(ioError("truncate cut tail")))
+    yield* reopened.truncate(replayed.completeBytes).pipe(Effect.mapError(ioError("truncate cut tail")))
     const droppedSha256 = yield* sha256Bytes(dropped)
     yield* write({
       _tag: "TruncationRecovered",
@@ -879,6 +997,7 @@ export const open = Effect.fnUntraced(function* (
             Effect.flatMap(Effect.service(JournalTap), (tap) => (tap === undefined ? Effect.void : tap(entry)))
           )
         : write(input),
+    sync: Effect.suspend(() => (handle === undefined ? Effect.void : syncWith(handle))),
     openTurn: openTurnEffect,
     resumeTurn,
     closeTurn,
@@ -922,7 +1041,6 @@ export interface Repaired {
 export const repair = Effect.fnUntraced(function* (
   location: JournalLocation
 ): Effect.fn.Return<Option.Option<Repaired>, JournalIOError | TaskInUse, FileSystem.FileSystem | Path.Path> {
-  const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const task = location.task
   const file = path.resolve(location.folder, fileName(task))
@@ -931,7 +1049,10 @@ export const repair = Effect.fnUntraced(function* (
   return yield* Effect.scoped(
     Effect.gen(function* () {
       yield* claimWriter(task, file)
-      const bytes = yield* fs.readFile(file).pipe(Effect.mapError(ioError("read")))
+      const medium = yield* mediumAt(location.folder, file)
+      const read = yield* medium.read.pipe(Effect.mapError(mediumError(file)))
+      if (Option.isNone(read)) return yield* ioError("read")({ message: "the journal does not exist" })
+      const bytes = read.value
       if (Result.isSuccess(replay(file, task, bytes, false))) return Option.none<Repaired>()
       // The longest prefix of lines that decode and follow one another.
       const fold = makeReplay(task)
@@ -964,24 +1085,11 @@ export const repair = Effect.fnUntraced(function* (
       if (Result.isFailure(encoded)) {
         return yield* new JournalIOError({ file, operation: "repair", detail: encoded.failure.message })
       }
-      const repaired = bytes.subarray(0, keptBytes)
       const lineBytes = new TextEncoder().encode(`${JSON.stringify(encoded.success)}\n`)
-      const temp = path.join(location.folder, DurableFiles.temporaryName(fileName(task), SecureRandom.uuidV4Unsafe()))
-      yield* Effect.scoped(
-        Effect.gen(function* () {
-          const handle = yield* fs.open(temp, { flag: "wx" })
-          yield* handle.writeAll(repaired)
-          yield* handle.writeAll(lineBytes)
-          yield* handle.sync
-        })
-      ).pipe(
-        Effect.andThen(fs.rename(temp, file)),
-        Effect.mapError(ioError("repair")),
-        Effect.onError(() => fs.remove(temp).pipe(Effect.ignore))
-      )
-      yield* Effect.scoped(fs.open(location.folder, { flag: "r" }).pipe(Effect.flatMap((folder) => folder.sync))).pipe(
-        Effect.ignore
-      )
+      const repaired = new Uint8Array(keptBytes + lineBytes.length)
+      repaired.set(bytes.subarray(0, keptBytes))
+      repaired.set(lineBytes, keptBytes)
+      yield* medium.replace(repaired).pipe(Effect.mapError(mediumError(file)))
       return Option.some<Repaired>({
         line: firstDropped,
         keptEntries: kept.entries,

@@ -22,13 +22,13 @@ import { Context, Effect, FileSystem, Schema } from "effect"
 
 /**
  * A journal file operation failed. `operation` says which (`open`, `append`,
- * `truncate`) and `detail` carries the platform's message.
+ * `sync`, `truncate`) and `detail` carries the platform's message.
  *
  * @since 0.1.0
  * @category errors
  */
 export class JournalFileError extends Schema.TaggedError<JournalFileError>()("JournalFileError", {
-  operation: Schema.Literals(["open", "append", "truncate"]),
+  operation: Schema.Literals(["open", "append", "sync", "truncate"]),
   detail: Schema.String
 }) {
   override get message(): string {
@@ -52,10 +52,18 @@ export interface AppendHandle {
    * everything else the journal does for it).
    */
   readonly append: (line: string) => Effect.Effect<void, JournalFileError>
+  /**
+   * Writes `line` as {@link append} does, without syncing: the bytes are the
+   * platform's until the next {@link sync}. Group commit
+   * (`JournalDurability.groupCommit`) writes with it.
+   */
+  readonly write: (line: string) => Effect.Effect<void, JournalFileError>
+  /** Makes every byte written so far durable. */
+  readonly sync: Effect.Effect<void, JournalFileError>
   /** Cuts the file to `size` bytes and syncs it. */
   readonly truncate: (size: number) => Effect.Effect<void, JournalFileError>
   /**
-   * The same two operations as blocking calls that throw the
+   * The same operations as blocking calls that throw the
    * {@link JournalFileError}, for a platform whose appends block anyway.
    * With them the journal makes each append, and the cut-back after a failed
    * one, in a single synchronous step: no other fiber can run in between, so
@@ -63,6 +71,8 @@ export interface AppendHandle {
    */
   readonly blocking?: {
     readonly append: (line: string) => void
+    readonly write: (line: string) => void
+    readonly sync: () => void
     readonly truncate: (size: number) => void
   }
 }
@@ -98,9 +108,11 @@ export const fileSystem: JournalFileShape = {
     Effect.gen(function* () {
       const fs = yield* FileSystem.FileSystem
       const handle = yield* fs.open(file, { flag: "a" }).pipe(Effect.mapError(fail("open")))
+      const write = (line: string) => handle.writeAll(encoder.encode(line))
       return {
-        append: (line) =>
-          handle.writeAll(encoder.encode(line)).pipe(Effect.andThen(handle.sync), Effect.mapError(fail("append"))),
+        append: (line) => write(line).pipe(Effect.andThen(handle.sync), Effect.mapError(fail("append"))),
+        write: (line) => write(line).pipe(Effect.mapError(fail("append"))),
+        sync: handle.sync.pipe(Effect.mapError(fail("sync"))),
         truncate: (size) => handle.truncate(size).pipe(Effect.andThen(handle.sync), Effect.mapError(fail("truncate")))
       }
     })

@@ -47,6 +47,10 @@ export * as Journal from "./Journal.ts"
  */
 export * as JournalEntry from "./JournalEntry.ts"
 /**
+ * @since 0.4.0
+ */
+export * as JournalDurability from "./JournalDurability.ts"
+/**
  * @since 0.1.0
  */
 export * as JournalFile from "./JournalFile.ts"

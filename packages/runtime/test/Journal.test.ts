@@ -509,11 +509,15 @@ describe("Journal", () => {
         (fd) => Effect.sync(() => nodeFs.closeSync(fd))
       ).pipe(
         Effect.map((fd) => {
-          const failed = (operation: "append" | "truncate") => (error: unknown) =>
+          const failed = (operation: "append" | "sync" | "truncate") => (error: unknown) =>
             new JournalFile.JournalFileError({ operation, detail: String(error) })
-          const append = (line: string) => {
+          const write = (line: string) => {
             nodeFs.writeSync(fd, line)
-            nodeFs.fsyncSync(fd)
+          }
+          const sync = () => nodeFs.fsyncSync(fd)
+          const append = (line: string) => {
+            write(line)
+            sync()
           }
           const truncate = (size: number) => {
             nodeFs.ftruncateSync(fd, size)
@@ -521,8 +525,10 @@ describe("Journal", () => {
           }
           return {
             append: (line: string) => Effect.try({ try: () => append(line), catch: failed("append") }),
+            write: (line: string) => Effect.try({ try: () => write(line), catch: failed("append") }),
+            sync: Effect.try({ try: sync, catch: failed("sync") }),
             truncate: (size: number) => Effect.try({ try: () => truncate(size), catch: failed("truncate") }),
-            blocking: { append, truncate }
+            blocking: { append, write, sync, truncate }
           }
         })
       )
@@ -555,6 +561,9 @@ describe("Journal", () => {
         return {
           append: (line) =>
             tears() ? handle.append(half(line)).pipe(Effect.andThen(Effect.fail(full))) : handle.append(line),
+          write: (line) =>
+            tears() ? handle.write(half(line)).pipe(Effect.andThen(Effect.fail(full))) : handle.write(line),
+          sync: handle.sync,
           truncate: (size) => (truncateFails ? Effect.fail(cutFails) : handle.truncate(size)),
           ...(blocking === undefined
             ? {}
@@ -565,6 +574,12 @@ describe("Journal", () => {
                     blocking.append(half(line))
                     throw full
                   },
+                  write: (line: string) => {
+                    if (!tears()) return blocking.write(line)
+                    blocking.write(half(line))
+                    throw full
+                  },
+                  sync: blocking.sync,
                   truncate: (size: number) => {
                     if (truncateFails) throw cutFails
                     blocking.truncate(size)

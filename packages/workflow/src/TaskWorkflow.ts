@@ -492,6 +492,7 @@ const recordOf = (folder: string, task: Ids.TaskId) =>
       file,
       state: Effect.die(new Error("the entry gate's view of the journal has no state")),
       append: (input) => refused(input._tag),
+      sync: Effect.void,
       openTurn: refused("TurnOpened"),
       resumeTurn: refused("TurnResumed"),
       closeTurn: refused("TurnClosed"),

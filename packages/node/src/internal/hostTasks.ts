@@ -8,7 +8,7 @@
 import { ArtifactPathPolicy } from "@tessera/artifacts"
 import { Ids, InvalidInput, Volume } from "@tessera/core"
 import type { FilesystemTaskRuntime, VolumeStore } from "@tessera/runtime"
-import { EntryGate, Journal } from "@tessera/runtime"
+import { EntryGate, Journal, JournalDurability } from "@tessera/runtime"
 import type { Option } from "effect"
 import { Effect, FileSystem, Layer, Path, Semaphore } from "effect"
 import * as NamespaceLock from "../NamespaceLock.ts"
@@ -26,6 +26,8 @@ export interface HostTasksInput {
   readonly pathPolicy: ArtifactPathPolicy.ArtifactPathPolicyShape
   /** Where the per-task journal locks live, and whether stale ones are replaced. */
   readonly taskLocks: { readonly folder: string; readonly recoverStale: boolean }
+  /** The journals' durability; the caller's `JournalDurability` (by default per entry) when absent. */
+  readonly durability?: JournalDurability.Durability
 }
 
 /**
@@ -151,7 +153,13 @@ export const makeHostTasks = (input: HostTasksInput): HostTasks => {
     Layer.effect(
       Journal.Journal,
       lockTask(task).pipe(Effect.andThen(Journal.open({ folder: input.journalFolder, task })))
-    ).pipe(Layer.provide(NodeJournalFile.layer))
+    ).pipe(
+      Layer.provide(
+        input.durability === undefined
+          ? NodeJournalFile.layer
+          : Layer.merge(NodeJournalFile.layer, JournalDurability.layer(input.durability))
+      )
+    )
   const repairJournal = (task: Ids.TaskId) =>
     Effect.scoped(lockTask(task).pipe(Effect.andThen(Journal.repair({ folder: input.journalFolder, task }))))
   const withTask = <A, E, R>(

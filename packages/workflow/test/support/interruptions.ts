@@ -30,6 +30,7 @@ export const interruptedAfterLine = (when: (line: string) => boolean) => {
   const file: JournalFile.JournalFileShape = {
     openAppend: (path) =>
       Effect.map(JournalFile.fileSystem.openAppend(path), (handle) => ({
+        ...handle,
         append: (line: string) =>
           Effect.andThen(
             handle.append(line),

@@ -1,0 +1,174 @@
+import { ArtifactPointer } from "@tessera/artifacts"
+import { DurableFiles } from "@tessera/core"
+import { Effect, FileSystem, Option, Path, Scope } from "effect"
+import * as SecureRandom from "effect/crypto/SecureRandom"
+import type * as JournalDurability from "../JournalDurability.ts"
+import type * as JournalFile from "../JournalFile.ts"
+import { linesOf } from "./memoryJournals.ts"
+
+/** Why a medium operation failed: the operation and the platform's message. */
+export interface MediumFailure {
+  readonly operation: string
+  readonly detail: string
+}
+
+/**
+ * Where one journal's bytes live: a file (written through a `JournalFile`)
+ * or the lines of a memory-only store. The journal reads, appends and
+ * repairs through it and never asks which.
+ */
+export interface JournalMedium {
+  /** The journal's bytes; `None` when there is no journal yet. */
+  readonly read: Effect.Effect<Option.Option<Uint8Array>, MediumFailure>
+  /** Opens the existing journal for appending, for the lifetime of `scope`. */
+  readonly open: (scope: Scope.Scope) => Effect.Effect<JournalFile.AppendHandle, MediumFailure>
+  /** Creates the journal (and its folder) and opens it for appending, for the lifetime of `scope`. */
+  readonly create: (scope: Scope.Scope) => Effect.Effect<JournalFile.AppendHandle, MediumFailure>
+  /** Replaces the whole journal by `bytes`, atomically: a crash leaves the old journal or the new one. */
+  readonly replace: (bytes: Uint8Array) => Effect.Effect<void, MediumFailure>
+}
+
+const failure = (operation: string) => (error: { readonly message: string }) => ({
+  operation,
+  detail: error.message
+})
+
+const fileMedium = (
+  fs: FileSystem.FileSystem,
+  path: Path.Path,
+  journalFile: JournalFile.JournalFileShape,
+  folder: string,
+  file: string
+): JournalMedium => {
+  const open = (scope: Scope.Scope) =>
+    journalFile
+      .openAppend(file)
+      .pipe(
+        Effect.mapError(failure("open")),
+        Effect.provideService(Scope.Scope, scope),
+        Effect.provideService(FileSystem.FileSystem, fs)
+      )
+  // A new file's directory entry is only durable once the folder is synced.
+  // Not every platform can open a folder for syncing, so this is best effort.
+  const syncFolder = Effect.scoped(fs.open(folder, { flag: "r" }).pipe(Effect.flatMap((opened) => opened.sync))).pipe(
+    Effect.ignore
+  )
+  return {
+    read: fs.readFile(file).pipe(
+      Effect.map(Option.some),
+      Effect.catchIf(
+        (error) => error.reason._tag === "NotFound",
+        () => Effect.succeed(Option.none<Uint8Array>())
+      ),
+      Effect.mapError(failure("read"))
+    ),
+    open,
+    create: (scope) =>
+      fs.makeDirectory(folder, { recursive: true }).pipe(
+        Effect.mapError(failure("create folder")),
+        Effect.andThen(open(scope)),
+        Effect.tap(() => syncFolder)
+      ),
+    replace: (bytes) => {
+      const temp = path.join(folder, DurableFiles.temporaryName(path.basename(file), SecureRandom.uuidV4Unsafe()))
+      return Effect.scoped(
+        Effect.gen(function* () {
+          const handle = yield* fs.open(temp, { flag: "wx" })
+          yield* handle.writeAll(bytes)
+          yield* handle.sync
+        })
+      ).pipe(
+        Effect.andThen(fs.rename(temp, file)),
+        Effect.mapError(failure("repair")),
+        Effect.onError(() => fs.remove(temp).pipe(Effect.ignore)),
+        Effect.andThen(syncFolder)
+      )
+    }
+  }
+}
+
+const encoder = new TextEncoder()
+const decoder = new TextDecoder()
+
+/** An append handle over one journal's lines in memory: appends never fail, syncing has nothing to do. */
+const memoryHandle = (lines: Array<string>): JournalFile.AppendHandle => {
+  const append = (line: string) => {
+    lines.push(line)
+  }
+  const truncate = (size: number) => {
+    let total = 0
+    for (const line of lines) total += ArtifactPointer.utf8Length(line)
+    while (lines.length > 0 && total - ArtifactPointer.utf8Length(lines[lines.length - 1] as string) >= size) {
+      total -= ArtifactPointer.utf8Length(lines.pop() as string)
+    }
+    if (total > size && lines.length > 0) {
+      const last = encoder.encode(lines.pop() as string)
+      lines.push(decoder.decode(last.subarray(0, last.length - (total - size))))
+    }
+  }
+  return {
+    append: (line) => Effect.sync(() => append(line)),
+    write: (line) => Effect.sync(() => append(line)),
+    sync: Effect.void,
+    truncate: (size) => Effect.sync(() => truncate(size)),
+    blocking: { append, write: append, sync: () => {}, truncate }
+  }
+}
+
+const memoryMedium = (texts: Map<string, Array<string>>, file: string): JournalMedium => ({
+  read: Effect.sync(() => {
+    const lines = texts.get(file)
+    return lines === undefined ? Option.none() : Option.some(encoder.encode(lines.join("")))
+  }),
+  open: () =>
+    Effect.suspend(() => {
+      const lines = texts.get(file)
+      return lines === undefined
+        ? Effect.fail({ operation: "open", detail: "the memory-only journal does not exist" })
+        : Effect.succeed(memoryHandle(lines))
+    }),
+  create: () =>
+    Effect.sync(() => {
+      const lines: Array<string> = []
+      texts.set(file, lines)
+      return memoryHandle(lines)
+    }),
+  replace: (bytes) =>
+    Effect.sync(() => {
+      texts.set(file, [decoder.decode(bytes)])
+    })
+})
+
+/**
+ * The medium of the journal at `file` (inside `folder`) under `durability`:
+ * the memory-only store's lines, or the file through the host's
+ * `JournalFile`. A memory-only choice whose store this package did not make
+ * is refused: it holds no lines to replay.
+ */
+export const journalMedium = Effect.fnUntraced(function* (
+  durability: JournalDurability.Durability,
+  journalFile: JournalFile.JournalFileShape,
+  folder: string,
+  file: string
+): Effect.fn.Return<JournalMedium, MediumFailure, FileSystem.FileSystem | Path.Path> {
+  switch (durability._tag) {
+    case "PerEntry":
+    case "GroupCommit":
+      return fileMedium(yield* FileSystem.FileSystem, yield* Path.Path, journalFile, folder, file)
+    case "MemoryOnly": {
+      const texts = linesOf(durability.journals)
+      if (texts === undefined) {
+        return yield* Effect.fail({
+          operation: "open",
+          detail: "the memory-only store was not made by JournalDurability.memoryOnly()"
+        })
+      }
+      return memoryMedium(texts, file)
+    }
+    default:
+      return yield* Effect.fail({
+        operation: "open",
+        detail: `unknown journal durability ${JSON.stringify((durability as { readonly _tag?: unknown })._tag)}`
+      })
+  }
+})
