@@ -114,17 +114,17 @@ const openStreamed = (file: string): Effect.Effect<JournalFile.AppendHandle, Jou
     Effect.map((handle): JournalFile.AppendHandle => {
       // A writable stream commits its bytes when it closes: every write is as durable as the platform makes it.
       const append = (line: string) =>
-          attempt("append", async () => {
-            const size = (await handle.getFile()).size
-            const writable = await handle.createWritable({ keepExistingData: true })
-            try {
-              await writable.write({ type: "write", position: size, data: line })
-            } catch (error) {
-              await writable.abort().catch(() => undefined)
-              throw error
-            }
-            await writable.close()
-          })
+        attempt("append", async () => {
+          const size = (await handle.getFile()).size
+          const writable = await handle.createWritable({ keepExistingData: true })
+          try {
+            await writable.write({ type: "write", position: size, data: line })
+          } catch (error) {
+            await writable.abort().catch(() => undefined)
+            throw error
+          }
+          await writable.close()
+        })
       return {
         append,
         write: append,

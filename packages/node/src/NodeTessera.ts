@@ -16,6 +16,12 @@
  *   (appends on worker threads), for a server that must keep answering
  *   while tasks journal.
  *
+ * When journal entries become durable is a separate choice
+ * (`JournalDurability` in `@tessera/runtime`: per entry by default, group
+ * commit, memory-only); a host states it by merging
+ * `JournalDurability.layer(choice)` beside this layer, or provides it to the
+ * layer that opens its journals.
+ *
  * Without the digest and the blocking journal the runtime works the same and
  * writes the same bytes; it is slower: about 3 ms more per model step on
  * this repository's benchmark machine (docs/performance.md).

@@ -16,7 +16,6 @@ import { Effect, Schema } from "effect"
 const child = path.join(import.meta.dirname, "fixtures", "crashTurns.ts")
 /** Turns the task starts with; when a run ends before every kill was made, the task gets more. */
 const firstTurns = 6
-const kills = 30
 const bodyBytes = 40_000
 
 interface Run {
@@ -25,9 +24,16 @@ interface Run {
 }
 
 /** Starts the child; kills it `killAfterMs` after it is ready (never when `undefined`). */
-const runChild = (stateDir: string, turns: number, killAfterMs: number | undefined): Promise<Run> =>
+const runChild = (
+  stateDir: string,
+  turns: number,
+  killAfterMs: number | undefined,
+  durability: "per-entry" | "group-commit"
+): Promise<Run> =>
   new Promise((resolve, reject) => {
-    const process_ = spawn(process.execPath, [child, stateDir, String(turns)], { stdio: ["ignore", "pipe", "pipe"] })
+    const process_ = spawn(process.execPath, [child, stateDir, String(turns), durability], {
+      stdio: ["ignore", "pipe", "pipe"]
+    })
     let output = ""
     let timer: NodeJS.Timeout | undefined
     process_.stdout.on("data", (chunk: Buffer) => {
@@ -81,65 +87,72 @@ const partialFiles = (volume: string): ReadonlyArray<string> => {
 }
 
 describe("kill test", () => {
-  it("kill_test: 30 SIGKILLs during turns with offload and compaction: every resume succeeds without abandoning, no large result inline, no partial file under a final name, no tool with a journaled result runs twice", async () => {
-    const stateDir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "tessera-kill-")))
-    try {
-      let killed = 0
-      let partialSeen = 0
-      let turns = firstTurns
-      while (killed < kills) {
-        const run = await runChild(stateDir, turns, 5 + Math.floor(Math.random() * 100))
-        if (run.outcome === "done") {
-          turns += 3
-          continue
+  it.each([
+    { durability: "per-entry", kills: 30 },
+    { durability: "group-commit", kills: 12 }
+  ] as const)(
+    "kill_test ($durability): $kills SIGKILLs during turns with offload and compaction: every resume succeeds without abandoning, no large result inline, no partial file under a final name, no tool with a journaled result runs twice",
+    async ({ durability, kills }) => {
+      const stateDir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "tessera-kill-")))
+      try {
+        let killed = 0
+        let partialSeen = 0
+        let turns = firstTurns
+        while (killed < kills) {
+          const run = await runChild(stateDir, turns, 5 + Math.floor(Math.random() * 100), durability)
+          if (run.outcome === "done") {
+            turns += 3
+            continue
+          }
+          killed++
+          // What a host or a read tool listing the folder sees right after the kill.
+          const problems = partialFiles(path.join(stateDir, "crash", "volumes", "crasher-scratch"))
+          assert.deepStrictEqual(problems, [], "a partial file is visible under a final name after a kill")
+          partialSeen += walk(path.join(stateDir, "crash", "volumes")).temporary.length
         }
-        killed++
-        // What a host or a read tool listing the folder sees right after the kill.
-        const problems = partialFiles(path.join(stateDir, "crash", "volumes", "crasher-scratch"))
-        assert.deepStrictEqual(problems, [], "a partial file is visible under a final name after a kill")
-        partialSeen += walk(path.join(stateDir, "crash", "volumes")).temporary.length
-      }
-      const final = await runChild(stateDir, turns, undefined)
-      assert.strictEqual(final.outcome, "done")
+        const final = await runChild(stateDir, turns, undefined, durability)
+        assert.strictEqual(final.outcome, "done")
 
-      const violations = path.join(stateDir, "violations.log")
-      assert.strictEqual(fs.existsSync(violations) ? fs.readFileSync(violations, "utf8") : "", "")
-      const volume = path.join(stateDir, "crash", "volumes", "crasher-scratch")
-      assert.deepStrictEqual(partialFiles(volume), [])
-      // Reopening removed every temporary name a kill left.
-      assert.deepStrictEqual(walk(path.join(stateDir, "crash", "volumes")).temporary, [])
+        const violations = path.join(stateDir, "violations.log")
+        assert.strictEqual(fs.existsSync(violations) ? fs.readFileSync(violations, "utf8") : "", "")
+        const volume = path.join(stateDir, "crash", "volumes", "crasher-scratch")
+        assert.deepStrictEqual(partialFiles(volume), [])
+        // Reopening removed every temporary name a kill left.
+        assert.deepStrictEqual(walk(path.join(stateDir, "crash", "volumes")).temporary, [])
 
-      const entries = await Effect.runPromise(
-        Journal.readEntries({
-          folder: path.join(stateDir, "crash", "volumes", "journal"),
-          task: Schema.decodeUnknownSync(Ids.TaskId)("crash-task")
-        }).pipe(Effect.provide(NodeServices.layer))
-      )
-      const tags = entries.map((entry) => entry._tag)
-      assert.strictEqual(tags.filter((tag) => tag === "TurnClosed").length, turns)
-      assert.notInclude(tags, "TurnAbandoned")
-      // Every large call the model asked for has a result, and every one went to an artifact. (A request lost
-      // to a kill is not asked again: the turn continues with the next step, so a turn may make fewer calls.)
-      const asked = entries.flatMap((entry) =>
-        entry._tag === "ResponseReceived" ? entry.toolCalls.filter((call) => call.callId.endsWith(":big")) : []
-      )
-      const large = entries.filter((entry) => entry._tag === "ToolResulted" && entry.callId.endsWith(":big"))
-      assert.isAbove(asked.length, 0)
-      assert.strictEqual(large.length, asked.length)
-      for (const entry of large) {
-        if (entry._tag === "ToolResulted") assert.isBelow(entry.size, 4096, `${entry.callId} stayed inline`)
+        const entries = await Effect.runPromise(
+          Journal.readEntries({
+            folder: path.join(stateDir, "crash", "volumes", "journal"),
+            task: Schema.decodeUnknownSync(Ids.TaskId)("crash-task")
+          }).pipe(Effect.provide(NodeServices.layer))
+        )
+        const tags = entries.map((entry) => entry._tag)
+        assert.strictEqual(tags.filter((tag) => tag === "TurnClosed").length, turns)
+        assert.notInclude(tags, "TurnAbandoned")
+        // Every large call the model asked for has a result, and every one went to an artifact. (A request lost
+        // to a kill is not asked again: the turn continues with the next step, so a turn may make fewer calls.)
+        const asked = entries.flatMap((entry) =>
+          entry._tag === "ResponseReceived" ? entry.toolCalls.filter((call) => call.callId.endsWith(":big")) : []
+        )
+        const large = entries.filter((entry) => entry._tag === "ToolResulted" && entry.callId.endsWith(":big"))
+        assert.isAbove(asked.length, 0)
+        assert.strictEqual(large.length, asked.length)
+        for (const entry of large) {
+          if (entry._tag === "ToolResulted") assert.isBelow(entry.size, 4096, `${entry.callId} stayed inline`)
+        }
+        console.info(
+          `kill test (${durability}): ${killed} kills over ${turns} turns, ${tags.filter((tag) => tag === "TurnResumed").length} resumes, ` +
+            `${tags.filter((tag) => tag === "SummarySuperseded").length} summaries superseded, ` +
+            `${entries.filter((entry) => entry._tag === "SummaryStaged" && entry.adopted === true).length} adopted, ` +
+            `${entries.filter((entry) => entry._tag === "ArtifactOffloaded" && entry.disposition !== undefined).length} artifacts reused or replaced, ` +
+            `${partialSeen} temporary names seen after kills`
+        )
+      } finally {
+        fs.rmSync(stateDir, { recursive: true, force: true })
       }
-      console.info(
-        `kill test: ${killed} kills over ${turns} turns, ${tags.filter((tag) => tag === "TurnResumed").length} resumes, ` +
-          `${tags.filter((tag) => tag === "SummarySuperseded").length} summaries superseded, ` +
-          `${entries.filter((entry) => entry._tag === "SummaryStaged" && entry.adopted === true).length} adopted, ` +
-          `${entries.filter((entry) => entry._tag === "ArtifactOffloaded" && entry.disposition !== undefined).length} artifacts reused or replaced, ` +
-          `${partialSeen} temporary names seen after kills`
-      )
-    } finally {
-      fs.rmSync(stateDir, { recursive: true, force: true })
-    }
-  }, 240_000)
+    },
+    240_000
+  )
 
   it("negative control: the kill test's file check finds a torn artifact and a torn summary under final names", () => {
     const volume = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "tessera-kill-control-")))

@@ -46,13 +46,13 @@
  */
 import { ArtifactPointer } from "@tessera/artifacts"
 import { Ids, InvalidInput } from "@tessera/core"
-import { Clock, Context, Effect, FileSystem, Layer, Option, Path, Result, Schema, Scope, Semaphore } from "effect"
+import { Clock, Context, Effect, type FileSystem, Layer, Option, Path, Result, Schema, Scope, Semaphore } from "effect"
 import { sha256Bytes } from "./internal/digest.ts"
 import { eachLine } from "./internal/journalLines.ts"
+import { journalMedium, type MediumFailure } from "./internal/journalMedium.ts"
 import { advance, emptyState, summaryKey as internalSummaryKey, makeReplay } from "./internal/journalState.ts"
 import { JournalTap, tapped } from "./internal/journalTap.ts"
 import { plainValueCheck, plainValueCopy } from "./internal/plainValue.ts"
-import { journalMedium, type MediumFailure } from "./internal/journalMedium.ts"
 import * as JournalDurability from "./JournalDurability.ts"
 import * as JournalFile from "./JournalFile.ts"
 import * as StoreLayout from "./StoreLayout.ts"
@@ -706,18 +706,6 @@ export const open = Effect.fnUntraced(function* (
   let unsynced = false
   const lock = yield* Semaphore.make(1)
 
-  // A journal that does not exist yet is created by its first entry, not by
-  // opening it: an entry refused before anything was journaled leaves no file.
-  // Whatever group commit left unsynced is synced before the handle closes.
-  const opened = (handle: Effect.Effect<JournalFile.AppendHandle, MediumFailure>) =>
-    handle.pipe(
-      Effect.mapError(mediumError(file)),
-      Effect.tap((handle) =>
-        grouped ? Scope.addFinalizer(scope, Effect.ignore(syncWith(handle))) : Effect.void
-      )
-    )
-  let handle: JournalFile.AppendHandle | undefined = Option.isSome(existing) ? yield* opened(medium.open(scope)) : undefined
-
   const syncFailed = (error: { readonly message: string }) => {
     // After a failed sync nothing says which written bytes reached the device; only a reopen knows.
     broken = true
@@ -748,6 +736,18 @@ export const open = Effect.fnUntraced(function* (
         lock.withPermit
       )
     })
+
+  // A journal that does not exist yet is created by its first entry, not by
+  // opening it: an entry refused before anything was journaled leaves no file.
+  // Whatever group commit left unsynced is synced before the handle closes.
+  const opened = (handle: Effect.Effect<JournalFile.AppendHandle, MediumFailure>) =>
+    handle.pipe(
+      Effect.mapError(mediumError(file)),
+      Effect.tap((handle) => (grouped ? Scope.addFinalizer(scope, Effect.ignore(syncWith(handle))) : Effect.void))
+    )
+  let handle: JournalFile.AppendHandle | undefined = Option.isSome(existing)
+    ? yield* opened(medium.open(scope))
+    : undefined
 
   /** The entry, the state after it and its line, or why it cannot be appended; no I/O. */
   const prepare = (

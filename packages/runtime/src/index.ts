@@ -43,13 +43,13 @@ export * as InlineLimit from "./InlineLimit.ts"
  */
 export * as Journal from "./Journal.ts"
 /**
- * @since 0.1.0
- */
-export * as JournalEntry from "./JournalEntry.ts"
-/**
  * @since 0.4.0
  */
 export * as JournalDurability from "./JournalDurability.ts"
+/**
+ * @since 0.1.0
+ */
+export * as JournalEntry from "./JournalEntry.ts"
 /**
  * @since 0.1.0
  */
