@@ -479,8 +479,7 @@ export const collector = (): Collector => {
       }
     },
     done: () => {
-      const completed = new Set(toolCalls.map((call) => call.id))
-      const unfinished = [...streamedCalls].filter((id) => !completed.has(id))
+      const unfinished = [...streamedCalls].filter((id) => !toolCalls.some((call) => call.id === id))
       if (unfinished.length > 0) {
         return Effect.fail(
           new ModelError({
@@ -515,9 +514,13 @@ export const collect = <E, R, E2 = never, R2 = never>(
 ): Effect.Effect<ModelResponse, E | E2 | ModelError, R | R2> =>
   Effect.suspend(() => {
     const into = collector()
+    // A chunk at a time: without an observer a chunk is one synchronous step, not an effect per event.
     const run =
       onEvent === undefined
-        ? Stream.runForEach(stream, (event) => Effect.sync(() => into.add(event)))
+        ? Stream.runForEachArray(stream, (events) => {
+            for (const event of events) into.add(event)
+            return Effect.void
+          })
         : Stream.runForEach(stream, (event) => {
             into.add(event)
             return onEvent(event)
