@@ -300,6 +300,9 @@ export const open = Effect.fn("VolumeStore.open")(function* (options: OpenOption
           Effect.mapError((error) => new StoreIoError({ operation: "read", path: file, detail: error.message }))
         )
 
+  // The registration is read at every admission, but decoded only when its text is not the one decoded last
+  // time for that volume: decoding is a function of the text, and a changed file is a changed text.
+  const lastDecoded = new Map<Ids.VolumeId, { readonly text: string; readonly descriptor: Volume.VolumeDescriptor }>()
   const readDescriptor = (volume: Ids.VolumeId) => {
     const file = metaFileOf(volume)
     return readMetadata(file).pipe(
@@ -307,6 +310,8 @@ export const open = Effect.fn("VolumeStore.open")(function* (options: OpenOption
         Option.match({
           onNone: () => Effect.succeed(Option.none<Volume.VolumeDescriptor>()),
           onSome: (text) => {
+            const last = lastDecoded.get(volume)
+            if (last !== undefined && last.text === text) return Effect.succeed(Option.some(last.descriptor))
             const decoded = decodeJsonText(Volume.VolumeDescriptor, text)
             if (Result.isFailure(decoded)) {
               return Effect.fail(new VolumeMetadataInvalid({ file, ...decoded.failure }))
@@ -320,7 +325,10 @@ export const open = Effect.fn("VolumeStore.open")(function* (options: OpenOption
                 })
               )
             }
-            return Effect.succeed(Option.some(decoded.success))
+            // Shared by every later reader of the same text: nobody can change it under another.
+            const descriptor = Object.freeze({ ...decoded.success, owner: Object.freeze({ ...decoded.success.owner }) })
+            lastDecoded.set(volume, { text, descriptor })
+            return Effect.succeed(Option.some(descriptor))
           }
         })
       )
