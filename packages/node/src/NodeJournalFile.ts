@@ -18,7 +18,7 @@
  */
 import * as fs from "node:fs"
 import { JournalFile } from "@tessera/runtime"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { writeAllBlocking } from "./internal/writeAllBlocking.ts"
 
 const journalFileError = (operation: JournalFile.JournalFileError["operation"], error: unknown) =>
@@ -47,6 +47,22 @@ const fileCall = <Args extends ReadonlyArray<unknown>>(
  * @category implementations
  */
 export const blocking: JournalFile.JournalFileShape = {
+  // One `readFileSync`: Effect's `FileSystem.readFile` streams a file in small chunks, several times slower on a
+  // journal of megabytes (docs/performance.md, journal reopen).
+  readAll: (file) =>
+    Effect.try({
+      try: () => {
+        try {
+          const bytes = fs.readFileSync(file)
+          // A plain view of the same bytes: a Buffer's `slice` shares memory where a Uint8Array's copies.
+          return Option.some(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength))
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code === "ENOENT") return Option.none<Uint8Array>()
+          throw error
+        }
+      },
+      catch: (error) => journalFileError("read", error)
+    }),
   openAppend: (file) =>
     Effect.acquireRelease(
       Effect.try({ try: () => fs.openSync(file, "a"), catch: (error) => journalFileError("open", error) }),

@@ -74,3 +74,48 @@ describe.each(implementations)("journal file contract: %s", (_name, implementati
     }).pipe(Effect.provide(NodeServices.layer))
   )
 })
+
+describe("NodeJournalFile.blocking.readAll", () => {
+  const readAll = NodeJournalFile.blocking.readAll
+  if (readAll === undefined) throw new Error("the blocking implementation reads whole files")
+
+  it.effect("reads a file's bytes whole as a plain Uint8Array, None for a missing file, a typed error otherwise", () =>
+    Effect.gen(function* () {
+      const fs = yield* FileSystem.FileSystem
+      const folder = yield* fs.makeTempDirectoryScoped({ prefix: "tessera-" })
+      const file = nodePath.join(folder, "log.jsonl")
+      const text = `${"line ünï 🧪\n".repeat(10_000)}cut`
+      nodeFs.writeFileSync(file, text)
+      const read = yield* readAll(file)
+      assert.isTrue(read._tag === "Some")
+      if (read._tag === "Some") {
+        assert.strictEqual(Object.getPrototypeOf(read.value), Uint8Array.prototype)
+        assert.deepStrictEqual(read.value, new TextEncoder().encode(text))
+      }
+      assert.strictEqual((yield* readAll(nodePath.join(folder, "missing.jsonl")))._tag, "None")
+      const error = yield* Effect.flip(readAll(folder))
+      assert.strictEqual(error.operation, "read")
+    }).pipe(Effect.provide(NodeServices.layer))
+  )
+
+  it.effect(
+    "Journal.open reads through it: a reader that fails makes the open fail with JournalIOError read (negative control: the path is taken)",
+    () =>
+      Effect.gen(function* () {
+        const fs = yield* FileSystem.FileSystem
+        const folder = yield* fs.makeTempDirectoryScoped({ prefix: "tessera-" })
+        yield* Effect.scoped(Effect.flatMap(Journal.open({ folder, task }), (journal) => journal.openTurn)).pipe(
+          Effect.provide(NodeJournalFile.layer)
+        )
+        const failing: JournalFile.JournalFileShape = {
+          ...NodeJournalFile.blocking,
+          readAll: () => Effect.fail(new JournalFile.JournalFileError({ operation: "read", detail: "EIO" }))
+        }
+        const error = yield* Effect.flip(Effect.scoped(Journal.open({ folder, task }))).pipe(
+          Effect.provide(Layer.succeed(JournalFile.JournalFile)(failing))
+        )
+        assert.strictEqual(error._tag, "JournalIOError")
+        if (error._tag === "JournalIOError") assert.strictEqual(error.operation, "read")
+      }).pipe(Effect.provide(NodeServices.layer))
+  )
+})

@@ -18,17 +18,17 @@
  * @since 0.1.0
  */
 import type { Scope } from "effect"
-import { Context, Effect, FileSystem, Schema } from "effect"
+import { Context, Effect, FileSystem, type Option, Schema } from "effect"
 
 /**
- * A journal file operation failed. `operation` says which (`open`, `append`,
- * `sync`, `truncate`) and `detail` carries the platform's message.
+ * A journal file operation failed. `operation` says which (`open`, `read`,
+ * `append`, `sync`, `truncate`) and `detail` carries the platform's message.
  *
  * @since 0.1.0
  * @category errors
  */
 export class JournalFileError extends Schema.TaggedError<JournalFileError>()("JournalFileError", {
-  operation: Schema.Literals(["open", "append", "sync", "truncate"]),
+  operation: Schema.Literals(["open", "read", "append", "sync", "truncate"]),
   detail: Schema.String
 }) {
   override get message(): string {
@@ -89,6 +89,12 @@ export interface JournalFileShape {
   readonly openAppend: (
     file: string
   ) => Effect.Effect<AppendHandle, JournalFileError, FileSystem.FileSystem | Scope.Scope>
+  /**
+   * Reads the whole file, `None` when it does not exist. Optional: without
+   * it the journal reads through `FileSystem`. A platform provides it when
+   * it reads a large file faster (reopening a journal reads all of it).
+   */
+  readonly readAll?: (file: string) => Effect.Effect<Option.Option<Uint8Array>, JournalFileError>
 }
 
 const encoder = new TextEncoder()

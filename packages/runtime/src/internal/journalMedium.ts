@@ -54,14 +54,17 @@ const fileMedium = (
     Effect.ignore
   )
   return {
-    read: fs.readFile(file).pipe(
-      Effect.map(Option.some),
-      Effect.catchIf(
-        (error) => error.reason._tag === "NotFound",
-        () => Effect.succeed(Option.none<Uint8Array>())
-      ),
-      Effect.mapError(failure("read"))
-    ),
+    read:
+      journalFile.readAll === undefined
+        ? fs.readFile(file).pipe(
+            Effect.map(Option.some),
+            Effect.catchIf(
+              (error) => error.reason._tag === "NotFound",
+              () => Effect.succeed(Option.none<Uint8Array>())
+            ),
+            Effect.mapError(failure("read"))
+          )
+        : journalFile.readAll(file).pipe(Effect.mapError((error) => ({ operation: "read", detail: error.detail }))),
     open,
     create: (scope) =>
       fs.makeDirectory(folder, { recursive: true }).pipe(
