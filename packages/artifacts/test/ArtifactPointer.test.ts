@@ -104,6 +104,21 @@ describe("ArtifactPointer.buildAbstract", () => {
       })
     )
   })
+
+  it("utf8Length agrees with the encoder on long texts too (counted by the platform on Node), lone surrogates included", () => {
+    fc.assert(
+      fc.property(
+        fc.string({ maxLength: 20 }),
+        fc.string({ unit: "binary", minLength: 300, maxLength: 3000 }),
+        fc.constantFrom("", "\ud800", "\udc00", "😀", "\ud83d"),
+        (ascii, rest, edge) => {
+          const text = ascii + rest + edge
+          assert.strictEqual(ArtifactPointer.utf8Length(text), new TextEncoder().encode(text).byteLength)
+        }
+      ),
+      { numRuns: 300 }
+    )
+  })
 })
 
 const pointerLine = (fields: { path: string; bytes?: string; readWith?: string; abstract?: string }) =>

@@ -3,12 +3,21 @@
 /** Any UTF-16 unit outside ASCII. */
 export const nonAscii = /[\u0080-\uffff]/
 
+// The platform's own count where it has one (Node's `Buffer.byteLength`: about twice the speed of the loop below on
+// text that is mostly not ASCII); it counts exactly as the loop does, a lone surrogate as the 3 bytes of U+FFFD.
+const platformByteLength = (globalThis as { readonly Buffer?: { readonly byteLength?: unknown } }).Buffer?.byteLength
+const nativeLength =
+  typeof platformByteLength === "function"
+    ? (platformByteLength as (text: string, encoding: "utf8") => number)
+    : undefined
+
 /** UTF-8 length of a string, without encoding it. */
 export const utf8Length = (text: string): number => {
   // Up to the first non-ASCII unit every unit is one byte; the engine finds
   // that unit far faster than a loop over every character would.
   const first = text.search(nonAscii)
   if (first === -1) return text.length
+  if (nativeLength !== undefined && text.length - first > 256) return nativeLength(text, "utf8")
   let bytes = first
   for (let i = first; i < text.length; i++) {
     const code = text.charCodeAt(i)
