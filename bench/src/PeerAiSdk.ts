@@ -75,7 +75,7 @@ export const run = (args: AiSdkPeerArgs): Promise<PeerResult> =>
         })
       },
       messages: [{ role: "user", content: taskText }],
-      stopWhen: stepCountIs(args.workload.steps),
+      stopWhen: stepCountIs(conversation.steps),
       prepareStep: ({ messages }) => {
         const cut = trimFrom(messages, 1, args.workload, rounds)
         return cut === undefined ? undefined : { messages: [messages[0] as ModelMessage, ...messages.slice(cut)] }

@@ -48,9 +48,6 @@ export const run = (args: LangChainPeerArgs): Promise<PeerResult> => {
   const agent = createAgent({ model, tools: [produce], middleware: [summarization] })
   return measure(label, args.workload, async (next) => {
     conversation = next
-    await agent.invoke(
-      { messages: [{ role: "user", content: taskText }] },
-      { recursionLimit: 10 * args.workload.steps + 100 }
-    )
+    await agent.invoke({ messages: [{ role: "user", content: taskText }] }, { recursionLimit: 10 * next.steps + 100 })
   })
 }

@@ -72,7 +72,7 @@ export const run = (args: PiPeerArgs): Promise<PeerResult> =>
       let counted = 0
       faux.setResponses(
         Array.from(
-          { length: args.workload.steps },
+          { length: conversation.steps },
           () => (context: Context) => respond(conversation, whole ? context.messages.length : counted)
         )
       )

@@ -45,7 +45,8 @@ export const policyFor = (workload: Workload): CompactionPolicy.Threshold => {
   })
 }
 
-const platformOf = (journal: JournalMode) => {
+/** What the side runs on: `NodeTessera.layer`, a permissive host authority and, for `memory-only`, that durability. */
+export const platformOf = (journal: JournalMode) => {
   const host = Layer.merge(NodeTessera.layer, HostAuthority.permissive)
   return journal === "memory-only" ? Layer.merge(host, JournalDurability.layer(JournalDurability.memoryOnly())) : host
 }
@@ -85,7 +86,7 @@ export const run = async (args: TesseraPeerArgs): Promise<PeerResult> => {
         Effect.asVoid(
           TaskExecution.runTurn(world.binding, History.make([Model.text("user", taskText)]), {
             tools,
-            maxSteps: args.workload.steps
+            maxSteps: conversation.steps
           })
         ).pipe(Effect.provide(turnLayerOver(platform, world.journalFolder, generate)))
       )

@@ -48,7 +48,7 @@ export interface Workload {
  */
 export const twoCalls: Workload = {
   name: "two-calls",
-  warmupSteps: 60,
+  warmupSteps: 600,
   steps: 200,
   callsPerStep: 2,
   minChars: 2_048,
@@ -299,6 +299,11 @@ export class Conversation {
   constructor(workload: Workload, phase: Phase) {
     this.workload = workload
     this.phase = phase
+  }
+
+  /** Agent model calls this conversation makes: the workload's warm-up or measured steps. */
+  get steps(): number {
+    return this.phase === "warmup" ? this.workload.warmupSteps : this.workload.steps
   }
 
   /** Marks an agent model call; returns what the script asks for at it (`undefined`: the final answer). */
