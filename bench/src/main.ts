@@ -238,7 +238,10 @@ const versions = {
   node: process.version,
   effect: versionOf("effect"),
   langchain: versionOf("langchain"),
-  langchainCore: versionOf("@langchain/core")
+  langchainCore: versionOf("@langchain/core"),
+  ai: versionOf("ai"),
+  piAgentCore: versionOf("@mariozechner/pi-agent-core"),
+  piAi: versionOf("@mariozechner/pi-ai")
 }
 const commit = (() => {
   try {
@@ -282,7 +285,7 @@ md.push("## Setup")
 md.push("")
 md.push(`- Commit: \`${commit}\`; run at ${new Date().toISOString()}; whole run took ${totalSeconds.toFixed(0)} s.`)
 md.push(
-  `- Node ${versions.node}, effect ${versions.effect}, langchain ${versions.langchain}, @langchain/core ${versions.langchainCore}.`
+  `- Node ${versions.node}, effect ${versions.effect}, langchain ${versions.langchain}, @langchain/core ${versions.langchainCore}, ai ${versions.ai}, @mariozechner/pi-agent-core ${versions.piAgentCore}, @mariozechner/pi-ai ${versions.piAi}.`
 )
 md.push(
   `- Machine: ${cpus.length} × ${cpus[0]?.model ?? "unknown CPU"}, ${formatBytes(os.totalmem())} memory, ${os.type()} ${os.release()}. ` +
