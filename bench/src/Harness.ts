@@ -52,6 +52,20 @@ export interface Plan {
 }
 
 /**
+ * A seeded generator of numbers in [0, 1) (mulberry32: small and well
+ * mixed): the same seed gives the same sequence in every run and process.
+ */
+export const seededRandom = (seed: number): (() => number) => {
+  let state = seed | 0
+  return () => {
+    state = (state + 0x6d2b79f5) | 0
+    let mixed = Math.imul(state ^ (state >>> 15), 1 | state)
+    mixed = (mixed + Math.imul(mixed ^ (mixed >>> 7), 61 | mixed)) ^ mixed
+    return ((mixed ^ (mixed >>> 14)) >>> 0) / 4_294_967_296
+  }
+}
+
+/**
  * The order in which repetition `round` runs `count` variants: a shuffle
  * drawn from a fixed seed (the same orders in every run) in even rounds, and
  * the same shuffle reversed in the odd round after it. Over the repetitions
@@ -61,14 +75,8 @@ export interface Plan {
  * `bench/NOTES.md`, sixth round).
  */
 export const roundOrder = (count: number, round: number): ReadonlyArray<number> => {
-  // mulberry32: a small, well-mixed generator, seeded by the pair of rounds.
-  let seed = (Math.floor(round / 2) + 1) * 0x9e3779b9
-  const next = (): number => {
-    seed = (seed + 0x6d2b79f5) | 0
-    let mixed = Math.imul(seed ^ (seed >>> 15), 1 | seed)
-    mixed = (mixed + Math.imul(mixed ^ (mixed >>> 7), 61 | mixed)) ^ mixed
-    return ((mixed ^ (mixed >>> 14)) >>> 0) / 4_294_967_296
-  }
+  // Seeded by the pair of rounds.
+  const next = seededRandom((Math.floor(round / 2) + 1) * 0x9e3779b9)
   const order = Array.from({ length: count }, (_, index) => index)
   for (let index = count - 1; index > 0; index--) {
     const other = Math.floor(next() * (index + 1))

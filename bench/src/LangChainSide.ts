@@ -11,20 +11,33 @@ import type { ChatResult } from "@langchain/core/outputs"
 import { type AgentMiddleware, createAgent, summarizationMiddleware, tool } from "langchain"
 import { z } from "zod"
 import { peakRss, retainedHeap, stats } from "./Harness.ts"
-import { body, type SideResult, StepClock, toolResultChars } from "./Scenario.ts"
+import { body, type SideResult, StepClock, summaryText, toolResultChars } from "./Scenario.ts"
 
 const summaryMarker = "Context Extraction Assistant"
 
 const textOf = (message: BaseMessage): string => (typeof message.content === "string" ? message.content : "")
 
-/** Answers with one tool call per step until `steps`, then a final answer; summary prompts get a short summary. */
-class ScriptedChatModel extends BaseChatModel {
-  steps = 0
-  calls = 0
-  summaries = 0
-  replaced = 0
-  lastLength = 0
-  clock: StepClock | undefined
+/** Whether a request is `summarizationMiddleware`'s summary prompt (one message carrying its instruction). */
+export const isSummaryPrompt = (messages: ReadonlyArray<BaseMessage>): boolean => {
+  const first = messages[0]
+  return messages.length === 1 && first !== undefined && textOf(first).includes(summaryMarker)
+}
+
+/** An assistant message asking for `calls` of the `produce` tool. */
+export const toolCallMessage = (calls: ReadonlyArray<{ readonly id: string; readonly size: number }>): AIMessage =>
+  new AIMessage({
+    content: "",
+    tool_calls: calls.map((call) => ({ id: call.id, name: "produce", args: { size: call.size }, type: "tool_call" }))
+  })
+
+/** A chat model that binds tools, keeps nothing it receives, and answers every request through `script`. */
+export class ScriptedChatModel extends BaseChatModel {
+  private readonly script: (messages: ReadonlyArray<BaseMessage>) => AIMessage
+
+  constructor(script: (messages: ReadonlyArray<BaseMessage>) => AIMessage) {
+    super({})
+    this.script = script
+  }
 
   _llmType(): string {
     return "scripted"
@@ -35,34 +48,7 @@ class ScriptedChatModel extends BaseChatModel {
   }
 
   async _generate(messages: Array<BaseMessage>): Promise<ChatResult> {
-    const first = messages[0]
-    if (messages.length === 1 && first !== undefined && textOf(first).includes(summaryMarker)) {
-      this.summaries++
-      this.clock?.summary()
-      const text =
-        `Summary ${this.summaries}: batches processed so far are all ok; continue with the next batch. `.padEnd(
-          400,
-          "."
-        )
-      return { generations: [{ text, message: new AIMessage(text) }] }
-    }
-    // The middleware replaces the history (summary + kept messages) before the call: fewer messages than last time.
-    if (messages.length < this.lastLength) {
-      this.replaced++
-      this.clock?.summary()
-    }
-    this.lastLength = messages.length
-    this.clock?.agentCall()
-    this.calls++
-    const message =
-      this.calls < this.steps
-        ? new AIMessage({
-            content: "",
-            tool_calls: [
-              { id: `call_${this.calls}`, name: "produce", args: { size: toolResultChars }, type: "tool_call" }
-            ]
-          })
-        : new AIMessage("All batches processed.")
+    const message = this.script(messages)
     return { generations: [{ text: textOf(message), message }] }
   }
 }
@@ -80,7 +66,31 @@ export interface LangChainArgs {
 }
 
 export const run = async (args: LangChainArgs): Promise<SideResult> => {
-  const model = new ScriptedChatModel({})
+  let steps = 0
+  let calls = 0
+  let summaries = 0
+  let replaced = 0
+  let lastLength = 0
+  let clock: StepClock | undefined
+  // Answers with one tool call per step until `steps`, then a final answer; summary prompts get a short summary.
+  const model = new ScriptedChatModel((messages) => {
+    if (isSummaryPrompt(messages)) {
+      summaries++
+      clock?.summary()
+      return new AIMessage(summaryText(summaries, 400))
+    }
+    // The middleware replaces the history (summary + kept messages) before the call: fewer messages than last time.
+    if (messages.length < lastLength) {
+      replaced++
+      clock?.summary()
+    }
+    lastLength = messages.length
+    clock?.agentCall()
+    calls++
+    return calls < steps
+      ? toolCallMessage([{ id: `call_${calls}`, size: toolResultChars }])
+      : new AIMessage("All batches processed.")
+  })
   let produced = 0
   const produce = tool(async () => body(++produced), {
     name: "produce",
@@ -95,24 +105,23 @@ export const run = async (args: LangChainArgs): Promise<SideResult> => {
     ...(args.trimTokensToSummarize === undefined ? {} : { trimTokensToSummarize: args.trimTokensToSummarize })
   } as never) as unknown as AgentMiddleware
   const agent = createAgent({ model, tools: [produce], middleware: [summarization] })
-  const conversation = async (steps: number) => {
-    model.steps = steps
-    model.calls = 0
-    model.lastLength = 0
+  const conversation = async (count: number) => {
+    steps = count
+    calls = 0
+    lastLength = 0
     await agent.invoke(
       {
         messages: [
           { role: "user", content: "Work through the batches one by one with the produce tool and report when done." }
         ]
       },
-      { recursionLimit: 10 * steps + 100 }
+      { recursionLimit: 10 * count + 100 }
     )
   }
   await conversation(args.warmupSteps)
-  model.summaries = 0
-  model.replaced = 0
-  const clock = new StepClock()
-  model.clock = clock
+  summaries = 0
+  replaced = 0
+  clock = new StepClock()
   const started = performance.now()
   await conversation(args.steps)
   const wallMs = performance.now() - started
@@ -121,8 +130,8 @@ export const run = async (args: LangChainArgs): Promise<SideResult> => {
     steps: args.steps,
     step: stats(clock.plain),
     summarizationStep: stats(clock.summarizing),
-    summaries: model.replaced,
-    summaryRequests: model.summaries,
+    summaries: replaced,
+    summaryRequests: summaries,
     peakRss: peakRss(),
     retainedHeap: retainedHeap(),
     wallMs

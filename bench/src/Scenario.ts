@@ -48,3 +48,7 @@ export const body = (call: number): string => {
   const header = `result of call ${call}: `
   return header + "r".repeat(toolResultChars - header.length)
 }
+
+/** A summary of roughly `size` characters that names the request it answers (every side's scripted model gives it). */
+export const summaryText = (index: number, size: number): string =>
+  `Summary ${index}: batches processed so far are all ok; continue with the next batch. `.padEnd(size, ".")

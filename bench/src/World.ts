@@ -12,7 +12,7 @@
  */
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import { HostAuthority, Ids, Volume } from "@tessera/core"
-import { NodeDigest, NodeDurableFiles, NodeJournalFile } from "@tessera/node"
+import { NodeDigest, NodeDurableFiles, NodeJournalFile, type NodeTessera } from "@tessera/node"
 import type { CompactionPolicy } from "@tessera/runtime"
 import {
   type EntryGate,
@@ -85,11 +85,19 @@ export const turnLayer = (
   journalFolder: string,
   generate: Parameters<typeof Model.layerFromGenerate>[0],
   journalFile: Layer.Layer<never> = Layer.empty
+) => turnLayerOver(platformLayer, journalFolder, generate, journalFile)
+
+/** {@link turnLayer} over another platform (one that provides at least what the journal needs). */
+export const turnLayerOver = <P extends Layer.Success<typeof NodeTessera.layer>>(
+  platform: Layer.Layer<P>,
+  journalFolder: string,
+  generate: Parameters<typeof Model.layerFromGenerate>[0],
+  journalFile: Layer.Layer<never> = Layer.empty
 ) =>
   Layer.merge(
     Model.layerFromGenerate(generate),
     Journal.layer({ folder: journalFolder, task }).pipe(Layer.provide(journalFile))
-  ).pipe(Layer.provideMerge(platformLayer))
+  ).pipe(Layer.provideMerge(platform))
 
 /** A tool whose result is `size` characters of log-like text, different for every call. */
 export const produce = (body: (call: number, size: number) => string) => {
@@ -113,6 +121,4 @@ export const isSummaryRequest = (request: Model.ModelRequest): boolean => {
   return first?._tag === "Text" && first.role === "system" && first.text.startsWith("Summarize the work so far")
 }
 
-/** A summary of roughly `size` characters that names the request it answers. */
-export const summaryText = (index: number, size: number): string =>
-  `Summary ${index}: batches processed so far are all ok; continue with the next batch. `.padEnd(size, ".")
+export { summaryText } from "./Scenario.ts"

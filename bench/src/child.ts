@@ -18,7 +18,11 @@ const jobs: Record<string, () => Promise<Job>> = {
   "side-tessera": async () => (await import("./SideBySide.ts")).run,
   "stream-overhead": async () => (await import("./SideBySide.ts")).runStreamOverhead,
   "side-langchain": async () => (await import("./LangChainSide.ts")).run,
-  "scale-out": async () => (await import("./ScaleOut.ts")).run
+  "scale-out": async () => (await import("./ScaleOut.ts")).run,
+  "peer-tessera": async () => (await import("./PeerTessera.ts")).run,
+  "peer-ai-sdk": async () => (await import("./PeerAiSdk.ts")).run,
+  "peer-pi": async () => (await import("./PeerPi.ts")).run,
+  "peer-langchain": async () => (await import("./PeerLangChain.ts")).run
 }
 
 const [job = "", raw = "{}"] = process.argv.slice(2)

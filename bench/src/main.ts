@@ -16,6 +16,15 @@ import { type HostileSizeResult, hostilePolicy } from "./HostileSize.ts"
 import type { ReopenResult } from "./JournalReopen.ts"
 import type { OffloadResult } from "./OffloadThroughput.ts"
 import { type OverheadResult, type StandIn, standIns as standInsInOrder } from "./Overhead.ts"
+import {
+  type PeersRun,
+  benchPlans as peerPlans,
+  section as peerSection,
+  targetRows as peerTargetRows,
+  runPeers
+} from "./Peers.ts"
+import { policyFor as peerPolicy } from "./PeerTessera.ts"
+import type { PeerResult } from "./PeerWorkload.ts"
 import { contextPlot } from "./Plot.ts"
 import { type ScaleOutResult, benchArgs as scaleOutArgs, section as scaleOutSection } from "./ScaleOut.ts"
 import type { SideResult } from "./Scenario.ts"
@@ -66,6 +75,29 @@ const verdict = (ok: boolean): string => (ok ? "**met**" : "**missed**")
 const runStreamOverhead = () => runChild<StreamOverheadResult>("stream-overhead", streamOverheadArgs)
 if (process.env.TESSERA_BENCH_ONLY === "stream-overhead") {
   process.stdout.write(`${streamOverheadSection(await timed("streaming overhead", runStreamOverhead)).join("\n")}\n`)
+  process.exit(0)
+}
+// The side by side with more peers, both workloads: each side's run in a process of its own, round after round.
+const runPeerPlans = async (): Promise<ReadonlyArray<PeersRun>> => {
+  const done: Array<PeersRun> = []
+  for (const plan of peerPlans) {
+    done.push(
+      await timed(`peers, ${plan.workload.name}, ${plan.rounds} rounds`, () =>
+        runPeers(plan, (variant) => runChild<PeerResult>(variant.job, variant.args))
+      )
+    )
+  }
+  return done
+}
+const peerSections = (runs: ReadonlyArray<PeersRun>): ReadonlyArray<string> =>
+  runs.flatMap((run) => peerSection(run, JSON.stringify(peerPolicy(run.workload))))
+// `TESSERA_BENCH_ONLY=peers npm run bench`: the peers alone, their sections and target rows printed; no report is written.
+if (process.env.TESSERA_BENCH_ONLY === "peers") {
+  const runs = await runPeerPlans()
+  const rows = peerTargetRows(runs).map(
+    (row) => `| ${row.name} | ${row.measured} | ${verdict(row.ok)} | ${row.ok ? "" : row.cause} |`
+  )
+  process.stdout.write(`${[...rows, "", ...peerSections(runs)].join("\n")}\n`)
   process.exit(0)
 }
 
@@ -189,6 +221,7 @@ const oursDisk = await timed("side by side: tessera, disk", () =>
   runChild<SideResult>("side-tessera", { ...sideArgs, medium: "disk" })
 )
 const streamOverhead = await timed("streaming overhead", runStreamOverhead)
+const peers = await runPeerPlans()
 const sides: ReadonlyArray<SideResult> = [
   lcDefault,
   lcFull,
@@ -205,7 +238,10 @@ const versions = {
   node: process.version,
   effect: versionOf("effect"),
   langchain: versionOf("langchain"),
-  langchainCore: versionOf("@langchain/core")
+  langchainCore: versionOf("@langchain/core"),
+  ai: versionOf("ai"),
+  piAgentCore: versionOf("@mariozechner/pi-agent-core"),
+  piAi: versionOf("@mariozechner/pi-ai")
 }
 const commit = (() => {
   try {
@@ -249,7 +285,7 @@ md.push("## Setup")
 md.push("")
 md.push(`- Commit: \`${commit}\`; run at ${new Date().toISOString()}; whole run took ${totalSeconds.toFixed(0)} s.`)
 md.push(
-  `- Node ${versions.node}, effect ${versions.effect}, langchain ${versions.langchain}, @langchain/core ${versions.langchainCore}.`
+  `- Node ${versions.node}, effect ${versions.effect}, langchain ${versions.langchain}, @langchain/core ${versions.langchainCore}, ai ${versions.ai}, @mariozechner/pi-agent-core ${versions.piAgentCore}, @mariozechner/pi-ai ${versions.piAi}.`
 )
 md.push(
   `- Machine: ${cpus.length} × ${cpus[0]?.model ?? "unknown CPU"}, ${formatBytes(os.totalmem())} memory, ${os.type()} ${os.release()}. ` +
@@ -353,6 +389,7 @@ target(
   oursMemory.peakRss < lcFull.peakRss,
   "see Side by side"
 )
+for (const row of peerTargetRows(peers)) target(row.name, row.measured, row.ok, row.cause)
 for (const run of [hostile.inline, hostile.refused]) {
   target(
     `Hostile size (${run.mode}): 100 MB result, peak memory above start < 4x the payload, bounded summary requests`,
@@ -562,6 +599,7 @@ md.push(
 )
 md.push("")
 md.push(...streamOverheadSection(streamOverhead))
+md.push(...peerSections(peers))
 // Its own job: Postgres and runner processes of its own (`node bench/src/child.ts scale-out '<args>'` runs it alone).
 md.push(...scaleOutSection(await timed("scale-out", () => runChild<ScaleOutResult>("scale-out", scaleOutArgs))), "")
 const notesFile = path.join(root, "bench", "NOTES.md")
