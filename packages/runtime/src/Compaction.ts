@@ -34,7 +34,7 @@ import { Effect, type FileSystem, Option, type Path, Result } from "effect"
 import * as CompactionPolicy from "./CompactionPolicy.ts"
 import * as History from "./History.ts"
 import { cutPieces, cutWithNote, type SizedPiece } from "./internal/boundedText.ts"
-import { measureRequest } from "./internal/digest.ts"
+import { measureRequest, rememberedBodySize } from "./internal/digest.ts"
 import { type Journal, type JournalIOError, type JournalSequenceError, summaryKey } from "./Journal.ts"
 import type { ModelError, ModelRequest, ModelResponse, Part } from "./Model.ts"
 import { fileReference, Model, text } from "./Model.ts"
@@ -132,7 +132,9 @@ const renderedBytes = (part: Part): number => {
   const known = renderedSizes.get(part)
   if (known !== undefined) return known
   const [frame, body] = renderedPieces(part)
-  const bytes = ArtifactPointer.utf8Length(frame) + ArtifactPointer.utf8Length(body)
+  // A text's or a result's body is rendered as it is: its size is its UTF-8 size, measured already when remembered.
+  const bodyBytes = part._tag === "Text" || part._tag === "ToolResult" ? rememberedBodySize(part) : undefined
+  const bytes = ArtifactPointer.utf8Length(frame) + (bodyBytes ?? ArtifactPointer.utf8Length(body))
   renderedSizes.set(part, bytes)
   return bytes
 }

@@ -43,7 +43,7 @@ import { ArtifactRedactor } from "@tessera/artifacts"
 import { Ids } from "@tessera/core"
 import { Effect, Option, Schema } from "effect"
 import * as History from "./History.ts"
-import { measureJson, measureRequest, measureText } from "./internal/digest.ts"
+import { measureJson, measureRequest, measureText, rememberBody } from "./internal/digest.ts"
 import type {
   JournalIOError,
   JournalSequenceError,
@@ -626,6 +626,7 @@ const dispatchOneBody = Effect.fnUntraced(function* <E, R>(
       ? replaced
       : { ...replaced, callId: call.id, name: call.name }
   const measured = yield* measureText(result.content)
+  rememberBody(result, measured)
   yield* Effect.annotateCurrentSpan({
     "tessera.tool.result.size": measured.size,
     "tessera.tool.isError": result.isError
@@ -726,6 +727,7 @@ const rejectOne = Effect.fnUntraced(function* <E, R>(
     isError: true
   })
   const measured = yield* measureText(result.content)
+  rememberBody(result, measured)
   const record = config.recorder === undefined ? undefined : yield* config.recorder.resulted(result)
   yield* journal.append({
     _tag: "ToolResulted",

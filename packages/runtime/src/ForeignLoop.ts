@@ -52,7 +52,7 @@ import type * as CompactionPolicy from "./CompactionPolicy.ts"
 import * as EntryGate from "./EntryGate.ts"
 import type * as Executor from "./Executor.ts"
 import type * as History from "./History.ts"
-import { measureRequest } from "./internal/digest.ts"
+import { measureRequest, rememberBody } from "./internal/digest.ts"
 import {
   Journal,
   type JournalIOError,
@@ -452,6 +452,7 @@ export const make = Effect.fn("ForeignLoop.make")(function* (binding: EntryGate.
     }
     const replaced = onToolResult === undefined ? result : yield* onToolResult(context, result)
     const measured = yield* Digest.measureText(replaced.content)
+    rememberBody(replaced, measured)
     yield* journal.append({
       _tag: "ToolResulted",
       turn: turn.turn,

@@ -90,17 +90,30 @@ export const TurnResumed = Schema.TaggedStruct("TurnResumed", {
  *
  * Both are composed from per-part measures, so that a step costs work in
  * proportion to its new parts rather than to the whole history (a part is
- * measured once, when first sent). With `c(x)` the canonical JSON of `x`
- * (`JSON.stringify`, a bigint written as `<digits>n`) and `h(x)` the
- * lowercase hex SHA-256 of `x`'s UTF-8 bytes:
+ * measured once, when first sent), and a part's body (a text's `text`, a
+ * tool result's `content`) is hashed once, as the text it is, not again
+ * inside the part's JSON. With `c(x)` the canonical JSON of `x`
+ * (`JSON.stringify`, a bigint written as `<digits>n`), `h(x)` the lowercase
+ * hex SHA-256 of `x`'s UTF-8 bytes, `u(x)` their count, and `s(p)` the part
+ * `p` with its body (when it has one) replaced by the text
+ * `sha256:` + `h(body)`:
  *
- * - `size` is the UTF-8 byte length of `{"parts":[c(p1),c(p2),...],"tools":c(tools)}`,
- *   which for a plain JSON request is exactly the length of `JSON.stringify(request)`.
+ * - a part's digest is `d(p) = h(c(s(p)))`, and its size is the UTF-8
+ *   length of `c(p)` with the body counted as `u(body)` between its quotes
+ *   (escapes inside the body not expanded); a part without a body measures
+ *   as `h(c(p))` and the UTF-8 length of `c(p)`.
+ * - `size` is the byte length of `{"parts":[p1,p2,...],"tools":c(tools)}`
+ *   with each part counted at its size: for a plain JSON request whose
+ *   bodies need no escapes, exactly the length of `JSON.stringify(request)`.
  * - `sha256` is a hash chain: with `k0` the empty text and
- *   `ki = h(k(i-1) + h(c(pi)))` for each part in request order, it is
+ *   `ki = h(k(i-1) + d(pi))` for each part in request order, it is
  *   `h(kn + h(c(tools)))`. Two requests have the same digest exactly when
  *   they have the same parts in the same order and the same tools, and a
  *   step hashes only the parts that are new since the previous request.
+ *
+ * Journals written before bodies were measured on their own (0.3 and
+ * earlier) have `d(p) = h(c(p))`; resuming one checks its requests against
+ * that definition.
  *
  * @since 0.1.0
  * @category entries

@@ -41,7 +41,7 @@ import { Effect, Exit, FileSystem, Option, Path, Schema } from "effect"
 import * as SecureRandom from "effect/crypto/SecureRandom"
 import { summaryParts } from "./Compaction.ts"
 import * as History from "./History.ts"
-import { measureRequest, sha256Bytes } from "./internal/digest.ts"
+import { legacyRequestSha256, measureRequest, sha256Bytes } from "./internal/digest.ts"
 import type { JournalService } from "./Journal.ts"
 import type { Entry } from "./JournalEntry.ts"
 import type { Part, ToolResultPart, ToolSpec } from "./Model.ts"
@@ -723,8 +723,10 @@ export const verify = Effect.fnUntraced(function* (
 ): Effect.fn.Return<number, TranscriptMismatch> {
   if (rebuilt.redacted) return 0
   for (const request of rebuilt.requests) {
-    const measured = yield* measureRequest({ parts: request.parts, tools })
-    if (measured.sha256 !== request.sha256) {
+    const rebuiltRequest = { parts: request.parts, tools }
+    const measured = yield* measureRequest(rebuiltRequest)
+    // A journal written before bodies were measured on their own records the earlier digest.
+    if (measured.sha256 !== request.sha256 && (yield* legacyRequestSha256(rebuiltRequest)) !== request.sha256) {
       return yield* new TranscriptMismatch({
         task,
         turn: rebuilt.turn,

@@ -15,6 +15,7 @@ import * as ScriptedModel from "@tessera/runtime/ScriptedModel"
 import * as Tool from "@tessera/runtime/Tool"
 import { Effect, FileSystem, Layer, Option, Ref, Schema } from "effect"
 import * as fc from "fast-check"
+import { expectedRequestMeasure } from "../support/requestMeasure.ts"
 import { recordSpans } from "./support/spans.ts"
 
 const task = Schema.decodeUnknownSync(Ids.TaskId)("task-1")
@@ -160,14 +161,14 @@ describe("stock executor", () => {
           ]
         )
         // Sizes and digests describe exactly what was sent and seen, checked with an independent SHA-256:
-        // a request's size is the length of its JSON, its digest the hash chain over its parts' digests closed by the tools'.
+        // a request's size is the length of its JSON (bodies counted unescaped), its digest the hash chain over its
+        // parts' digests closed by the tools' (see `RequestDispatched`).
         const dispatched = written.filter((entry) => entry._tag === "RequestDispatched")
         sent.forEach((request, index) => {
-          const body = JSON.stringify(request)
-          const chain = request.parts.reduce((link, part) => sha256(link + sha256(JSON.stringify(part))), "")
+          const expected = expectedRequestMeasure(request)
           assert.deepStrictEqual(
             dispatched[index] && [dispatched[index].parts, dispatched[index].size, dispatched[index].sha256],
-            [request.parts.length, bytes(body), sha256(chain + sha256(JSON.stringify(request.tools)))]
+            [request.parts.length, expected.size, expected.sha256]
           )
         })
         const resulted = written.filter((entry) => entry._tag === "ToolResulted")

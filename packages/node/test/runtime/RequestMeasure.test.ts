@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto"
 import * as v8 from "node:v8"
 import * as vm from "node:vm"
 import { assert, describe, it } from "@effect/vitest"
@@ -7,29 +6,37 @@ import * as Model from "@tessera/runtime/Model"
 import { Effect } from "effect"
 import * as fc from "fast-check"
 // The request measure is internal (the package blocks `./internal/*`); the test reaches it by path.
-import { measureRequest } from "../../../runtime/src/internal/digest.js"
+import {
+  legacyRequestSha256,
+  type Measure,
+  measureRequest,
+  rememberBody
+} from "../../../runtime/src/internal/digest.js"
+import { expectedRequestMeasure, sha256 } from "../support/requestMeasure.ts"
 
 // A full collection on demand, without starting the test process with `--expose-gc`.
 v8.setFlagsFromString("--expose-gc")
 const collectGarbage = vm.runInNewContext("gc") as () => void
 
-const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex")
-
-/** The definition in `RequestDispatched`'s documentation, computed from scratch. */
-const expected = (request: Model.ModelRequest) => ({
-  size: Buffer.byteLength(JSON.stringify(request), "utf8"),
-  sha256: sha256(
-    request.parts.reduce((link, part) => sha256(link + sha256(JSON.stringify(part))), "") +
-      sha256(JSON.stringify(request.tools))
-  )
-})
+const expected = expectedRequestMeasure
 
 // A small pool of part objects, reused across requests in any order, so that
 // cached prefixes are shared, broken, re-extended and revisited. Every run
 // gets fresh objects: nothing cached by an earlier run applies, and a failing
 // sequence shrinks to the requests that break it.
-const makePool = (): ReadonlyArray<Model.Part> =>
-  ["a", "b", "c", "dé", "e", "f"].map((body) => Model.text("user", body))
+// Bodies with characters JSON escapes, a part without a body, and a result whose body measure its producer
+// remembered (as the executor does), so that every way a part is measured is in every sequence.
+const makePool = (): ReadonlyArray<Model.Part> => {
+  const remembered = Model.toolResult({ callId: "r2", name: "read", content: "rememberd ✓ 🧪", isError: false })
+  rememberBody(remembered, NodeDigest.nodeCrypto.measureTextSync?.(remembered.content) as Measure)
+  return [
+    ...["a", "dé"].map((body) => Model.text("user", body)),
+    Model.toolResult({ callId: "r1", name: "read", content: 'line "one"\n\tzwei ünï 🧪 \\ \u0001', isError: false }),
+    Model.toolCall("c1", "read", { path: "a b", n: 1 }),
+    remembered,
+    Model.text("assistant", "")
+  ]
+}
 const size = makePool().length
 const tools: Model.ModelRequest["tools"] = []
 
@@ -48,6 +55,28 @@ const check = (request: Model.ModelRequest, measured: { readonly size: number; r
   assert.deepStrictEqual({ size: measured.size, sha256: measured.sha256 }, expected(request))
 
 describe("request measure", () => {
+  it("a remembered body measure is the one the request uses (a wrong one changes the digest: the memo is consulted, not recomputed)", () => {
+    const honest = Model.toolResult({ callId: "x", name: "read", content: "body ✓", isError: false })
+    const lied = Model.toolResult({ callId: "x", name: "read", content: "body ✓", isError: false })
+    rememberBody(lied, { size: 999, sha256: "0".repeat(64) })
+    const request = (part: Model.Part): Model.ModelRequest => ({ parts: [part], tools })
+    check(request(honest), measureSync(request(honest)))
+    const measured = measureSync(request(lied))
+    assert.notStrictEqual(measured.sha256, expected(request(lied)).sha256)
+    assert.notStrictEqual(measured.size, expected(request(lied)).size)
+  })
+
+  it("legacy digest: journals written before bodies were measured on their own are checked against h(c(p)) chains", () => {
+    const pool = makePool()
+    const request: Model.ModelRequest = { parts: pool, tools }
+    const legacy = sha256(
+      request.parts.reduce((link, part) => sha256(link + sha256(JSON.stringify(part))), "") +
+        sha256(JSON.stringify(request.tools))
+    )
+    assert.strictEqual(Effect.runSync(legacyRequestSha256(request).pipe(Effect.provide(NodeDigest.layer))), legacy)
+    assert.notStrictEqual(measureSync(request).sha256, legacy)
+  })
+
   it("property: a sequence of requests over shared part objects measures as if each were measured from scratch", () =>
     fc.assert(
       fc.property(requestSequences, (requests) => {

@@ -159,10 +159,74 @@ function* requestMeasure(request: ModelRequest): Measuring<Measure> {
 function* measuredOnce(value: object): Measuring<Measure> {
   const known = measured.get(value)
   if (known !== undefined) return known
-  const measure = yield canonicalJson(value)
+  const field = bodyField(value)
+  const measure = field === undefined ? yield canonicalJson(value) : yield* withBody(value, field)
   measured.set(value, measure)
   return measure
 }
+
+/**
+ * The field of a part that holds its body text (a tool result's content, a
+ * text's text): the one field that can be megabytes, measured on its own.
+ */
+const bodyField = (value: object): "content" | "text" | undefined => {
+  const tag = (value as { readonly _tag?: unknown })._tag
+  if (tag === "ToolResult" && typeof (value as { readonly content?: unknown }).content === "string") return "content"
+  if (tag === "Text" && typeof (value as { readonly text?: unknown }).text === "string") return "text"
+  return undefined
+}
+
+/** `"sha256:"` and 64 hex digits, quoted: the bytes a body's stand-in takes in a part's canonical JSON. */
+const standInBytes = 2 + 7 + 64
+
+/**
+ * A part with a body, measured as `RequestDispatched` defines it: the digest
+ * of its canonical JSON with the body replaced by `sha256:<the body's
+ * digest>`, and the size of its canonical JSON with the body counted as its
+ * UTF-8 bytes between quotes. The body's measure comes from {@link
+ * rememberBody} when the caller already took it.
+ */
+function* withBody(part: object, field: "content" | "text"): Measuring<Measure> {
+  const body = (part as Record<typeof field, string>)[field]
+  const known = bodies.get(part)
+  const bodyMeasure = known ?? (yield body)
+  const standIn = yield canonicalJson({ ...part, [field]: `sha256:${bodyMeasure.sha256}` })
+  return { size: standIn.size - standInBytes + 2 + bodyMeasure.size, sha256: standIn.sha256 }
+}
+
+/** Measures of parts' bodies that their producer took already, by part. */
+const bodies = new WeakMap<object, Measure>()
+
+/**
+ * Records that `measure` is the measure of `part`'s body (a tool result's
+ * content, a text's text), taken by the caller that made the part: a request
+ * carrying the part then does not hash the body again, and compaction does
+ * not count its bytes again. The caller must pass the measure of that very
+ * text.
+ */
+export const rememberBody = (part: object, measure: Measure): void => {
+  if (bodyField(part) !== undefined) bodies.set(part, measure)
+}
+
+/** The UTF-8 size of `part`'s body, when it was remembered. */
+export const rememberedBodySize = (part: object): number | undefined => bodies.get(part)?.size
+
+/**
+ * The request digest as journals written before bodies were measured on
+ * their own define it (`ki = h(k(i-1) + h(c(pi)))` over each part's whole
+ * canonical JSON), from scratch: a resume of such a journal checks its
+ * requests against this one when the current definition differs.
+ */
+export const legacyRequestSha256 = (request: ModelRequest): Effect.Effect<string> =>
+  Effect.gen(function* () {
+    let chain = ""
+    for (const part of request.parts) {
+      const partDigest = (yield* measureText(canonicalJson(part))).sha256
+      chain = (yield* measureText(`${chain}${partDigest}`)).sha256
+    }
+    const toolsDigest = (yield* measureText(canonicalJson(request.tools))).sha256
+    return (yield* measureText(`${chain}${toolsDigest}`)).sha256
+  })
 
 const driveSynchronously = (measuring: Measuring<Measure>, measure: (text: string) => Measure): Measure => {
   let step = measuring.next()
