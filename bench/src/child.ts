@@ -18,7 +18,8 @@ const jobs: Record<string, () => Promise<Job>> = {
   "side-tessera": async () => (await import("./SideBySide.ts")).run,
   "stream-overhead": async () => (await import("./SideBySide.ts")).runStreamOverhead,
   "side-langchain": async () => (await import("./LangChainSide.ts")).run,
-  "scale-out": async () => (await import("./ScaleOut.ts")).run
+  "scale-out": async () => (await import("./ScaleOut.ts")).run,
+  "cold-start": async () => (await import("./ColdStart.ts")).run
 }
 
 const [job = "", raw = "{}"] = process.argv.slice(2)
