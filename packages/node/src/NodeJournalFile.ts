@@ -18,7 +18,8 @@
  */
 import * as fs from "node:fs"
 import { JournalFile } from "@tessera/runtime"
-import { Effect, Layer } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import { writeAllBlocking } from "./internal/writeAllBlocking.ts"
 
 const journalFileError = (operation: JournalFile.JournalFileError["operation"], error: unknown) =>
