@@ -3,8 +3,15 @@
  * (`scripts/deep-imports.ts`), and the lint rule that keeps barrel imports
  * out of the packages' sources.
  */
+import { spawnSync } from "node:child_process"
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
 import { rewrite } from "../deep-imports.ts"
+
+const root = fileURLToPath(new URL("../..", import.meta.url))
 
 describe("deep-imports rewrite", () => {
   it("turns each name of an `effect` import into an import of its own module, type-only names into `import type`", () => {
@@ -43,5 +50,47 @@ describe("deep-imports rewrite", () => {
 
   it("refuses a name the barrel does not export instead of guessing", () => {
     assert.throws(() => rewrite('import { NoSuchModule } from "effect"'), /exports no "NoSuchModule"/)
+  })
+})
+
+describe("lint: no barrel imports in the packages' sources", () => {
+  /** Lints `files` (path under a scratch folder -> source) with the repository's biome.json; returns the report. */
+  const lint = (files: Record<string, string>) => {
+    const scratch = mkdtempSync(join(tmpdir(), "tessera-lint-"))
+    try {
+      copyFileSync(join(root, "biome.json"), join(scratch, "biome.json"))
+      for (const [file, source] of Object.entries(files)) {
+        mkdirSync(dirname(join(scratch, file)), { recursive: true })
+        writeFileSync(join(scratch, file), source)
+      }
+      const result = spawnSync(join(root, "node_modules", ".bin", "biome"), ["lint", "--vcs-enabled=false", "."], {
+        cwd: scratch,
+        encoding: "utf8"
+      })
+      return { status: result.status, output: `${result.stdout}${result.stderr}` }
+    } finally {
+      rmSync(scratch, { recursive: true, force: true })
+    }
+  }
+
+  it("refuses `effect` and `@effect/platform-node` by their index in packages/*/src, type-only imports too", () => {
+    for (const source of [
+      'import { Effect } from "effect"\n\nexport const a = Effect.void\n',
+      'import type { Scope } from "effect"\n\nexport type A = Scope.Scope\n',
+      'import { AiError } from "effect/ai"\n\nexport const a = AiError\n',
+      'import { NodeServices } from "@effect/platform-node"\n\nexport const a = NodeServices.layer\n'
+    ]) {
+      const result = lint({ "packages/core/src/Probe.ts": source })
+      assert.notStrictEqual(result.status, 0, source)
+      assert.include(result.output, "lint/style/noRestrictedImports", source)
+    }
+  })
+
+  it("accepts deep imports there, and the index in tests", () => {
+    const result = lint({
+      "packages/core/src/Probe.ts": 'import * as Effect from "effect/Effect"\n\nexport const a = Effect.void\n',
+      "packages/core/test/Probe.test.ts": 'import { Effect } from "effect"\n\nexport const a = Effect.void\n'
+    })
+    assert.strictEqual(result.status, 0, result.output)
   })
 })
