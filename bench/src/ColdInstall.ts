@@ -11,7 +11,8 @@
  * again: the same files an npm install of those versions brings, without
  * the registry. The cold-start programs (`src/cold/*.ts`) are stripped of
  * their types into `.mjs` files in the same folder, so the processes that
- * run them load no TypeScript at all.
+ * run them load no TypeScript at all; one more, for information, is Tessera's
+ * program with the unpacked packages bundled into it (`rolldown`).
  */
 import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
@@ -19,6 +20,7 @@ import { stripTypeScriptTypes } from "node:module"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import { rolldown } from "rolldown"
 
 const benchRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const root = path.dirname(benchRoot)
@@ -39,14 +41,24 @@ export const linkedPackages = [
   "zod"
 ] as const
 
-/** The programs, one per side (`src/cold/<name>.ts`). */
-export type ProgramName = "TesseraFirstCall" | "AiSdkFirstCall" | "PiFirstCall" | "LangChainFirstCall"
+/** The programs, one per side (`src/cold/<name>.ts`), and the floor under Tessera's (`EffectFloor`). */
+export type ProgramName = "TesseraFirstCall" | "AiSdkFirstCall" | "PiFirstCall" | "LangChainFirstCall" | "EffectFloor"
 const programNames: ReadonlyArray<ProgramName> = [
   "TesseraFirstCall",
   "AiSdkFirstCall",
   "PiFirstCall",
-  "LangChainFirstCall"
+  "LangChainFirstCall",
+  "EffectFloor"
 ]
+
+/**
+ * Tessera's program with Tessera's code bundled into it (one module instead
+ * of one per source module; Effect stays outside, as installed), written by
+ * {@link makeInstall} beside the others. Nothing is left out: every module the
+ * program loads unbundled is in it (no tree shaking), so the difference to
+ * the unbundled program is what loading Tessera's modules one by one costs.
+ */
+export const bundledTessera = "TesseraBundled"
 
 /** A prepared folder: the unpacked packages, the links, the stripped programs. */
 export interface ColdInstall {
@@ -60,8 +72,8 @@ export interface ColdInstall {
   readonly packMs: number
 }
 
-/** A program as stripped into the install folder (plain JavaScript). */
-export const installedProgram = (install: ColdInstall, name: ProgramName): string =>
+/** A program as stripped (or bundled) into the install folder (plain JavaScript). */
+export const installedProgram = (install: ColdInstall, name: ProgramName | typeof bundledTessera): string =>
   path.join(install.folder, `${name}.mjs`)
 
 /** A program's TypeScript source in the workspace (its imports resolve to the workspace's `.ts` sources). */
@@ -102,12 +114,29 @@ const nonJavaScriptExports = (exports: unknown): ReadonlyArray<string> => {
   return found
 }
 
+/** Writes {@link bundledTessera}: Tessera's stripped program with the unpacked packages bundled in. */
+const bundle = async (folder: string): Promise<void> => {
+  const build = await rolldown({
+    input: path.join(folder, "TesseraFirstCall.mjs"),
+    cwd: folder,
+    platform: "node",
+    treeshake: false,
+    external: [/^effect(\/|$)/, /^@effect\//, /^node:/],
+    logLevel: "silent"
+  })
+  try {
+    await build.write({ file: path.join(folder, `${bundledTessera}.mjs`), format: "esm", sourcemap: false })
+  } finally {
+    await build.close()
+  }
+}
+
 /**
  * Builds, packs and unpacks the packages into a fresh folder under the
  * system's temporary folder, links the installed peers, and strips the
  * programs. The caller removes it with {@link removeInstall}.
  */
-export const makeInstall = (): ColdInstall => {
+export const makeInstall = async (): Promise<ColdInstall> => {
   const folder = fs.mkdtempSync(path.join(os.tmpdir(), "tessera-cold-"))
   if (!path.relative(root, folder).startsWith("..")) throw new Error(`${folder} is inside the workspace`)
   try {
@@ -147,6 +176,7 @@ export const makeInstall = (): ColdInstall => {
     }
     fs.writeFileSync(path.join(folder, "package.json"), JSON.stringify({ name: "cold-start", private: true }))
     for (const name of programNames) stripInto(name, folder)
+    await bundle(folder)
     return {
       folder,
       runner: stripInto("Runner", folder),

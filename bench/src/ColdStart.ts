@@ -24,6 +24,7 @@ import { spawn } from "node:child_process"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import {
+  bundledTessera,
   type ColdInstall,
   installedProgram,
   makeInstall,
@@ -35,13 +36,19 @@ import type { ModuleCounts } from "./cold/ModuleCount.ts"
 import type { Report } from "./cold/Runner.ts"
 import { formatBytes, formatMs, type Medium, makeTempDir, removeDir, roundOrder, type Stats, stats } from "./Harness.ts"
 
-/** The sides, Tessera first; `tessera-ts` is the information row (sources, type stripping). */
-export type SideName = "tessera" | "ai-sdk" | "pi" | "langchain" | "tessera-ts"
+/**
+ * The sides, Tessera first; the last three are rows for information: Tessera
+ * from the workspace's `.ts` sources (type stripping), Tessera bundled into
+ * one module, and the Effect modules Tessera's program loads, alone.
+ */
+export type SideName = "tessera" | "ai-sdk" | "pi" | "langchain" | "tessera-ts" | "tessera-bundled" | "effect-floor"
 
 export interface Side {
   readonly name: SideName
+  /** Its name in the ratios. */
+  readonly short: string
   readonly label: string
-  readonly program: ProgramName
+  readonly program: ProgramName | typeof bundledTessera
   /** Loads the workspace's `.ts` sources with type stripping (the information row) instead of the install. */
   readonly fromSources: boolean
 }
@@ -49,28 +56,52 @@ export interface Side {
 export const sides: ReadonlyArray<Side> = [
   {
     name: "tessera",
+    short: "Tessera",
     label: "Tessera: `NodeTessera.layer`, store, journal, `TaskExecution.runTurn` (packed `dist/` JavaScript)",
     program: "TesseraFirstCall",
     fromSources: false
   },
   {
     name: "ai-sdk",
+    short: "AI SDK 7",
     label: "AI SDK 7: `generateText` with `MockLanguageModelV4`",
     program: "AiSdkFirstCall",
     fromSources: false
   },
   {
     name: "pi",
+    short: "Pi agent-core",
     label: "Pi agent-core: `Agent` with pi-ai's faux provider",
     program: "PiFirstCall",
     fromSources: false
   },
-  { name: "langchain", label: "LangChain: `createAgent`", program: "LangChainFirstCall", fromSources: false },
+  {
+    name: "langchain",
+    short: "LangChain",
+    label: "LangChain: `createAgent`",
+    program: "LangChainFirstCall",
+    fromSources: false
+  },
   {
     name: "tessera-ts",
+    short: "Tessera from .ts sources",
     label: "Tessera from the workspace's `.ts` sources (type stripping; for information)",
     program: "TesseraFirstCall",
     fromSources: true
+  },
+  {
+    name: "tessera-bundled",
+    short: "Tessera bundled",
+    label: "Tessera's program with its packages bundled into one module (rolldown, no tree shaking; for information)",
+    program: bundledTessera,
+    fromSources: false
+  },
+  {
+    name: "effect-floor",
+    short: "Effect floor",
+    label: "The Effect and platform-node modules Tessera's program loads, alone, one effect run (for information)",
+    program: "EffectFloor",
+    fromSources: false
   }
 ]
 
@@ -101,6 +132,7 @@ export interface ColdRun {
 
 export interface ColdSideResult {
   readonly side: SideName
+  readonly short: string
   readonly label: string
   /** Where the side's library was loaded from, in its first round. */
   readonly library: string
@@ -115,12 +147,20 @@ export interface ColdSideResult {
   readonly modules: ModuleCounts | undefined
 }
 
-/** Tessera over one peer, per round. */
+/** One side's figures over another's, per round. */
 export interface ColdRatio {
-  readonly peer: SideName
+  readonly side: SideName
+  readonly over: SideName
   readonly time: Stats
   readonly rss: Stats
 }
+
+/** The ratios taken: Tessera over each peer, and the bundled and floor rows over the AI SDK. */
+export const ratioPairs: ReadonlyArray<readonly [side: SideName, over: SideName]> = [
+  ...peers.map((peer) => ["tessera", peer] as const),
+  ["tessera-bundled", "ai-sdk"],
+  ["effect-floor", "ai-sdk"]
+]
 
 export interface ColdStartResult {
   readonly args: ColdStartArgs
@@ -146,7 +186,9 @@ export interface Started {
 
 /** The program file a side runs: stripped into the install, or the workspace's source for the sources row. */
 export const programOf = (install: ColdInstall, side: Side): string =>
-  side.fromSources ? workspaceProgram(side.program) : installedProgram(install, side.program)
+  side.fromSources && side.program !== bundledTessera
+    ? workspaceProgram(side.program)
+    : installedProgram(install, side.program)
 
 /** Node's flags for a side: type stripping off for the installed sides, so a `.ts` module anywhere in their graph fails to load. */
 export const flagsOf = (side: Side): ReadonlyArray<string> =>
@@ -240,6 +282,7 @@ export const runIn = async (install: ColdInstall, args: ColdStartArgs): Promise<
     if (first === undefined) throw new Error(`no run of ${side.name}`)
     return {
       side: side.name,
+      short: side.short,
       label: side.label,
       library: shownLibrary(install, first.report.answer.library),
       answer: first.report.answer.text,
@@ -251,12 +294,12 @@ export const runIn = async (install: ColdInstall, args: ColdStartArgs): Promise<
       modules: counts.get(side.name)
     }
   })
-  const ours = runsOf("tessera")
-  const ratios = peers.map((peer): ColdRatio => {
-    const theirs = runsOf(peer)
+  const ratios = ratioPairs.map(([side, over]): ColdRatio => {
+    const ours = runsOf(side)
+    const theirs = runsOf(over)
     const perRound = (key: (one: ColdRun) => number) =>
       stats(ours.map((one, round) => key(one) / key(theirs[round] as ColdRun)))
-    return { peer, time: perRound((one) => one.fromSpawnMs), rss: perRound((one) => one.report.rss) }
+    return { side, over, time: perRound((one) => one.fromSpawnMs), rss: perRound((one) => one.report.rss) }
   })
   return {
     args,
@@ -271,7 +314,7 @@ export const runIn = async (install: ColdInstall, args: ColdStartArgs): Promise<
 
 /** The job: prepares the install folder, runs the rounds, removes the folder. */
 export const run = async (args: ColdStartArgs): Promise<ColdStartResult> => {
-  const install = makeInstall()
+  const install = await makeInstall()
   try {
     return await runIn(install, args)
   } finally {
@@ -283,8 +326,8 @@ export const run = async (args: ColdStartArgs): Promise<ColdStartResult> => {
 
 const sideOf = (result: ColdStartResult, name: SideName): ColdSideResult =>
   result.sides.find((side) => side.side === name) as ColdSideResult
-const ratioOf = (result: ColdStartResult, peer: SideName): ColdRatio =>
-  result.ratios.find((ratio) => ratio.peer === peer) as ColdRatio
+const ratioOf = (result: ColdStartResult, side: SideName, over: SideName): ColdRatio =>
+  result.ratios.find((ratio) => ratio.side === side && ratio.over === over) as ColdRatio
 const times = (value: number): string => `${value.toFixed(2)}x`
 const mib = (s: Stats): string =>
   `${formatBytes(s.median)} (IQR ${formatBytes(s.q1)}–${formatBytes(s.q3)}, min ${formatBytes(s.min)}, max ${formatBytes(s.max)})`
@@ -303,7 +346,7 @@ const moduleList = (counts: ModuleCounts | undefined): string =>
 
 /** Whether the time and the memory targets are met (Tessera over the AI SDK, medians of per-round ratios). */
 export const coldStartVerdicts = (result: ColdStartResult): { readonly time: boolean; readonly rss: boolean } => {
-  const aiSdk = ratioOf(result, "ai-sdk")
+  const aiSdk = ratioOf(result, "tessera", "ai-sdk")
   return { time: aiSdk.time.median <= timeTarget, rss: aiSdk.rss.median <= rssTarget }
 }
 
@@ -311,13 +354,24 @@ export const coldStartVerdicts = (result: ColdStartResult): { readonly time: boo
 export const coldStartCause = (result: ColdStartResult): string => {
   const ours = sideOf(result, "tessera")
   const theirs = sideOf(result, "ai-sdk")
+  const floor = sideOf(result, "effect-floor")
+  const bundled = sideOf(result, "tessera-bundled")
   const sources = sideOf(result, "tessera-ts")
+  const ourCount = (counts: ModuleCounts | undefined) =>
+    counts === undefined
+      ? "not counted"
+      : String(
+          Object.entries(counts.byPackage)
+            .filter(([name]) => name.startsWith("@tessera/"))
+            .reduce((sum, [, count]) => sum + count, 0)
+        )
   return (
-    `Measured in the same rounds (see Cold start): Tessera's program had loaded (its import resolved: every module loaded and run) ${formatMs(ours.loaded.median)} ms after its process's time origin, the AI SDK's ${formatMs(theirs.loaded.median)} ms; ` +
-    `from there to the first model call (building the layer, creating the store's two volumes, binding the task, opening the journal, the turn's first step) Tessera took ${formatMs(ours.sinceOrigin.median - ours.loaded.median)} ms, the AI SDK ${formatMs(theirs.sinceOrigin.median - theirs.loaded.median)} ms. ` +
+    `Measured in the same rounds (see Cold start): the Effect and platform-node modules Tessera's program loads, alone with one effect run, take ${formatMs(floor.fromSpawn.median)} ms from spawn, ${times(ratioOf(result, "effect-floor", "ai-sdk").time.median)} the AI SDK's whole program per round (modules ${moduleList(floor.modules)}); no change in Tessera's code goes below that. ` +
+    `Tessera's program takes ${formatMs(ours.fromSpawn.median)} ms; the same program with Tessera's ${ourCount(ours.modules)} modules bundled into one (same code, nothing left out) takes ${formatMs(bundled.fromSpawn.median)} ms (${times(ratioOf(result, "tessera-bundled", "ai-sdk").time.median)} per round): most of the rest is Node loading Tessera's modules one by one (resolving, reading, compiling and linking each). ` +
+    `Tessera's program had loaded (its import resolved) ${formatMs(ours.loaded.median)} ms after its process's time origin, the AI SDK's ${formatMs(theirs.loaded.median)} ms; from there to the first model call (building the layer, creating the store's two volumes, binding the task, opening the journal, the turn's first step) Tessera took ${formatMs(ours.sinceOrigin.median - ours.loaded.median)} ms, the AI SDK ${formatMs(theirs.sinceOrigin.median - theirs.loaded.median)} ms. ` +
     `Modules loaded: Tessera ${moduleList(ours.modules)}; the AI SDK ${moduleList(theirs.modules)}. ` +
-    `Resident memory once loaded: ${formatBytes(ours.loadedRss.median)} against ${formatBytes(theirs.loadedRss.median)}; at the first call ${formatBytes(ours.rss.median)} against ${formatBytes(theirs.rss.median)}. ` +
-    `Loaded from the workspace's .ts sources (type stripping) Tessera needs ${formatMs(sources.fromSpawn.median)} ms and ${formatBytes(sources.rss.median)}.`
+    `Resident memory at the first call: ${formatBytes(ours.rss.median)} against ${formatBytes(theirs.rss.median)} (the floor ${formatBytes(floor.rss.median)}). ` +
+    `From the workspace's .ts sources (type stripping) Tessera takes ${formatMs(sources.fromSpawn.median)} ms and ${formatBytes(sources.rss.median)}.`
   )
 }
 
@@ -327,7 +381,7 @@ export const coldStartTargets = (
 ): ReadonlyArray<readonly [target: string, measured: string, met: boolean]> => {
   const ours = sideOf(result, "tessera")
   const theirs = sideOf(result, "ai-sdk")
-  const aiSdk = ratioOf(result, "ai-sdk")
+  const aiSdk = ratioOf(result, "tessera", "ai-sdk")
   const verdicts = coldStartVerdicts(result)
   return [
     [
@@ -354,7 +408,9 @@ export const coldStartSection = (result: ColdStartResult): ReadonlyArray<string>
       `Tessera's program builds \`NodeTessera.layer\`, opens a store with an agent-private and a journal volume (on ${result.args.medium === "memory" ? "tmpfs, as the side-by-side keeps it: the others keep nothing" : "disk"}), binds a task, opens its journal and runs \`TaskExecution.runTurn\` with one tool over a scripted model; it imports Effect's modules by their own paths (\`effect/Effect\`), as the packages do. ` +
       "The AI SDK's runs `generateText` with one tool over `MockLanguageModelV4`; Pi's prompts an `Agent` with one tool over pi-ai's faux provider; LangChain's invokes `createAgent` with one tool over a scripted chat model.",
     "",
-    "From spawn: the monotonic clock (`process.hrtime.bigint()`, `CLOCK_MONOTONIC`) read by the parent just before `spawn` and by the process at its first model call, so Node's own boot counts for every side alike. In-process: `performance.now()` at the first call (from the process's time origin). Loaded: `performance.now()` once the program's import resolved (its modules loaded and their top-level code run). Memory: `process.memoryUsage().rss`. Ratios are Tessera's figure over the other side's, median over rounds.",
+    "Three rows are for information. Tessera from the workspace's `.ts` sources: the same program run on the sources with type stripping, as the workspace runs. Tessera bundled: the same program with the unpacked packages bundled into it by rolldown (one module instead of one per source module, no tree shaking, Effect left outside), so its difference to the first row is what loading Tessera's modules one by one costs. The Effect floor: the Effect and platform-node modules Tessera's program loads (`effect/Effect`, `Layer`, `Schema`, `FileSystem`, `Path`, `NodeFileSystem`, `NodePath`) and one effect run, with no code of Tessera's: no change in Tessera's own code starts faster than that.",
+    "",
+    "From spawn: the monotonic clock (`process.hrtime.bigint()`, `CLOCK_MONOTONIC`) read by the parent just before `spawn` and by the process at its first model call, so Node's own boot counts for every side alike. In-process: `performance.now()` at the first call (from the process's time origin). Loaded: `performance.now()` once the program's import resolved (its modules loaded and their top-level code run). Memory: `process.memoryUsage().rss`. Modules: counted in one more process per side, under a module hook (`bench/src/cold/ModuleCount.ts`), not timed. A ratio is one side's figure over the other's in the same round, median over rounds.",
     "",
     "| Side | From spawn to first model call | In-process (since time origin) | Loaded at | RSS at first call | RSS once loaded | Modules loaded (largest packages) | Loaded from |",
     "| --- | ---: | ---: | ---: | ---: | ---: | --- | --- |"
@@ -366,11 +422,11 @@ export const coldStartSection = (result: ColdStartResult): ReadonlyArray<string>
   }
   lines.push(
     "",
-    "| Tessera over | Time to first model call (per round) | RSS at first call (per round) |",
+    "| Ratio | Time to first model call (per round) | RSS at first call (per round) |",
     "| --- | ---: | ---: |"
   )
   for (const ratio of result.ratios) {
-    const label = sideOf(result, ratio.peer).label.split(":")[0]
+    const label = `${sideOf(result, ratio.side).short} over ${sideOf(result, ratio.over).short}`
     lines.push(
       `| ${label} | ${times(ratio.time.median)} (IQR ${times(ratio.time.q1)}–${times(ratio.time.q3)}) | ${times(ratio.rss.median)} (IQR ${times(ratio.rss.q1)}–${times(ratio.rss.q3)}) |`
     )

@@ -5,8 +5,8 @@ import { type ColdInstall, makeInstall, removeInstall, workspaceProgram } from "
 import {
   coldStartSection,
   coldStartTargets,
-  peers,
   programOf,
+  ratioPairs,
   runIn,
   type Side,
   sides,
@@ -22,8 +22,8 @@ const prepared = (): ColdInstall => {
   return install
 }
 
-beforeAll(() => {
-  install = makeInstall()
+beforeAll(async () => {
+  install = await makeInstall()
 }, 300_000)
 
 afterAll(() => {
@@ -71,10 +71,24 @@ describe("cold-start job", () => {
       assert.isAbove(side.modules?.total ?? 0, 0, side.side)
     }
     // Counted: the installed side loads Tessera's compiled modules, the sources row its .ts sources.
-    assert.isAbove(result.sides[0]?.modules?.byPackage["@tessera/runtime"] ?? 0, 0)
+    const counts = (name: Side["name"]) => result.sides.find((side) => side.side === name)?.modules?.byPackage ?? {}
+    assert.isAbove(counts("tessera")["@tessera/runtime"] ?? 0, 0)
+    assert.isAbove(counts("tessera-ts")["@tessera/runtime"] ?? 0, 0)
+    // The bundled row holds Tessera's code in its one program module; the floor has none of it. Both load exactly
+    // the Effect and platform-node modules the installed side loads (the floor is defined as those).
+    const effectModules = (name: Side["name"]) =>
+      ["effect", "@effect/platform-node", "@effect/platform-node-shared"].map((key) => counts(name)[key] ?? 0)
+    for (const name of ["tessera-bundled", "effect-floor"] as const) {
+      assert.deepStrictEqual(
+        Object.keys(counts(name)).filter((key) => key.startsWith("@tessera/")),
+        [],
+        name
+      )
+      assert.deepStrictEqual(effectModules(name), effectModules("tessera"), name)
+    }
     assert.deepStrictEqual(
-      result.ratios.map((ratio) => ratio.peer),
-      peers
+      result.ratios.map((ratio) => [ratio.side, ratio.over]),
+      ratioPairs.map(([side, over]) => [side, over])
     )
     for (const ratio of result.ratios) {
       assert.isTrue(Number.isFinite(ratio.time.median) && ratio.time.median > 0)
