@@ -1,18 +1,20 @@
 /**
  * The packages as an npm user gets them, for the cold-start job: built
  * (`tsc -b`), packed with `pnpm pack` (which applies each package's
- * `publishConfig`: its exports point at `dist/*.js`), and unpacked into the
- * `node_modules` of a fresh folder outside the workspace. Nothing there
- * resolves back into the workspace's sources.
+ * `publishConfig`: exports point at `dist/*.js`), and installed with plain
+ * `npm install` into a fresh folder outside the workspace, together with the
+ * peers and the other sides' libraries at the versions `bench/package.json`
+ * pins, as the consumer test installs them (`scripts/test/consumer.test.ts`).
+ * Every side thus loads from the same kind of `node_modules`: real folders,
+ * no links into the workspace's store. Nothing resolves back into the
+ * workspace's sources.
  *
- * The peers (`effect`, `@effect/platform-node`) and the other sides'
- * libraries are linked to the copies the workspace installed from the
- * registry (the lockfile's pinned versions), instead of being installed
- * again: the same files an npm install of those versions brings, without
- * the registry. The cold-start programs (`src/cold/*.ts`) are stripped of
- * their types into `.mjs` files in the same folder, so the processes that
- * run them load no TypeScript at all; one more, for information, is Tessera's
- * program with the unpacked packages bundled into it (`rolldown`).
+ * npm keeps its cache inside the checkout (`node_modules/.cache`, shared
+ * with the consumer test) and prefers it to the registry. The cold-start
+ * programs (`src/cold/*.ts`) are stripped of their types into `.mjs` files
+ * in the same folder, so the processes that run them load no TypeScript at
+ * all; one more, for information, is Tessera's program with its installed
+ * packages bundled into it (`rolldown`).
  */
 import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
@@ -29,8 +31,8 @@ const coldSources = path.join(benchRoot, "src", "cold")
 /** The Tessera packages a turn on Node needs: `@tessera/node` and what it depends on. */
 export const packedPackages = ["core", "artifacts", "runtime", "node"] as const
 
-/** Installed packages the programs import, linked from the workspace's install (through `bench/node_modules`). */
-export const linkedPackages = [
+/** Packages installed beside the tarballs, at the versions `bench/package.json` pins: what the programs import. */
+export const registryPackages = [
   "effect",
   "@effect/platform-node",
   "ai",
@@ -70,6 +72,7 @@ export interface ColdInstall {
   readonly tarballs: ReadonlyArray<string>
   readonly buildMs: number
   readonly packMs: number
+  readonly installMs: number
 }
 
 /** A program as stripped (or bundled) into the install folder (plain JavaScript). */
@@ -79,8 +82,40 @@ export const installedProgram = (install: ColdInstall, name: ProgramName | typeo
 /** A program's TypeScript source in the workspace (its imports resolve to the workspace's `.ts` sources). */
 export const workspaceProgram = (name: ProgramName): string => path.join(coldSources, `${name}.ts`)
 
-const run = (command: string, args: ReadonlyArray<string>, cwd: string, what: string): string => {
-  const result = spawnSync(command, args, { cwd, encoding: "utf8", timeout: 600_000 })
+// npm's cache stays inside the checkout (the consumer test's), never in the home folder.
+const npmCache = path.join(root, "node_modules", ".cache", "tessera-consumer", "npm")
+const npmEnv: NodeJS.ProcessEnv = {
+  ...process.env,
+  // The packages' scripts and npm's shebang find this Node first.
+  PATH: `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH ?? ""}`,
+  npm_config_cache: npmCache,
+  npm_config_update_notifier: "false",
+  npm_config_audit: "false",
+  npm_config_fund: "false"
+}
+
+/** The exact version `bench/package.json` pins for `name` (dependencies or devDependencies). */
+const pinnedVersions = (): ((name: string) => string) => {
+  const manifest = JSON.parse(fs.readFileSync(path.join(benchRoot, "package.json"), "utf8")) as {
+    readonly dependencies?: Readonly<Record<string, string>>
+    readonly devDependencies?: Readonly<Record<string, string>>
+  }
+  return (name) => {
+    const version = manifest.dependencies?.[name] ?? manifest.devDependencies?.[name]
+    if (version === undefined || !/^\d+\.\d+\.\d+$/.test(version))
+      throw new Error(`bench/package.json pins no exact version of ${name}`)
+    return version
+  }
+}
+
+const run = (
+  command: string,
+  args: ReadonlyArray<string>,
+  cwd: string,
+  what: string,
+  env: NodeJS.ProcessEnv = process.env
+): string => {
+  const result = spawnSync(command, args, { cwd, env, encoding: "utf8", timeout: 600_000 })
   if (result.status !== 0)
     throw new Error(
       `${what} failed (exit ${result.status}${result.error ? `, ${result.error.message}` : ""}): ${result.stdout}\n${result.stderr}`
@@ -132,9 +167,9 @@ const bundle = async (folder: string): Promise<void> => {
 }
 
 /**
- * Builds, packs and unpacks the packages into a fresh folder under the
- * system's temporary folder, links the installed peers, and strips the
- * programs. The caller removes it with {@link removeInstall}.
+ * Builds and packs the packages, installs them with npm into a fresh folder
+ * under the system's temporary folder, and strips (and bundles) the
+ * programs there. The caller removes it with {@link removeInstall}.
  */
 export const makeInstall = async (): Promise<ColdInstall> => {
   const folder = fs.mkdtempSync(path.join(os.tmpdir(), "tessera-cold-"))
@@ -154,27 +189,31 @@ export const makeInstall = async (): Promise<ColdInstall> => {
       run("pnpm", ["pack", "--pack-destination", tarballFolder], path.join(root, "packages", name), `pnpm pack ${name}`)
     }
     const tarballs = fs.readdirSync(tarballFolder).sort()
-    for (const tarball of tarballs) {
-      const unpacked = path.join(folder, "unpacked", tarball)
-      fs.mkdirSync(unpacked, { recursive: true })
-      run("tar", ["-xzf", path.join(tarballFolder, tarball), "-C", unpacked, "--strip-components=1"], folder, "tar")
-      const manifest = JSON.parse(fs.readFileSync(path.join(unpacked, "package.json"), "utf8")) as {
-        readonly name: string
-        readonly exports: unknown
-      }
-      const wrong = nonJavaScriptExports(manifest.exports)
-      if (wrong.length > 0) throw new Error(`${tarball} exports non-JavaScript entries: ${wrong.join(", ")}`)
-      const target = path.join(folder, "node_modules", ...manifest.name.split("/"))
-      fs.mkdirSync(path.dirname(target), { recursive: true })
-      fs.renameSync(unpacked, target)
-    }
     const packMs = performance.now() - packed
-    for (const name of linkedPackages) {
-      const target = path.join(folder, "node_modules", ...name.split("/"))
-      fs.mkdirSync(path.dirname(target), { recursive: true })
-      fs.symlinkSync(fs.realpathSync(path.join(benchRoot, "node_modules", ...name.split("/"))), target, "dir")
-    }
+    const installed = performance.now()
     fs.writeFileSync(path.join(folder, "package.json"), JSON.stringify({ name: "cold-start", private: true }))
+    const pinned = pinnedVersions()
+    fs.mkdirSync(npmCache, { recursive: true })
+    run(
+      "npm",
+      [
+        "install",
+        "--no-save",
+        "--prefer-offline",
+        ...tarballs.map((tarball) => path.join(tarballFolder, tarball)),
+        ...registryPackages.map((name) => `${name}@${pinned(name)}`)
+      ],
+      folder,
+      "npm install",
+      npmEnv
+    )
+    for (const name of packedPackages) {
+      const manifestFile = path.join(folder, "node_modules", "@tessera", name, "package.json")
+      const manifest = JSON.parse(fs.readFileSync(manifestFile, "utf8")) as { readonly exports: unknown }
+      const wrong = nonJavaScriptExports(manifest.exports)
+      if (wrong.length > 0) throw new Error(`@tessera/${name} exports non-JavaScript entries: ${wrong.join(", ")}`)
+    }
+    const installMs = performance.now() - installed
     for (const name of programNames) stripInto(name, folder)
     await bundle(folder)
     return {
@@ -183,7 +222,8 @@ export const makeInstall = async (): Promise<ColdInstall> => {
       moduleCount: stripInto("ModuleCount", folder),
       tarballs,
       buildMs: packed - built,
-      packMs
+      packMs,
+      installMs
     }
   } catch (error) {
     fs.rmSync(folder, { recursive: true, force: true })

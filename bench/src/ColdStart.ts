@@ -166,6 +166,7 @@ export interface ColdStartResult {
   readonly args: ColdStartArgs
   readonly buildMs: number
   readonly packMs: number
+  readonly installMs: number
   readonly tarballs: ReadonlyArray<string>
   readonly runs: ReadonlyArray<ColdRun>
   readonly sides: ReadonlyArray<ColdSideResult>
@@ -284,7 +285,11 @@ export const runIn = async (install: ColdInstall, args: ColdStartArgs): Promise<
       side: side.name,
       short: side.short,
       label: side.label,
-      library: shownLibrary(install, first.report.answer.library),
+      // The bundled program still resolves the installed package's name, but runs the copy bundled into it.
+      library:
+        side.program === bundledTessera
+          ? shownLibrary(install, programOf(install, side))
+          : shownLibrary(install, first.report.answer.library),
       answer: first.report.answer.text,
       fromSpawn: stats(own.map((one) => one.fromSpawnMs)),
       sinceOrigin: stats(own.map((one) => one.report.sinceOriginMs)),
@@ -305,6 +310,7 @@ export const runIn = async (install: ColdInstall, args: ColdStartArgs): Promise<
     args,
     buildMs: install.buildMs,
     packMs: install.packMs,
+    installMs: install.installMs,
     tarballs: install.tarballs,
     runs,
     sides: sideResults,
@@ -403,7 +409,7 @@ export const coldStartSection = (result: ColdStartResult): ReadonlyArray<string>
     "## Cold start",
     "",
     `Each side's process does the least real work of its own up to its first model call, and its model answers at once; ${result.args.rounds} processes per side, started round by round, the sides in an order shuffled per round, one process at a time (programs in \`bench/src/cold/\`). ` +
-      `Tessera is what an npm user gets: the packages built (\`tsc -b\`, ${(result.buildMs / 1000).toFixed(1)} s), packed with \`pnpm pack\` (${result.tarballs.join(", ")}) and unpacked into \`node_modules\` of a folder outside the workspace, whose exports name \`dist/*.js\` only; effect, @effect/platform-node and the other sides' libraries are linked there from the workspace's install. ` +
+      `Every side is what an npm user gets: Tessera's packages built (\`tsc -b\`, ${(result.buildMs / 1000).toFixed(1)} s) and packed with \`pnpm pack\` (${result.tarballs.join(", ")}; their exports name \`dist/*.js\` only), then installed with \`npm install\` into a folder outside the workspace together with effect, @effect/platform-node and the other sides' libraries at the versions \`bench/package.json\` pins (${(result.installMs / 1000).toFixed(1)} s; their own dependencies as npm resolves them that day). ` +
       "The programs are stripped of their types into `.mjs` beforehand, and these processes run with type stripping off (`--no-experimental-strip-types`): a `.ts` module would fail to load. " +
       `Tessera's program builds \`NodeTessera.layer\`, opens a store with an agent-private and a journal volume (on ${result.args.medium === "memory" ? "tmpfs, as the side-by-side keeps it: the others keep nothing" : "disk"}), binds a task, opens its journal and runs \`TaskExecution.runTurn\` with one tool over a scripted model; it imports Effect's modules by their own paths (\`effect/Effect\`), as the packages do. ` +
       "The AI SDK's runs `generateText` with one tool over `MockLanguageModelV4`; Pi's prompts an `Agent` with one tool over pi-ai's faux provider; LangChain's invokes `createAgent` with one tool over a scripted chat model.",
