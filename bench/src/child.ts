@@ -22,7 +22,8 @@ const jobs: Record<string, () => Promise<Job>> = {
   "peer-tessera": async () => (await import("./PeerTessera.ts")).run,
   "peer-ai-sdk": async () => (await import("./PeerAiSdk.ts")).run,
   "peer-pi": async () => (await import("./PeerPi.ts")).run,
-  "peer-langchain": async () => (await import("./PeerLangChain.ts")).run
+  "peer-langchain": async () => (await import("./PeerLangChain.ts")).run,
+  "cold-start": async () => (await import("./ColdStart.ts")).run
 }
 
 const [job = "", raw = "{}"] = process.argv.slice(2)

@@ -8,6 +8,13 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import {
+  type ColdStartArgs,
+  type ColdStartResult,
+  coldStartCause,
+  coldStartSection,
+  coldStartTargets
+} from "./ColdStart.ts"
 import type { ContextBoundResult } from "./ContextBound.ts"
 import { onOffload, onPolicy, resultSize } from "./ContextBound.ts"
 import type { ContextControlResult } from "./ContextControl.ts"
@@ -98,6 +105,21 @@ if (process.env.TESSERA_BENCH_ONLY === "peers") {
     (row) => `| ${row.name} | ${row.measured} | ${verdict(row.ok)} | ${row.ok ? "" : row.cause} |`
   )
   process.stdout.write(`${[...rows, "", ...peerSections(runs)].join("\n")}\n`)
+  process.exit(0)
+}
+
+// `TESSERA_BENCH_ONLY=cold-start npm run bench`: that job alone, printed with its two targets; no report is written.
+const coldStartArgs: ColdStartArgs = { rounds: 9, medium: "memory", countModules: true }
+const runColdStart = () => runChild<ColdStartResult>("cold-start", coldStartArgs)
+const coldStartRows = (result: ColdStartResult): ReadonlyArray<string> =>
+  coldStartTargets(result).map(
+    ([name, measured, ok]) => `| ${name} | ${measured} | ${verdict(ok)} | ${ok ? "" : coldStartCause(result)} |`
+  )
+if (process.env.TESSERA_BENCH_ONLY === "cold-start") {
+  const result = await timed("cold start", runColdStart)
+  process.stdout.write(
+    `${["| Target | Measured | Verdict | Measured cause of the miss |", "| --- | --- | --- | --- |", ...coldStartRows(result), "", ...coldStartSection(result)].join("\n")}\n`
+  )
   process.exit(0)
 }
 
@@ -222,6 +244,7 @@ const oursDisk = await timed("side by side: tessera, disk", () =>
 )
 const streamOverhead = await timed("streaming overhead", runStreamOverhead)
 const peers = await runPeerPlans()
+const coldStart = await timed("cold start", runColdStart)
 const sides: ReadonlyArray<SideResult> = [
   lcDefault,
   lcFull,
@@ -390,6 +413,7 @@ target(
   "see Side by side"
 )
 for (const row of peerTargetRows(peers)) target(row.name, row.measured, row.ok, row.cause)
+md.push(...coldStartRows(coldStart))
 for (const run of [hostile.inline, hostile.refused]) {
   target(
     `Hostile size (${run.mode}): 100 MB result, peak memory above start < 4x the payload, bounded summary requests`,
@@ -600,6 +624,7 @@ md.push(
 md.push("")
 md.push(...streamOverheadSection(streamOverhead))
 md.push(...peerSections(peers))
+md.push(...coldStartSection(coldStart))
 // Its own job: Postgres and runner processes of its own (`node bench/src/child.ts scale-out '<args>'` runs it alone).
 md.push(...scaleOutSection(await timed("scale-out", () => runChild<ScaleOutResult>("scale-out", scaleOutArgs))), "")
 const notesFile = path.join(root, "bench", "NOTES.md")

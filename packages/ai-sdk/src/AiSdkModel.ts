@@ -49,7 +49,14 @@ import {
   type LanguageModelV4Usage
 } from "@ai-sdk/provider"
 import { Compaction, Model } from "@tessera/runtime"
-import { Clock, Duration, Effect, Layer, Option, Schedule, Schema, Stream } from "effect"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 
 /**
  * A provider failure as the retry schedule sees it: the `ModelError` the

@@ -51,7 +51,10 @@ import type {
 } from "@ai-sdk/provider"
 import { type EntryGate, type Executor, ForeignLoop, History, Model, type ToolResultOffload } from "@tessera/runtime"
 import type { ModelMessage } from "ai"
-import { Cause, Effect, Exit, type Schema } from "effect"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import type * as Schema from "effect/Schema"
 import { toFinishReason, toUsage } from "./AiSdkModel.ts"
 import { outputText, toHistory, toPrompt } from "./internal/prompt.ts"
 

@@ -13,7 +13,10 @@
  *
  * @since 0.1.0
  */
-import { Context, Layer, Result, Schema } from "effect"
+import * as Context from "effect/Context"
+import * as Layer from "effect/Layer"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
 
 /**
  * The target is a specific internal state location of the host. Nothing was written.

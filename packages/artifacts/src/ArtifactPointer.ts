@@ -15,7 +15,9 @@
  *
  * @since 0.1.0
  */
-import { Option, Result, Schema } from "effect"
+import * as Option from "effect/Option"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
 import { resolveRelative } from "./ArtifactPath.ts"
 import { abstractOfWindow } from "./internal/abstract.ts"
 import * as internalUtf8 from "./internal/utf8.ts"

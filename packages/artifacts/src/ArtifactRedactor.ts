@@ -19,8 +19,11 @@
  *
  * @since 0.1.0
  */
-import type { Effect } from "effect"
-import { Context, Layer, Schema } from "effect"
+
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
 
 /**
  * The host's redactor failed; nothing was stored (the caller keeps its

@@ -19,7 +19,10 @@
  *
  * @since 0.1.0
  */
-import { Effect, Layer, Redacted, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
 import { ArtifactRedactor } from "./ArtifactRedactor.ts"
 import { rules as shippedRules } from "./internal/secretRules.ts"
 

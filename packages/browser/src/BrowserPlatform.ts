@@ -13,8 +13,9 @@
  * @since 0.1.0
  */
 import type { DurableFiles } from "@tessera/core"
-import type { FileSystem, Path } from "effect"
-import { Layer } from "effect"
+import type * as FileSystem from "effect/FileSystem"
+import * as Layer from "effect/Layer"
+import type * as Path from "effect/Path"
 import * as OpfsDurableFiles from "./OpfsDurableFiles.ts"
 import * as OpfsFileSystem from "./OpfsFileSystem.ts"
 import * as OpfsJournalFile from "./OpfsJournalFile.ts"

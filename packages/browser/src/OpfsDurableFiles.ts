@@ -40,7 +40,8 @@ import {
   OutsideWithin,
   relativeWithin
 } from "@tessera/core/DurableFiles"
-import { Effect, Layer } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import {
   codeOf,
   directoryAt,

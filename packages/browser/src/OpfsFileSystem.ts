@@ -28,7 +28,14 @@
  *
  * @since 0.1.0
  */
-import { ByteSize, Effect, FileSystem, Layer, Option, Path, PlatformError, Stream } from "effect"
+import * as ByteSize from "effect/ByteSize"
+import * as Effect from "effect/Effect"
+import * as FileSystem from "effect/FileSystem"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Path from "effect/Path"
+import * as PlatformError from "effect/PlatformError"
+import * as Stream from "effect/Stream"
 import {
   directoryAt,
   fileAt,

@@ -22,8 +22,9 @@
  * @since 0.1.0
  */
 import { JournalFile } from "@tessera/runtime"
-import type { Scope } from "effect"
-import { Effect, Layer } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Scope from "effect/Scope"
 import { fileAt } from "./internal/opfs.ts"
 
 type Operation = JournalFile.JournalFileError["operation"]

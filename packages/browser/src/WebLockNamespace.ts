@@ -11,8 +11,11 @@
  *
  * @since 0.1.0
  */
-import type { Scope } from "effect"
-import { Effect, Result, Schema } from "effect"
+
+import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 
 /**
  * The namespace is held by another runtime of this origin (another tab,

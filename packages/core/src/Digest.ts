@@ -13,7 +13,8 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
 
 /**
  * A measured payload: its UTF-8 byte length and the SHA-256 of those bytes

@@ -13,8 +13,10 @@
  *
  * @since 0.1.0
  */
-import type { Effect } from "effect"
-import { Context, Schema } from "effect"
+
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 
 /**
  * Which primitive failed, so a log reader can tell a failed publish from a

@@ -3,7 +3,7 @@
  *
  * @since 0.1.0
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { AgentId, TaskId } from "./Ids.ts"
 import { VolumeRef } from "./Volume.ts"
 

@@ -3,7 +3,9 @@
  *
  * @since 0.1.0
  */
-import { Context, Layer, Option } from "effect"
+import * as Context from "effect/Context"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import type { Access } from "./Grant.ts"
 import type { AgentId, TaskId } from "./Ids.ts"
 import type { VolumeDescriptor } from "./Volume.ts"

@@ -11,7 +11,7 @@
  *
  * @since 0.1.0
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 const identifierPattern = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/
 

@@ -7,7 +7,8 @@
  *
  * @since 0.1.0
  */
-import { Option, Result } from "effect"
+import * as Option from "effect/Option"
+import * as Result from "effect/Result"
 import type { Scope } from "./Grant.ts"
 import { holds } from "./Grant.ts"
 import type { AgentId, TaskId } from "./Ids.ts"

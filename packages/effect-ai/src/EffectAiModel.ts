@@ -24,8 +24,16 @@
  * @since 0.1.0
  */
 import { Model } from "@tessera/runtime"
-import { Effect, Layer, Schema, Stream } from "effect"
-import { type AiError, LanguageModel, type Prompt, type Response, Tool, type Toolkit } from "effect/ai"
+import type * as AiError from "effect/ai/AiError"
+import * as LanguageModel from "effect/ai/LanguageModel"
+import type * as Prompt from "effect/ai/Prompt"
+import type * as Response from "effect/ai/Response"
+import * as Tool from "effect/ai/Tool"
+import type * as Toolkit from "effect/ai/Toolkit"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import { partsToPrompt } from "./internal/prompt.ts"
 
 type AnyResponsePart = Response.AnyPart

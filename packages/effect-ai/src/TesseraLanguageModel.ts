@@ -42,8 +42,14 @@
  * @since 0.1.0
  */
 import { type EntryGate, type Executor, ForeignLoop, History, Model } from "@tessera/runtime"
-import { Effect, Layer, Schema, Stream } from "effect"
-import { AiError, LanguageModel, Prompt, Response } from "effect/ai"
+import * as AiError from "effect/ai/AiError"
+import * as LanguageModel from "effect/ai/LanguageModel"
+import * as Prompt from "effect/ai/Prompt"
+import * as Response from "effect/ai/Response"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import { fromLanguageModel, toFinishReason, toUsage } from "./EffectAiModel.ts"
 import { resultText, toHistory, toPrompt } from "./internal/prompt.ts"
 

@@ -17,8 +17,12 @@
  * @since 0.1.0
  */
 import type { Tool } from "@tessera/runtime"
-import { type Duration, Effect, Option } from "effect"
-import type { McpClient, McpClientError, McpSchema } from "effect/ai"
+import type * as McpClient from "effect/ai/McpClient"
+import type * as McpClientError from "effect/ai/McpClientError"
+import type * as McpSchema from "effect/ai/McpSchema"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 
 /**
  * How a server's tools are offered.

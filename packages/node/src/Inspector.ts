@@ -36,8 +36,13 @@
 import { ArtifactPointer } from "@tessera/artifacts"
 import { DurableFiles, Ids, Volume } from "@tessera/core"
 import { History, Journal, JournalEntry, type Model, StoreLayout, Transcript, VolumeStore } from "@tessera/runtime"
-import type { FileSystem as FileSystemNs } from "effect"
-import { Effect, FileSystem, Option, Path, Result, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import type * as FileSystemNs from "effect/FileSystem"
+import * as FileSystem from "effect/FileSystem"
+import * as Option from "effect/Option"
+import * as Path from "effect/Path"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
 
 /**
  * The folder cannot be inspected as a store: it is missing, not a folder,

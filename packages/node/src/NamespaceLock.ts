@@ -27,10 +27,16 @@
  */
 import { hostname } from "node:os"
 import { DurableFiles } from "@tessera/core"
-import type { Scope } from "effect"
-import { Clock, Effect, FileSystem, Option, Path, Result, Schema } from "effect"
+import * as Clock from "effect/Clock"
 import * as SecureRandom from "effect/crypto/SecureRandom"
+import * as Effect from "effect/Effect"
+import * as FileSystem from "effect/FileSystem"
+import * as Option from "effect/Option"
+import * as Path from "effect/Path"
 import type { PlatformError } from "effect/PlatformError"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 
 /**
  * The contents of a lock file.

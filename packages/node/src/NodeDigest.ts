@@ -10,7 +10,8 @@
  */
 import { hash } from "node:crypto"
 import { Digest } from "@tessera/core"
-import { Effect, Layer } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 
 const measureTextSync = (text: string): Digest.Measure => ({
   size: Buffer.byteLength(text, "utf8"),

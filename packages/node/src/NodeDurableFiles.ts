@@ -48,7 +48,8 @@ import {
   relativeWithin,
   SymlinkRefused
 } from "@tessera/core/DurableFiles"
-import { Effect, Layer } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import { writeAllBlocking } from "./internal/writeAllBlocking.ts"
 
 /**

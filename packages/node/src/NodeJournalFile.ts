@@ -18,7 +18,9 @@
  */
 import * as fs from "node:fs"
 import { JournalFile } from "@tessera/runtime"
-import { Effect, Layer, Option } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import { writeAllBlocking } from "./internal/writeAllBlocking.ts"
 
 const journalFileError = (operation: JournalFile.JournalFileError["operation"], error: unknown) =>

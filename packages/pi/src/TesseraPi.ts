@@ -51,7 +51,9 @@ import {
   streamSimple
 } from "@mariozechner/pi-ai"
 import { type EntryGate, ForeignLoop, History, Model, type ToolResultOffload } from "@tessera/runtime"
-import { Cause, Effect, Exit } from "effect"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import {
   resultText,
   toHistory,

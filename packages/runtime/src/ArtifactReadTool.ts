@@ -29,7 +29,11 @@
  */
 import { ArtifactPath } from "@tessera/artifacts"
 import { DurableFiles, Grant, Volume } from "@tessera/core"
-import { Effect, Option, Path, Result, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Path from "effect/Path"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
 import type * as Executor from "./Executor.ts"
 import { dataFolder } from "./internal/storeFolders.ts"
 import * as PrivateSummaries from "./PrivateSummaries.ts"

@@ -30,7 +30,11 @@
  */
 import { ArtifactPointer, ArtifactRedactor } from "@tessera/artifacts"
 import type { DurableFiles, Ids, Volume } from "@tessera/core"
-import { Effect, type FileSystem, Option, type Path, Result } from "effect"
+import * as Effect from "effect/Effect"
+import type * as FileSystem from "effect/FileSystem"
+import * as Option from "effect/Option"
+import type * as Path from "effect/Path"
+import * as Result from "effect/Result"
 import * as CompactionPolicy from "./CompactionPolicy.ts"
 import * as History from "./History.ts"
 import { cutPieces, cutWithNote, type SizedPiece } from "./internal/boundedText.ts"

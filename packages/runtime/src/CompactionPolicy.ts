@@ -10,8 +10,8 @@
  */
 import { ArtifactPointer } from "@tessera/artifacts"
 import { InvalidInput } from "@tessera/core"
-import type { Effect } from "effect"
-import { Schema } from "effect"
+import type * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 
 const PositiveInt = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }))
 const NonNegativeInt = Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }))

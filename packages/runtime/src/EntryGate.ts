@@ -12,7 +12,9 @@
  * @since 0.1.0
  */
 import { Unauthorized } from "@tessera/core"
-import { Effect, Option, Path } from "effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Path from "effect/Path"
 import * as CompactionPolicy from "./CompactionPolicy.ts"
 import { isRecordOf } from "./internal/journalIdentity.ts"
 import { makeRegistry } from "./internal/trusted.ts"

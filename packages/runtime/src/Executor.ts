@@ -41,7 +41,9 @@
  */
 import { ArtifactRedactor } from "@tessera/artifacts"
 import { Ids } from "@tessera/core"
-import { Effect, Option, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import * as History from "./History.ts"
 import { measureJson, measureRequest, measureText, rememberBody } from "./internal/digest.ts"
 import type {

@@ -47,7 +47,12 @@
  */
 import { ArtifactRedactor } from "@tessera/artifacts"
 import { Digest, type DurableFiles, type Ids, type Unauthorized } from "@tessera/core"
-import { Effect, type FileSystem, Option, type Path, Schema, Semaphore } from "effect"
+import * as Effect from "effect/Effect"
+import type * as FileSystem from "effect/FileSystem"
+import * as Option from "effect/Option"
+import type * as Path from "effect/Path"
+import * as Schema from "effect/Schema"
+import * as Semaphore from "effect/Semaphore"
 import type * as CompactionPolicy from "./CompactionPolicy.ts"
 import * as EntryGate from "./EntryGate.ts"
 import type * as Executor from "./Executor.ts"

@@ -9,7 +9,9 @@
  * @since 0.1.0
  */
 import { InvalidInput } from "@tessera/core"
-import { Effect, Option, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import type { ModelResponse, Part, ToolCallPart } from "./Model.ts"
 import { Part as PartSchema, text } from "./Model.ts"
 

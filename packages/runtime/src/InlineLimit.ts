@@ -15,7 +15,7 @@
  *
  * @since 0.1.0
  */
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import * as CompactionPolicy from "./CompactionPolicy.ts"
 import type * as Executor from "./Executor.ts"
 import { cutWithNote } from "./internal/boundedText.ts"

@@ -27,7 +27,8 @@
  *
  * @since 0.4.0
  */
-import { Context, Layer } from "effect"
+import * as Context from "effect/Context"
+import * as Layer from "effect/Layer"
 import { makeMemoryJournals } from "./internal/memoryJournals.ts"
 
 /**

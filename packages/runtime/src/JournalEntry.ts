@@ -10,7 +10,7 @@
  * @since 0.1.0
  */
 import { Ids, Volume } from "@tessera/core"
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { addUsage, FinishReason, Usage } from "./Model.ts"
 import { ToolFailure } from "./Tool.ts"
 

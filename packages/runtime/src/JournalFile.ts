@@ -17,8 +17,13 @@
  *
  * @since 0.1.0
  */
-import type { Scope } from "effect"
-import { Context, Effect, FileSystem, type Option, Schema } from "effect"
+
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as FileSystem from "effect/FileSystem"
+import type * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 
 /**
  * A journal file operation failed. `operation` says which (`open`, `read`,

@@ -17,7 +17,7 @@
  *
  * @since 0.1.0
  */
-import { Option } from "effect"
+import * as Option from "effect/Option"
 
 /**
  * Where a value stops being JSON: a path from the root (`$`, `$.key`,

@@ -28,7 +28,11 @@
  * @since 0.1.0
  */
 import { Volume } from "@tessera/core"
-import { Context, Effect, Layer, Schema, Stream } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 
 /**
  * Who speaks a text or media part.

@@ -16,8 +16,13 @@
  *
  * @since 0.1.0
  */
-import { Clock, Effect, Exit, Metric, Option } from "effect"
+
 import type * as GenAI from "effect/ai/Telemetry"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Metric from "effect/Metric"
+import * as Option from "effect/Option"
 
 /**
  * The GenAI operation names a Tessera span carries: a turn invokes the

@@ -13,8 +13,12 @@
  */
 import type { Volume } from "@tessera/core"
 import { PrivateWriter, Unauthorized } from "@tessera/core"
-import { Context, Effect, Option, Path, Result } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
 import { dual } from "effect/Function"
+import * as Option from "effect/Option"
+import * as Path from "effect/Path"
+import * as Result from "effect/Result"
 import { isRecordOf } from "./internal/journalIdentity.ts"
 import type { Capability, CapabilitySource } from "./internal/privateSummaries.ts"
 import { isMinted, mint } from "./internal/privateSummaries.ts"

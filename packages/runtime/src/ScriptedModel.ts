@@ -13,7 +13,10 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect, Layer, Stream } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Stream from "effect/Stream"
 import type { ModelRequest, ModelResponse, ModelStreamEvent } from "./Model.ts"
 import { fromStream, Model, ModelError } from "./Model.ts"
 

@@ -26,7 +26,7 @@
  * @since 0.1.0
  */
 import type { Ids } from "@tessera/core"
-import type { Path } from "effect"
+import type * as Path from "effect/Path"
 
 /**
  * The store manifest's file name, at the store root.

@@ -12,7 +12,7 @@
  * @since 0.1.0
  */
 import type { Grant, Ids, Volume } from "@tessera/core"
-import type { Option } from "effect"
+import type * as Option from "effect/Option"
 import type * as FilesystemTaskRuntime from "./FilesystemTaskRuntime.ts"
 import { contexts, type TaskContextTypeId } from "./internal/storeRuntime.ts"
 

@@ -10,7 +10,12 @@
  * @since 0.1.0
  */
 import { Digest, Ids, InvalidInput, Unauthorized } from "@tessera/core"
-import { Effect, Option, Path, Queue, Schema, Stream } from "effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Path from "effect/Path"
+import * as Queue from "effect/Queue"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import * as ArtifactReadTool from "./ArtifactReadTool.ts"
 import * as Compaction from "./Compaction.ts"
 import * as CompactionPolicy from "./CompactionPolicy.ts"

@@ -18,7 +18,10 @@
  *
  * @since 0.1.0
  */
-import { Duration, Effect, Option, Stream } from "effect"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
 import type { ModelResponse } from "./Model.ts"
 import { Model, ModelError } from "./Model.ts"
 import type * as Tool from "./Tool.ts"

@@ -8,7 +8,12 @@
  *
  * @since 0.1.0
  */
-import { Cause, Effect, Exit, Option, Predicate, Schema } from "effect"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
+import * as Predicate from "effect/Predicate"
+import * as Schema from "effect/Schema"
 import { canonicalJson } from "./internal/digest.ts"
 import type { ToolCallPart, ToolSpec } from "./Model.ts"
 

@@ -13,8 +13,8 @@
  *
  * @since 0.1.0
  */
-import { Schema } from "effect"
-import { DurableDeferred } from "effect/workflow"
+import * as Schema from "effect/Schema"
+import * as DurableDeferred from "effect/workflow/DurableDeferred"
 import * as ToolCallKey from "./ToolCallKey.ts"
 
 /**

@@ -15,11 +15,17 @@
  *
  * @since 0.1.0
  */
-import { NodeClusterSocket } from "@effect/platform-node"
+import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
 import { PgClient } from "@effect/sql-pg"
-import { Duration, Effect, Layer, Option, Redacted } from "effect"
-import { ClusterWorkflowEngine, RunnerAddress, type ShardingConfig } from "effect/cluster"
-import { Reactivity } from "effect/reactivity"
+import * as ClusterWorkflowEngine from "effect/cluster/ClusterWorkflowEngine"
+import * as RunnerAddress from "effect/cluster/RunnerAddress"
+import type * as ShardingConfig from "effect/cluster/ShardingConfig"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import * as Reactivity from "effect/reactivity/Reactivity"
 import * as TaskLock from "./TaskLock.ts"
 
 /**

@@ -40,7 +40,12 @@ import {
   type TaskExecution,
   TaskHost
 } from "@tessera/runtime"
-import { Context, Effect, Layer, Option, Path, Schema } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Path from "effect/Path"
+import * as Schema from "effect/Schema"
 import { TaskHosting } from "./TaskHosting.ts"
 
 /**

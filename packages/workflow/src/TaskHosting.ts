@@ -14,7 +14,9 @@
  */
 import type { Ids } from "@tessera/core"
 import type { EntryGate, Model, TaskExecution } from "@tessera/runtime"
-import { Context, type Duration, type Effect } from "effect"
+import * as Context from "effect/Context"
+import type * as Duration from "effect/Duration"
+import type * as Effect from "effect/Effect"
 
 /**
  * The host of a runner's tasks.

@@ -16,8 +16,9 @@
  * @since 0.1.0
  */
 import type { Ids } from "@tessera/core"
-import { Context, Effect } from "effect"
-import type { SqlClient } from "effect/sql"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import type * as SqlClient from "effect/sql/SqlClient"
 
 /**
  * Runs `effect` holding the task's lock: another holder of the same task's

@@ -21,7 +21,9 @@
  * @since 0.1.0
  */
 import type { Ids } from "@tessera/core"
-import { Context, Effect, Option } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 
 /**
  * What a call's key is made from: the task, the turn, the step whose

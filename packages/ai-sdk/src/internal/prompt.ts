@@ -13,7 +13,7 @@ import type {
   LanguageModelV4ToolResultPart
 } from "@ai-sdk/provider"
 import { Compaction, History, Model } from "@tessera/runtime"
-import type { Schema } from "effect"
+import type * as Schema from "effect/Schema"
 
 type MessageRole = LanguageModelV4Message["role"]
 type ContentPart = Exclude<LanguageModelV4Message["content"], string>[number]

@@ -18,8 +18,14 @@ const ellipsisBytes = 3
 const whitespace = /^\s+$/u
 const whitespaceRuns = /\s+/g
 
-// Building a segmenter costs more than segmenting an abstract's window; one serves every call.
-const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" })
+// Building a segmenter costs more than segmenting an abstract's window; one serves every call. It is built on
+// the first non-ASCII window, not when the module loads: the first one in a process initializes ICU's grapheme
+// rules (about 6 ms), which a process that never abstracts such a window should not pay at its start.
+let graphemes: Intl.Segmenter | undefined
+const graphemeSegmenter = (): Intl.Segmenter => {
+  graphemes ??= new Intl.Segmenter(undefined, { granularity: "grapheme" })
+  return graphemes
+}
 
 /**
  * The abstract of `window` within `maxBytes`, or `undefined` when the window
@@ -36,7 +42,7 @@ export const segmentedAbstract = (window: string, maxBytes: number, complete: bo
   let used = 0
   let spacePending = false
   let truncated = false
-  const segments = graphemes.segment(window)[Symbol.iterator]()
+  const segments = graphemeSegmenter().segment(window)[Symbol.iterator]()
   let current = segments.next()
   while (!current.done) {
     const next = segments.next()

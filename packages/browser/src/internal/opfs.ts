@@ -6,7 +6,7 @@
  * property of the normalized path itself. Every path is normalized here,
  * once, and everything above works on the segments.
  */
-import { PlatformError } from "effect"
+import * as PlatformError from "effect/PlatformError"
 
 /** Thrown (and mapped by callers) when a path is not absolute. */
 export const segmentsOf = (path: string): ReadonlyArray<string> => {

@@ -10,8 +10,8 @@
  *   Tessera model served by an Effect AI `LanguageModel`.
  */
 import { Compaction, History, Model } from "@tessera/runtime"
-import type { Schema } from "effect"
-import { Prompt } from "effect/ai"
+import * as Prompt from "effect/ai/Prompt"
+import type * as Schema from "effect/Schema"
 
 type Role = Prompt.Message["role"]
 type ContentPart = Exclude<Prompt.Message["content"], string>[number]

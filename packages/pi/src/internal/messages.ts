@@ -23,7 +23,7 @@ import type {
   UserMessage
 } from "@mariozechner/pi-ai"
 import { Compaction, History, Model } from "@tessera/runtime"
-import type { Schema } from "effect"
+import type * as Schema from "effect/Schema"
 
 type Block = AssistantMessage["content"][number] | TextContent | ImageContent
 

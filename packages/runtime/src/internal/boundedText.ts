@@ -9,7 +9,13 @@
  */
 import { ArtifactPointer } from "@tessera/artifacts"
 
-const segmenter = new Intl.Segmenter(undefined, { granularity: "grapheme" })
+// Built on the first cut, not when the module loads: the first segmenter of a process initializes ICU's grapheme
+// rules (milliseconds), which a process that never cuts a text should not pay at its start.
+let graphemes: Intl.Segmenter | undefined
+const segmenter = (): Intl.Segmenter => {
+  graphemes ??= new Intl.Segmenter(undefined, { granularity: "grapheme" })
+  return graphemes
+}
 
 // How far past the cut the segmenter looks: a boundary there depends on what follows (combining marks).
 const lookahead = 64
@@ -46,7 +52,7 @@ const prefixWithin = (text: string, maxBytes: number): string => {
   // Segmented from the start (boundaries depend on everything before them, flags for one), but only up
   // to just past the cut: the cost is the kept prefix's, never the whole text's.
   let boundary = 0
-  for (const { index } of segmenter.segment(text.slice(0, Math.min(text.length, end + lookahead)))) {
+  for (const { index } of segmenter().segment(text.slice(0, Math.min(text.length, end + lookahead)))) {
     if (index > end) break
     boundary = index
   }
@@ -109,7 +115,7 @@ const anchorWindow = 256
 const boundariesNear = (text: string, from: number, until: number): Array<number> => {
   const window = text.slice(from, Math.min(text.length, until + lookahead))
   const found: Array<number> = []
-  for (const { index } of segmenter.segment(window)) found.push(from + index)
+  for (const { index } of segmenter().segment(window)) found.push(from + index)
   found.push(from + window.length)
   return found
 }

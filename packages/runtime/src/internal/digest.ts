@@ -5,7 +5,7 @@
 
 import type { Measure } from "@tessera/core/Digest"
 import { Digest, measureText } from "@tessera/core/Digest"
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import type { ModelRequest } from "../Model.ts"
 
 export type { Measure } from "@tessera/core/Digest"

@@ -10,7 +10,9 @@
  * folder or a FIFO planted there stays refused), is then read by its name.
  */
 import type { DurableFiles } from "@tessera/core"
-import { Effect, type FileSystem, Option } from "effect"
+import * as Effect from "effect/Effect"
+import type * as FileSystem from "effect/FileSystem"
+import * as Option from "effect/Option"
 
 /** The file's bytes, `None` when it does not exist, or why it could not be read. */
 export const readPublished = (

@@ -10,7 +10,8 @@
  * copy the list of turns once per entry.
  */
 import type { Ids } from "@tessera/core"
-import { Option, Result } from "effect"
+import * as Option from "effect/Option"
+import * as Result from "effect/Result"
 import type { JournalState, SummaryRecord, TurnState } from "../Journal.ts"
 import type { Entry } from "../JournalEntry.ts"
 

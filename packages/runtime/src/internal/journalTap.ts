@@ -5,8 +5,9 @@
  * it; the journal instead offers those entries to the tap found in the
  * writing fiber's context. No tap (every non-streamed turn): nothing runs.
  */
-import type { Effect } from "effect"
-import { Context } from "effect"
+
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
 import type { Entry } from "../JournalEntry.ts"
 
 export const JournalTap = Context.Reference<((entry: Entry) => Effect.Effect<void>) | undefined>(

@@ -15,7 +15,7 @@
  * decides and names what is wrong. So the predicate can only save work,
  * never change a verdict (a property test holds it to that).
  */
-import type { SchemaAST } from "effect"
+import type * as SchemaAST from "effect/SchemaAST"
 
 /** What a compiled node answers for an input it does not vouch for. */
 const notPlain: unique symbol = Symbol("notPlain")

@@ -5,10 +5,15 @@
  * @internal
  */
 import { DurableFiles } from "@tessera/core"
-import type { FileSystem, Path } from "effect"
-import { Effect, Option, Result, Schema, SchemaIssue } from "effect"
 import * as SecureRandom from "effect/crypto/SecureRandom"
+import * as Effect from "effect/Effect"
+import type * as FileSystem from "effect/FileSystem"
+import * as Option from "effect/Option"
+import type * as Path from "effect/Path"
 import type { PlatformError } from "effect/PlatformError"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import * as SchemaIssue from "effect/SchemaIssue"
 
 /**
  * Where a decoded file went wrong: the field path (`owner.agent`, `(root)`

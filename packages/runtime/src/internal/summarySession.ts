@@ -3,7 +3,8 @@
  * writer is resolved before admission and carried into publication, so
  * nothing resolves a writer after a model request was dispatched.
  */
-import { Effect, Option } from "effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import * as Compaction from "../Compaction.ts"
 import * as CompactionPolicy from "../CompactionPolicy.ts"
 import type { TaskBinding } from "../EntryGate.ts"

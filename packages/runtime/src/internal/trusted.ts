@@ -8,7 +8,7 @@
  * the library can neither add to a registry nor reach one.
  */
 import { Unauthorized } from "@tessera/core/Unauthorized"
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 
 export interface Registry<A extends object> {
   /** Freezes `value`, records it and returns it. */

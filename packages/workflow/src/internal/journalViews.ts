@@ -5,7 +5,8 @@
  * @internal
  */
 import type { Journal } from "@tessera/runtime"
-import { Effect, Option } from "effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 
 /** A result the engine must hold before the journal may record it. */
 export interface Deferred {
