@@ -303,14 +303,14 @@ const missCauseBody = (run: PeersRun, target: PeerTarget): string => {
   if (target.per === "step") {
     return (
       measured +
-      "Every step measures its new result, on average 95,000 characters (154 KB of UTF-8) of mixed text: its canonical JSON for the request's hash chain (`JSON.stringify`, about 330 µs), the SHA-256 of that JSON and of the text for `ToolResulted` (about 230 µs each, most of it encoding the text to UTF-8), its UTF-8 length twice in the Node digest (about 85 µs each) and once more in compaction's measure of the request (`ArtifactPointer.utf8Length`, a JavaScript loop past the first non-ASCII character, about 210 µs): about 1.2 ms per step, timed one by one on this workload's results, and 72% of a `node --cpu-prof` profile of the job. " +
+      `Without the tool's own time a step took ${formatMs(ours.step.median - ours.toolMsPerStep)} ms of ours against ${formatMs(theirs.step.median - theirs.toolMsPerStep)} ms. ` +
+      "Every step measures its new result once, on average 95,000 characters (154 KB of UTF-8) of mixed text, for `ToolResulted`: its SHA-256 (about 215 µs, most of it encoding the text to UTF-8) and its UTF-8 size (about 68 µs), timed one by one on this workload's results; the request's hash chain and compaction's size of the request reuse that measure. Those two take about half of a `node --cpu-prof` profile of the job once module loading and the tool are left out. " +
       "The other sides never look at a result's text: their scripted models ignore their input and their loops only pass the strings along."
     )
   }
   return (
     measured +
-    `A summarization step of ours is a step (its new result measured as above), then the summary request (about 1,000,000 characters of history rendered into pieces and measured), the summary staged write-once (five durable-file calls, about 0.35 ms) and journaled, and the next request measured against the kept rounds; it took ${summaryExtra(ours)} ms more than our plain step, LangChain's ${summaryExtra(theirs)} ms more than its own. ` +
-    "Timed in the step: 1.47 ms from the previous agent call to the summary request, 1.24 ms from it to the next agent call."
+    `A summarization step of ours is a step (its new result measured as above), then the summary request (about 1,000,000 characters of history rendered into pieces and measured), the summary staged write-once (five durable-file calls, about 0.35 ms) and journaled, and the next request measured against the kept rounds; it took ${summaryExtra(ours)} ms more than our plain step, LangChain's ${summaryExtra(theirs)} ms more than its own.`
   )
 }
 
