@@ -1,7 +1,8 @@
 /**
  * Rewrites the packages' imports of Effect's barrels (`effect`, `effect/ai`,
  * `effect/cluster`, `effect/reactivity`, `effect/sql`, `effect/workflow`,
- * `@effect/platform-node`) into deep imports of the modules they name:
+ * `@effect/platform-node`) and of our own packages' indexes (`@tessera/core`,
+ * `@tessera/runtime`, ...) into deep imports of the modules they name:
  *
  *     import { Effect, type Scope, pipe } from "effect"
  *
@@ -53,7 +54,17 @@ const barrels: ReadonlyArray<Barrel> = [
     specifier: "@effect/platform-node",
     index: path.join(packageFolder("@effect/platform-node"), "dist", "index.js"),
     deepPrefix: "@effect/platform-node/"
-  }
+  },
+  // Our own packages import each other by module too: through another package's index, a host that imports only
+  // the modules it uses would still load every module of that package.
+  ...fs
+    .readdirSync(path.join(root, "packages"))
+    .filter((name) => fs.existsSync(path.join(root, "packages", name, "src", "index.ts")))
+    .map((name) => ({
+      specifier: `@tessera/${name}`,
+      index: path.join(root, "packages", name, "src", "index.ts"),
+      deepPrefix: `@tessera/${name}/`
+    }))
 ]
 
 /** Where each name a barrel exports comes from: a module it re-exports whole (`* as`) or one it picks names from. */
@@ -67,10 +78,10 @@ const withoutComments = (source: string): string => source.replace(/\/\*[\s\S]*?
 const exportsOf = (barrel: Barrel): ReadonlyMap<string, Exported> => {
   const source = withoutComments(fs.readFileSync(barrel.index, "utf8"))
   const names = new Map<string, Exported>()
-  for (const match of source.matchAll(/export\s*\*\s*as\s+(\w+)\s+from\s*"\.\/([\w/]+)\.js"/g)) {
+  for (const match of source.matchAll(/export\s*\*\s*as\s+(\w+)\s+from\s*"\.\/([\w/]+)\.[jt]s"/g)) {
     names.set(match[1] as string, { module: match[2] as string, namespace: true })
   }
-  for (const match of source.matchAll(/export\s*\{([^}]*)\}\s*from\s*"\.\/([\w/]+)\.js"/g)) {
+  for (const match of source.matchAll(/export\s*\{([^}]*)\}\s*from\s*"\.\/([\w/]+)\.[jt]s"/g)) {
     for (const name of (match[1] as string).split(",").map((part) => part.trim())) {
       if (name !== "") names.set(name, { module: match[2] as string, namespace: false })
     }

@@ -6,24 +6,24 @@
  * `TaskExecution.runTurn` with one tool over a scripted model, which
  * answers at once.
  *
- * It imports Tessera's packages by their main entries, as the getting-started
- * program does, and Effect's modules by their own paths (`effect/Effect`),
- * which is what the packages do: importing `effect` itself loads every module
- * of Effect (see bench/NOTES.md).
+ * It imports Tessera's modules and Effect's by their own paths
+ * (`@tessera/runtime/TaskExecution`, `effect/Effect`), as the packages do
+ * and as docs/getting-started.md advises a program that starts often: an
+ * index loads every module of its package (see bench/NOTES.md).
  */
-import { HostAuthority, Ids, Volume } from "@tessera/core"
-import { NodeTessera } from "@tessera/node"
-import {
-  EntryGate,
-  FilesystemTaskRuntime,
-  History,
-  Journal,
-  Model,
-  ScriptedModel,
-  TaskExecution,
-  TaskHost,
-  Tool
-} from "@tessera/runtime"
+import * as HostAuthority from "@tessera/core/HostAuthority"
+import * as Ids from "@tessera/core/Ids"
+import * as Volume from "@tessera/core/Volume"
+import * as NodeTessera from "@tessera/node/NodeTessera"
+import * as EntryGate from "@tessera/runtime/EntryGate"
+import * as FilesystemTaskRuntime from "@tessera/runtime/FilesystemTaskRuntime"
+import * as History from "@tessera/runtime/History"
+import * as Journal from "@tessera/runtime/Journal"
+import * as Model from "@tessera/runtime/Model"
+import * as ScriptedModel from "@tessera/runtime/ScriptedModel"
+import * as TaskExecution from "@tessera/runtime/TaskExecution"
+import * as TaskHost from "@tessera/runtime/TaskHost"
+import * as Tool from "@tessera/runtime/Tool"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"

@@ -48,7 +48,8 @@ import {
   type LanguageModelV4TextPart,
   type LanguageModelV4Usage
 } from "@ai-sdk/provider"
-import { Compaction, Model } from "@tessera/runtime"
+import * as Compaction from "@tessera/runtime/Compaction"
+import * as Model from "@tessera/runtime/Model"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"

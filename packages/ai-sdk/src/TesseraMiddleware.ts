@@ -49,7 +49,12 @@ import type {
   LanguageModelV4StreamPart,
   LanguageModelV4Usage
 } from "@ai-sdk/provider"
-import { type EntryGate, type Executor, ForeignLoop, History, Model, type ToolResultOffload } from "@tessera/runtime"
+import type * as EntryGate from "@tessera/runtime/EntryGate"
+import type * as Executor from "@tessera/runtime/Executor"
+import * as ForeignLoop from "@tessera/runtime/ForeignLoop"
+import * as History from "@tessera/runtime/History"
+import * as Model from "@tessera/runtime/Model"
+import type * as ToolResultOffload from "@tessera/runtime/ToolResultOffload"
 import type { ModelMessage } from "ai"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"

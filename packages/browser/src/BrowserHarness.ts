@@ -29,10 +29,19 @@
  *
  * @since 0.1.0
  */
-import { ArtifactPathPolicy } from "@tessera/artifacts"
-import type { Grant } from "@tessera/core"
-import { DurableFiles, HostAuthority, Ids, InvalidInput, Volume } from "@tessera/core"
-import { EntryGate, FilesystemTaskRuntime, Journal, StoreLayout, TaskHost, VolumeStore } from "@tessera/runtime"
+import * as ArtifactPathPolicy from "@tessera/artifacts/ArtifactPathPolicy"
+import * as DurableFiles from "@tessera/core/DurableFiles"
+import type * as Grant from "@tessera/core/Grant"
+import * as HostAuthority from "@tessera/core/HostAuthority"
+import * as Ids from "@tessera/core/Ids"
+import * as InvalidInput from "@tessera/core/InvalidInput"
+import * as Volume from "@tessera/core/Volume"
+import * as EntryGate from "@tessera/runtime/EntryGate"
+import * as FilesystemTaskRuntime from "@tessera/runtime/FilesystemTaskRuntime"
+import * as Journal from "@tessera/runtime/Journal"
+import * as StoreLayout from "@tessera/runtime/StoreLayout"
+import * as TaskHost from "@tessera/runtime/TaskHost"
+import * as VolumeStore from "@tessera/runtime/VolumeStore"
 import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
 import * as Layer from "effect/Layer"

@@ -12,7 +12,7 @@
  *
  * @since 0.1.0
  */
-import type { DurableFiles } from "@tessera/core"
+import type * as DurableFiles from "@tessera/core/DurableFiles"
 import type * as FileSystem from "effect/FileSystem"
 import * as Layer from "effect/Layer"
 import type * as Path from "effect/Path"

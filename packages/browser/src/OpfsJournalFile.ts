@@ -21,7 +21,7 @@
  *
  * @since 0.1.0
  */
-import { JournalFile } from "@tessera/runtime"
+import * as JournalFile from "@tessera/runtime/JournalFile"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"

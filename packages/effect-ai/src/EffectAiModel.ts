@@ -23,7 +23,7 @@
  *
  * @since 0.1.0
  */
-import { Model } from "@tessera/runtime"
+import * as Model from "@tessera/runtime/Model"
 import type * as AiError from "effect/ai/AiError"
 import * as LanguageModel from "effect/ai/LanguageModel"
 import type * as Prompt from "effect/ai/Prompt"

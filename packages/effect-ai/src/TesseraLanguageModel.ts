@@ -41,7 +41,11 @@
  *
  * @since 0.1.0
  */
-import { type EntryGate, type Executor, ForeignLoop, History, Model } from "@tessera/runtime"
+import type * as EntryGate from "@tessera/runtime/EntryGate"
+import type * as Executor from "@tessera/runtime/Executor"
+import * as ForeignLoop from "@tessera/runtime/ForeignLoop"
+import * as History from "@tessera/runtime/History"
+import * as Model from "@tessera/runtime/Model"
 import * as AiError from "effect/ai/AiError"
 import * as LanguageModel from "effect/ai/LanguageModel"
 import * as Prompt from "effect/ai/Prompt"

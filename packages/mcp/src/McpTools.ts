@@ -16,7 +16,7 @@
  *
  * @since 0.1.0
  */
-import type { Tool } from "@tessera/runtime"
+import type * as Tool from "@tessera/runtime/Tool"
 import type * as McpClient from "effect/ai/McpClient"
 import type * as McpClientError from "effect/ai/McpClientError"
 import type * as McpSchema from "effect/ai/McpSchema"

@@ -33,9 +33,17 @@
  *
  * @since 0.1.0
  */
-import { ArtifactPointer } from "@tessera/artifacts"
-import { DurableFiles, Ids, Volume } from "@tessera/core"
-import { History, Journal, JournalEntry, type Model, StoreLayout, Transcript, VolumeStore } from "@tessera/runtime"
+import * as ArtifactPointer from "@tessera/artifacts/ArtifactPointer"
+import * as DurableFiles from "@tessera/core/DurableFiles"
+import * as Ids from "@tessera/core/Ids"
+import * as Volume from "@tessera/core/Volume"
+import * as History from "@tessera/runtime/History"
+import * as Journal from "@tessera/runtime/Journal"
+import * as JournalEntry from "@tessera/runtime/JournalEntry"
+import type * as Model from "@tessera/runtime/Model"
+import * as StoreLayout from "@tessera/runtime/StoreLayout"
+import * as Transcript from "@tessera/runtime/Transcript"
+import * as VolumeStore from "@tessera/runtime/VolumeStore"
 import * as Effect from "effect/Effect"
 import type * as FileSystemNs from "effect/FileSystem"
 import * as FileSystem from "effect/FileSystem"

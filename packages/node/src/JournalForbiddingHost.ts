@@ -28,11 +28,14 @@
  *
  * @since 0.1.0
  */
-import type { ArtifactPathPolicy } from "@tessera/artifacts"
-import type { Grant, Ids } from "@tessera/core"
-import { HostAuthority, type Volume } from "@tessera/core"
-import type { JournalDurability, TaskHost } from "@tessera/runtime"
-import { FilesystemTaskRuntime } from "@tessera/runtime"
+import type * as ArtifactPathPolicy from "@tessera/artifacts/ArtifactPathPolicy"
+import type * as Grant from "@tessera/core/Grant"
+import * as HostAuthority from "@tessera/core/HostAuthority"
+import type * as Ids from "@tessera/core/Ids"
+import type * as Volume from "@tessera/core/Volume"
+import * as FilesystemTaskRuntime from "@tessera/runtime/FilesystemTaskRuntime"
+import type * as JournalDurability from "@tessera/runtime/JournalDurability"
+import type * as TaskHost from "@tessera/runtime/TaskHost"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import type * as FileSystem from "effect/FileSystem"

@@ -27,11 +27,16 @@
  *
  * @since 0.1.0
  */
-import { ArtifactPathPolicy } from "@tessera/artifacts"
-import type { Grant } from "@tessera/core"
-import { HostAuthority, Ids, Volume } from "@tessera/core"
-import type { JournalDurability, TaskHost, VolumeStore } from "@tessera/runtime"
-import { FilesystemTaskRuntime, StoreLayout } from "@tessera/runtime"
+import * as ArtifactPathPolicy from "@tessera/artifacts/ArtifactPathPolicy"
+import type * as Grant from "@tessera/core/Grant"
+import * as HostAuthority from "@tessera/core/HostAuthority"
+import * as Ids from "@tessera/core/Ids"
+import * as Volume from "@tessera/core/Volume"
+import * as FilesystemTaskRuntime from "@tessera/runtime/FilesystemTaskRuntime"
+import type * as JournalDurability from "@tessera/runtime/JournalDurability"
+import * as StoreLayout from "@tessera/runtime/StoreLayout"
+import type * as TaskHost from "@tessera/runtime/TaskHost"
+import type * as VolumeStore from "@tessera/runtime/VolumeStore"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"

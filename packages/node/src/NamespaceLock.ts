@@ -26,7 +26,7 @@
  * @since 0.1.0
  */
 import { hostname } from "node:os"
-import { DurableFiles } from "@tessera/core"
+import * as DurableFiles from "@tessera/core/DurableFiles"
 import * as Clock from "effect/Clock"
 import * as SecureRandom from "effect/crypto/SecureRandom"
 import * as Effect from "effect/Effect"

@@ -9,7 +9,7 @@
  * @since 0.1.0
  */
 import { hash } from "node:crypto"
-import { Digest } from "@tessera/core"
+import * as Digest from "@tessera/core/Digest"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 

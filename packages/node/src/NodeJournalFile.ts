@@ -17,7 +17,7 @@
  * @since 0.1.0
  */
 import * as fs from "node:fs"
-import { JournalFile } from "@tessera/runtime"
+import * as JournalFile from "@tessera/runtime/JournalFile"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"

@@ -30,7 +30,7 @@
  */
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodePath from "@effect/platform-node/NodePath"
-import type { DurableFiles } from "@tessera/core"
+import type * as DurableFiles from "@tessera/core/DurableFiles"
 import type * as FileSystem from "effect/FileSystem"
 import * as Layer from "effect/Layer"
 import type * as Path from "effect/Path"

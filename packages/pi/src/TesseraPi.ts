@@ -50,7 +50,11 @@ import {
   type SimpleStreamOptions,
   streamSimple
 } from "@mariozechner/pi-ai"
-import { type EntryGate, ForeignLoop, History, Model, type ToolResultOffload } from "@tessera/runtime"
+import type * as EntryGate from "@tessera/runtime/EntryGate"
+import * as ForeignLoop from "@tessera/runtime/ForeignLoop"
+import * as History from "@tessera/runtime/History"
+import * as Model from "@tessera/runtime/Model"
+import type * as ToolResultOffload from "@tessera/runtime/ToolResultOffload"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"

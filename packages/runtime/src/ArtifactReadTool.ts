@@ -27,8 +27,10 @@
  *
  * @since 0.1.0
  */
-import { ArtifactPath } from "@tessera/artifacts"
-import { DurableFiles, Grant, Volume } from "@tessera/core"
+import * as ArtifactPath from "@tessera/artifacts/ArtifactPath"
+import * as DurableFiles from "@tessera/core/DurableFiles"
+import * as Grant from "@tessera/core/Grant"
+import * as Volume from "@tessera/core/Volume"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Path from "effect/Path"

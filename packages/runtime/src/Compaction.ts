@@ -28,8 +28,11 @@
  *
  * @since 0.1.0
  */
-import { ArtifactPointer, ArtifactRedactor } from "@tessera/artifacts"
-import type { DurableFiles, Ids, Volume } from "@tessera/core"
+import * as ArtifactPointer from "@tessera/artifacts/ArtifactPointer"
+import * as ArtifactRedactor from "@tessera/artifacts/ArtifactRedactor"
+import type * as DurableFiles from "@tessera/core/DurableFiles"
+import type * as Ids from "@tessera/core/Ids"
+import type * as Volume from "@tessera/core/Volume"
 import * as Effect from "effect/Effect"
 import type * as FileSystem from "effect/FileSystem"
 import * as Option from "effect/Option"

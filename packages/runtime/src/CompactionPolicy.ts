@@ -8,8 +8,8 @@
  *
  * @since 0.1.0
  */
-import { ArtifactPointer } from "@tessera/artifacts"
-import { InvalidInput } from "@tessera/core"
+import * as ArtifactPointer from "@tessera/artifacts/ArtifactPointer"
+import * as InvalidInput from "@tessera/core/InvalidInput"
 import type * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 

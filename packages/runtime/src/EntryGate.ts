@@ -11,7 +11,7 @@
  *
  * @since 0.1.0
  */
-import { Unauthorized } from "@tessera/core"
+import * as Unauthorized from "@tessera/core/Unauthorized"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Path from "effect/Path"

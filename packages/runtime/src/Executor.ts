@@ -39,8 +39,8 @@
  *
  * @since 0.1.0
  */
-import { ArtifactRedactor } from "@tessera/artifacts"
-import { Ids } from "@tessera/core"
+import * as ArtifactRedactor from "@tessera/artifacts/ArtifactRedactor"
+import * as Ids from "@tessera/core/Ids"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"

@@ -11,11 +11,12 @@
  *
  * @since 0.1.0
  */
-import type { Grant, Volume } from "@tessera/core"
+import type * as Grant from "@tessera/core/Grant"
 import type { HostAuthority } from "@tessera/core/HostAuthority"
 import type { InvalidInput } from "@tessera/core/InvalidInput"
 import type { VerifiedPrivateWriter } from "@tessera/core/PrivateWriter"
 import type { Unauthorized } from "@tessera/core/Unauthorized"
+import type * as Volume from "@tessera/core/Volume"
 import * as Effect from "effect/Effect"
 import type * as FileSystem from "effect/FileSystem"
 import type * as Option from "effect/Option"

@@ -45,8 +45,11 @@
  *
  * @since 0.2.0
  */
-import { ArtifactRedactor } from "@tessera/artifacts"
-import { Digest, type DurableFiles, type Ids, type Unauthorized } from "@tessera/core"
+import * as ArtifactRedactor from "@tessera/artifacts/ArtifactRedactor"
+import * as Digest from "@tessera/core/Digest"
+import type * as DurableFiles from "@tessera/core/DurableFiles"
+import type * as Ids from "@tessera/core/Ids"
+import type * as Unauthorized from "@tessera/core/Unauthorized"
 import * as Effect from "effect/Effect"
 import type * as FileSystem from "effect/FileSystem"
 import * as Option from "effect/Option"

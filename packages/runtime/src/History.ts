@@ -8,7 +8,7 @@
  *
  * @since 0.1.0
  */
-import { InvalidInput } from "@tessera/core"
+import * as InvalidInput from "@tessera/core/InvalidInput"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"

@@ -44,8 +44,9 @@
  *
  * @since 0.1.0
  */
-import { ArtifactPointer } from "@tessera/artifacts"
-import { Ids, InvalidInput } from "@tessera/core"
+import * as ArtifactPointer from "@tessera/artifacts/ArtifactPointer"
+import * as Ids from "@tessera/core/Ids"
+import * as InvalidInput from "@tessera/core/InvalidInput"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"

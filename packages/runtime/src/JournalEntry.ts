@@ -9,7 +9,8 @@
  *
  * @since 0.1.0
  */
-import { Ids, Volume } from "@tessera/core"
+import * as Ids from "@tessera/core/Ids"
+import * as Volume from "@tessera/core/Volume"
 import * as Schema from "effect/Schema"
 import { addUsage, FinishReason, Usage } from "./Model.ts"
 import { ToolFailure } from "./Tool.ts"

@@ -27,7 +27,7 @@
  *
  * @since 0.1.0
  */
-import { Volume } from "@tessera/core"
+import * as Volume from "@tessera/core/Volume"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"

@@ -15,8 +15,11 @@
  * @since 0.1.0
  */
 
-import type { Unauthorized, Volume } from "@tessera/core"
-import { DurableFiles, Ids, InvalidInput } from "@tessera/core"
+import * as DurableFiles from "@tessera/core/DurableFiles"
+import * as Ids from "@tessera/core/Ids"
+import * as InvalidInput from "@tessera/core/InvalidInput"
+import type * as Unauthorized from "@tessera/core/Unauthorized"
+import type * as Volume from "@tessera/core/Volume"
 import * as SecureRandom from "effect/crypto/SecureRandom"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"

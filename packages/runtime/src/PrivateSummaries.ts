@@ -11,8 +11,10 @@
  *
  * @since 0.1.0
  */
-import type { Volume } from "@tessera/core"
-import { PrivateWriter, Unauthorized } from "@tessera/core"
+
+import * as PrivateWriter from "@tessera/core/PrivateWriter"
+import * as Unauthorized from "@tessera/core/Unauthorized"
+import type * as Volume from "@tessera/core/Volume"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import { dual } from "effect/Function"

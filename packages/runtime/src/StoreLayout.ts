@@ -25,7 +25,7 @@
  *
  * @since 0.1.0
  */
-import type { Ids } from "@tessera/core"
+import type * as Ids from "@tessera/core/Ids"
 import type * as Path from "effect/Path"
 
 /**

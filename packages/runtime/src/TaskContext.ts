@@ -11,7 +11,9 @@
  *
  * @since 0.1.0
  */
-import type { Grant, Ids, Volume } from "@tessera/core"
+import type * as Grant from "@tessera/core/Grant"
+import type * as Ids from "@tessera/core/Ids"
+import type * as Volume from "@tessera/core/Volume"
 import type * as Option from "effect/Option"
 import type * as FilesystemTaskRuntime from "./FilesystemTaskRuntime.ts"
 import { contexts, type TaskContextTypeId } from "./internal/storeRuntime.ts"

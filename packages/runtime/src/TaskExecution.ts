@@ -9,7 +9,10 @@
  *
  * @since 0.1.0
  */
-import { Digest, Ids, InvalidInput, Unauthorized } from "@tessera/core"
+import * as Digest from "@tessera/core/Digest"
+import * as Ids from "@tessera/core/Ids"
+import * as InvalidInput from "@tessera/core/InvalidInput"
+import * as Unauthorized from "@tessera/core/Unauthorized"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Path from "effect/Path"

@@ -4,10 +4,10 @@
  *
  * @since 0.1.0
  */
-import type { Grant } from "@tessera/core"
-import { Ids } from "@tessera/core"
+import type * as Grant from "@tessera/core/Grant"
 import { Capability } from "@tessera/core/Grant"
 import { HostAuthority } from "@tessera/core/HostAuthority"
+import * as Ids from "@tessera/core/Ids"
 import { decode, type InvalidInput } from "@tessera/core/InvalidInput"
 import { Unauthorized } from "@tessera/core/Unauthorized"
 import * as Effect from "effect/Effect"

@@ -11,9 +11,12 @@
  *
  * @since 0.1.0
  */
-import { ArtifactOffload } from "@tessera/artifacts"
-import type { Ids, Volume } from "@tessera/core"
-import { Digest, type DurableFiles, Unauthorized } from "@tessera/core"
+import * as ArtifactOffload from "@tessera/artifacts/ArtifactOffload"
+import * as Digest from "@tessera/core/Digest"
+import type * as DurableFiles from "@tessera/core/DurableFiles"
+import type * as Ids from "@tessera/core/Ids"
+import * as Unauthorized from "@tessera/core/Unauthorized"
+import type * as Volume from "@tessera/core/Volume"
 import * as Effect from "effect/Effect"
 import type * as FileSystem from "effect/FileSystem"
 import * as Option from "effect/Option"

@@ -35,8 +35,10 @@
  *
  * @since 0.3.0
  */
-import { ArtifactRedactor } from "@tessera/artifacts"
-import { DurableFiles, type Ids, Volume } from "@tessera/core"
+import * as ArtifactRedactor from "@tessera/artifacts/ArtifactRedactor"
+import * as DurableFiles from "@tessera/core/DurableFiles"
+import type * as Ids from "@tessera/core/Ids"
+import * as Volume from "@tessera/core/Volume"
 import * as SecureRandom from "effect/crypto/SecureRandom"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"

@@ -13,8 +13,13 @@
  *
  * @since 0.1.0
  */
-import type { Ids } from "@tessera/core"
-import { DurableFiles, Ids as IdSchemas, InvalidInput, Unauthorized, Volume } from "@tessera/core"
+
+import * as DurableFiles from "@tessera/core/DurableFiles"
+import type * as Ids from "@tessera/core/Ids"
+import * as IdSchemas from "@tessera/core/Ids"
+import * as InvalidInput from "@tessera/core/InvalidInput"
+import * as Unauthorized from "@tessera/core/Unauthorized"
+import * as Volume from "@tessera/core/Volume"
 import * as SecureRandom from "effect/crypto/SecureRandom"
 import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"

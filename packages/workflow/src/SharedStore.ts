@@ -29,17 +29,17 @@
  *
  * @since 0.1.0
  */
-import { ArtifactPathPolicy } from "@tessera/artifacts"
-import { Ids, Volume } from "@tessera/core"
-import { LocalHarness, StateNamespace } from "@tessera/node"
-import {
-  EntryGate,
-  FilesystemTaskRuntime,
-  type Model,
-  StoreLayout,
-  type TaskExecution,
-  TaskHost
-} from "@tessera/runtime"
+import * as ArtifactPathPolicy from "@tessera/artifacts/ArtifactPathPolicy"
+import * as Ids from "@tessera/core/Ids"
+import * as Volume from "@tessera/core/Volume"
+import * as LocalHarness from "@tessera/node/LocalHarness"
+import * as StateNamespace from "@tessera/node/StateNamespace"
+import * as EntryGate from "@tessera/runtime/EntryGate"
+import * as FilesystemTaskRuntime from "@tessera/runtime/FilesystemTaskRuntime"
+import type * as Model from "@tessera/runtime/Model"
+import * as StoreLayout from "@tessera/runtime/StoreLayout"
+import type * as TaskExecution from "@tessera/runtime/TaskExecution"
+import * as TaskHost from "@tessera/runtime/TaskHost"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"

@@ -12,8 +12,10 @@
  *
  * @since 0.1.0
  */
-import type { Ids } from "@tessera/core"
-import type { EntryGate, Model, TaskExecution } from "@tessera/runtime"
+import type * as Ids from "@tessera/core/Ids"
+import type * as EntryGate from "@tessera/runtime/EntryGate"
+import type * as Model from "@tessera/runtime/Model"
+import type * as TaskExecution from "@tessera/runtime/TaskExecution"
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"

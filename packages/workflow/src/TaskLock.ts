@@ -15,7 +15,7 @@
  *
  * @since 0.1.0
  */
-import type { Ids } from "@tessera/core"
+import type * as Ids from "@tessera/core/Ids"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import type * as SqlClient from "effect/sql/SqlClient"

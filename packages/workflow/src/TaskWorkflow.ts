@@ -52,8 +52,15 @@
  *
  * @since 0.1.0
  */
-import { Ids } from "@tessera/core"
-import { EntryGate, Executor, History, Journal, Model, PrivateSummaries, TaskExecution, Tool } from "@tessera/runtime"
+import * as Ids from "@tessera/core/Ids"
+import * as EntryGate from "@tessera/runtime/EntryGate"
+import * as Executor from "@tessera/runtime/Executor"
+import * as History from "@tessera/runtime/History"
+import * as Journal from "@tessera/runtime/Journal"
+import * as Model from "@tessera/runtime/Model"
+import * as PrivateSummaries from "@tessera/runtime/PrivateSummaries"
+import * as TaskExecution from "@tessera/runtime/TaskExecution"
+import * as Tool from "@tessera/runtime/Tool"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"

@@ -20,7 +20,7 @@
  *
  * @since 0.1.0
  */
-import type { Ids } from "@tessera/core"
+import type * as Ids from "@tessera/core/Ids"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"

@@ -12,7 +12,9 @@ import type {
   LanguageModelV4ToolResultOutput,
   LanguageModelV4ToolResultPart
 } from "@ai-sdk/provider"
-import { Compaction, History, Model } from "@tessera/runtime"
+import * as Compaction from "@tessera/runtime/Compaction"
+import * as History from "@tessera/runtime/History"
+import * as Model from "@tessera/runtime/Model"
 import type * as Schema from "effect/Schema"
 
 type MessageRole = LanguageModelV4Message["role"]

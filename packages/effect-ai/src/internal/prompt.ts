@@ -9,7 +9,9 @@
  * - {@link partsToPrompt}: the parts of a Tessera request as a prompt, for a
  *   Tessera model served by an Effect AI `LanguageModel`.
  */
-import { Compaction, History, Model } from "@tessera/runtime"
+import * as Compaction from "@tessera/runtime/Compaction"
+import * as History from "@tessera/runtime/History"
+import * as Model from "@tessera/runtime/Model"
 import * as Prompt from "effect/ai/Prompt"
 import type * as Schema from "effect/Schema"
 

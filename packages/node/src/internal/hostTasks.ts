@@ -5,10 +5,15 @@
  * @internal
  */
 
-import { ArtifactPathPolicy } from "@tessera/artifacts"
-import { Ids, InvalidInput, Volume } from "@tessera/core"
-import type { FilesystemTaskRuntime, VolumeStore } from "@tessera/runtime"
-import { EntryGate, Journal, JournalDurability } from "@tessera/runtime"
+import * as ArtifactPathPolicy from "@tessera/artifacts/ArtifactPathPolicy"
+import * as Ids from "@tessera/core/Ids"
+import * as InvalidInput from "@tessera/core/InvalidInput"
+import * as Volume from "@tessera/core/Volume"
+import * as EntryGate from "@tessera/runtime/EntryGate"
+import type * as FilesystemTaskRuntime from "@tessera/runtime/FilesystemTaskRuntime"
+import * as Journal from "@tessera/runtime/Journal"
+import * as JournalDurability from "@tessera/runtime/JournalDurability"
+import type * as VolumeStore from "@tessera/runtime/VolumeStore"
 import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
 import * as Layer from "effect/Layer"

@@ -22,7 +22,9 @@ import type {
   ToolResultMessage,
   UserMessage
 } from "@mariozechner/pi-ai"
-import { Compaction, History, Model } from "@tessera/runtime"
+import * as Compaction from "@tessera/runtime/Compaction"
+import * as History from "@tessera/runtime/History"
+import * as Model from "@tessera/runtime/Model"
 import type * as Schema from "effect/Schema"
 
 type Block = AssistantMessage["content"][number] | TextContent | ImageContent

@@ -7,7 +7,7 @@
  * cutting a 100 MB text costs the prefix, not the text (its total size is
  * counted once, without copying it).
  */
-import { ArtifactPointer } from "@tessera/artifacts"
+import * as ArtifactPointer from "@tessera/artifacts/ArtifactPointer"
 
 // Built on the first cut, not when the module loads: the first segmenter of a process initializes ICU's grapheme
 // rules (milliseconds), which a process that never cuts a text should not pay at its start.

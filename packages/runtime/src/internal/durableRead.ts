@@ -9,7 +9,7 @@
  * names, which the durable read refuses. Such a file, and only such a file (a
  * folder or a FIFO planted there stays refused), is then read by its name.
  */
-import type { DurableFiles } from "@tessera/core"
+import type * as DurableFiles from "@tessera/core/DurableFiles"
 import * as Effect from "effect/Effect"
 import type * as FileSystem from "effect/FileSystem"
 import * as Option from "effect/Option"

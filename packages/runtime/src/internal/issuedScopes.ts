@@ -5,7 +5,8 @@
  * host on the store, so the issuing host instance may differ); a scope built
  * by hand was never issued and is refused.
  */
-import type { Grant, Ids } from "@tessera/core"
+import type * as Grant from "@tessera/core/Grant"
+import type * as Ids from "@tessera/core/Ids"
 import type { TaskHost } from "../TaskHost.ts"
 import { makeRegistry } from "./trusted.ts"
 

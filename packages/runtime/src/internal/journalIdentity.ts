@@ -4,7 +4,7 @@
  * the store's root, never is. The entry gate, capability admission and
  * offload targets all ask this.
  */
-import { DurableFiles } from "@tessera/core"
+import * as DurableFiles from "@tessera/core/DurableFiles"
 
 export const isRecordOf = (
   journal: { readonly task: string; readonly file: string },

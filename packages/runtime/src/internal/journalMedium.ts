@@ -1,5 +1,5 @@
-import { ArtifactPointer } from "@tessera/artifacts"
-import { DurableFiles } from "@tessera/core"
+import * as ArtifactPointer from "@tessera/artifacts/ArtifactPointer"
+import * as DurableFiles from "@tessera/core/DurableFiles"
 import * as SecureRandom from "effect/crypto/SecureRandom"
 import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"

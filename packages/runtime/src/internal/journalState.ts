@@ -9,7 +9,7 @@
  * no intermediate state is ever seen), so replaying a long journal does not
  * copy the list of turns once per entry.
  */
-import type { Ids } from "@tessera/core"
+import type * as Ids from "@tessera/core/Ids"
 import * as Option from "effect/Option"
 import * as Result from "effect/Result"
 import type { JournalState, SummaryRecord, TurnState } from "../Journal.ts"

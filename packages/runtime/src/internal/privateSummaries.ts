@@ -3,7 +3,9 @@
  * the package (`./internal/*` is blocked in its exports), so code outside the
  * library can neither name the brand nor call the constructor.
  */
-import type { Ids, PrivateWriter, Volume } from "@tessera/core"
+import type * as Ids from "@tessera/core/Ids"
+import type * as PrivateWriter from "@tessera/core/PrivateWriter"
+import type * as Volume from "@tessera/core/Volume"
 import type { FilesystemTaskRuntime } from "../FilesystemTaskRuntime.ts"
 import { makeRegistry } from "./trusted.ts"
 

@@ -3,7 +3,7 @@
  * public `VolumeStore.folderOf` refuses agent-private volumes; only the
  * library reaches their folders, and only to mint a capability.
  */
-import type { Volume } from "@tessera/core"
+import type * as Volume from "@tessera/core/Volume"
 import type { VolumeStore } from "../VolumeStore.ts"
 
 const folders = new WeakMap<VolumeStore, (ref: Volume.VolumeRef) => string>()

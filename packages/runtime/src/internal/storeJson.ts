@@ -4,7 +4,7 @@
  *
  * @internal
  */
-import { DurableFiles } from "@tessera/core"
+import * as DurableFiles from "@tessera/core/DurableFiles"
 import * as SecureRandom from "effect/crypto/SecureRandom"
 import * as Effect from "effect/Effect"
 import type * as FileSystem from "effect/FileSystem"

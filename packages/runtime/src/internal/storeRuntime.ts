@@ -7,10 +7,11 @@
  *
  * @internal
  */
-import type { Grant, Volume } from "@tessera/core"
+import type * as Grant from "@tessera/core/Grant"
 import { decode } from "@tessera/core/InvalidInput"
 import { checkOutputBinding, checkPrivateWriter } from "@tessera/core/PrivateWriter"
 import { Unauthorized } from "@tessera/core/Unauthorized"
+import type * as Volume from "@tessera/core/Volume"
 import { VolumeRef } from "@tessera/core/Volume"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"

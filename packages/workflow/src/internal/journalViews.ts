@@ -4,7 +4,7 @@
  *
  * @internal
  */
-import type { Journal } from "@tessera/runtime"
+import type * as Journal from "@tessera/runtime/Journal"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 
