@@ -171,22 +171,38 @@ const tempFolder = () => nodeFs.realpathSync(nodeFs.mkdtempSync(nodePath.join(os
 
 const mixedScript: Script = [[true, false], [true, true], [false]]
 
+/** A temporary folder for the test's scope. */
+const scratchFolder = Effect.gen(function* () {
+  const fs = yield* FileSystem.FileSystem
+  return yield* fs.makeTempDirectoryScoped({ prefix: "tessera-" })
+})
+
+/** The turn of `script` on a fresh device (its journal in a fresh folder): the device and what broke. */
+const onDevice = (
+  script: Script,
+  durability: JournalDurability.Durability,
+  style: "blocking" | "effectful" = "blocking",
+  dropSyncs = false
+) =>
+  Effect.gen(function* () {
+    const device = makeDevice()
+    const violations = yield* runScript(
+      script,
+      deviceFile(device, style, dropSyncs),
+      device,
+      durability,
+      yield* scratchFolder
+    )
+    return { device, violations }
+  })
+
 describe("JournalDurability", () => {
   describe.each(["blocking", "effectful"] as const)("group commit with %s calls", (style) => {
     it.effect(
       "group_commit_syncs_at_commit_points: a step's entries are synced together before the next request, a non-idempotent tool's call before it runs, everything before the turn returns",
       () =>
         Effect.gen(function* () {
-          const fs = yield* FileSystem.FileSystem
-          const folder = yield* fs.makeTempDirectoryScoped({ prefix: "tessera-" })
-          const device = makeDevice()
-          const violations = yield* runScript(
-            mixedScript,
-            deviceFile(device, style),
-            device,
-            JournalDurability.groupCommit,
-            folder
-          )
+          const { device, violations } = yield* onDevice(mixedScript, JournalDurability.groupCommit, style)
           assert.deepStrictEqual(violations, [])
           const lines = linesOf(device.text)
           // Four requests, each syncing what came before it; two tools that must not run twice; the closing entry.
@@ -199,16 +215,7 @@ describe("JournalDurability", () => {
       "negative control: with a platform whose syncs make nothing durable, the same turn breaks every promise the test checks",
       () =>
         Effect.gen(function* () {
-          const fs = yield* FileSystem.FileSystem
-          const folder = yield* fs.makeTempDirectoryScoped({ prefix: "tessera-" })
-          const device = makeDevice()
-          const violations = yield* runScript(
-            mixedScript,
-            deviceFile(device, style, true),
-            device,
-            JournalDurability.groupCommit,
-            folder
-          )
+          const { violations } = yield* onDevice(mixedScript, JournalDurability.groupCommit, style, true)
           assert.includeMembers(violations, [
             "request 2 dispatched while the step before it was not durable",
             "s1c1 ran before its call was durable",
@@ -221,16 +228,7 @@ describe("JournalDurability", () => {
 
   it.effect("per_entry_syncs_every_entry: the default makes each line durable before the next is written", () =>
     Effect.gen(function* () {
-      const fs = yield* FileSystem.FileSystem
-      const folder = yield* fs.makeTempDirectoryScoped({ prefix: "tessera-" })
-      const device = makeDevice()
-      const violations = yield* runScript(
-        mixedScript,
-        deviceFile(device, "blocking"),
-        device,
-        JournalDurability.perEntry,
-        folder
-      )
+      const { device, violations } = yield* onDevice(mixedScript, JournalDurability.perEntry, "blocking")
       assert.deepStrictEqual(violations, [])
       assert.strictEqual(device.syncs, linesOf(device.text).length)
       for (const snapshot of device.snapshots)
@@ -242,8 +240,7 @@ describe("JournalDurability", () => {
     "group_commit_syncs_when_the_scope_closes: an entry waiting for its step's sync is synced when the journal closes",
     () =>
       Effect.gen(function* () {
-        const fs = yield* FileSystem.FileSystem
-        const folder = yield* fs.makeTempDirectoryScoped({ prefix: "tessera-" })
+        const folder = yield* scratchFolder
         const device = makeDevice()
         yield* Effect.scoped(
           Effect.gen(function* () {
@@ -316,12 +313,10 @@ describe("JournalDurability", () => {
     () =>
       Effect.gen(function* () {
         const fs = yield* FileSystem.FileSystem
-        const folder = yield* fs.makeTempDirectoryScoped({ prefix: "tessera-" })
-        const device = makeDevice()
-        yield* runScript(mixedScript, deviceFile(device, "blocking"), device, JournalDurability.groupCommit, folder)
+        const { device } = yield* onDevice(mixedScript, JournalDurability.groupCommit)
         const lines = device.text.split("\n")
         const reordered = [...lines.slice(0, 2), ...lines.slice(3)].join("\n")
-        const crashed = yield* fs.makeTempDirectoryScoped({ prefix: "tessera-" })
+        const crashed = yield* scratchFolder
         yield* fs.writeFileString(`${crashed}/${Journal.fileName(task)}`, reordered)
         const exit = yield* Effect.exit(Effect.scoped(Journal.open({ folder: crashed, task })))
         assert.isTrue(Exit.isFailure(exit))
