@@ -106,7 +106,9 @@ describe("cold-start job", () => {
     const manifestFile = path.join(prepared().folder, "node_modules", "@tessera", "runtime", "package.json")
     const original = fs.readFileSync(manifestFile, "utf8")
     const manifest = JSON.parse(original) as { exports: Record<string, unknown> }
+    // Both ways in: the main entry and the modules by path (the program and the packages import modules by path).
     manifest.exports["."] = "./src/index.ts"
+    manifest.exports["./*"] = "./src/*.ts"
     fs.writeFileSync(manifestFile, JSON.stringify(manifest))
     try {
       const tessera = sideNamed("tessera")
