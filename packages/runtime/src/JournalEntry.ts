@@ -12,6 +12,7 @@
 import * as Ids from "@tessera/core/Ids"
 import * as Volume from "@tessera/core/Volume"
 import * as Schema from "effect/Schema"
+import { predicateFilter } from "./internal/plainValue.ts"
 import { addUsage, FinishReason, Usage } from "./Model.ts"
 import { ToolFailure } from "./Tool.ts"
 
@@ -21,7 +22,7 @@ import { ToolFailure } from "./Tool.ts"
 // a reopen's decoding).
 const integerAtLeast = (minimum: number) =>
   Schema.Number.check(
-    Schema.makeFilter((n: number) => Number.isSafeInteger(n) && n >= minimum, {
+    predicateFilter((n: number) => Number.isSafeInteger(n) && n >= minimum, {
       expected: `an integer >= ${minimum}`
     })
   )
@@ -41,7 +42,7 @@ const isSha256Hex = (text: string): boolean => {
   }
   return true
 }
-const Sha256 = Schema.String.check(Schema.makeFilter(isSha256Hex, { expected: "a lowercase hex SHA-256 digest" }))
+const Sha256 = Schema.String.check(predicateFilter(isSha256Hex, { expected: "a lowercase hex SHA-256 digest" }))
 
 /** Fields every entry carries: its position in the file and when it was written. */
 const header = {

@@ -15,6 +15,7 @@
  * decides and names what is wrong. So the predicate can only save work,
  * never change a verdict (a property test holds it to that).
  */
+import * as Schema from "effect/Schema"
 import type * as SchemaAST from "effect/SchemaAST"
 
 /** What a compiled node answers for an input it does not vouch for. */
@@ -48,6 +49,24 @@ const withChecks = (ast: SchemaAST.AST, shape: Compiled): Compiled => {
   }
 }
 
+// The predicates behind filters made by `predicateFilter`, by filter: a leaf calls the predicate itself instead of
+// the filter's `run`, which wraps it to build an issue the fast path never reports.
+const predicates = new WeakMap<object, (input: never) => boolean>()
+
+/**
+ * `Schema.makeFilter(predicate, annotations)`, whose predicate a compiled
+ * check calls directly. For the checks of a Schema read on a hot path (a
+ * journal's counts and digests, checked on every line of a reopen).
+ */
+export const predicateFilter = <T>(
+  predicate: (input: T) => boolean,
+  annotations: { readonly expected: string }
+): SchemaAST.Filter<T> => {
+  const filter = Schema.makeFilter(predicate, annotations)
+  predicates.set(filter, predicate)
+  return filter
+}
+
 /**
  * A leaf: its type test and its checks in one function (a journal's lines are
  * mostly leaves: counts, ordinals, digests), the common single check unrolled.
@@ -57,6 +76,8 @@ const leaf = (ast: SchemaAST.AST, accepts: (input: unknown) => boolean): Compile
   if (filters.length === 0) return (input) => (accepts(input) ? input : notPlain)
   if (filters.length === 1) {
     const only = filters[0] as SchemaAST.Filter<unknown>
+    const predicate = predicates.get(only) as ((input: unknown) => boolean) | undefined
+    if (predicate !== undefined) return (input) => (accepts(input) && predicate(input) ? input : notPlain)
     return (input) => (accepts(input) && only.run(input, ast, noOptions) === undefined ? input : notPlain)
   }
   return withChecks(ast, (input) => (accepts(input) ? input : notPlain))
