@@ -146,8 +146,24 @@ const compile = (ast: SchemaAST.AST, copy: boolean): Compiled => {
         optional.push(signature.type.context?.isOptional === true)
       }
       const count = names.length
+      // A line this library wrote has its keys in the Schema's order: one pass over them, matched by position,
+      // beats looking each name up. Any other order goes on to the lookups below.
+      const inOrder = (input: Record<string, unknown>): boolean => {
+        let index = 0
+        for (const key in input) {
+          while (index < count && names[index] !== key) {
+            if (optional[index] !== true) return false
+            index++
+          }
+          if (index === count || (checks[index] as Compiled)(input[key]) === notPlain) return false
+          index++
+        }
+        for (; index < count; index++) if (optional[index] !== true) return false
+        return true
+      }
       return withChecks(ast, (input) => {
         if (!isPlainObject(input)) return notPlain
+        if (!copy && inOrder(input)) return input
         const out: Record<string, unknown> | undefined = copy ? {} : undefined
         let present = 0
         for (let index = 0; index < count; index++) {
