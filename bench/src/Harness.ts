@@ -10,6 +10,7 @@ import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { type PerformanceEntry, PerformanceObserver, constants as perfConstants } from "node:perf_hooks"
 import { fileURLToPath } from "node:url"
 import * as v8 from "node:v8"
 
@@ -202,6 +203,47 @@ export const sampleHeapSizing = (progress: () => number, intervalMs = 50): { rea
       clearInterval(timer)
       sample()
       return { peakCommitted, peakYoungGeneration, youngGenerationGrowth }
+    }
+  }
+}
+
+/** Time this process spent in V8's collections while observed, by kind. */
+export interface GcTime {
+  /** Young-generation collections (scavenges): their count and total pause. */
+  readonly minor: number
+  readonly minorMs: number
+  /** Full (mark-compact) collections: their count and total pause. */
+  readonly major: number
+  readonly majorMs: number
+}
+
+/**
+ * Observes the garbage collector until stopped, through `perf_hooks`' `gc`
+ * entries (what V8 reports of each pause on the main thread). `stop` waits
+ * a turn of the event loop, since the entries are delivered after the pause.
+ */
+export const observeGc = (): { readonly stop: () => Promise<GcTime> } => {
+  const totals = { minor: 0, minorMs: 0, major: 0, majorMs: 0 }
+  const add = (entries: ReadonlyArray<PerformanceEntry>) => {
+    for (const entry of entries) {
+      const kind = (entry as PerformanceEntry & { readonly detail?: { readonly kind?: number } }).detail?.kind
+      if (kind === perfConstants.NODE_PERFORMANCE_GC_MINOR) {
+        totals.minor++
+        totals.minorMs += entry.duration
+      } else if (kind === perfConstants.NODE_PERFORMANCE_GC_MAJOR) {
+        totals.major++
+        totals.majorMs += entry.duration
+      }
+    }
+  }
+  const observer = new PerformanceObserver((list) => add(list.getEntries()))
+  observer.observe({ entryTypes: ["gc"] })
+  return {
+    stop: async () => {
+      await new Promise((resolve) => setImmediate(resolve))
+      add(observer.takeRecords())
+      observer.disconnect()
+      return { ...totals }
     }
   }
 }

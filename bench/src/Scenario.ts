@@ -3,7 +3,7 @@
  * either side's code so that each side's process loads only its own: the
  * tool result's size and body, the result shape, and the step clock.
  */
-import type { Stats } from "./Harness.ts"
+import type { GcTime, Stats } from "./Harness.ts"
 
 export const toolResultChars = 51_200
 
@@ -25,6 +25,8 @@ export interface SideResult {
    * load on it. Reported by our side only.
    */
   readonly cpuMs?: number
+  /** The collector's pauses during the measured run. Reported by our side only. */
+  readonly gc?: GcTime
 }
 
 /** Splits the intervals between agent model calls by whether a summary request fell inside them. */

@@ -12,7 +12,7 @@
  */
 import { CompactionPolicy, Model, ScriptedModel, TaskExecution, Tool } from "@tessera/runtime"
 import { Effect, Layer, Stream } from "effect"
-import { type Medium, makeTempDir, peakRss, removeDir, retainedHeap, roundOrder, stats } from "./Harness.ts"
+import { type Medium, makeTempDir, observeGc, peakRss, removeDir, retainedHeap, roundOrder, stats } from "./Harness.ts"
 import { body, type SideResult, StepClock, toolResultChars } from "./Scenario.ts"
 import { isSummaryRequest, makeWorld, platformLayer, produce, start, summaryText, turnLayer } from "./World.ts"
 
@@ -102,9 +102,11 @@ export const run = async (args: SideArgs): Promise<SideResult> => {
     const clock = new StepClock()
     const started = performance.now()
     const cpuBefore = process.cpuUsage()
+    const collector = observeGc()
     await runConversation(args.steps, clock)
     const cpu = process.cpuUsage(cpuBefore)
     const wallMs = performance.now() - started
+    const gc = await collector.stop()
     return {
       side: `tessera${args.mode === undefined || args.mode === "plain" ? "" : `, ${args.mode}`} (journal on ${args.medium === "disk" ? "disk, fsync per append" : "tmpfs"})`,
       steps: args.steps,
@@ -115,7 +117,8 @@ export const run = async (args: SideArgs): Promise<SideResult> => {
       peakRss: peakRss(),
       retainedHeap: retainedHeap(),
       wallMs,
-      cpuMs: (cpu.user + cpu.system) / 1_000
+      cpuMs: (cpu.user + cpu.system) / 1_000,
+      gc
     }
   } finally {
     removeDir(root)
@@ -141,6 +144,13 @@ export interface StreamOverheadSide {
   readonly stepMedian: number
   /** Median over rounds of the CPU time per step, summarizing steps included (ms). */
   readonly cpuPerStep: number
+  /** Median over rounds of the collector's pauses per step, young and full collections (ms). */
+  readonly gcPerStep: number
+  /** Median over rounds of the young collections' pauses per young collection (ms). */
+  readonly minorPause: number
+  /** Median over rounds of the number of young and of full collections in a measured run. */
+  readonly minorCount: number
+  readonly majorCount: number
 }
 
 export interface StreamOverheadResult {
@@ -181,9 +191,14 @@ export const runStreamOverhead = async (args: StreamOverheadArgs): Promise<Strea
     }
   }
   const cpuPerStep = (result: SideResult) => (result.cpuMs ?? 0) / result.steps
+  const gcOf = (result: SideResult) => result.gc ?? { minor: 0, minorMs: 0, major: 0, majorMs: 0 }
   const side = (runs: ReadonlyArray<SideResult>): StreamOverheadSide => ({
     stepMedian: median(runs.map((result) => result.step.median)),
-    cpuPerStep: median(runs.map(cpuPerStep))
+    cpuPerStep: median(runs.map(cpuPerStep)),
+    gcPerStep: median(runs.map((result) => (gcOf(result).minorMs + gcOf(result).majorMs) / result.steps)),
+    minorPause: median(runs.map((result) => gcOf(result).minorMs / Math.max(1, gcOf(result).minor))),
+    minorCount: median(runs.map((result) => gcOf(result).minor)),
+    majorCount: median(runs.map((result) => gcOf(result).major))
   })
   const perRound = (runs: ReadonlyArray<SideResult>, key: (result: SideResult) => number) =>
     runs.map((result, round) => key(result) / key(results.plain[round] as SideResult))
@@ -206,13 +221,17 @@ export const streamOverheadSection = (result: StreamOverheadResult): ReadonlyArr
   "",
   `The side-by-side scenario (Tessera's side, journal and private volume on ${result.args.medium === "memory" ? "tmpfs" : "disk"}; ${result.args.warmupSteps} warm-up steps, then ${result.args.steps} measured steps) run three ways, ${result.args.rounds} rounds, the ways in an order shuffled per round, in one process: ` +
     "`runTurn` over a model's `generate` (plain); `runTurn` with a do-nothing `onEvent` observer over a model that streams its responses (observed); `TaskExecution.streamTurn` over that streaming model with a consumer that reads every event (streamed). " +
-    "Ratios are medians of per-round ratios to the plain run of the same round.",
+    "Ratios are medians of per-round ratios to the plain run of the same round. " +
+    "The collector's columns are the pauses Node reports through `perf_hooks` `gc` entries during the measured steps (medians over rounds); they leave out the collector's work on other threads and what a growing old generation costs the steps themselves (incremental marking, write barriers).",
   "",
-  "| Way | Median step | CPU per step |",
-  "| --- | ---: | ---: |",
-  `| plain (runTurn) | ${result.plain.stepMedian.toFixed(3)} ms | ${result.plain.cpuPerStep.toFixed(3)} ms |`,
-  `| observed (runTurn + onEvent) | ${result.observed.stepMedian.toFixed(3)} ms | ${result.observed.cpuPerStep.toFixed(3)} ms |`,
-  `| streamed (streamTurn + consumer) | ${result.streamed.stepMedian.toFixed(3)} ms | ${result.streamed.cpuPerStep.toFixed(3)} ms |`,
+  "| Way | Median step | CPU per step | Collector's pauses per step | Young collections (mean pause) | Full collections |",
+  "| --- | ---: | ---: | ---: | ---: | ---: |",
+  ...(["plain (runTurn)", "observed (runTurn + onEvent)", "streamed (streamTurn + consumer)"] as const).map(
+    (label, index) => {
+      const way = [result.plain, result.observed, result.streamed][index] as StreamOverheadSide
+      return `| ${label} | ${way.stepMedian.toFixed(3)} ms | ${way.cpuPerStep.toFixed(3)} ms | ${way.gcPerStep.toFixed(3)} ms | ${way.minorCount} (${way.minorPause.toFixed(2)} ms) | ${way.majorCount} |`
+    }
+  ),
   "",
   `Streamed / plain per step: ${result.ratio.toFixed(3)}x (rounds: ${result.roundRatios.map((value) => value.toFixed(3)).join(", ")}); CPU per step ${result.cpuRatio.toFixed(3)}x; observed / plain ${result.observedRatio.toFixed(3)}x. Target: streaming adds <= ${Math.round((streamOverheadTarget - 1) * 100)}% per step: ${result.ratio <= streamOverheadTarget ? "met" : "missed"}.`,
   ""

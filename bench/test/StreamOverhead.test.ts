@@ -1,4 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
+import { observeGc } from "../src/Harness.ts"
 import { consumedByStreamedRuns, runStreamOverhead, streamOverheadSection } from "../src/SideBySide.ts"
 
 // The benchmark job itself, on a short scenario: every way runs every round, and the ratio is the median of the rounds'.
@@ -15,5 +16,17 @@ describe("stream-overhead job", () => {
     const section = streamOverheadSection(result).join("\n")
     assert.include(section, "## Streaming overhead per step")
     assert.include(section, `${result.ratio.toFixed(3)}x`)
+    assert.include(section, "Collector's pauses per step")
   }, 120_000)
+
+  it("the collector's observer counts the young collections that allocation forces, with their pauses", async () => {
+    const collector = observeGc()
+    // Several times any young generation's size, in short-lived objects: young collections must run.
+    let kept = 0
+    for (let index = 0; index < 400_000; index++) kept += new Array(64).fill(index).length
+    const gc = await collector.stop()
+    assert.strictEqual(kept, 400_000 * 64)
+    assert.isAtLeast(gc.minor, 1)
+    assert.isAbove(gc.minorMs, 0)
+  })
 })
