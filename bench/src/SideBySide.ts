@@ -226,11 +226,15 @@ export const streamOverheadSection = (result: StreamOverheadResult): ReadonlyArr
   "",
   "| Way | Median step | CPU per step | Collector's pauses per step | Young collections (mean pause) | Full collections |",
   "| --- | ---: | ---: | ---: | ---: | ---: |",
-  ...(["plain (runTurn)", "observed (runTurn + onEvent)", "streamed (streamTurn + consumer)"] as const).map(
-    (label, index) => {
-      const way = [result.plain, result.observed, result.streamed][index] as StreamOverheadSide
-      return `| ${label} | ${way.stepMedian.toFixed(3)} ms | ${way.cpuPerStep.toFixed(3)} ms | ${way.gcPerStep.toFixed(3)} ms | ${way.minorCount} (${way.minorPause.toFixed(2)} ms) | ${way.majorCount} |`
-    }
+  ...(
+    [
+      ["plain (runTurn)", result.plain],
+      ["observed (runTurn + onEvent)", result.observed],
+      ["streamed (streamTurn + consumer)", result.streamed]
+    ] as const
+  ).map(
+    ([label, way]) =>
+      `| ${label} | ${way.stepMedian.toFixed(3)} ms | ${way.cpuPerStep.toFixed(3)} ms | ${way.gcPerStep.toFixed(3)} ms | ${way.minorCount} (${way.minorPause.toFixed(2)} ms) | ${way.majorCount} |`
   ),
   "",
   `Streamed / plain per step: ${result.ratio.toFixed(3)}x (rounds: ${result.roundRatios.map((value) => value.toFixed(3)).join(", ")}); CPU per step ${result.cpuRatio.toFixed(3)}x; observed / plain ${result.observedRatio.toFixed(3)}x. Target: streaming adds <= ${Math.round((streamOverheadTarget - 1) * 100)}% per step: ${result.ratio <= streamOverheadTarget ? "met" : "missed"}.`,
