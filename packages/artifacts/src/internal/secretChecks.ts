@@ -80,7 +80,7 @@ const notSecrets = new Set([
 const reference =
   /^(?:\$|%[A-Za-z_]\w*%|\{\{|<[^>]*>$|#\{|!(?:Ref|Sub|GetAtt|vault)\b|@Value|(?:process\.env|os\.environ|os\.getenv|getenv|env|ENV|secrets|vars|config|settings|self|this|ctx|context|params|args|options|opts|props)[.[(])/
 const masked = /^(?:[*xX•.#_-]{3,}|\[REDACTED[^\]]*\]|your[_-][\w-]*|<.*)$/
-const identifierPath = /^[A-Za-z_$][A-Za-z_$]*(?:\.[A-Za-z_$][\w$]*)*$/
+const identifierPath = /^[A-Za-z_$][A-Za-z_$]*(?:\.[A-Za-z_$][A-Za-z_$]*)*$/
 
 /** A value that is a reference, a type, a keyword or a mask, not a literal secret. */
 export const notALiteral = (value: string, quoted: boolean): boolean => {

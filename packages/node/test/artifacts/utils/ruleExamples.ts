@@ -433,11 +433,15 @@ export const ruleExamples: Readonly<Record<string, RuleExamples>> = {
       p('password=\\"', password(), '\\"'),
       p("PASSWORD ?= ", password()),
       p("jdbc:mysql://db/app?user=app&password=", password(), "&ssl=true"),
-      p("Server=db;User Id=app;Password=", password(), ";")
+      p("Server=db;User Id=app;Password=", password(), ";"),
+      // Unquoted and shaped like a member path, but a digit makes it a literal (found by the quoting property).
+      p("'app.PASSWORD' = ", "k._5", "\n"),
+      p("MYSQL_ROOT_Passwd = ", "_r._7", "\n")
     ],
     negatives: [
       "password: str",
       "self.password = password",
+      "password = request.form.password",
       "PASSWORD_MIN_LENGTH=12",
       // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell or workflow reference, not a template
       "password: ${DB_PASSWORD}",
