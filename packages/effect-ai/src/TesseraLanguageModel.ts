@@ -18,6 +18,12 @@
  *   or `ModelFailed`, `TurnClosed`); a streamed step is
  *   journaled when its stream ends, every part having passed through as it
  *   arrived.
+ * - `RequestDispatched` measures the request as sent: the prompt's parts
+ *   and the function tools `LanguageModel` offers the provider (name,
+ *   description, the parameters' JSON Schema as Effect AI makes it, in the
+ *   toolkit's order, narrowed by a `{ oneOf }` tool choice). A toolkit given
+ *   as an Effect is run once per call, in the caller's context, and the
+ *   wrapped model gets the resolved toolkit.
  * - Offloaded bodies and staged summaries pass the host's
  *   `ArtifactRedactor` (when one is in the context of {@link make}) before
  *   they touch disk; so does a provider's error, in the journal and in the
@@ -50,12 +56,15 @@ import * as AiError from "effect/ai/AiError"
 import * as LanguageModel from "effect/ai/LanguageModel"
 import * as Prompt from "effect/ai/Prompt"
 import * as Response from "effect/ai/Response"
+import type * as Tool from "effect/ai/Tool"
+import type * as Toolkit from "effect/ai/Toolkit"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { fromLanguageModel, toFinishReason, toUsage } from "./EffectAiModel.ts"
 import { resultText, toHistory, toPrompt } from "./internal/prompt.ts"
+import { toolSpecs } from "./internal/toolSpecs.ts"
 
 /**
  * How the wrapper treats a task's requests: `offload` is the runtime's own
@@ -94,7 +103,12 @@ export type Requirements = ForeignLoop.Requirements
 type AnyPart = Response.AnyPart
 type ToolResult = Extract<AnyPart, { type: "tool-result" }>
 type Finish = Extract<AnyPart, { type: "finish" }>
-type Options_ = { readonly prompt: Prompt.RawInput } & Record<string, unknown>
+type WithHandler = Toolkit.WithHandler<Record<string, Tool.Any>>
+type Options_ = {
+  readonly prompt: Prompt.RawInput
+  readonly toolkit?: LanguageModel.ToolkitInput<Record<string, Tool.Any>, unknown, unknown> | undefined
+  readonly toolChoice?: LanguageModel.ToolChoice<string> | undefined
+} & Record<string, unknown>
 type Content = ReadonlyArray<AnyPart>
 
 const isFinish = (part: AnyPart): part is Finish => part.type === "finish"
@@ -179,12 +193,30 @@ export const make = Effect.fn("EffectAi.TesseraLanguageModel.make")(function* (
   })
   const summaryModel = fromLanguageModel(inner)
 
+  /**
+   * The call's toolkit resolved as `LanguageModel` resolves it (an Effect is
+   * run, in the caller's context), and the specs of the tools it offers.
+   * The options passed on carry the resolved toolkit, so the caller's
+   * Effect runs once per call; the inner model resolves a `WithHandler` to
+   * itself and offers the same tools.
+   */
+  const offered = (method: string, options: Options_) =>
+    Effect.gen(function* () {
+      if (options.toolkit === undefined) return { options, tools: [] }
+      // Its error and services are the caller's: the interface types them from the options.
+      const toolkit = yield* (
+        Effect.isEffect(options.toolkit) ? options.toolkit : Effect.succeed(options.toolkit)
+      ) as Effect.Effect<WithHandler>
+      const tools = yield* toolSpecs(toolkit, options.toolChoice, method)
+      return { options: { ...options, toolkit }, tools }
+    })
+
   /** Prepares and journals one request: the prompt to send, and its step. */
-  const begin = (method: string, raw: Prompt.RawInput) =>
+  const begin = (method: string, raw: Prompt.RawInput, tools: ReadonlyArray<Model.ToolSpec>) =>
     Effect.gen(function* () {
       const converted = toHistory(Prompt.make(raw))
       const history = yield* loop.prepare(converted.history, summaryModel)
-      const request: Model.ModelRequest = { parts: History.toParts(history), tools: [] }
+      const request: Model.ModelRequest = { parts: History.toParts(history), tools }
       const prompt = toPrompt(request.parts, converted.origins)
       const step = yield* loop.dispatch(request)
       return { prompt, request, step }
@@ -243,9 +275,10 @@ export const make = Effect.fn("EffectAi.TesseraLanguageModel.make")(function* (
       return out
     }).pipe(Effect.mapError(tesseraFailure(method)))
 
-  const generateText = (options: Options_) =>
+  const generateText = (input: Options_) =>
     Effect.gen(function* () {
-      const { prompt, request, step } = yield* begin("generateText", options.prompt)
+      const { options, tools } = yield* offered("generateText", input)
+      const { prompt, request, step } = yield* begin("generateText", options.prompt, tools)
       const response = yield* (inner.generateText as unknown as (o: Options_) => Effect.Effect<{ content: Content }>)({
         ...options,
         prompt
@@ -254,9 +287,10 @@ export const make = Effect.fn("EffectAi.TesseraLanguageModel.make")(function* (
       return new LanguageModel.GenerateTextResponse(content as Array<Response.Part<never>>)
     })
 
-  const generateObject = (options: Options_) =>
+  const generateObject = (input: Options_) =>
     Effect.gen(function* () {
-      const { prompt, request, step } = yield* begin("generateObject", options.prompt)
+      const { options, tools } = yield* offered("generateObject", input)
+      const { prompt, request, step } = yield* begin("generateObject", options.prompt, tools)
       const response = yield* (
         inner.generateObject as unknown as (o: Options_) => Effect.Effect<{ value: unknown; content: Content }>
       )({ ...options, prompt }).pipe(Effect.catch((error) => failure("generateObject", step, error)))
@@ -264,10 +298,11 @@ export const make = Effect.fn("EffectAi.TesseraLanguageModel.make")(function* (
       return new LanguageModel.GenerateObjectResponse(response.value, content as Array<Response.Part<never>>)
     })
 
-  const streamText = (options: Options_) =>
+  const streamText = (input: Options_) =>
     Stream.unwrap(
       Effect.gen(function* () {
-        const { prompt, request, step } = yield* begin("streamText", options.prompt)
+        const { options, tools } = yield* offered("streamText", input)
+        const { prompt, request, step } = yield* begin("streamText", options.prompt, tools)
         const summary = loop.takeSummaryUsage()
         const seen: Array<AnyPart> = []
         let settled = false

@@ -3,10 +3,10 @@ import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { DefaultRedactor } from "@tessera/artifacts"
 import { Digest } from "@tessera/core"
-import { TesseraLanguageModel } from "@tessera/effect-ai"
-import { CompactionPolicy, Journal } from "@tessera/runtime"
-import { Effect, Layer, Schema, Stream } from "effect"
-import { AiError, LanguageModel, Prompt, type Response } from "effect/ai"
+import { EffectAiModel, TesseraLanguageModel } from "@tessera/effect-ai"
+import { CompactionPolicy, type EntryGate, ForeignLoop, History, Journal, Model, ScriptedModel } from "@tessera/runtime"
+import { Context, Effect, Layer, Schema, Stream } from "effect"
+import { AiError, LanguageModel, Prompt, type Response, Tool, Toolkit } from "effect/ai"
 import {
   answer,
   bindTask,
@@ -16,12 +16,15 @@ import {
   inWorld,
   isSummaryRequest,
   journalText,
+  Produce,
   privateFolder,
   promptText,
+  requestsDispatched,
   scripted,
   Tools,
   taskText,
-  toolsLayer
+  toolsLayer,
+  type World
 } from "./support/world.ts"
 
 const offload = { threshold: 2_000, readTool: "read_artifact", destination: "Private" } as const
@@ -409,5 +412,223 @@ describe("TesseraLanguageModel (Effect AI, effect/ai)", () => {
         assert.strictEqual(count(journal, "ResponseReceived"), 1)
         assert.include(journal, '"_tag":"TurnClosed"')
       })
+    ))
+
+  /** A tool with neither a description nor parameters, offered after `Produce` (a struct of parameters). */
+  const Publish = Tool.make("publish")
+  const TwoTools = Toolkit.make(Produce, Publish)
+  // Handlers are provided per tool: `Produce`'s come with `toolsLayer`.
+  const twoToolsLayer = Layer.merge(toolsLayer, Toolkit.make(Publish).toLayer({ publish: () => Effect.void }))
+  /** The specs of `TwoTools`: name, description (none: empty), parameters' JSON Schema as Effect AI makes it. */
+  const specs = {
+    produce: { name: "produce", description: Produce.description ?? "", inputSchema: Tool.getJsonSchema(Produce) },
+    publish: { name: "publish", description: "", inputSchema: Tool.getJsonSchema(Publish) }
+  } satisfies Record<string, Model.ToolSpec>
+  const verdict = answer(JSON.stringify({ verdict: "filler" }))
+  const calls = {
+    generateText: (toolkit: typeof TwoTools) => LanguageModel.generateText({ prompt: taskText, toolkit }),
+    generateObject: (toolkit: typeof TwoTools) =>
+      LanguageModel.generateObject({ prompt: taskText, toolkit, schema: Schema.Struct({ verdict: Schema.String }) }),
+    streamText: (toolkit: typeof TwoTools) => Stream.runDrain(LanguageModel.streamText({ prompt: taskText, toolkit }))
+  }
+
+  /**
+   * What the runtime journals for `request` itself: it is dispatched through a `ForeignLoop` of its own on the
+   * bound task, as a turn of its own (answered, so the turn closes).
+   */
+  const dispatchAlone = (binding: EntryGate.TaskBinding, request: Model.ModelRequest) =>
+    Effect.gen(function* () {
+      const loop = yield* ForeignLoop.make(binding)
+      // Never asked: a one-part request is far below any compaction threshold.
+      const { model: summaries } = yield* ScriptedModel.make([])
+      const history = yield* loop.prepare(History.make(request.parts), summaries)
+      const sent: Model.ModelRequest = { parts: History.toParts(history), tools: request.tools }
+      const step = yield* loop.dispatch(sent)
+      yield* loop.receive(step, sent, Model.response({ text: "reference" }))
+    })
+
+  /**
+   * Runs `call` (one request with the task's text, answered without tool calls), then dispatches the same
+   * prompt with `tools` through the runtime itself: the two `RequestDispatched` measures, the call's first.
+   */
+  const againstReference = <E, R>(
+    world: World,
+    binding: EntryGate.TaskBinding,
+    call: Effect.Effect<unknown, E, R>,
+    tools: ReadonlyArray<Model.ToolSpec>
+  ) =>
+    Effect.gen(function* () {
+      yield* call
+      yield* dispatchAlone(binding, { parts: [Model.text("user", taskText)], tools })
+      const [sent, reference] = (yield* requestsDispatched(world)).slice(-2)
+      const measure = (entry: typeof sent) => ({ parts: entry?.parts, size: entry?.size, sha256: entry?.sha256 })
+      return { sent: measure(sent), reference: measure(reference) }
+    })
+
+  it("effect_ai_tools_journaled: generateText, generateObject and streamText with a toolkit of two tools journal RequestDispatched covering the tools' specs (name, description, Effect AI's JSON Schema) in the toolkit's order", () =>
+    inWorld((world) =>
+      Effect.gen(function* () {
+        const binding = yield* bindTask(world, true)
+        const model = scripted(() => verdict)
+        const wrapped = yield* TesseraLanguageModel.make(binding).pipe(Effect.provide(model.layer))
+        assert.deepStrictEqual(specs.produce.inputSchema.required, ["size", "fill"], "the struct's own schema")
+        for (const [method, call] of Object.entries(calls)) {
+          const { sent, reference } = yield* againstReference(
+            world,
+            binding,
+            call(TwoTools).pipe(Effect.provideService(LanguageModel.LanguageModel, wrapped.languageModel)),
+            [specs.produce, specs.publish]
+          )
+          assert.deepStrictEqual(sent, reference, `${method}: the journaled request is the prompt with both specs`)
+        }
+        assert.deepStrictEqual(
+          model.stepRequests().map((request) => request.tools.map((tool) => tool.name)),
+          [
+            ["produce", "publish"],
+            ["produce", "publish"],
+            ["produce", "publish"]
+          ],
+          "the provider was offered the same tools"
+        )
+      }).pipe(Effect.provide(twoToolsLayer))
+    ))
+
+  it("negative control: a wrapper that journals the prompt without its tools, or the specs in another order, does not match", () =>
+    inWorld((world) =>
+      Effect.gen(function* () {
+        const binding = yield* bindTask(world, true)
+        const model = scripted(() => verdict)
+        // Deliberately broken wiring: the wrapper's journaling as it was, the request's parts and no tools.
+        const toolless = Layer.effect(
+          LanguageModel.LanguageModel,
+          Effect.gen(function* () {
+            const inner = yield* LanguageModel.LanguageModel
+            const loop = yield* ForeignLoop.make(binding)
+            const summaries = EffectAiModel.fromLanguageModel(inner)
+            const generate = inner.generateText as unknown as (
+              options: unknown
+            ) => Effect.Effect<{ readonly text: string }, AiError.AiError>
+            return {
+              ...inner,
+              generateText: ((options: unknown) =>
+                Effect.gen(function* () {
+                  const history = yield* loop.prepare(History.make([Model.text("user", taskText)]), summaries)
+                  const request: Model.ModelRequest = { parts: History.toParts(history), tools: [] }
+                  const step = yield* loop.dispatch(request)
+                  const response = yield* generate(options)
+                  yield* loop.receive(step, request, Model.response({ text: response.text }))
+                  return response
+                })) as unknown as LanguageModel.LanguageModel["generateText"]
+            }
+          })
+        ).pipe(Layer.provide(model.layer))
+        const dropped = yield* againstReference(
+          world,
+          binding,
+          calls.generateText(TwoTools).pipe(Effect.provide(toolless)),
+          [specs.produce, specs.publish]
+        )
+        assert.deepStrictEqual(dropped.sent.parts, dropped.reference.parts, "the same prompt")
+        assert.notDeepEqual(dropped.sent, dropped.reference)
+
+        const wrapper = TesseraLanguageModel.layer(binding).pipe(Layer.provide(model.layer))
+        const reordered = yield* againstReference(
+          world,
+          binding,
+          calls.generateText(TwoTools).pipe(Effect.provide(wrapper)),
+          [specs.publish, specs.produce]
+        )
+        assert.notDeepEqual(reordered.sent, reordered.reference)
+      }).pipe(Effect.provide(twoToolsLayer))
+    ))
+
+  class Catalog extends Context.Service<Catalog, { readonly toolkit: typeof TwoTools }>()("test/Catalog") {}
+
+  it("effect_ai_toolkit_effect_once: a toolkit given as an Effect that needs a service is run once per call in the caller's context; its tools are journaled and offered, and the wrapped model resolves calls with it", () =>
+    inWorld((world) =>
+      Effect.gen(function* () {
+        const binding = yield* bindTask(world, true)
+        const model = scripted((step) => (step === 1 ? callTool("call-1", 12, "ab") : verdict))
+        const wrapped = yield* TesseraLanguageModel.make(binding).pipe(Effect.provide(model.layer))
+        let runs = 0
+        const toolkit = Effect.gen(function* () {
+          runs++
+          const catalog = yield* Catalog
+          return yield* catalog.toolkit
+        })
+        const first = yield* LanguageModel.generateText({ prompt: taskText, toolkit }).pipe(
+          Effect.provideService(LanguageModel.LanguageModel, wrapped.languageModel)
+        )
+        assert.strictEqual(runs, 1)
+        const result = first.toolResults[0]
+        assert.strictEqual(result?.name, "produce")
+        assert.strictEqual(result?.result, "abababababab", "the wrapped model ran the handler of the resolved toolkit")
+        const prompt = Prompt.concat(Prompt.make(taskText), Prompt.fromResponseParts(first.content))
+        yield* Stream.runDrain(LanguageModel.streamText({ prompt, toolkit })).pipe(
+          Effect.provideService(LanguageModel.LanguageModel, wrapped.languageModel)
+        )
+        assert.strictEqual(runs, 2)
+        assert.deepStrictEqual(
+          model.stepRequests().map((request) => request.tools.map((tool) => tool.name)),
+          [
+            ["produce", "publish"],
+            ["produce", "publish"]
+          ]
+        )
+        yield* dispatchAlone(binding, { parts: [Model.text("user", taskText)], tools: [specs.produce, specs.publish] })
+        const dispatched = yield* requestsDispatched(world)
+        assert.strictEqual(dispatched.length, 3, "two steps, then the reference")
+        assert.strictEqual(dispatched[0]?.sha256, dispatched[2]?.sha256, "the first step carries both specs")
+      }).pipe(Effect.provide(twoToolsLayer), Effect.provideService(Catalog, { toolkit: TwoTools }))
+    ))
+
+  it("effect_ai_tool_choice_journaled: with toolChoice { oneOf } the journal covers only the tools the provider is offered; with none, the whole toolkit LanguageModel hands it", () =>
+    inWorld((world) =>
+      Effect.gen(function* () {
+        const binding = yield* bindTask(world, true)
+        const model = scripted(() => verdict)
+        const wrapped = yield* TesseraLanguageModel.make(binding).pipe(Effect.provide(model.layer))
+        const withChoice = (toolChoice: LanguageModel.ToolChoice<"produce" | "publish">) =>
+          LanguageModel.generateText({ prompt: taskText, toolkit: TwoTools, toolChoice }).pipe(
+            Effect.provideService(LanguageModel.LanguageModel, wrapped.languageModel)
+          )
+        const oneOf = yield* againstReference(world, binding, withChoice({ oneOf: ["publish"] }), [specs.publish])
+        assert.deepStrictEqual(oneOf.sent, oneOf.reference)
+        const none = yield* againstReference(world, binding, withChoice("none"), [specs.produce, specs.publish])
+        assert.deepStrictEqual(none.sent, none.reference)
+        assert.notStrictEqual(oneOf.sent.sha256, none.sent.sha256)
+        assert.deepStrictEqual(
+          model.stepRequests().map((request) => request.tools.map((tool) => tool.name)),
+          [["publish"], ["produce", "publish"]]
+        )
+      }).pipe(Effect.provide(twoToolsLayer))
+    ))
+
+  it("effect_ai_provider_tools_not_journaled: a provider-defined tool is offered but left out of the journaled request, as the AI SDK middleware leaves provider tools out", () =>
+    inWorld((world) =>
+      Effect.gen(function* () {
+        const binding = yield* bindTask(world, true)
+        const model = scripted(() => verdict)
+        const wrapped = yield* TesseraLanguageModel.make(binding).pipe(Effect.provide(model.layer))
+        const WebSearch = Tool.providerDefined({
+          id: "test.web_search",
+          customName: "WebSearch",
+          providerName: "web_search",
+          args: Schema.Struct({ maxUses: Schema.Number })
+        })({ maxUses: 2 })
+        const { sent, reference } = yield* againstReference(
+          world,
+          binding,
+          LanguageModel.generateText({ prompt: taskText, toolkit: Toolkit.make(Produce, WebSearch) }).pipe(
+            Effect.provideService(LanguageModel.LanguageModel, wrapped.languageModel)
+          ),
+          [specs.produce]
+        )
+        assert.deepStrictEqual(sent, reference)
+        assert.deepStrictEqual(
+          model.stepRequests().map((request) => request.tools.map((tool) => tool.name)),
+          [["produce", "WebSearch"]]
+        )
+      }).pipe(Effect.provide(toolsLayer))
     ))
 })

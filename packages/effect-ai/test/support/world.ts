@@ -85,6 +85,14 @@ export const journalText = (world: World): string => {
 
 export const count = (text: string, tag: string): number => text.split(`"_tag":"${tag}"`).length - 1
 
+/** The task's `RequestDispatched` entries, in journal order. */
+export const requestsDispatched = (world: World) =>
+  Journal.readEntries({ folder: world.journalFolder, task }).pipe(
+    Effect.map((entries) =>
+      entries.filter((entry): entry is typeof Journal.RequestDispatched.Type => entry._tag === "RequestDispatched")
+    )
+  )
+
 const usage = { inputTokens: { total: 10, uncached: 10 }, outputTokens: { total: 5, text: 5 } }
 
 /** A response that calls `produce` for a body of `size` characters of `fill`. */
