@@ -27,7 +27,7 @@ export const youngLines =
 export const rewriteChannel = (source: string): string => {
   const at = source.indexOf(pretenuredLine)
   if (at < 0 || source.indexOf(pretenuredLine, at + 1) >= 0)
-    throw new Error("ChannelClosureFix: effect/dist/Channel.js no longer has the line this hook rewrites")
+    throw new Error("ChannelClosure: effect/dist/Channel.js no longer has the line to rewrite")
   return source.slice(0, at) + youngLines + source.slice(at + pretenuredLine.length)
 }
 

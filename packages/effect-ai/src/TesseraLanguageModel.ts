@@ -212,7 +212,7 @@ export const make = Effect.fn("EffectAi.TesseraLanguageModel.make")(function* (
     })
 
   /** Prepares and journals one request: the prompt to send, and its step. */
-  const begin = (method: string, raw: Prompt.RawInput, tools: ReadonlyArray<Model.ToolSpec>) =>
+  const dispatch = (method: string, raw: Prompt.RawInput, tools: ReadonlyArray<Model.ToolSpec>) =>
     Effect.gen(function* () {
       const converted = toHistory(Prompt.make(raw))
       const history = yield* loop.prepare(converted.history, summaryModel)
@@ -221,6 +221,15 @@ export const make = Effect.fn("EffectAi.TesseraLanguageModel.make")(function* (
       const step = yield* loop.dispatch(request)
       return { prompt, request, step }
     }).pipe(Effect.mapError(tesseraFailure(method)))
+
+  /**
+   * One call's start: its toolkit resolved (the caller's errors stay the
+   * caller's), then its request prepared and journaled with the tools offered.
+   */
+  const begin = (method: string, input: Options_) =>
+    Effect.flatMap(offered(method, input), ({ options, tools }) =>
+      Effect.map(dispatch(method, options.prompt, tools), (dispatched) => ({ options, ...dispatched }))
+    )
 
   /** Journals a failure scrubbed, and fails with the error scrubbed the same way. */
   const failure = (method: string, step: Executor.StepContext, error: unknown): Effect.Effect<never, unknown> =>
@@ -277,8 +286,7 @@ export const make = Effect.fn("EffectAi.TesseraLanguageModel.make")(function* (
 
   const generateText = (input: Options_) =>
     Effect.gen(function* () {
-      const { options, tools } = yield* offered("generateText", input)
-      const { prompt, request, step } = yield* begin("generateText", options.prompt, tools)
+      const { options, prompt, request, step } = yield* begin("generateText", input)
       const response = yield* (inner.generateText as unknown as (o: Options_) => Effect.Effect<{ content: Content }>)({
         ...options,
         prompt
@@ -289,8 +297,7 @@ export const make = Effect.fn("EffectAi.TesseraLanguageModel.make")(function* (
 
   const generateObject = (input: Options_) =>
     Effect.gen(function* () {
-      const { options, tools } = yield* offered("generateObject", input)
-      const { prompt, request, step } = yield* begin("generateObject", options.prompt, tools)
+      const { options, prompt, request, step } = yield* begin("generateObject", input)
       const response = yield* (
         inner.generateObject as unknown as (o: Options_) => Effect.Effect<{ value: unknown; content: Content }>
       )({ ...options, prompt }).pipe(Effect.catch((error) => failure("generateObject", step, error)))
@@ -301,8 +308,7 @@ export const make = Effect.fn("EffectAi.TesseraLanguageModel.make")(function* (
   const streamText = (input: Options_) =>
     Stream.unwrap(
       Effect.gen(function* () {
-        const { options, tools } = yield* offered("streamText", input)
-        const { prompt, request, step } = yield* begin("streamText", options.prompt, tools)
+        const { options, prompt, request, step } = yield* begin("streamText", input)
         const summary = loop.takeSummaryUsage()
         const seen: Array<AnyPart> = []
         let settled = false
