@@ -54,6 +54,7 @@ import type * as Executor from "@tessera/runtime/Executor"
 import * as ForeignLoop from "@tessera/runtime/ForeignLoop"
 import * as History from "@tessera/runtime/History"
 import * as Model from "@tessera/runtime/Model"
+import * as Observability from "@tessera/runtime/Observability"
 import type * as ToolResultOffload from "@tessera/runtime/ToolResultOffload"
 import type { ModelMessage } from "ai"
 import * as Cause from "effect/Cause"
@@ -227,7 +228,7 @@ const renderOutput = (output: unknown): string =>
  * @since 0.1.0
  * @category constructors
  */
-export const make = Effect.fn("AiSdk.make")(function* (binding: EntryGate.TaskBinding, options: Options = {}) {
+export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding, options: Options = {}) {
   const loop = yield* ForeignLoop.make(binding, {
     entry: "TesseraMiddleware.make",
     ...(options.offload === undefined ? {} : { offload: options.offload })
@@ -409,4 +410,4 @@ export const make = Effect.fn("AiSdk.make")(function* (binding: EntryGate.TaskBi
     summaryUsage: loop.summaryUsage
   }
   return adapter
-})
+}, Observability.withSpan("AiSdk.make"))

@@ -52,6 +52,7 @@ import type * as Executor from "@tessera/runtime/Executor"
 import * as ForeignLoop from "@tessera/runtime/ForeignLoop"
 import * as History from "@tessera/runtime/History"
 import * as Model from "@tessera/runtime/Model"
+import * as Observability from "@tessera/runtime/Observability"
 import * as AiError from "effect/ai/AiError"
 import * as LanguageModel from "effect/ai/LanguageModel"
 import * as Prompt from "effect/ai/Prompt"
@@ -182,10 +183,7 @@ const withSummary = (part: Finish, summary: ForeignLoop.SummaryUsage): Finish =>
  * @since 0.1.0
  * @category constructors
  */
-export const make = Effect.fn("EffectAi.TesseraLanguageModel.make")(function* (
-  binding: EntryGate.TaskBinding,
-  options: Options = {}
-) {
+export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding, options: Options = {}) {
   const inner = yield* LanguageModel.LanguageModel
   const loop = yield* ForeignLoop.make(binding, {
     entry: "TesseraLanguageModel.make",
@@ -358,7 +356,7 @@ export const make = Effect.fn("EffectAi.TesseraLanguageModel.make")(function* (
     summaryUsage: loop.summaryUsage
   }
   return wrapped
-})
+}, Observability.withSpan("EffectAi.TesseraLanguageModel.make"))
 
 /**
  * The `LanguageModel` for a bound task, wrapping the one below it:

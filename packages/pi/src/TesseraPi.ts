@@ -54,6 +54,7 @@ import type * as EntryGate from "@tessera/runtime/EntryGate"
 import * as ForeignLoop from "@tessera/runtime/ForeignLoop"
 import * as History from "@tessera/runtime/History"
 import * as Model from "@tessera/runtime/Model"
+import * as Observability from "@tessera/runtime/Observability"
 import type * as ToolResultOffload from "@tessera/runtime/ToolResultOffload"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
@@ -203,7 +204,7 @@ const failedMessage = (model: PiModel<Api>, detail: string): AssistantMessage =>
  * @since 0.2.0
  * @category constructors
  */
-export const make = Effect.fn("TesseraPi.make")(function* (binding: EntryGate.TaskBinding, options: Options = {}) {
+export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding, options: Options = {}) {
   const loop = yield* ForeignLoop.make(binding, {
     entry: "TesseraPi.make",
     ...(options.offload === undefined ? {} : { offload: options.offload })
@@ -348,4 +349,4 @@ export const make = Effect.fn("TesseraPi.make")(function* (binding: EntryGate.Ta
     summaryUsage: () => total
   }
   return adapter
-})
+}, Observability.withSpan("TesseraPi.make"))

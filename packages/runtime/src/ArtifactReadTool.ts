@@ -38,6 +38,7 @@ import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import type * as Executor from "./Executor.ts"
 import { dataFolder } from "./internal/storeFolders.ts"
+import * as Observability from "./Observability.ts"
 import * as PrivateSummaries from "./PrivateSummaries.ts"
 import type { TaskContext } from "./TaskContext.ts"
 import * as Tool from "./Tool.ts"
@@ -214,7 +215,7 @@ const grantReadable = (scope: Grant.Scope, grant: Grant.Grant): boolean =>
  * @since 0.1.0
  * @category access
  */
-export const readableVolumes = Effect.fn("ArtifactReadTool.readableVolumes")(function* (context: TaskContext) {
+export const readableVolumes = Effect.fnUntraced(function* (context: TaskContext) {
   // The grants below are the context's own: a hand-built or copied context is refused first.
   yield* PrivateSummaries.requireContext(context, "ArtifactReadTool")
   const store = context.runtime.host.store
@@ -257,7 +258,7 @@ export const readableVolumes = Effect.fn("ArtifactReadTool.readableVolumes")(fun
     volumes.push({ ref: grant.volume, folder, source: "Grant" })
   }
   return { volumes: volumes as ReadonlyArray<ReadableVolume>, passedOver: passedOver as ReadonlyArray<string> }
-})
+}, Observability.withSpan("ArtifactReadTool.readableVolumes"))
 
 /** The path's segments when it is canonical, relative and free of `..`; the refusal otherwise. */
 const checkPath = (path: string): Result.Result<ReadonlyArray<string>, ArtifactReadRefused> => {
@@ -566,7 +567,7 @@ const capOf = (options: Options): number => limit(options.maxOutputBytes, defaul
  * @since 0.1.0
  * @category reading
  */
-export const read = Effect.fn("ArtifactReadTool.read")(function* (
+export const read = Effect.fnUntraced(function* (
   context: TaskContext,
   request: ReadRequest,
   options: Options = {}
@@ -580,7 +581,7 @@ export const read = Effect.fn("ArtifactReadTool.read")(function* (
     return yield* readBytes(context, request.path, segments, selection, whole, cap)
   }
   return yield* readLines(context, request.path, segments, selection, cap, scan)
-})
+}, Observability.withSpan("ArtifactReadTool.read"))
 
 /**
  * The ready tool for `context`. Its description tells the model what a

@@ -416,9 +416,9 @@ export const summarizeWith = <E, R>(
   input: SummaryInput
 ): Effect.Effect<SummaryOutcome, E, R> =>
   summarizing(generate, input).pipe(
-    Effect.withSpan("Compaction.summarize", {
+    Observability.withSpan("Compaction.summarize", () => ({
       attributes: { "tessera.summary.rounds": input.rounds.length }
-    })
+    }))
   )
 
 const timeSummaryRequest = Observability.timeModelRequest("summary")
@@ -438,7 +438,7 @@ const summaryRequestSpan = <E, R>(
         Observability.recordUsage("summary", Observability.usageOf(response))
       )
     ),
-    Effect.withSpan("Compaction.summaryRequest", {
+    Observability.withSpan("Compaction.summaryRequest", () => ({
       kind: "client",
       attributes: {
         "gen_ai.operation.name": "chat",
@@ -446,7 +446,7 @@ const summaryRequestSpan = <E, R>(
         "tessera.summary.pieces": count,
         "tessera.summary.piece.size": pieceBytes
       }
-    })
+    }))
   )
 
 // Defined once rather than as a generator function created per call (see `modelStep` in `Executor.ts`).
@@ -514,7 +514,7 @@ export interface PublishedSummary {
  * @since 0.1.0
  * @category publishing
  */
-export const publish = Effect.fn("Compaction.publish")(function* (options: {
+export const publish = Effect.fnUntraced(function* (options: {
   readonly key: PrivateStaging.StagingKey
   readonly summary: string
   readonly journal: Option.Option<Journal["Service"]>
@@ -545,7 +545,7 @@ export const publish = Effect.fn("Compaction.publish")(function* (options: {
     })
   }
   return publishedSummary(staged, scrubbed)
-})
+}, Observability.withSpan("Compaction.publish"))
 
 /**
  * Requirements of {@link compact}.
@@ -593,7 +593,7 @@ export const compact = (options: CompactOptions) => {
   return Option.isNone(planned) ? Effect.succeed(options.history) : compactPlanned(options, planned.value)
 }
 
-const compactPlanned = Effect.fn("Compaction.compact")(function* (options: CompactOptions, planned: CompactionPlan) {
+const compactPlanned = Effect.fnUntraced(function* (options: CompactOptions, planned: CompactionPlan) {
   const summaryBytes = CompactionPolicy.bytesFor(
     options.policy.measure,
     CompactionPolicy.summaryLimitOf(options.policy)
@@ -671,7 +671,7 @@ const compactPlanned = Effect.fn("Compaction.compact")(function* (options: Compa
     parts: published.parts,
     text: published.text
   })
-})
+}, Observability.withSpan("Compaction.compact"))
 
 /**
  * The size of `history`'s task in the policy's unit, when it alone is over

@@ -19,6 +19,7 @@ import * as CompactionPolicy from "./CompactionPolicy.ts"
 import { isRecordOf } from "./internal/journalIdentity.ts"
 import { makeRegistry } from "./internal/trusted.ts"
 import { Journal } from "./Journal.ts"
+import * as Observability from "./Observability.ts"
 import * as PrivateSummaries from "./PrivateSummaries.ts"
 import type { TaskContext } from "./TaskContext.ts"
 
@@ -112,7 +113,7 @@ const armedWithoutWriter = (context: TaskContext, entry: EntryPoint, cause: Unau
  * @since 0.1.0
  * @category gate
  */
-export const verify = Effect.fn("EntryGate.verify")(function* (binding: TaskBinding, entry: EntryPoint) {
+export const verify = Effect.fnUntraced(function* (binding: TaskBinding, entry: EntryPoint) {
   yield* Effect.annotateCurrentSpan({
     "tessera.task": binding.context.task,
     "tessera.entry": entry,
@@ -126,7 +127,7 @@ export const verify = Effect.fn("EntryGate.verify")(function* (binding: TaskBind
     )
   )
   return Option.some(capability)
-})
+}, Observability.withSpan("EntryGate.verify"))
 
 /**
  * Binds a task context for execution: picks the policy (see
@@ -135,7 +136,7 @@ export const verify = Effect.fn("EntryGate.verify")(function* (binding: TaskBind
  * @since 0.1.0
  * @category gate
  */
-export const bind = Effect.fn("EntryGate.bind")(function* (context: TaskContext, options: BindOptions = {}) {
+export const bind = Effect.fnUntraced(function* (context: TaskContext, options: BindOptions = {}) {
   yield* PrivateSummaries.requireContext(context, "Bind")
   if (options.policy !== undefined) {
     const policy = yield* CompactionPolicy.decodePolicy(options.policy, "EntryGate.bind")
@@ -155,4 +156,4 @@ export const bind = Effect.fn("EntryGate.bind")(function* (context: TaskContext,
     : CompactionPolicy.disabled
   yield* Effect.annotateCurrentSpan({ "tessera.task": context.task, "tessera.policy": policy._tag })
   return bindings.mint<TaskBinding>({ context, policy })
-})
+}, Observability.withSpan("EntryGate.bind"))

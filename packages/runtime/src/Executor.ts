@@ -364,8 +364,6 @@ const timeStepRequest = Observability.timeModelRequest("step")
 
 // Per-step spans capture no stack: it would point into this module, not at the harness, and
 // capturing one is a measurable part of a step. The span names and attributes say where.
-const stepTrace = { captureStackTrace: false } as const
-
 const checkResponse = (response: ModelResponse): Effect.Effect<ModelResponse, ModelError> => {
   const ids = response.toolCalls.map((call) => call.id)
   const duplicate = ids.find((id, index) => ids.indexOf(id) !== index)
@@ -414,21 +412,18 @@ export const modelStep = <E = never, R = never>(
   context: StepContext,
   history: History.History
 ): Effect.Effect<ModelStepOutcome, ModelError | JournalIOError | JournalSequenceError | E, Model | Journal | R> =>
-  modelStepBody(config, context, history, false).pipe(
-    Effect.withSpan(
-      "tessera.modelStep",
-      {
-        kind: "client",
-        attributes: {
-          ...Observability.operation("chat", context.task),
-          "tessera.task": context.task,
-          "tessera.turn": context.turn,
-          "tessera.step": context.step
-        }
-      },
-      stepTrace
-    )
-  )
+  modelStepBody(config, context, history, false).pipe(modelStepSpan(context))
+
+const modelStepSpan = (context: StepContext) =>
+  Observability.withSpan("tessera.modelStep", () => ({
+    kind: "client",
+    attributes: {
+      ...Observability.operation("chat", context.task),
+      "tessera.task": context.task,
+      "tessera.turn": context.turn,
+      "tessera.step": context.step
+    }
+  }))
 
 // The step bodies are generator functions defined once. Written inline (`Effect.gen(function* () {...})`
 // inside the step function) each step would create a new generator function, and V8 keeps every such
@@ -574,21 +569,17 @@ const dispatchOne = <E, R>(
   context: ToolContext
 ): Effect.Effect<ToolResultPart, JournalIOError | JournalSequenceError | E, R> =>
   dispatchOneBody(journal, config, context).pipe(
-    Effect.withSpan(
-      "tessera.toolCall",
-      {
-        attributes: {
-          ...Observability.operation("execute_tool", context.task),
-          ...Observability.toolAttributes(context.call.name, context.call.id),
-          "tessera.task": context.task,
-          "tessera.turn": context.turn,
-          "tessera.step": context.step,
-          "tessera.tool.name": context.call.name,
-          "tessera.tool.callId": context.call.id
-        }
-      },
-      stepTrace
-    )
+    Observability.withSpan("tessera.toolCall", () => ({
+      attributes: {
+        ...Observability.operation("execute_tool", context.task),
+        ...Observability.toolAttributes(context.call.name, context.call.id),
+        "tessera.task": context.task,
+        "tessera.turn": context.turn,
+        "tessera.step": context.step,
+        "tessera.tool.name": context.call.name,
+        "tessera.tool.callId": context.call.id
+      }
+    }))
   )
 
 const dispatchOneBody = Effect.fnUntraced(function* <E, R>(
@@ -867,21 +858,7 @@ export const continueTurn = <E = never, R = never>(
       const stepContext: StepContext = { task: context.task, turn: context.turn, step }
       const prepared = context.prepared === true && step === context.firstStep
       const outcome = prepared
-        ? yield* modelStepBody(config, stepContext, current, true).pipe(
-            Effect.withSpan(
-              "tessera.modelStep",
-              {
-                kind: "client",
-                attributes: {
-                  ...Observability.operation("chat", context.task),
-                  "tessera.task": context.task,
-                  "tessera.turn": context.turn,
-                  "tessera.step": step
-                }
-              },
-              stepTrace
-            )
-          )
+        ? yield* modelStepBody(config, stepContext, current, true).pipe(modelStepSpan(stepContext))
         : yield* modelStep(config, stepContext, current)
       current = outcome.history
       if (outcome.response.toolCalls.length === 0) {
@@ -957,7 +934,7 @@ export const runTurn = <E = never, R = never>(
     )
     yield* Effect.annotateCurrentSpan({ "tessera.steps": outcome.steps })
     return outcome
-  }).pipe(Effect.withSpan("tessera.turn"))
+  }).pipe(Observability.withSpan("tessera.turn"))
 
 /** Opens a turn whose starting history is recorded first (refused, having written nothing, when one is open). */
 const openRecorded = <E, R>(journal: JournalService, recorder: TurnRecorder<E, R>, history: History.History) =>
@@ -1014,7 +991,7 @@ export const resumeTurn = <E = never, R = never>(
       history,
       pending
     ).pipe(abandonOnInterrupt(journal, turn.turn))
-  }).pipe(Effect.withSpan("tessera.resumeTurn"))
+  }).pipe(Observability.withSpan("tessera.resumeTurn"))
 
 /** After `TurnResumed`: close an answered turn, or dispatch the owed calls and go on with the next step. */
 const continueOpen = <E, R>(
@@ -1164,4 +1141,4 @@ export const resumeRebuilt = <E = never, R = never>(
       pending
     ).pipe(abandonOnInterrupt(journal, turn.turn))
     return { outcome, inFlight }
-  }).pipe(Effect.withSpan("tessera.resumeTurn"))
+  }).pipe(Observability.withSpan("tessera.resumeTurn"))

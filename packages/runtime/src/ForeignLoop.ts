@@ -72,6 +72,7 @@ import {
   type TurnUnfinished
 } from "./Journal.ts"
 import * as Model from "./Model.ts"
+import * as Observability from "./Observability.ts"
 import type * as PrivateSummaries from "./PrivateSummaries.ts"
 import * as TaskExecution from "./TaskExecution.ts"
 import * as ToolResultOffload from "./ToolResultOffload.ts"
@@ -364,7 +365,7 @@ export const scrubThrown = (
  * @since 0.2.0
  * @category constructors
  */
-export const make = Effect.fn("ForeignLoop.make")(function* (binding: EntryGate.TaskBinding, options: Options = {}) {
+export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding, options: Options = {}) {
   const entry = options.entry ?? "ForeignLoop.make"
   const capability = yield* EntryGate.verify(binding, "Turn")
   const journal = yield* Journal
@@ -635,4 +636,4 @@ export const make = Effect.fn("ForeignLoop.make")(function* (binding: EntryGate.
     offloaded: pointers
   }
   return loop
-})
+}, Observability.withSpan("ForeignLoop.make"))

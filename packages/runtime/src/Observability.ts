@@ -19,10 +19,13 @@
 
 import type * as GenAI from "effect/ai/Telemetry"
 import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
+import * as References from "effect/References"
+import * as Tracer from "effect/Tracer"
 
 /**
  * The GenAI operation names a Tessera span carries: a turn invokes the
@@ -62,6 +65,33 @@ export const toolAttributes = (name: string, callId: string) => ({
   "gen_ai.tool.call.id": callId,
   "gen_ai.tool.type": "function"
 })
+
+// Whether a span started here would reach anyone: a tracer was provided (the key is present, not Effect's default)
+// and tracing is not switched off. Effect's default tracer keeps its spans in memory and exports nothing.
+const traced = (context: Context.Context<never>): boolean =>
+  Context.getOrUndefined(context, Tracer.Tracer) !== undefined && Context.get(context, References.TracerEnabled)
+
+/**
+ * Runs `self` in a span named `name` when the fiber has a tracer of its own
+ * (Effect's `Tracer` provided, as `OtlpTracer.layer`, `Layer.setTracer` or
+ * `Effect.withTracer` do, and `References.TracerEnabled` on); otherwise runs
+ * `self` unchanged. Every span the runtime opens goes through it, so a
+ * program that installs no tracer pays nothing for tracing (no span, no
+ * clock read, no attributes built: `options` is called only when the span is
+ * made), as the AI SDK records no telemetry unless asked. Under Effect's
+ * default tracer, which exports nothing, the runtime's spans are therefore
+ * absent: `Effect.currentSpan` inside a tool sees the caller's span, if any.
+ * The success, failure and interruption of `self` are unchanged either way.
+ *
+ * @since 0.3.0
+ * @category tracing
+ */
+export const withSpan =
+  (name: string, options?: () => Tracer.SpanOptionsNoTrace) =>
+  <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.withFiber((fiber) =>
+      traced(fiber.context) ? Effect.withSpan(self, name, { ...options?.(), captureStackTrace: false }) : self
+    )
 
 /**
  * Bucket boundaries, in seconds, of the duration histograms: those the

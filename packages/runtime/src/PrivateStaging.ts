@@ -30,6 +30,7 @@ import type { PlatformError } from "effect/PlatformError"
 import * as Schema from "effect/Schema"
 import { sha256Bytes } from "./internal/digest.ts"
 import { readPublished } from "./internal/durableRead.ts"
+import * as Observability from "./Observability.ts"
 import * as PrivateSummaries from "./PrivateSummaries.ts"
 import * as StoreLayout from "./StoreLayout.ts"
 import type { StoreIoError, VolumeMetadataInvalid } from "./VolumeStore.ts"
@@ -152,7 +153,7 @@ const sameBytes = (a: Uint8Array, b: Uint8Array): boolean =>
  * @since 0.1.0
  * @category staging
  */
-export const stageOnce = Effect.fn("PrivateStaging.stageOnce")(function* (
+export const stageOnce = Effect.fnUntraced(function* (
   givenKey: StagingKey,
   content: string | Uint8Array
 ): Effect.fn.Return<
@@ -212,7 +213,7 @@ export const stageOnce = Effect.fn("PrivateStaging.stageOnce")(function* (
     stagedSize: bytes.length,
     stagedSha256: sha256
   })
-})
+}, Observability.withSpan("PrivateStaging.stageOnce"))
 
 /**
  * The file staged under `key`, if there is one, with its text: what

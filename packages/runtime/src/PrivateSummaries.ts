@@ -27,6 +27,7 @@ import { isMinted, mint } from "./internal/privateSummaries.ts"
 import { dataFolder } from "./internal/storeFolders.ts"
 import { contexts, requireIssued, runtimes } from "./internal/storeRuntime.ts"
 import type { JournalService } from "./Journal.ts"
+import * as Observability from "./Observability.ts"
 import type { TaskContext } from "./TaskContext.ts"
 import type { StoreIoError, VolumeMetadataInvalid } from "./VolumeStore.ts"
 
@@ -144,7 +145,7 @@ export const requireContext = (
  * @since 0.1.0
  * @category resolution
  */
-export const resolve = Effect.fn("PrivateSummaries.resolve")(function* (
+export const resolve = Effect.fnUntraced(function* (
   context: TaskContext
 ): Effect.fn.Return<PrivateWriterCapability, ResolveError> {
   yield* requireContext(context, "PrivateSummaries.resolve")
@@ -166,7 +167,7 @@ export const resolve = Effect.fn("PrivateSummaries.resolve")(function* (
     detail: `task has no owner-bound private writer (${refusals.length === 0 ? "no candidate volume" : refusals.join("; ")})`,
     task: context.task
   })
-})
+}, Observability.withSpan("PrivateSummaries.resolve"))
 
 /**
  * Whether the task's private writer resolves, without failing.

@@ -31,6 +31,7 @@ import { summarySession } from "./internal/summarySession.ts"
 import type { JournalIOError, JournalSequenceError } from "./Journal.ts"
 import { awaitingApproval, Journal, NoOpenTurn, openTurn, readEntries } from "./Journal.ts"
 import type { ToolCallPart } from "./Model.ts"
+import * as Observability from "./Observability.ts"
 import * as PrivateStaging from "./PrivateStaging.ts"
 import * as PrivateSummaries from "./PrivateSummaries.ts"
 import * as ToolResultOffload from "./ToolResultOffload.ts"
@@ -282,14 +283,14 @@ const gate = Effect.fnUntraced(function* <E, R>(
  * @since 0.1.0
  * @category entries
  */
-export const runTurn = Effect.fn("TaskExecution.runTurn")(function* <E = never, R = never>(
+export const runTurn = Effect.fnUntraced(function* <E = never, R = never>(
   binding: EntryGate.TaskBinding,
   history: History.History,
   config: ExecutionConfig<E, R>
 ) {
   const gated = yield* withGate(binding, "Turn", config)
   return yield* Executor.runTurn(gated, history)
-})
+}, Observability.withSpan("TaskExecution.runTurn"))
 
 /**
  * Options of {@link streamTurn}.
@@ -401,15 +402,12 @@ export const streamTurn = <E = never, R = never>(
  * @since 0.2.0
  * @category entries
  */
-export const abandonTurn = Effect.fn("TaskExecution.abandonTurn")(function* (
-  binding: EntryGate.TaskBinding,
-  reason: string
-) {
+export const abandonTurn = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding, reason: string) {
   yield* EntryGate.admitBinding(binding, "AbandonTurn")
   const decoded = yield* decodeReason(reason)
   const journal = yield* Journal
   return yield* journal.abandonTurn(decoded)
-})
+}, Observability.withSpan("TaskExecution.abandonTurn"))
 
 const decodeReason = InvalidInput.decode(
   Schema.String.check(Schema.makeFilter((text: string) => text.length > 0, { expected: "a non-empty string" })),
@@ -423,14 +421,14 @@ const decodeReason = InvalidInput.decode(
  * @since 0.1.0
  * @category entries
  */
-export const resumeTurn = Effect.fn("TaskExecution.resumeTurn")(function* <E = never, R = never>(
+export const resumeTurn = Effect.fnUntraced(function* <E = never, R = never>(
   binding: EntryGate.TaskBinding,
   history: History.History,
   config: ExecutionConfig<E, R>
 ) {
   const gated = yield* withGate(binding, "ResumeTurn", config)
   return yield* Executor.resumeTurn(gated, history)
-})
+}, Observability.withSpan("TaskExecution.resumeTurn"))
 
 /**
  * What {@link resume} did: how the turn went on (answered, or awaiting
@@ -464,7 +462,7 @@ export interface Resumed extends Executor.Resumed {
  * @since 0.3.0
  * @category entries
  */
-export const resume = Effect.fn("TaskExecution.resume")(function* <E = never, R = never>(
+export const resume = Effect.fnUntraced(function* <E = never, R = never>(
   binding: EntryGate.TaskBinding,
   config: ExecutionConfig<E, R>
 ) {
@@ -480,7 +478,7 @@ export const resume = Effect.fn("TaskExecution.resume")(function* <E = never, R 
   const resumed = yield* Executor.resumeRebuilt(gated.config, rebuilt)
   const outcome: Resumed = { ...resumed, verifiedRequests }
   return outcome
-})
+}, Observability.withSpan("TaskExecution.resume"))
 
 /**
  * The task's conversation as the model last saw it, from disk alone: the
@@ -494,7 +492,7 @@ export const resume = Effect.fn("TaskExecution.resume")(function* <E = never, R 
  * @since 0.3.0
  * @category entries
  */
-export const restoreHistory = Effect.fn("TaskExecution.restoreHistory")(function* (binding: EntryGate.TaskBinding) {
+export const restoreHistory = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding) {
   yield* EntryGate.admitBinding(binding, "ResumeTurn")
   const transcript = yield* transcriptOf(binding, "ResumeTurn", Option.none())
   const journal = yield* Journal
@@ -505,7 +503,7 @@ export const restoreHistory = Effect.fn("TaskExecution.restoreHistory")(function
   const entries = yield* readEntries({ folder: path.dirname(journal.file), task: journal.task })
   const rebuilt = yield* Transcript.rebuild(transcript, entries, last.turn)
   return Option.some(rebuilt.history)
-})
+}, Observability.withSpan("TaskExecution.restoreHistory"))
 
 /**
  * The host's decision on a call awaiting approval: who or what decided
@@ -564,7 +562,7 @@ export class NotAwaitingApproval extends Schema.TaggedError<NotAwaitingApproval>
  * @since 0.3.0
  * @category entries
  */
-export const decide = Effect.fn("TaskExecution.decide")(function* (binding: EntryGate.TaskBinding, decision: Decision) {
+export const decide = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding, decision: Decision) {
   yield* EntryGate.admitBinding(binding, "Approve")
   const decoded = yield* decodeDecision(decision)
   const journal = yield* Journal
@@ -586,7 +584,7 @@ export const decide = Effect.fn("TaskExecution.decide")(function* (binding: Entr
     by: decoded.by,
     ...(decoded.note === undefined ? {} : { note: decoded.note })
   })
-})
+}, Observability.withSpan("TaskExecution.decide"))
 
 /**
  * One model step behind the gate, for harnesses that drive steps themselves.
@@ -594,7 +592,7 @@ export const decide = Effect.fn("TaskExecution.decide")(function* (binding: Entr
  * @since 0.1.0
  * @category entries
  */
-export const modelStep = Effect.fn("TaskExecution.modelStep")(function* <E = never, R = never>(
+export const modelStep = Effect.fnUntraced(function* <E = never, R = never>(
   binding: EntryGate.TaskBinding,
   config: ExecutionConfig<E, R>,
   context: Executor.StepContext,
@@ -602,7 +600,7 @@ export const modelStep = Effect.fn("TaskExecution.modelStep")(function* <E = nev
 ) {
   const gated = yield* withGate(binding, "ModelStep", config)
   return yield* Executor.modelStep(gated, context, history)
-})
+}, Observability.withSpan("TaskExecution.modelStep"))
 
 /**
  * One tool dispatch behind the gate, with the same hooks a turn gets
@@ -611,7 +609,7 @@ export const modelStep = Effect.fn("TaskExecution.modelStep")(function* <E = nev
  * @since 0.1.0
  * @category entries
  */
-export const dispatchTools = Effect.fn("TaskExecution.dispatchTools")(function* <E = never, R = never>(
+export const dispatchTools = Effect.fnUntraced(function* <E = never, R = never>(
   binding: EntryGate.TaskBinding,
   config: ExecutionConfig<E, R>,
   context: Executor.StepContext,
@@ -619,7 +617,7 @@ export const dispatchTools = Effect.fn("TaskExecution.dispatchTools")(function* 
 ) {
   const gated = yield* withGate(binding, "ToolDispatch", config)
   return yield* Executor.dispatchTools(gated, context, calls)
-})
+}, Observability.withSpan("TaskExecution.dispatchTools"))
 
 /**
  * The calls of one step dispatched under approvals behind the gate, with
@@ -632,7 +630,7 @@ export const dispatchTools = Effect.fn("TaskExecution.dispatchTools")(function* 
  * @since 0.3.0
  * @category entries
  */
-export const dispatchStep = Effect.fn("TaskExecution.dispatchStep")(function* <E = never, R = never>(
+export const dispatchStep = Effect.fnUntraced(function* <E = never, R = never>(
   binding: EntryGate.TaskBinding,
   config: ExecutionConfig<E, R>,
   context: Executor.StepContext,
@@ -640,7 +638,7 @@ export const dispatchStep = Effect.fn("TaskExecution.dispatchStep")(function* <E
 ) {
   const gated = yield* withGate(binding, "ToolDispatch", config)
   return yield* Executor.dispatchStep(gated, context, calls)
-})
+}, Observability.withSpan("TaskExecution.dispatchStep"))
 
 /**
  * Options of the summary entries. `policy` only shapes the summary requests
@@ -672,7 +670,7 @@ const decodeSummaryKey = InvalidInput.decode(
  * @since 0.1.0
  * @category entries
  */
-export const summarize = Effect.fn("TaskExecution.summarize")(function* (
+export const summarize = Effect.fnUntraced(function* (
   binding: EntryGate.TaskBinding,
   history: History.History,
   options: SummaryOptions = {}
@@ -693,7 +691,7 @@ export const summarize = Effect.fn("TaskExecution.summarize")(function* (
     policy,
     entry: "Summary"
   })
-})
+}, Observability.withSpan("TaskExecution.summarize"))
 
 /**
  * A summary-file turn paused for approvals: its answer, which would be the
@@ -719,7 +717,7 @@ export class SummaryFileTurnAwaitingApproval extends Schema.TaggedError<SummaryF
  * @since 0.1.0
  * @category entries
  */
-export const runSummaryFileTurn = Effect.fn("TaskExecution.runSummaryFileTurn")(function* <E = never, R = never>(
+export const runSummaryFileTurn = Effect.fnUntraced(function* <E = never, R = never>(
   binding: EntryGate.TaskBinding,
   history: History.History,
   config: ExecutionConfig<E, R>,
@@ -748,4 +746,4 @@ export const runSummaryFileTurn = Effect.fn("TaskExecution.runSummaryFileTurn")(
     turn: outcome.turn
   }).pipe(PrivateSummaries.provide(capability))
   return { outcome, published }
-})
+}, Observability.withSpan("TaskExecution.runSummaryFileTurn"))

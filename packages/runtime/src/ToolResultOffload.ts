@@ -26,6 +26,7 @@ import { isRecordOf } from "./internal/journalIdentity.ts"
 import { makeRegistry } from "./internal/trusted.ts"
 import type { Journal, JournalIOError, JournalSequenceError } from "./Journal.ts"
 import type { ToolResultPart } from "./Model.ts"
+import * as Observability from "./Observability.ts"
 import * as PrivateSummaries from "./PrivateSummaries.ts"
 import * as StoreLayout from "./StoreLayout.ts"
 import type { TaskContext } from "./TaskContext.ts"
@@ -252,7 +253,7 @@ const stripDigestPrefix = (digest: string): string => digest.replace(/^sha256:/,
  * @since 0.1.0
  * @category offload
  */
-export const offloadResult = Effect.fn("ToolResultOffload.offloadResult")(function* (
+export const offloadResult = Effect.fnUntraced(function* (
   config: OffloadConfig,
   target: OffloadTarget,
   journal: Journal["Service"],
@@ -306,7 +307,7 @@ export const offloadResult = Effect.fn("ToolResultOffload.offloadResult")(functi
     ...(outcome.disposition === "Written" ? {} : { disposition: outcome.disposition })
   })
   return { ...result, content: outcome.pointer }
-})
+}, Observability.withSpan("ToolResultOffload.offloadResult"))
 
 /**
  * Requirements of offloading besides a private capability.

@@ -32,6 +32,7 @@ import * as SchemaParser from "effect/SchemaParser"
 import { readPublished } from "./internal/durableRead.ts"
 import { registerFolders } from "./internal/storeFolders.ts"
 import { decodeJsonText, describePlatformError, publishExclusive, readTextIfExists } from "./internal/storeJson.ts"
+import * as Observability from "./Observability.ts"
 import * as StoreLayout from "./StoreLayout.ts"
 
 /**
@@ -264,7 +265,7 @@ const readManifest = (fs: FileSystem.FileSystem, file: string) =>
  * @since 0.1.0
  * @category constructors
  */
-export const open = Effect.fn("VolumeStore.open")(function* (options: OpenOptions) {
+export const open = Effect.fnUntraced(function* (options: OpenOptions) {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const root = path.resolve(options.root)
@@ -424,4 +425,4 @@ export const open = Effect.fn("VolumeStore.open")(function* (options: OpenOption
   const store: VolumeStore = Object.freeze({ id, root, create, custody, folderOf, list })
   registerFolders(store, (ref) => dataFolderOf(ref.volume))
   return store
-})
+}, Observability.withSpan("VolumeStore.open"))

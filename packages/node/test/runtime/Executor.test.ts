@@ -13,7 +13,7 @@ import * as Journal from "@tessera/runtime/Journal"
 import * as Model from "@tessera/runtime/Model"
 import * as ScriptedModel from "@tessera/runtime/ScriptedModel"
 import * as Tool from "@tessera/runtime/Tool"
-import { Effect, FileSystem, Layer, Option, Ref, Schema } from "effect"
+import { Effect, FileSystem, Layer, Option, Ref, Schema, Tracer } from "effect"
 import * as fc from "fast-check"
 import { expectedRequestMeasure } from "../support/requestMeasure.ts"
 import { recordSpans } from "./support/spans.ts"
@@ -604,6 +604,101 @@ describe("stock executor", () => {
         ),
         ["read", "c1", 1, bytes("contents of a")]
       )
+    }).pipe(Effect.provide(NodeServices.layer))
+  )
+})
+
+describe("spans only when traced", () => {
+  // Effect's default tracer is the one a program gets without providing one; counting what it is asked for shows
+  // every span opened while no tracer is installed.
+  const countDefaultSpans = <A, E, R>(self: Effect.Effect<A, E, R>) =>
+    Effect.acquireUseRelease(
+      Effect.sync(() => {
+        const names: Array<string> = []
+        const original = Tracer.nativeTracer.span
+        const patched: typeof original = (options) => {
+          names.push(options.name)
+          return original.call(Tracer.nativeTracer, options)
+        }
+        Object.assign(Tracer.nativeTracer, { span: patched })
+        return { names, original }
+      }),
+      ({ names }) => Effect.map(self, (value) => ({ value, names })),
+      ({ original }) => Effect.sync(() => Object.assign(Tracer.nativeTracer, { span: original }))
+    )
+  const seenByTool = (seen: Array<string>, extra?: (effect: Effect.Effect<void>) => Effect.Effect<void>) =>
+    Tool.make({
+      name: "look",
+      description: "Records the span it runs in",
+      input: Schema.Struct({}),
+      handler: () => {
+        const record = Effect.matchEffect(Effect.currentSpan, {
+          onFailure: () => Effect.sync(() => void seen.push("(none)")),
+          onSuccess: (span) => Effect.sync(() => void seen.push(span.name))
+        })
+        return Effect.as(extra === undefined ? record : extra(record), "looked")
+      }
+    })
+  const script = [Model.response({ toolCalls: [call("c1", "look", {})] }), Model.response({ text: "ok" })]
+
+  it.effect(
+    "spans_only_when_traced: with no tracer installed a turn opens no span, and a tool sees none of the runtime's",
+    () =>
+      Effect.gen(function* () {
+        const folder = yield* tempFolder
+        const seen: Array<string> = []
+        const { names } = yield* countDefaultSpans(
+          Executor.runTurn({ tools: Tool.registry(seenByTool(seen)), maxSteps: 3 }, start).pipe(
+            Effect.provide(services(folder, script))
+          )
+        )
+        assert.deepStrictEqual(names, [])
+        assert.deepStrictEqual(seen, ["(none)"])
+      }).pipe(Effect.provide(NodeServices.layer))
+  )
+
+  it.effect("spans_only_when_traced: an installed tracer gets every span; switched off, none", () =>
+    Effect.gen(function* () {
+      const seen: Array<string> = []
+      const tools = Tool.registry(seenByTool(seen))
+      const traced = recordSpans()
+      yield* Executor.runTurn({ tools, maxSteps: 3 }, start).pipe(
+        Effect.provide(services(yield* tempFolder, script)),
+        Effect.withTracer(traced.tracer)
+      )
+      assert.deepStrictEqual(
+        ["tessera.turn", "tessera.modelStep", "tessera.toolCall"].map((name) => traced.named(name).length),
+        [1, 2, 1]
+      )
+      assert.deepStrictEqual(seen, ["tessera.toolCall"])
+      const off = recordSpans()
+      const { names } = yield* countDefaultSpans(
+        Executor.runTurn({ tools, maxSteps: 3 }, start).pipe(
+          Effect.provide(services(yield* tempFolder, script)),
+          Effect.withTracer(off.tracer),
+          Effect.withTracerEnabled(false)
+        )
+      )
+      assert.deepStrictEqual(
+        [off.named("tessera.turn").length, off.named("tessera.modelStep").length, names],
+        [0, 0, []]
+      )
+    }).pipe(Effect.provide(NodeServices.layer))
+  )
+
+  it.effect("spans_only_when_traced, negative control: a span opened the plain way under no tracer is counted", () =>
+    Effect.gen(function* () {
+      const folder = yield* tempFolder
+      const seen: Array<string> = []
+      // The wiring the runtime no longer uses: `Effect.withSpan` whatever the tracer.
+      const plainSpan = (effect: Effect.Effect<void>) => Effect.withSpan(effect, "tessera.toolCall")
+      const { names } = yield* countDefaultSpans(
+        Executor.runTurn({ tools: Tool.registry(seenByTool(seen, plainSpan)), maxSteps: 3 }, start).pipe(
+          Effect.provide(services(folder, script))
+        )
+      )
+      assert.deepStrictEqual(names, ["tessera.toolCall"])
+      assert.deepStrictEqual(seen, ["tessera.toolCall"])
     }).pipe(Effect.provide(NodeServices.layer))
   )
 })
