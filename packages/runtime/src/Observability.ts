@@ -319,22 +319,23 @@ const tokenUsageOf: Record<RequestKind, Record<"input" | "output", typeof tokenU
   summary: { input: tokenUsageBy("summary", "input"), output: tokenUsageBy("summary", "output") }
 }
 
-const recordReported = (kind: RequestKind, usage: Usage): Effect.Effect<void> =>
-  Effect.flatMap(Effect.currentSpan.pipe(Effect.option), (span) => {
-    const { inputTokens, outputTokens } = usage
-    if (span._tag === "Some") {
-      // The names `Telemetry.addGenAIAnnotations` writes, set directly: it derives each one from a camelCase key
-      // on every call, which cost more than the rest of a step's usage reporting.
-      const target = span.value
-      if (inputTokens !== undefined) target.attribute("gen_ai.usage.input_tokens", inputTokens)
-      if (outputTokens !== undefined) target.attribute("gen_ai.usage.output_tokens", outputTokens)
-      if (usage.finishReasons !== undefined) target.attribute("gen_ai.response.finish_reasons", usage.finishReasons)
-    }
-    const metrics = tokenUsageOf[kind]
-    if (inputTokens === undefined) {
-      return outputTokens === undefined ? Effect.void : Metric.update(metrics.output, outputTokens)
-    }
-    return outputTokens === undefined
-      ? Metric.update(metrics.input, inputTokens)
-      : Effect.andThen(Metric.update(metrics.input, inputTokens), Metric.update(metrics.output, outputTokens))
-  })
+const recordReported = (kind: RequestKind, usage: Usage): Effect.Effect<void> => {
+  const { inputTokens, outputTokens } = usage
+  // The names `Telemetry.addGenAIAnnotations` writes, set directly: it derives each one from a camelCase key on
+  // every call, which cost more than the rest of a step's usage reporting. Annotating does nothing when no span is
+  // open, where looking the span up (`Effect.currentSpan`) would fail with an error and its stack trace every step.
+  const attributes: Record<string, unknown> = {}
+  if (inputTokens !== undefined) attributes["gen_ai.usage.input_tokens"] = inputTokens
+  if (outputTokens !== undefined) attributes["gen_ai.usage.output_tokens"] = outputTokens
+  if (usage.finishReasons !== undefined) attributes["gen_ai.response.finish_reasons"] = usage.finishReasons
+  const metrics = tokenUsageOf[kind]
+  const recorded =
+    inputTokens === undefined
+      ? outputTokens === undefined
+        ? Effect.void
+        : Metric.update(metrics.output, outputTokens)
+      : outputTokens === undefined
+        ? Metric.update(metrics.input, inputTokens)
+        : Effect.andThen(Metric.update(metrics.input, inputTokens), Metric.update(metrics.output, outputTokens))
+  return Effect.andThen(Effect.annotateCurrentSpan(attributes), recorded)
+}
