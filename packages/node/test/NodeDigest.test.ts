@@ -24,6 +24,46 @@ describe("NodeDigest", () => {
     )
   })
 
+  it("long texts (past the transcode threshold) measure exactly as the portable digest does, lone surrogates and Latin-1 included", async () => {
+    const piece = fc.oneof(
+      fc.string({ maxLength: 40 }),
+      fc.string({ unit: "binary", maxLength: 40 }),
+      fc.string({ unit: "grapheme", maxLength: 40 }),
+      fc.string({ unit: fc.integer({ min: 0x80, max: 0xff }).map((code) => String.fromCharCode(code)), maxLength: 40 }),
+      fc.string({
+        unit: fc.integer({ min: 0xd800, max: 0xdfff }).map((code) => String.fromCharCode(code)),
+        maxLength: 3
+      })
+    )
+    // Which of NodeDigest's paths the generated texts reach: converted (a unit beyond Latin-1 among the first 1,024),
+    // converted but refused for a lone surrogate (back to the direct path), and direct.
+    const reached = { converted: 0, loneSurrogate: 0, direct: 0 }
+    await fc.assert(
+      fc.asyncProperty(
+        piece,
+        piece,
+        fc.integer({ min: 1_000, max: 3_000 }),
+        piece,
+        async (head, filler, length, tail) => {
+          // The filler repeated to a length around the threshold: the first units decide the path, the rest can hold anything.
+          const middle = (filler.length === 0 ? "x" : filler).repeat(Math.ceil(length / Math.max(1, filler.length)))
+          const text = `${head}${middle}${tail}`
+          if (text.length >= 1_024 && /[\u0100-\uffff]/.test(text.slice(0, 1_024))) {
+            if (text.isWellFormed()) reached.converted++
+            else reached.loneSurrogate++
+          } else reached.direct++
+          const portable = await Effect.runPromise(Digest.webCrypto.measureText(text))
+          assert.deepStrictEqual(NodeDigest.nodeCrypto.measureTextSync?.(text), portable)
+          assert.strictEqual(portable.size, encoder.encode(text).byteLength)
+        }
+      ),
+      { numRuns: 300 }
+    )
+    assert.isAbove(reached.converted, 0)
+    assert.isAbove(reached.loneSurrogate, 0)
+    assert.isAbove(reached.direct, 0)
+  })
+
   it("digests bytes exactly as the portable WebCrypto digest does", async () => {
     await fc.assert(
       fc.asyncProperty(fc.uint8Array({ maxLength: 2_000 }), async (bytes) => {
