@@ -272,12 +272,12 @@ const runOf = (runs: ReadonlyArray<PeersRun>, workload: Workload["name"]): Peers
 /**
  * What a miss costs in this run's own figures (both sides' medians), and
  * where our time goes, from the measurements of bench/NOTES.md (seventh
- * round): `node --cpu-prof` profiles of the job, its durable-file calls
+ * and tenth rounds): `node --cpu-prof` profiles of the job, its durable-file calls
  * timed one by one, and the per-result measures timed on the workload's
  * own results.
  */
 const missCause = (run: PeersRun, target: PeerTarget): string =>
-  `${missCauseBody(run, target)} Measurements: bench/NOTES.md, seventh round.`
+  `${missCauseBody(run, target)} Measurements: bench/NOTES.md, seventh and tenth rounds.`
 
 const missCauseBody = (run: PeersRun, target: PeerTarget): string => {
   const ours = summarize(run.runs[target.measured] ?? [])
@@ -289,7 +289,7 @@ const missCauseBody = (run: PeersRun, target: PeerTarget): string => {
     return (
       measured +
       "A step of ours journals six entries (the request dispatched, the response, each call's `ToolCalled` and `ToolResulted`), each checked, encoded and folded into the task's state even when the journal is memory-only, measures the request (a hash chain over its new parts) and each result (UTF-8 size and SHA-256), and runs as Effect fibers. " +
-      "In a `node --cpu-prof` profile of this job over 6,000 steps (memory-only journal, after the warm-up) the time splits into Effect's runtime (fiber run loop, contexts, primitives) 36%, garbage collection 10%, the measures 12%, the journal 8%, the executor 7%, compaction 4%, and the summary steps' durable-file calls 10%. " +
+      "In a `node --cpu-prof` profile of this job over 6,000 steps (memory-only journal; module loading and the bench's own code left out) the time splits into Effect's runtime (fiber run loop, contexts, primitives) 29%, the measures 16%, the journal 13%, the summary steps' durable-file calls 11%, garbage collection 8%, the executor 8% and compaction 5% (tenth round; no span is made, as no tracer is installed). " +
       "The AI SDK's and Pi's loops journal nothing and never look at a result's text (no side's scripted model reads its input)."
     )
   }
@@ -304,7 +304,7 @@ const missCauseBody = (run: PeersRun, target: PeerTarget): string => {
     return (
       measured +
       `Without the tool's own time a step took ${formatMs(ours.step.median - ours.toolMsPerStep)} ms of ours against ${formatMs(theirs.step.median - theirs.toolMsPerStep)} ms. ` +
-      "Every step measures its new result once, on average 95,000 characters (154 KB of UTF-8) of mixed text, for `ToolResulted`: its SHA-256 (about 215 µs, most of it encoding the text to UTF-8) and its UTF-8 size (about 68 µs), timed one by one on this workload's results; the request's hash chain and compaction's size of the request reuse that measure. Those two take about half of a `node --cpu-prof` profile of the job once module loading and the tool are left out. " +
+      "Every step measures its new result once, on average 95,000 characters (154 KB of UTF-8) of mixed text, for `ToolResulted`: its UTF-8 size and SHA-256, from one conversion to UTF-8 (`transcode`) and one hash, about 355 µs a result on 300 of this workload's results timed one by one (908 µs the way it was measured before the tenth round, in the same process); the request's hash chain and compaction's size of the request reuse that measure. It takes about 40% of a `node --cpu-prof` profile of the job once module loading and the tool (its decoding) are left out. " +
       "The other sides never look at a result's text: their scripted models ignore their input and their loops only pass the strings along."
     )
   }
