@@ -23,10 +23,24 @@ const transcodeFrom = 8_192
 const probedUnits = 1_024
 const beyondLatin1 = /[\u0100-\uffff]/
 
+// The UTF-16 copy goes through one buffer kept for the purpose (allocating it per text cost about a quarter of the
+// measure); a text too long for the kept size gets a buffer of its own, so at most this much stays allocated.
+const keptUtf16Bytes = 1 << 20
+let utf16Scratch: Buffer | undefined
+
+const utf16Of = (text: string): Buffer => {
+  const bytes = text.length * 2
+  if (bytes > keptUtf16Bytes) return Buffer.from(text, "utf16le")
+  if (utf16Scratch === undefined || utf16Scratch.length < bytes) {
+    utf16Scratch = Buffer.allocUnsafeSlow(Math.min(keptUtf16Bytes, Math.max(bytes, 2 * (utf16Scratch?.length ?? 0))))
+  }
+  return utf16Scratch.subarray(0, utf16Scratch.write(text, 0, bytes, "utf16le"))
+}
+
 // The text's UTF-8, or `undefined` where ICU refuses it: a lone surrogate, which the direct path encodes as U+FFFD.
 const utf8Of = (text: string): Buffer | undefined => {
   try {
-    return transcode(Buffer.from(text, "utf16le"), "utf16le", "utf8")
+    return transcode(utf16Of(text), "utf16le", "utf8")
   } catch {
     return undefined
   }

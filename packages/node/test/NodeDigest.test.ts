@@ -64,6 +64,17 @@ describe("NodeDigest", () => {
     assert.isAbove(reached.direct, 0)
   })
 
+  it("texts past the kept conversion buffer, and shorter ones after them, measure as the portable digest does", async () => {
+    const unit = "log line 日本語 🙂 ok\n"
+    const huge = unit.repeat(Math.ceil(600_000 / unit.length))
+    for (const text of [huge, huge.slice(0, 20_000), `${huge.slice(0, 9_000)}\ud800`, huge.slice(0, 10_000)]) {
+      assert.deepStrictEqual(
+        NodeDigest.nodeCrypto.measureTextSync?.(text),
+        await Effect.runPromise(Digest.webCrypto.measureText(text))
+      )
+    }
+  })
+
   it("digests bytes exactly as the portable WebCrypto digest does", async () => {
     await fc.assert(
       fc.asyncProperty(fc.uint8Array({ maxLength: 2_000 }), async (bytes) => {
