@@ -304,7 +304,7 @@ const missCauseBody = (run: PeersRun, target: PeerTarget): string => {
     return (
       measured +
       `Without the tool's own time a step took ${formatMs(ours.step.median - ours.toolMsPerStep)} ms of ours against ${formatMs(theirs.step.median - theirs.toolMsPerStep)} ms. ` +
-      "Every step measures its new result once, on average 95,000 characters (154 KB of UTF-8) of mixed text, for `ToolResulted`: its UTF-8 size and SHA-256, from one conversion to UTF-8 (`transcode`) and one hash, about 355 µs a result on 300 of this workload's results timed one by one (908 µs the way it was measured before the tenth round, in the same process); the request's hash chain and compaction's size of the request reuse that measure. It takes about 40% of a `node --cpu-prof` profile of the job once module loading and the tool (its decoding) are left out. " +
+      "Every step measures its new result once, on average 95,000 characters (154 KB of UTF-8) of mixed text, for `ToolResulted`: its UTF-8 size and SHA-256, from one conversion to UTF-8 (`transcode`) and one hash: about 240 µs a result on 300 of this workload's results timed one by one once flat (908 µs the way it was measured before the tenth round), and about 160 µs more for V8 to flatten each into one string first (the workload's results are concatenations); the request's hash chain and compaction's size of the request reuse that measure. It takes about 40% of a `node --cpu-prof` profile of the job once module loading and the tool (its decoding) are left out. " +
       "The other sides never look at a result's text: their scripted models ignore their input and their loops only pass the strings along."
     )
   }
