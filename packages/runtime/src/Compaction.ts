@@ -434,7 +434,7 @@ const summaryRequestSpan = <E, R>(
   timeSummaryRequest(generate).pipe(
     Effect.tap((response) =>
       Effect.andThen(
-        Effect.annotateCurrentSpan("tessera.response.size", ArtifactPointer.utf8Length(response.text)),
+        Observability.annotate("tessera.response.size", ArtifactPointer.utf8Length(response.text)),
         Observability.recordUsage("summary", Observability.usageOf(response))
       )
     ),
@@ -477,7 +477,7 @@ const summarizing = Effect.fnUntraced(function* <E, R>(
       input.summaryBytes === undefined ? response.text : boundSummary(response.text, input.summaryBytes)
     )
   }
-  yield* Effect.annotateCurrentSpan("tessera.summary.requests", all.length)
+  yield* Observability.annotate("tessera.summary.requests", all.length)
   return { text: Option.getOrElse(summary, () => ""), requests: all.length }
 })
 
@@ -530,7 +530,7 @@ export const publish = Effect.fnUntraced(function* (options: {
   const redacted = Option.isSome(redactor) ? yield* redactor.value.redact(options.summary) : options.summary
   const scrubbed = options.maxBytes === undefined ? redacted : boundSummary(redacted, options.maxBytes)
   const staged = yield* PrivateStaging.stageOnce(options.key, scrubbed)
-  yield* Effect.annotateCurrentSpan({ "tessera.summary.size": staged.size, "tessera.staging.outcome": staged.outcome })
+  yield* Observability.annotate({ "tessera.summary.size": staged.size, "tessera.staging.outcome": staged.outcome })
   if (Option.isSome(options.journal)) {
     yield* options.journal.value.append({
       _tag: "SummaryStaged",
@@ -602,7 +602,7 @@ const compactPlanned = Effect.fnUntraced(function* (options: CompactOptions, pla
   const previousSummary = History.summaryText(options.history)
   const pieceBytes = CompactionPolicy.bytesFor(options.policy.measure, options.policy.pieceLimit)
   const turn = options.turn === undefined ? {} : { turn: options.turn }
-  yield* Effect.annotateCurrentSpan({
+  yield* Observability.annotate({
     ...(Option.isSome(options.journal) ? { "tessera.task": options.journal.value.task } : {}),
     ...(options.turn === undefined ? {} : { "tessera.turn": options.turn }),
     "tessera.step": key.step,
@@ -636,7 +636,7 @@ const compactPlanned = Effect.fnUntraced(function* (options: CompactOptions, pla
       turn
     )
     if (Option.isSome(leftover)) {
-      yield* Effect.annotateCurrentSpan("tessera.compaction.recovered", true)
+      yield* Observability.annotate("tessera.compaction.recovered", true)
       return History.summarizeLeadingRounds(options.history, planned.summarized.length, {
         parts: leftover.value.parts,
         text: leftover.value.text

@@ -114,7 +114,7 @@ const armedWithoutWriter = (context: TaskContext, entry: EntryPoint, cause: Unau
  * @category gate
  */
 export const verify = Effect.fnUntraced(function* (binding: TaskBinding, entry: EntryPoint) {
-  yield* Effect.annotateCurrentSpan({
+  yield* Observability.annotate({
     "tessera.task": binding.context.task,
     "tessera.entry": entry,
     "tessera.policy": binding.policy._tag
@@ -145,7 +145,7 @@ export const bind = Effect.fnUntraced(function* (context: TaskContext, options: 
         Effect.mapError((error) => (error._tag === "Unauthorized" ? armedWithoutWriter(context, "Bind", error) : error))
       )
     }
-    yield* Effect.annotateCurrentSpan({ "tessera.task": context.task, "tessera.policy": policy._tag })
+    yield* Observability.annotate({ "tessera.task": context.task, "tessera.policy": policy._tag })
     return bindings.mint<TaskBinding>({ context, policy })
   }
   // The default is decided by whether the capability resolves, which is the
@@ -154,6 +154,6 @@ export const bind = Effect.fnUntraced(function* (context: TaskContext, options: 
   const policy = Option.isSome(resolved)
     ? yield* CompactionPolicy.decodePolicy(options.threshold ?? CompactionPolicy.defaultThreshold, "EntryGate.bind")
     : CompactionPolicy.disabled
-  yield* Effect.annotateCurrentSpan({ "tessera.task": context.task, "tessera.policy": policy._tag })
+  yield* Observability.annotate({ "tessera.task": context.task, "tessera.policy": policy._tag })
   return bindings.mint<TaskBinding>({ context, policy })
 }, Observability.withSpan("EntryGate.bind"))

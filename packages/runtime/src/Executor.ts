@@ -450,7 +450,7 @@ const modelStepBody = Effect.fnUntraced(function* <E, R>(
     recorder === undefined || current === history ? undefined : yield* recorder.rewritten(history, current)
   const request: ModelRequest = { parts: History.toParts(current), tools: config.tools.specs }
   const measured = yield* measureRequest(request)
-  yield* Effect.annotateCurrentSpan({
+  yield* Observability.annotate({
     "tessera.request.parts": request.parts.length,
     "tessera.request.size": measured.size
   })
@@ -481,7 +481,7 @@ const modelStepBody = Effect.fnUntraced(function* <E, R>(
   yield* Observability.recordUsage("step", Observability.usageOf(response))
   const responseRecord = recorder === undefined ? undefined : yield* recorder.responded(response)
   const answer = yield* measureText(response.text)
-  yield* Effect.annotateCurrentSpan({
+  yield* Observability.annotate({
     "tessera.response.size": answer.size,
     "tessera.response.toolCalls": response.toolCalls.length
   })
@@ -589,7 +589,7 @@ const dispatchOneBody = Effect.fnUntraced(function* <E, R>(
 ): Effect.fn.Return<ToolResultPart, JournalIOError | JournalSequenceError | E, R> {
   const { call, step, turn } = context
   const input = yield* measureJson(call.input)
-  yield* Effect.annotateCurrentSpan("tessera.tool.input.size", input.size)
+  yield* Observability.annotate("tessera.tool.input.size", input.size)
   yield* journal.append({
     _tag: "ToolCalled",
     turn,
@@ -620,7 +620,7 @@ const dispatchOneBody = Effect.fnUntraced(function* <E, R>(
       : { ...replaced, callId: call.id, name: call.name }
   const measured = yield* measureText(result.content)
   rememberBody(result, measured)
-  yield* Effect.annotateCurrentSpan({
+  yield* Observability.annotate({
     "tessera.tool.result.size": measured.size,
     "tessera.tool.isError": result.isError
   })
@@ -919,7 +919,7 @@ export const runTurn = <E = never, R = never>(
 ): Effect.Effect<TurnOutcome, ExecutorError | E, Model | Journal | R> =>
   Effect.gen(function* () {
     const journal = yield* Journal
-    yield* Effect.annotateCurrentSpan({
+    yield* Observability.annotate({
       ...Observability.operation("invoke_agent", journal.task),
       "tessera.task": journal.task
     })
@@ -928,11 +928,11 @@ export const runTurn = <E = never, R = never>(
     }
     const opened =
       config.recorder === undefined ? yield* journal.openTurn : yield* openRecorded(journal, config.recorder, history)
-    yield* Effect.annotateCurrentSpan({ "tessera.turn": opened.turn })
+    yield* Observability.annotate({ "tessera.turn": opened.turn })
     const outcome = yield* continueTurn(config, { task: journal.task, turn: opened.turn, firstStep: 1 }, history).pipe(
       abandonOnInterrupt(journal, opened.turn)
     )
-    yield* Effect.annotateCurrentSpan({ "tessera.steps": outcome.steps })
+    yield* Observability.annotate({ "tessera.steps": outcome.steps })
     return outcome
   }).pipe(Observability.withSpan("tessera.turn"))
 
@@ -972,12 +972,12 @@ export const resumeTurn = <E = never, R = never>(
   Effect.gen(function* () {
     const journal = yield* Journal
     const task = journal.task
-    yield* Effect.annotateCurrentSpan({ ...Observability.operation("invoke_agent", task), "tessera.task": task })
+    yield* Observability.annotate({ ...Observability.operation("invoke_agent", task), "tessera.task": task })
     if (config.hooks?.beforeTurn !== undefined) yield* config.hooks.beforeTurn({ task, resuming: true }, history)
     const open = openTurn(yield* journal.state)
     if (Option.isNone(open)) return yield* new NoOpenTurn({ task, operation: "resume" })
     const turn = open.value
-    yield* Effect.annotateCurrentSpan({ "tessera.turn": turn.turn })
+    yield* Observability.annotate({ "tessera.turn": turn.turn })
     const pending = History.unansweredCalls(history)
     const journalCalls = turn.owedCalls.map((call) => call.callId)
     const historyCalls = pending.map((call) => call.id)
@@ -1085,7 +1085,7 @@ export const resumeRebuilt = <E = never, R = never>(
   Effect.gen(function* () {
     const journal = yield* Journal
     const task = journal.task
-    yield* Effect.annotateCurrentSpan({ ...Observability.operation("invoke_agent", task), "tessera.task": task })
+    yield* Observability.annotate({ ...Observability.operation("invoke_agent", task), "tessera.task": task })
     if (config.hooks?.beforeTurn !== undefined)
       yield* config.hooks.beforeTurn({ task, resuming: true }, rebuilt.history)
     const open = openTurn(yield* journal.state)
@@ -1093,7 +1093,7 @@ export const resumeRebuilt = <E = never, R = never>(
       return yield* new NoOpenTurn({ task, operation: `resume turn ${rebuilt.turn}` })
     }
     const turn = open.value
-    yield* Effect.annotateCurrentSpan({ "tessera.turn": turn.turn })
+    yield* Observability.annotate({ "tessera.turn": turn.turn })
     const inFlight = turn.owedCalls
       .filter((call) => call.called && call.approval?.status !== "Rejected")
       .map((call) => ({ callId: call.callId, name: call.name, rerun: Tool.isIdempotent(config.tools, call.name) }))

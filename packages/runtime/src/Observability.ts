@@ -94,6 +94,27 @@ export const withSpan =
     )
 
 /**
+ * Sets attributes on the current span when spans are being made (see
+ * {@link withSpan}): with no tracer of the program's own it does nothing, so
+ * the runtime's attributes never land on a span of the caller's that Effect's
+ * default tracer keeps in memory.
+ *
+ * @since 0.3.0
+ * @category tracing
+ */
+export const annotate: {
+  (key: string, value: unknown): Effect.Effect<void>
+  (attributes: Readonly<Record<string, unknown>>): Effect.Effect<void>
+} = (...args: [string, unknown] | [Readonly<Record<string, unknown>>]): Effect.Effect<void> =>
+  Effect.withFiber((fiber) =>
+    !traced(fiber.context)
+      ? Effect.void
+      : args.length === 2
+        ? Effect.annotateCurrentSpan(args[0], args[1])
+        : Effect.annotateCurrentSpan(args[0])
+  )
+
+/**
  * Bucket boundaries, in seconds, of the duration histograms: those the
  * GenAI conventions advise for `gen_ai.client.operation.duration`.
  *
@@ -337,5 +358,5 @@ const recordReported = (kind: RequestKind, usage: Usage): Effect.Effect<void> =>
       : outputTokens === undefined
         ? Metric.update(metrics.input, inputTokens)
         : Effect.andThen(Metric.update(metrics.input, inputTokens), Metric.update(metrics.output, outputTokens))
-  return Effect.andThen(Effect.annotateCurrentSpan(attributes), recorded)
+  return Effect.andThen(annotate(attributes), recorded)
 }

@@ -163,7 +163,7 @@ export const stageOnce = Effect.fnUntraced(function* (
 > {
   const key = yield* decodeKey(givenKey)
   const capability = yield* PrivateSummaries.admit("PrivateStaging.stageOnce")
-  yield* Effect.annotateCurrentSpan({
+  yield* Observability.annotate({
     "tessera.operation": key.operation,
     "tessera.step": key.step,
     "tessera.volume": capability.volume.volume
@@ -173,7 +173,7 @@ export const stageOnce = Effect.fnUntraced(function* (
   const path = yield* Path.Path
   const bytes = typeof content === "string" ? encoder.encode(content) : Uint8Array.from(content)
   const sha256 = yield* sha256Bytes(bytes)
-  yield* Effect.annotateCurrentSpan("tessera.staging.size", bytes.length)
+  yield* Observability.annotate("tessera.staging.size", bytes.length)
   const relative = relativePath(key)
   const finalPath = path.join(capability.folder, relative)
   const folder = path.dirname(finalPath)
@@ -199,7 +199,7 @@ export const stageOnce = Effect.fnUntraced(function* (
       Exit.isSuccess(exit) && exit.value ? Effect.void : fs.remove(tempPath).pipe(Effect.ignore)
     )
   )
-  yield* Effect.annotateCurrentSpan("tessera.staging.outcome", published ? "Published" : "Existing")
+  yield* Observability.annotate("tessera.staging.outcome", published ? "Published" : "Existing")
   if (published) return { ...staged, outcome: "Published" as const }
 
   const existing = yield* fs

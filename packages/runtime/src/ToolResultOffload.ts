@@ -261,7 +261,7 @@ export const offloadResult = Effect.fnUntraced(function* (
   result: ToolResultPart
 ) {
   yield* admitTarget(target, journal)
-  yield* Effect.annotateCurrentSpan({
+  yield* Observability.annotate({
     "tessera.task": context.task,
     "tessera.turn": context.turn,
     "tessera.step": context.step,
@@ -284,7 +284,7 @@ export const offloadResult = Effect.fnUntraced(function* (
     readTool: config.readTool,
     ...(config.abstractBytes === undefined ? {} : { abstractBytes: config.abstractBytes })
   })
-  yield* Effect.annotateCurrentSpan(
+  yield* Observability.annotate(
     outcome._tag === "Inline"
       ? { "tessera.offload.outcome": Option.isSome(outcome.reason) ? "Refused" : "Inline" }
       : { "tessera.offload.outcome": outcome.disposition, "tessera.offload.size": outcome.size }

@@ -615,15 +615,18 @@ describe("spans only when traced", () => {
     Effect.acquireUseRelease(
       Effect.sync(() => {
         const names: Array<string> = []
+        const spans: Array<Tracer.Span> = []
         const original = Tracer.nativeTracer.span
         const patched: typeof original = (options) => {
           names.push(options.name)
-          return original.call(Tracer.nativeTracer, options)
+          const span = original.call(Tracer.nativeTracer, options)
+          spans.push(span)
+          return span
         }
         Object.assign(Tracer.nativeTracer, { span: patched })
-        return { names, original }
+        return { names, spans, original }
       }),
-      ({ names }) => Effect.map(self, (value) => ({ value, names })),
+      ({ names, spans }) => Effect.map(self, (value) => ({ value, names, spans })),
       ({ original }) => Effect.sync(() => Object.assign(Tracer.nativeTracer, { span: original }))
     )
   const seenByTool = (seen: Array<string>, extra?: (effect: Effect.Effect<void>) => Effect.Effect<void>) =>
@@ -654,6 +657,17 @@ describe("spans only when traced", () => {
         )
         assert.deepStrictEqual(names, [])
         assert.deepStrictEqual(seen, ["(none)"])
+        // Inside a span of the host's own (kept in memory by the default tracer), the tool sees that span, and the
+        // runtime sets none of its attributes on it.
+        const inHostSpan = yield* countDefaultSpans(
+          Executor.runTurn({ tools: Tool.registry(seenByTool(seen)), maxSteps: 3 }, start).pipe(
+            Effect.provide(services(yield* tempFolder, script)),
+            Effect.withSpan("host.turn")
+          )
+        )
+        assert.deepStrictEqual(inHostSpan.names, ["host.turn"])
+        assert.deepStrictEqual(seen, ["(none)", "host.turn"])
+        assert.deepStrictEqual([...(inHostSpan.spans[0]?.attributes.keys() ?? [])], [])
       }).pipe(Effect.provide(NodeServices.layer))
   )
 
