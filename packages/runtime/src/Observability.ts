@@ -83,7 +83,7 @@ const traced = (context: Context.Context<never>): boolean =>
  * absent: `Effect.currentSpan` inside a tool sees the caller's span, if any.
  * The success, failure and interruption of `self` are unchanged either way.
  *
- * @since 0.3.0
+ * @since 0.4.0
  * @category tracing
  */
 export const withSpan =
@@ -99,7 +99,7 @@ export const withSpan =
  * the runtime's attributes never land on a span of the caller's that Effect's
  * default tracer keeps in memory.
  *
- * @since 0.3.0
+ * @since 0.4.0
  * @category tracing
  */
 export const annotate: {
