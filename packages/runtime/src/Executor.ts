@@ -362,8 +362,6 @@ export type ExecutorError =
 
 const timeStepRequest = Observability.timeModelRequest("step")
 
-// Per-step spans capture no stack: it would point into this module, not at the harness, and
-// capturing one is a measurable part of a step. The span names and attributes say where.
 const checkResponse = (response: ModelResponse): Effect.Effect<ModelResponse, ModelError> => {
   const ids = response.toolCalls.map((call) => call.id)
   const duplicate = ids.find((id, index) => ids.indexOf(id) !== index)

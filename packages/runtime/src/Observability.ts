@@ -81,7 +81,10 @@ const traced = (context: Context.Context<never>): boolean =>
  * made), as the AI SDK records no telemetry unless asked. Under Effect's
  * default tracer, which exports nothing, the runtime's spans are therefore
  * absent: `Effect.currentSpan` inside a tool sees the caller's span, if any.
- * The success, failure and interruption of `self` are unchanged either way.
+ * A span captures no stack: it would point into the runtime, not at the
+ * harness, and capturing one is a measurable part of a step; its name and
+ * attributes say where it ran. The success, failure and interruption of
+ * `self` are unchanged either way.
  *
  * @since 0.4.0
  * @category tracing
