@@ -24,7 +24,7 @@ describe("NodeDigest", () => {
     )
   })
 
-  it("long texts (past the transcode threshold) measure exactly as the portable digest does, lone surrogates and Latin-1 included", async () => {
+  it("long texts (past the conversion threshold) measure exactly as the portable digest does, lone surrogates and Latin-1 included", async () => {
     const piece = fc.oneof(
       fc.string({ maxLength: 40 }),
       fc.string({ unit: "binary", maxLength: 40 }),
@@ -36,8 +36,9 @@ describe("NodeDigest", () => {
       })
     )
     // Which of NodeDigest's paths the generated texts reach: converted (a unit beyond Latin-1 among the first 1,024),
-    // converted but refused for a lone surrogate (back to the direct path), and direct.
-    const reached = { converted: 0, loneSurrogate: 0, direct: 0 }
+    // converted but refused for a lone surrogate (back to the direct path), encoded (long, Latin-1 at the start; a
+    // lone surrogate further on included), and direct (short).
+    const reached = { converted: 0, loneSurrogate: 0, encoded: 0, encodedLoneSurrogate: 0, direct: 0 }
     await fc.assert(
       fc.asyncProperty(
         piece,
@@ -48,10 +49,12 @@ describe("NodeDigest", () => {
           // The filler repeated to a length around the threshold: the first units decide the path, the rest can hold anything.
           const middle = (filler.length === 0 ? "x" : filler).repeat(Math.ceil(length / Math.max(1, filler.length)))
           const text = `${head}${middle}${tail}`
-          if (text.length >= 8_192 && /[\u0100-\uffff]/.test(text.slice(0, 1_024))) {
+          if (text.length < 8_192) reached.direct++
+          else if (/[\u0100-\uffff]/.test(text.slice(0, 1_024))) {
             if (text.isWellFormed()) reached.converted++
             else reached.loneSurrogate++
-          } else reached.direct++
+          } else if (text.isWellFormed()) reached.encoded++
+          else reached.encodedLoneSurrogate++
           const portable = await Effect.runPromise(Digest.webCrypto.measureText(text))
           assert.deepStrictEqual(NodeDigest.nodeCrypto.measureTextSync?.(text), portable)
           assert.strictEqual(portable.size, encoder.encode(text).byteLength)
@@ -61,13 +64,30 @@ describe("NodeDigest", () => {
     )
     assert.isAbove(reached.converted, 0)
     assert.isAbove(reached.loneSurrogate, 0)
+    assert.isAbove(reached.encoded, 0)
+    assert.isAbove(reached.encodedLoneSurrogate, 0)
     assert.isAbove(reached.direct, 0)
   })
 
   it("texts past the kept conversion buffer, and shorter ones after them, measure as the portable digest does", async () => {
     const unit = "log line 日本語 🙂 ok\n"
-    const huge = unit.repeat(Math.ceil(600_000 / unit.length))
-    for (const text of [huge, huge.slice(0, 20_000), `${huge.slice(0, 9_000)}\ud800`, huge.slice(0, 10_000)]) {
+    const huge = unit.repeat(Math.ceil(2_200_000 / unit.length))
+    // Latin-1 at the start: encoded in the kept buffer while it fits (up to 4 MiB), measured directly past it.
+    const ascii = `${"log line ok\n".repeat(Math.ceil(1_500_000 / 12))}日本語`
+    const latin1 = "caf\u00e9 ".repeat(Math.ceil(4_500_000 / 5))
+    const texts = [
+      huge,
+      huge.slice(0, 20_000),
+      `${huge.slice(0, 9_000)}\ud800`,
+      huge.slice(0, 10_000),
+      latin1,
+      ascii,
+      ascii.slice(0, 30_000),
+      `${ascii.slice(0, 9_000)}\udc00 tail`,
+      latin1.slice(0, 12_000),
+      ascii.slice(0, 8_192)
+    ]
+    for (const text of texts) {
       assert.deepStrictEqual(
         NodeDigest.nodeCrypto.measureTextSync?.(text),
         await Effect.runPromise(Digest.webCrypto.measureText(text))
