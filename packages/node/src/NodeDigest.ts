@@ -12,13 +12,13 @@ import { hash } from "node:crypto"
 import * as Digest from "@tessera/core/Digest"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { convertFrom, encodedInScratch, startsBeyondLatin1, transcoded } from "./internal/utf8.ts"
+import { convertFrom, encodedInScratch, holdsBeyondLatin1, transcoded } from "./internal/utf8.ts"
 
 // A long text is hashed and sized from its UTF-8, converted once (see `internal/utf8.ts`): two to three times faster
 // than `hash` and `Buffer.byteLength` on a text beyond Latin-1, about a fifth faster on ASCII.
 const measureTextSync = (text: string): Digest.Measure => {
   if (text.length >= convertFrom) {
-    const bytes = startsBeyondLatin1(text) ? transcoded(text) : encodedInScratch(text)
+    const bytes = holdsBeyondLatin1(text) ? transcoded(text) : encodedInScratch(text)
     if (bytes !== undefined) return { size: bytes.length, sha256: hash("sha256", bytes, "hex") }
   }
   return { size: Buffer.byteLength(text, "utf8"), sha256: hash("sha256", text, "hex") }
@@ -29,7 +29,7 @@ const measureTextSync = (text: string): Digest.Measure => {
  * first copying them into a byte array, with the one-shot `hash` (on the
  * short texts a step measures, parts and chain links, it costs about half of
  * `createHash().update().digest()`); a long text is converted to UTF-8 once
- * (through `transcode` when characters beyond Latin-1 are near its start,
+ * (through `transcode` when it holds a character beyond Latin-1,
  * with `encodeInto` otherwise), and that is hashed and sized. Either way the
  * measure is the UTF-8 one, a lone surrogate counted as U+FFFD.
  *
