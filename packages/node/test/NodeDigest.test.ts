@@ -3,6 +3,7 @@ import { Digest } from "@tessera/core"
 import * as NodeDigest from "@tessera/node/NodeDigest"
 import { Effect } from "effect"
 import * as fc from "fast-check"
+import { aroundThreshold, conversionPath, longText, pathCounts, textPiece } from "./support/longTexts.ts"
 
 const encoder = new TextEncoder()
 
@@ -25,45 +26,21 @@ describe("NodeDigest", () => {
   })
 
   it("long texts (past the conversion threshold) measure exactly as the portable digest does, lone surrogates and Latin-1 included", async () => {
-    const piece = fc.oneof(
-      fc.string({ maxLength: 40 }),
-      fc.string({ unit: "binary", maxLength: 40 }),
-      fc.string({ unit: "grapheme", maxLength: 40 }),
-      fc.string({ unit: fc.integer({ min: 0x80, max: 0xff }).map((code) => String.fromCharCode(code)), maxLength: 40 }),
-      fc.string({
-        unit: fc.integer({ min: 0xd800, max: 0xdfff }).map((code) => String.fromCharCode(code)),
-        maxLength: 3
-      })
-    )
-    // Which of NodeDigest's paths the generated texts reach: converted (a character beyond Latin-1 anywhere, the
-    // tail's too), converted but refused for a lone surrogate (back to the direct path), encoded (long, Latin-1
-    // only), and direct (short).
-    const reached = { converted: 0, loneSurrogate: 0, encoded: 0, direct: 0 }
+    const reached = pathCounts()
     await fc.assert(
-      fc.asyncProperty(
-        piece,
-        piece,
-        fc.integer({ min: 8_000, max: 9_000 }),
-        piece,
-        async (head, filler, length, tail) => {
-          // The filler repeated to a length around the threshold: the first units decide the path, the rest can hold anything.
-          const middle = (filler.length === 0 ? "x" : filler).repeat(Math.ceil(length / Math.max(1, filler.length)))
-          const text = `${head}${middle}${tail}`
-          if (text.length < 8_192) reached.direct++
-          else if (!/[\u0100-\uffff]/.test(text)) reached.encoded++
-          else if (text.isWellFormed()) reached.converted++
-          else reached.loneSurrogate++
-          const portable = await Effect.runPromise(Digest.webCrypto.measureText(text))
-          assert.deepStrictEqual(NodeDigest.nodeCrypto.measureTextSync?.(text), portable)
-          assert.strictEqual(portable.size, encoder.encode(text).byteLength)
-        }
-      ),
+      fc.asyncProperty(textPiece, textPiece, aroundThreshold, textPiece, async (head, filler, length, tail) => {
+        const text = longText(head, filler, length, tail)
+        reached[conversionPath(text)]++
+        const portable = await Effect.runPromise(Digest.webCrypto.measureText(text))
+        assert.deepStrictEqual(NodeDigest.nodeCrypto.measureTextSync?.(text), portable)
+        assert.strictEqual(portable.size, encoder.encode(text).byteLength)
+      }),
       { numRuns: 300 }
     )
-    assert.isAbove(reached.converted, 0)
+    assert.isAbove(reached.beyondLatin1, 0)
     assert.isAbove(reached.loneSurrogate, 0)
-    assert.isAbove(reached.encoded, 0)
-    assert.isAbove(reached.direct, 0)
+    assert.isAbove(reached.latin1, 0)
+    assert.isAbove(reached.short, 0)
   })
 
   it("texts past the kept conversion buffer, and shorter ones after them, measure as the portable digest does", async () => {
