@@ -41,7 +41,6 @@
 import * as Digest from "@tessera/core/Digest"
 import type { AlreadyExists, DurableFileFailure, OutsideWithin } from "@tessera/core/DurableFiles"
 import { DurableFiles, relativeWithin, temporaryName } from "@tessera/core/DurableFiles"
-import * as SecureRandom from "effect/crypto/SecureRandom"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
@@ -243,7 +242,7 @@ const write = Effect.fnUntraced(function* (request: OffloadRequest, body: string
   }
   // The bytes go to a temporary name in the final folder first; only a complete, synced file is ever
   // linked under the final name, so a crash leaves at most a recognisable temporary name behind.
-  const tempTarget = path.join(realParent, temporaryName(path.basename(realTarget), SecureRandom.uuidV4Unsafe()))
+  const tempTarget = path.join(realParent, temporaryName(path.basename(realTarget)))
   const written = files
     .writeNewFile(tempTarget, stored, { within: realRoot, syncFolder: false })
     .pipe(Effect.mapError(writeError))

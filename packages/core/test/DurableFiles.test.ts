@@ -48,3 +48,23 @@ describe("relativeWithin", () => {
     assert.strictEqual(DurableFiles.relativeWithin("C:\\data", "D:\\data", win), undefined)
   })
 })
+
+describe("temporaryName", () => {
+  it("draws a fresh token per name when none is given: hidden, recognisable, never repeated", () => {
+    fc.assert(
+      fc.property(fc.stringMatching(/^[a-z0-9._-]{1,24}$/), (finalName) => {
+        const names = Array.from({ length: 64 }, () => DurableFiles.temporaryName(finalName))
+        assert.strictEqual(new Set(names).size, names.length)
+        for (const name of names) {
+          assert.isTrue(DurableFiles.isTemporaryName(name), name)
+          assert.isTrue(name.startsWith(`.${finalName}.`), name)
+          assert.match(name.slice(finalName.length + 2, -DurableFiles.temporarySuffix.length), /^[0-9a-f-]{36}$/)
+        }
+      })
+    )
+  })
+
+  it("keeps a token it is given", () => {
+    assert.strictEqual(DurableFiles.temporaryName("4.txt", "0b1e"), ".4.txt.0b1e.tessera-partial")
+  })
+})

@@ -20,7 +20,6 @@ import * as Ids from "@tessera/core/Ids"
 import * as InvalidInput from "@tessera/core/InvalidInput"
 import type * as Unauthorized from "@tessera/core/Unauthorized"
 import type * as Volume from "@tessera/core/Volume"
-import * as SecureRandom from "effect/crypto/SecureRandom"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FileSystem from "effect/FileSystem"
@@ -177,7 +176,7 @@ export const stageOnce = Effect.fnUntraced(function* (
   const relative = relativePath(key)
   const finalPath = path.join(capability.folder, relative)
   const folder = path.dirname(finalPath)
-  const tempPath = path.join(folder, DurableFiles.temporaryName(`${key.step}.txt`, SecureRandom.uuidV4Unsafe()))
+  const tempPath = path.join(folder, DurableFiles.temporaryName(`${key.step}.txt`))
   // The temp file's real folder is checked by `writeNewFile`; the final name shares that folder.
   if (DurableFiles.relativeWithin(capability.folder, finalPath, path) === undefined) {
     return yield* new DurableFiles.OutsideWithin({

@@ -39,7 +39,6 @@ import * as ArtifactRedactor from "@tessera/artifacts/ArtifactRedactor"
 import * as DurableFiles from "@tessera/core/DurableFiles"
 import type * as Ids from "@tessera/core/Ids"
 import * as Volume from "@tessera/core/Volume"
-import * as SecureRandom from "effect/crypto/SecureRandom"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FileSystem from "effect/FileSystem"
@@ -411,10 +410,7 @@ const at = Effect.fnUntraced(function* (location: {
 
   const publish = (sha256: string, bytes: Uint8Array): Effect.Effect<void, TranscriptError> => {
     const finalPath = absolute(sha256)
-    const temp = path.join(
-      path.dirname(finalPath),
-      DurableFiles.temporaryName(`${sha256}.json`, SecureRandom.uuidV4Unsafe())
-    )
+    const temp = path.join(path.dirname(finalPath), DurableFiles.temporaryName(`${sha256}.json`))
     return files.writeNewFile(temp, bytes, { within: folder, createFolders: true, syncFolder: false }).pipe(
       Effect.andThen(
         files.publishOnce(temp, finalPath).pipe(

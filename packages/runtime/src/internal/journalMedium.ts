@@ -1,6 +1,5 @@
 import * as ArtifactPointer from "@tessera/artifacts/ArtifactPointer"
 import * as DurableFiles from "@tessera/core/DurableFiles"
-import * as SecureRandom from "effect/crypto/SecureRandom"
 import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
 import * as Option from "effect/Option"
@@ -77,7 +76,7 @@ const fileMedium = (
         Effect.tap(() => syncFolder)
       ),
     replace: (bytes) => {
-      const temp = path.join(folder, DurableFiles.temporaryName(path.basename(file), SecureRandom.uuidV4Unsafe()))
+      const temp = path.join(folder, DurableFiles.temporaryName(path.basename(file)))
       return Effect.scoped(
         Effect.gen(function* () {
           const handle = yield* fs.open(temp, { flag: "wx" })

@@ -5,7 +5,6 @@
  * @internal
  */
 import * as DurableFiles from "@tessera/core/DurableFiles"
-import * as SecureRandom from "effect/crypto/SecureRandom"
 import * as Effect from "effect/Effect"
 import type * as FileSystem from "effect/FileSystem"
 import * as Option from "effect/Option"
@@ -101,10 +100,7 @@ export const publishExclusive = (
   text: string
 ): Effect.Effect<boolean, PlatformError> =>
   Effect.gen(function* () {
-    const temp = path.join(
-      path.dirname(file),
-      DurableFiles.temporaryName(path.basename(file), SecureRandom.uuidV4Unsafe())
-    )
+    const temp = path.join(path.dirname(file), DurableFiles.temporaryName(path.basename(file)))
     const publish = Effect.gen(function* () {
       yield* Effect.scoped(
         Effect.gen(function* () {
