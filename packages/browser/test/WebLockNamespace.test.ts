@@ -142,7 +142,7 @@ describe("the browser harness", () => {
               harness.host.store.folderOf(harness.volumes.output)
             )
           )
-          const leftover = `${output}/${DurableFiles.temporaryName("report.txt", crypto.randomUUID())}`
+          const leftover = `${output}/${DurableFiles.temporaryName("report.txt")}`
           yield* fs.writeFileString(leftover, "cut short")
           yield* fs.writeFileString(`${output}/report.txt`, "content")
           yield* fs.writeFileString(`${output}/.hidden-but-content`, "content")
