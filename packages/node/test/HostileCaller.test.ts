@@ -887,3 +887,195 @@ describe("property: only the matching genuine capability writes", () => {
       })
     ))
 })
+
+describe("hostile caller: stores and hosts are the library's, and a runtime honours only its own host's scopes", () => {
+  /** Offloads one 500-byte result to the context's output binding, in the journal of `task`. */
+  const offloadToOutput = (
+    context: Effect.Success<ReturnType<FilesystemTaskRuntime.FilesystemTaskRuntime["bindTask"]>>
+  ) =>
+    Effect.gen(function* () {
+      const journal = yield* Journal.Journal
+      const target = yield* ToolResultOffload.outputTarget(context)
+      return yield* ToolResultOffload.offloadResult(
+        { threshold: 10, readTool: "read_artifact", destination: "Output" },
+        target,
+        journal,
+        { task: context.task, turn: 1, step: 1, call: Model.toolCall("c1", "produce", { size: 500 }) },
+        Model.toolResult({ callId: "c1", name: "produce", content: "j".repeat(500), isError: false })
+      )
+    })
+
+  it("hand_built_store_is_refused: a store whose custody and folderOf lie (agent Y's volume claimed for X) makes no host", () =>
+    inArena((arena) =>
+      Effect.gen(function* () {
+        const genuine = arena.host.store
+        // The liar answers custody of Y's private volume as X's, and hands out its folder.
+        const liar: TaskHost.TaskHost["store"] = {
+          ...genuine,
+          custody: (ref) =>
+            genuine
+              .custody(ref)
+              .pipe(
+                Effect.map(
+                  Option.map((descriptor) =>
+                    descriptor.id === arena.privY.volume
+                      ? { ...descriptor, owner: Volume.agentOwner(agentX) }
+                      : descriptor
+                  )
+                )
+              ),
+          folderOf: (ref) => Effect.succeed(nodePath.join(genuine.root, "volumes", ref.volume))
+        }
+        const attack = (store: TaskHost.TaskHost["store"]) =>
+          Effect.gen(function* () {
+            const host = yield* TaskHost.make(store)
+            const runtimeScope = yield* host.issueScope(
+              id.task("task-x-runtime"),
+              [{ volume: arena.privY, access: ["read", "write"] }],
+              agentX
+            )
+            const runtime = yield* FilesystemTaskRuntime.fromHost(host, {
+              private: Option.some(arena.privY),
+              scope: runtimeScope
+            })
+            const scope = yield* host.issueScope(
+              id.task("task-x"),
+              [{ volume: arena.privY, access: ["read", "write"] }],
+              agentX
+            )
+            const context = yield* runtime.bindTask({ scope, output: Option.none() })
+            const capability = yield* PrivateSummaries.resolve(context)
+            return yield* PrivateStaging.stageOnce(
+              { operation: id.operation("into-y"), step: 1 },
+              "X writes here"
+            ).pipe(PrivateSummaries.provide(capability))
+          })
+        assertRefused(yield* cost(arena, "task-x", attack(liar)), "Unauthorized", "NotMinted")
+        assertRefused(yield* cost(arena, "task-x", attack({ ...genuine })), "Unauthorized", "NotMinted")
+        assertRefused(yield* cost(arena, "task-x", attack(undefined as never)), "Unauthorized", "NotMinted")
+        // Negative control: the same attack over the genuine store gets as far as the verdict, which refuses Y's
+        // volume for X on its true facts (the liar's facts were what would have let it through).
+        const genuineVerdict = yield* cost(arena, "task-x", attack(genuine))
+        assertCheckFails(genuineVerdict, "Unauthorized", "NotMinted")
+        assert.strictEqual(genuineVerdict.error?.reason, "NotOwnerBound", genuineVerdict.error?.message)
+      })
+    ))
+
+  it("second_permissive_host: a scope a permissive host issued over a journal-forbidding host's store is ScopeNotIssued there (fromHost and open)", () => {
+    const dir = tempDir()
+    const forbidding = Layer.mergeAll(NodeServices.layer, NodeDurableFiles.layer, HostAuthority.forbidJournalGrants)
+    return Effect.runPromise(
+      Effect.gen(function* () {
+        const strict = yield* TaskHost.open({ root: dir })
+        const journalRef = yield* strict.store.create({
+          id: id.volume("journal"),
+          kind: "Journal",
+          owner: Volume.hostOwner
+        })
+        const arena = { root: strict.store.root, journalFolder: yield* strict.store.folderOf(journalRef) } as Arena
+        // The strict host itself refuses the grant.
+        const refusedGrant = yield* Effect.flip(
+          strict.issueScope(id.task("task-j"), [{ volume: journalRef, access: ["write"] }], agentX)
+        )
+        assert.strictEqual(
+          refusedGrant._tag === "Unauthorized" ? refusedGrant.reason : refusedGrant._tag,
+          "GrantForbidden"
+        )
+        // A second host over the very same store, with an authority that allows anything.
+        const permissive = yield* TaskHost.make(strict.store).pipe(Effect.provide(HostAuthority.permissive))
+        const scope = yield* permissive.issueScope(
+          id.task("task-j"),
+          [{ volume: journalRef, access: ["read", "write"] }],
+          agentX
+        )
+        const options = { private: Option.none(), scope, output: Option.some(journalRef) }
+        const through = (runtime: Effect.Effect<FilesystemTaskRuntime.FilesystemTaskRuntime, unknown, never>) =>
+          runtime.pipe(
+            Effect.flatMap((bound) => bound.bindTask({ scope, output: Option.some(journalRef) })),
+            Effect.flatMap(offloadToOutput)
+          )
+        assertRefused(
+          yield* cost(arena, "task-j", through(FilesystemTaskRuntime.fromHost(strict, options))),
+          "Unauthorized",
+          "ScopeNotIssued"
+        )
+        assertRefused(
+          yield* cost(
+            arena,
+            "task-j",
+            through(FilesystemTaskRuntime.open({ root: dir, ...options }).pipe(Effect.provide(forbidding)))
+          ),
+          "Unauthorized",
+          "ScopeNotIssued"
+        )
+        assert.isFalse(strict.issued(scope))
+        assert.isTrue(permissive.issued(scope))
+        // Negative control: the scope is a real write grant; on the host that issued it, it offloads into the
+        // journal volume, and the same check flags the write.
+        assertCheckFails(
+          yield* cost(arena, "task-j", through(FilesystemTaskRuntime.fromHost(permissive, options))),
+          "Unauthorized",
+          "ScopeNotIssued"
+        )
+      }).pipe(
+        Effect.provide(forbidding),
+        Effect.ensuring(Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
+      ) as Effect.Effect<void>
+    )
+  })
+
+  it("open_checks_the_issuer: open under the issuing host's authority on its root binds; another root or authority is ScopeNotIssued", () =>
+    inArena((arena) =>
+      Effect.gen(function* () {
+        const scope = yield* arena.host.issueScope(
+          id.task("task-o"),
+          [{ volume: arena.outputRef, access: ["write"] }],
+          agentX
+        )
+        const opened = yield* FilesystemTaskRuntime.open({ root: arena.root, private: Option.none(), scope })
+        assert.strictEqual(opened.host, arena.host)
+        const otherRoot = tempDir()
+        const elsewhere = yield* Effect.flip(
+          FilesystemTaskRuntime.open({ root: otherRoot, private: Option.none(), scope })
+        )
+        assert.strictEqual(elsewhere._tag === "Unauthorized" ? elsewhere.reason : elsewhere._tag, "ScopeNotIssued")
+        assert.deepStrictEqual(fs.readdirSync(otherRoot), [], "a refused open left files behind")
+        fs.rmSync(otherRoot, { recursive: true, force: true })
+        const otherAuthority = yield* Effect.flip(
+          FilesystemTaskRuntime.open({ root: arena.root, private: Option.none(), scope }).pipe(
+            Effect.provide(HostAuthority.forbidJournalGrants)
+          )
+        )
+        assert.strictEqual(
+          otherAuthority._tag === "Unauthorized" ? otherAuthority.reason : otherAuthority._tag,
+          "ScopeNotIssued"
+        )
+      })
+    ))
+
+  it("missing_private_decision: a JavaScript caller leaving out `private` (or passing a bare reference) gets InvalidInput, not a TypeError", () =>
+    inArena((arena) =>
+      Effect.gen(function* () {
+        const scope = yield* arena.host.issueScope(
+          id.task("task-p"),
+          [{ volume: arena.privX, access: ["read", "write"] }],
+          agentX
+        )
+        for (const options of [{ scope }, { scope, private: arena.privX }, { scope, private: undefined }]) {
+          assertRefused(
+            yield* cost(arena, "task-p", FilesystemTaskRuntime.fromHost(arena.host, options as never)),
+            "InvalidInput",
+            "options"
+          )
+        }
+        // Negative control: the decided option binds.
+        const decided = yield* cost(
+          arena,
+          "task-p",
+          FilesystemTaskRuntime.fromHost(arena.host, { scope, private: Option.some(arena.privX) })
+        )
+        assert.isUndefined(decided.error)
+        assertCheckFails(decided, "InvalidInput", "options")
+      })
+    ))
+})

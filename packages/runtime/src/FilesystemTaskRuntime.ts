@@ -12,20 +12,23 @@
  * @since 0.1.0
  */
 import type * as Grant from "@tessera/core/Grant"
-import type { HostAuthority } from "@tessera/core/HostAuthority"
+import { HostAuthority } from "@tessera/core/HostAuthority"
 import type { InvalidInput } from "@tessera/core/InvalidInput"
+import { decode } from "@tessera/core/InvalidInput"
 import type { VerifiedPrivateWriter } from "@tessera/core/PrivateWriter"
 import type { Unauthorized } from "@tessera/core/Unauthorized"
 import type * as Volume from "@tessera/core/Volume"
 import * as Effect from "effect/Effect"
 import type * as FileSystem from "effect/FileSystem"
 import type * as Option from "effect/Option"
-import type * as Path from "effect/Path"
+import * as Path from "effect/Path"
+import * as Schema from "effect/Schema"
+import { issuerOf } from "./internal/issuedScopes.ts"
 import type { RuntimeTypeId } from "./internal/storeRuntime.ts"
-import { bindRuntime } from "./internal/storeRuntime.ts"
+import { bindRuntime, scopeNotIssued } from "./internal/storeRuntime.ts"
 import type * as TaskContext from "./TaskContext.ts"
-import * as TaskHost from "./TaskHost.ts"
-import type * as VolumeStore from "./VolumeStore.ts"
+import type * as TaskHost from "./TaskHost.ts"
+import * as VolumeStore from "./VolumeStore.ts"
 
 /**
  * What a runtime is opened with.
@@ -95,8 +98,14 @@ export interface FilesystemTaskRuntime {
 }
 
 /**
- * Opens the store on `options.root` (creating it when needed), makes a host
- * over it with the `HostAuthority` from the context, and binds a runtime.
+ * Binds a runtime to the host that issued `options.scope`, after checking
+ * that this host is the one the caller means: its store is the one on
+ * `options.root` (the manifest re-read from disk, so a folder replaced
+ * since holds another store: `StoreIdMismatch`) and its authority is the
+ * `HostAuthority` in the context. A scope issued by a host with another
+ * authority (a permissive second host over the same store) or over another
+ * store is `Unauthorized` `ScopeNotIssued`, before anything on disk is
+ * touched.
  *
  * @since 0.1.0
  * @category constructors
@@ -107,7 +116,29 @@ export const open = (
   FilesystemTaskRuntime,
   BindError | VolumeStore.OpenError,
   HostAuthority | FileSystem.FileSystem | Path.Path
-> => TaskHost.open(options).pipe(Effect.flatMap((host) => bindRuntime(host, options)))
+> =>
+  Effect.gen(function* () {
+    const given = yield* decodeOpenOptions(options)
+    const authority = yield* HostAuthority
+    const path = yield* Path.Path
+    const issuer = issuerOf(given.scope)
+    if (
+      issuer === undefined ||
+      issuer.authority !== authority ||
+      issuer.store.root !== path.resolve(given.root) ||
+      (given.storeId !== undefined && given.storeId !== issuer.store.id)
+    ) {
+      return yield* scopeNotIssued(given.scope, `the host over ${given.root} with this context's authority`)
+    }
+    yield* VolumeStore.open({ root: issuer.store.root, storeId: issuer.store.id })
+    return yield* bindRuntime(issuer, options)
+  })
+
+const decodeOpenOptions = decode(
+  Schema.Struct({ root: Schema.String, storeId: Schema.optionalKey(Schema.String), scope: Schema.Unknown }),
+  "FilesystemTaskRuntime.open",
+  "options"
+)
 
 /**
  * Binds a runtime on an existing host, with the same options and the same

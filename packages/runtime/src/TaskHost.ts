@@ -13,7 +13,7 @@ import { Unauthorized } from "@tessera/core/Unauthorized"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { hosts, issuedFor, recordIssued } from "./internal/issuedScopes.ts"
+import { hosts, issuerOf, recordIssued, stores } from "./internal/issuedScopes.ts"
 import * as VolumeStore from "./VolumeStore.ts"
 
 /**
@@ -45,10 +45,10 @@ export interface TaskHost {
     Unauthorized | InvalidInput | VolumeStore.VolumeMetadataInvalid | VolumeStore.StoreIoError
   >
   /**
-   * Whether `scope` was issued for this host's store (the very value an
-   * `issueScope` over this store returned). Runtimes over the store accept
-   * no other scope, so grants cannot be forged past the authority by
-   * building a scope by hand.
+   * Whether this host issued `scope` (the very value its `issueScope`
+   * returned). Its runtimes accept no other scope: not one built by hand,
+   * and not one issued by another host over the same store, whose
+   * authority may allow what this one forbids.
    */
   readonly issued: (scope: Grant.Scope) => boolean
 }
@@ -58,12 +58,20 @@ const decodeAgent = decode(Ids.AgentId, "issueScope", "agent")
 const decodeCapabilities = decode(Schema.Array(Capability), "issueScope", "capabilities")
 
 /**
- * A host over an already opened store, with the authority from the context.
+ * A host over a store the library opened ({@link VolumeStore.open}), with
+ * the authority from the context. The host is bound to that store for its
+ * lifetime. A store built by hand (or a copy of an opened one) is refused
+ * `Unauthorized` `NotMinted`: its `custody` and `folderOf` could answer
+ * anything, and every grant the host issues rests on them.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const make = (store: VolumeStore.VolumeStore): Effect.Effect<TaskHost, never, HostAuthority> =>
+export const make = (store: VolumeStore.VolumeStore): Effect.Effect<TaskHost, Unauthorized, HostAuthority> =>
+  stores.require(store, { entry: "TaskHost.make" }).pipe(Effect.flatMap(makeOver))
+
+/** A host over `store`, which the caller knows the library opened. */
+const makeOver = (store: VolumeStore.VolumeStore): Effect.Effect<TaskHost, never, HostAuthority> =>
   Effect.gen(function* () {
     const authority = yield* HostAuthority
     const issueScope = (
@@ -103,11 +111,17 @@ export const make = (store: VolumeStore.VolumeStore): Effect.Effect<TaskHost, ne
       ).pipe(
         Effect.map((grants) => {
           const scope: Grant.Scope = Object.freeze({ task, agent, grants: Object.freeze(grants.flat()) })
-          recordIssued(scope, store.id)
+          recordIssued(scope, host)
           return scope
         })
       )
-    return hosts.mint<TaskHost>({ store, authority, issueScope, issued: (scope) => issuedFor(scope, store.id) })
+    const host: TaskHost = hosts.mint<TaskHost>({
+      store,
+      authority,
+      issueScope,
+      issued: (scope) => issuerOf(scope) === host
+    })
+    return host
   })
 
 /**
@@ -117,4 +131,4 @@ export const make = (store: VolumeStore.VolumeStore): Effect.Effect<TaskHost, ne
  * @since 0.1.0
  * @category constructors
  */
-export const open = (options: VolumeStore.OpenOptions) => VolumeStore.open(options).pipe(Effect.flatMap(make))
+export const open = (options: VolumeStore.OpenOptions) => VolumeStore.open(options).pipe(Effect.flatMap(makeOver))

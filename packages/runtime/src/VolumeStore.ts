@@ -30,6 +30,7 @@ import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as SchemaParser from "effect/SchemaParser"
 import { readPublished } from "./internal/durableRead.ts"
+import { stores } from "./internal/issuedScopes.ts"
 import { registerFolders } from "./internal/storeFolders.ts"
 import { decodeJsonText, describePlatformError, publishExclusive, readTextIfExists } from "./internal/storeJson.ts"
 import * as Observability from "./Observability.ts"
@@ -422,7 +423,7 @@ export const open = Effect.fnUntraced(function* (options: OpenOptions) {
       }).pipe(Effect.map((found) => found.flat()))
     })
 
-  const store: VolumeStore = Object.freeze({ id, root, create, custody, folderOf, list })
+  const store = stores.mint<VolumeStore>({ id, root, create, custody, folderOf, list })
   registerFolders(store, (ref) => dataFolderOf(ref.volume))
   return store
 }, Observability.withSpan("VolumeStore.open"))

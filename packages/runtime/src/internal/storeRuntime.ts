@@ -19,7 +19,7 @@ import * as Schema from "effect/Schema"
 import type * as FilesystemTaskRuntime from "../FilesystemTaskRuntime.ts"
 import type * as TaskContext from "../TaskContext.ts"
 import type { TaskHost } from "../TaskHost.ts"
-import { hosts, issuedFor } from "./issuedScopes.ts"
+import { hosts, issuerOf } from "./issuedScopes.ts"
 import { makeRegistry } from "./trusted.ts"
 
 /** Marks runtimes made here; not importable from outside the package. */
@@ -36,17 +36,31 @@ export const contexts = makeRegistry<TaskContext.TaskContext>("task context")
 
 const decodeCreatedPrivate = decode(Schema.Array(VolumeRef), "bindTask", "createdPrivate")
 const decodeOutput = decode(Schema.Option(VolumeRef), "bindTask", "output")
+const decodeRuntimeOptions = decode(
+  Schema.Struct({
+    private: Schema.Option(VolumeRef),
+    output: Schema.optionalKey(Schema.Option(VolumeRef))
+  }),
+  "FilesystemTaskRuntime",
+  "options"
+)
 
+/** A scope is honoured only by the host that issued it (by identity): not a hand-built one, not another host's. */
 export const requireIssued = (host: TaskHost, scope: Grant.Scope) =>
-  issuedFor(scope, host.store.id)
-    ? Effect.void
-    : Effect.fail(
-        new Unauthorized({
-          reason: "ScopeNotIssued",
-          detail: `the scope of task ${scope.task} was not issued by this runtime's host; issue it with host.issueScope`,
-          task: scope.task
-        })
-      )
+  issuerOf(scope) === host ? Effect.void : Effect.fail(scopeNotIssued(scope, "this runtime's host"))
+
+export const scopeNotIssued = (scope: unknown, by: string) => {
+  const issuer = issuerOf(scope)
+  const task = issuer === undefined ? undefined : (scope as Grant.Scope).task
+  return new Unauthorized({
+    reason: "ScopeNotIssued",
+    detail:
+      issuer === undefined
+        ? `the scope was not issued by any host (built by hand or copied); issue it with host.issueScope`
+        : `the scope of task ${task} was issued by another host than ${by} (a host over another store, or with another authority); issue it with that host's issueScope`,
+    ...(task === undefined ? {} : { task })
+  })
+}
 
 const bindOutput = (host: TaskHost, scope: Grant.Scope, output: Option.Option<Volume.VolumeRef>) =>
   Option.match(output, {
@@ -70,7 +84,9 @@ export const bindRuntime = (
     yield* hosts.require(host, { entry: "FilesystemTaskRuntime.fromHost" })
     const scope = options.scope
     yield* requireIssued(host, scope)
-    const privateVolume = yield* Option.match(options.private, {
+    // A JavaScript caller can leave `private` out or pass a bare reference: refused by name, not a TypeError.
+    const decided = yield* decodeRuntimeOptions(options)
+    const privateVolume = yield* Option.match(decided.private, {
       onNone: () => Effect.succeed(Option.none()),
       onSome: (ref) =>
         host.store.custody(ref).pipe(
@@ -78,7 +94,7 @@ export const bindRuntime = (
           Effect.map(Option.some)
         )
     })
-    const output = yield* bindOutput(host, scope, options.output ?? Option.none())
+    const output = yield* bindOutput(host, scope, decided.output ?? Option.none())
 
     const runtime: FilesystemTaskRuntime.FilesystemTaskRuntime = {
       [RuntimeTypeId]: RuntimeTypeId,
