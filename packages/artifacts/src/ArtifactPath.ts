@@ -12,6 +12,19 @@
  */
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
+import { utf8Length } from "./internal/utf8.ts"
+
+/**
+ * The longest target, in UTF-8 bytes, that resolution takes: Linux's
+ * `PATH_MAX`, so no target the file system could hold is refused. It also
+ * bounds the segment count (at most 2,048), so no caller that hands the
+ * segments on (as arguments to a join, say) meets a size the engine cannot
+ * take.
+ *
+ * @since 0.1.0
+ * @category limits
+ */
+export const maxTargetBytes = 4096
 
 /**
  * Why a target was refused:
@@ -24,11 +37,13 @@ import * as Schema from "effect/Schema"
  *   drive designator is refused in any segment, since Windows would read it as
  *   one (or as an alternate data stream) wherever it appears.
  * - `Traversal`: a `..` segment climbs above the root.
+ * - `TooLong`: the target is longer than {@link maxTargetBytes}; checked
+ *   first, before the target is split, so its cost is bounded too.
  *
  * @since 0.1.0
  * @category models
  */
-export const ArtifactPathProblem = Schema.Literals(["Empty", "NulByte", "Absolute", "Traversal"])
+export const ArtifactPathProblem = Schema.Literals(["Empty", "NulByte", "Absolute", "Traversal", "TooLong"])
 /**
  * @since 0.1.0
  * @category models
@@ -47,7 +62,12 @@ export class ArtifactPathRejected extends Schema.TaggedError<ArtifactPathRejecte
   problem: ArtifactPathProblem
 }) {
   override get message(): string {
-    return `artifact target ${JSON.stringify(this.target)} rejected (${this.problem}): it must be a relative path that stays below the artifact root`
+    // A target over the limit is shown by its start only: the message must not be as long as the target.
+    const shown =
+      this.target.length <= shownTargetUnits
+        ? JSON.stringify(this.target)
+        : `${JSON.stringify(Array.from(this.target.slice(0, shownTargetUnits)).slice(0, -1).join(""))}…`
+    return `artifact target ${shown} rejected (${this.problem}): it must be a relative path of at most ${maxTargetBytes} bytes that stays below the artifact root`
   }
 }
 
@@ -65,14 +85,29 @@ export interface ArtifactRelativePath {
 
 const drivePrefix = /^[A-Za-z]:/
 
+// How much of a target a rejection's message shows, in UTF-16 units (the last code point, maybe cut, is dropped).
+const shownTargetUnits = 200
+
+/** Whether `target` takes more than {@link maxTargetBytes} UTF-8 bytes, counted only when its length leaves it open. */
+const tooLong = (target: string): boolean =>
+  target.length > maxTargetBytes
+    ? true
+    : target.length * 3 <= maxTargetBytes
+      ? false
+      : utf8Length(target) > maxTargetBytes
+
 /**
- * Resolves `target` lexically below an (unnamed) root.
+ * Resolves `target` lexically below an (unnamed) root. Iterative, and
+ * refuses a target over {@link maxTargetBytes} before splitting it, so any
+ * string gets a result (never a stack overflow), in time linear in at most
+ * {@link maxTargetBytes} units.
  *
  * @since 0.1.0
  * @category resolution
  */
 export const resolveRelative = (target: string): Result.Result<ArtifactRelativePath, ArtifactPathRejected> => {
   const refuse = (problem: ArtifactPathProblem) => Result.fail(new ArtifactPathRejected({ target, problem }))
+  if (tooLong(target)) return refuse("TooLong")
   if (target.includes("\0")) return refuse("NulByte")
   if (target.startsWith("/") || target.startsWith("\\") || drivePrefix.test(target)) return refuse("Absolute")
   const segments: Array<string> = []

@@ -202,7 +202,7 @@ const ownContext = (world: ReadWorld) =>
   ])
 
 describe("reads are bounded", () => {
-  it("a read never returns more than the cap, says where it was cut, and the pieces rebuild the artifact exactly", () =>
+  it("a read never returns more than the cap, header and notes included, says where it was cut, and the pieces rebuild the artifact exactly", () =>
     runInReadWorld((world) =>
       Effect.gen(function* () {
         const context = yield* ownContext(world)
@@ -222,8 +222,9 @@ describe("reads are bounded", () => {
                 { maxOutputBytes: cap }
               )
             )
+            assert.isAtMost(new TextEncoder().encode(result.text).byteLength, cap, `${name}: over the cap`)
             const piece = new TextEncoder().encode(contentOf(result.text.split("\n[cut]")[0] ?? ""))
-            assert.isAtMost(piece.byteLength, cap, `${name}: over the cap`)
+            if (start < expected.byteLength) assert.isAbove(piece.byteLength, 0, `${name}: a read makes progress`)
             pieces.push(piece)
             const next = /continues at byte (\d+)/.exec(result.text)
             assert.strictEqual(result.truncated, next !== null)
@@ -234,8 +235,12 @@ describe("reads are bounded", () => {
         }
         yield* Effect.promise(() =>
           fc.assert(
-            fc.asyncProperty(fc.string({ unit: "binary", maxLength: 300 }), fc.integer({ min: 4, max: 64 }), rebuilds),
-            { numRuns: 60 }
+            fc.asyncProperty(
+              fc.string({ unit: "binary", maxLength: 1_500 }),
+              fc.integer({ min: ArtifactReadTool.minOutputBytes, max: ArtifactReadTool.minOutputBytes + 256 }),
+              rebuilds
+            ),
+            { numRuns: 40 }
           )
         )
       })
@@ -246,21 +251,25 @@ describe("reads are bounded", () => {
       Effect.gen(function* () {
         const context = yield* ownContext(world)
         const pointerPath = artifact(world, "long.txt", body)
+        const cap = ArtifactReadTool.minOutputBytes
         const byLines = yield* ArtifactReadTool.read(
           context,
           { path: pointerPath, lines: { first: 1, last: 300 } },
-          { maxOutputBytes: 200 }
+          { maxOutputBytes: cap }
         )
         assert.isTrue(byLines.truncated)
-        const shown = contentOf(byLines.text).split("\n[cut]")[0] ?? ""
-        assert.isAtMost(new TextEncoder().encode(shown).byteLength, 200)
-        assert.include(byLines.text, 'continue with lines {"first":6,"last":300}')
+        assert.isAtMost(new TextEncoder().encode(byLines.text).byteLength, cap)
+        const shown = (contentOf(byLines.text).split("\n[cut]")[0] ?? "").split("\n")
+        assert.deepStrictEqual(shown, lines.slice(0, shown.length))
+        assert.isAbove(shown.length, 0)
+        assert.include(byLines.text, `continue with lines {"first":${shown.length + 1},"last":300}`)
         const byPattern = yield* ArtifactReadTool.read(
           context,
           { path: pointerPath, pattern: "hay" },
-          { maxOutputBytes: 200 }
+          { maxOutputBytes: cap }
         )
         assert.isTrue(byPattern.truncated)
+        assert.isAtMost(new TextEncoder().encode(byPattern.text).byteLength, cap)
         assert.match(byPattern.text, /after \d+ of 257 matching lines/)
         const scanned = yield* ArtifactReadTool.read(
           context,

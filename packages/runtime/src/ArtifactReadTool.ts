@@ -2,8 +2,9 @@
  * The read tool that offload pointers name: a ready {@link Tool.Tool} that
  * reads an offloaded artifact back by the path its pointer carries, whole,
  * by byte range, by line range, or as the lines containing a text, and never
- * returns more than a fixed number of bytes (the output says when, and where,
- * it was cut).
+ * returns more than a fixed number of bytes, all of its output counted: the
+ * header, the echoes of the request's path and pattern, the content, the
+ * notes, and a refusal's text (the output says when, and where, it was cut).
  *
  * What it may read is decided per call, from the task context, never from the
  * model's input: the artifact folder of the task's private writer (when the
@@ -28,6 +29,7 @@
  * @since 0.1.0
  */
 import * as ArtifactPath from "@tessera/artifacts/ArtifactPath"
+import * as ArtifactPointer from "@tessera/artifacts/ArtifactPointer"
 import * as DurableFiles from "@tessera/core/DurableFiles"
 import * as Grant from "@tessera/core/Grant"
 import * as Volume from "@tessera/core/Volume"
@@ -37,6 +39,7 @@ import * as Path from "effect/Path"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import type * as Executor from "./Executor.ts"
+import { clipWithin, quotedWithin } from "./internal/boundedText.ts"
 import { dataFolder } from "./internal/storeFolders.ts"
 import * as Observability from "./Observability.ts"
 import * as PrivateSummaries from "./PrivateSummaries.ts"
@@ -54,12 +57,49 @@ import { artifactFolder } from "./ToolResultOffload.ts"
 export const defaultName = "read_artifact"
 
 /**
- * The most UTF-8 bytes of artifact content one call returns, by default.
+ * The most UTF-8 bytes one call returns, by default: the whole text the
+ * model reads, header and notes included.
  *
  * @since 0.1.0
  * @category defaults
  */
 export const defaultMaxOutputBytes = 16 * 1024
+
+/**
+ * The least output cap: a smaller `maxOutputBytes` is raised to it. The
+ * header and the notes of a read take a little over 700 bytes at most (the echoes
+ * of the path and the pattern are cut to {@link echoBytes} each, every
+ * number has at most 16 digits), so this leaves every read room for content
+ * and so progress.
+ *
+ * @since 0.1.0
+ * @category defaults
+ */
+export const minOutputBytes = 1024
+
+/**
+ * The longest pattern a read takes, in UTF-8 bytes; a longer one is refused
+ * (`InvalidRequest`). A line containing it would be longer still, and
+ * scanning for it costs its length at every line.
+ *
+ * @since 0.1.0
+ * @category defaults
+ */
+export const maxPatternBytes = 1024
+
+/**
+ * How much of the request's path or pattern the output echoes, in UTF-8
+ * bytes of the JSON literal; a longer one is echoed by its start and its
+ * full size.
+ *
+ * @since 0.1.0
+ * @category defaults
+ */
+export const echoBytes = 128
+
+// The most of a refusal's detail its message carries: with the path's echo and the fixed words, a message stays
+// within about 680 bytes.
+const detailBytes = 512
 
 /**
  * The most bytes a line or pattern read scans from the start of the
@@ -75,10 +115,13 @@ export const defaultMaxScanBytes = 16 * 1024 * 1024
  * Why a read was refused:
  *
  * - `InvalidPath`: the path is empty, contains NUL, is absolute (POSIX,
- *   UNC or drive form), has a `..` segment, or is not in the canonical
- *   `/`-separated form pointers carry.
+ *   UNC or drive form), has a `..` segment, is longer than
+ *   `ArtifactPath.maxTargetBytes` (refused before it is split, so a path of
+ *   any length or segment count gets this refusal), or is not in the
+ *   canonical `/`-separated form pointers carry.
  * - `InvalidRequest`: more than one selection (`bytes`, `lines`, `pattern`)
- *   was given, a range ends before it starts, or the pattern is empty.
+ *   was given, a range ends before it starts, or the pattern is empty or
+ *   longer than {@link maxPatternBytes}.
  * - `NotFound`: no volume the task may read holds the artifact.
  * - `SymlinkRefused`: a folder or the file on the way is a symbolic link.
  * - `OutsideRoot`: the opened file does not really live below the volume's
@@ -108,7 +151,9 @@ export type ArtifactReadProblem = typeof ArtifactReadProblem.Type
 /**
  * A read was refused; nothing of the artifact was returned. The detail names
  * paths relative to the artifact folder only, since the message goes to the
- * model.
+ * model. `path` and `detail` are kept whole; the message echoes the path cut
+ * to {@link echoBytes} and the detail cut to 512 bytes, so it stays within
+ * 700 bytes however long the path.
  *
  * @since 0.1.0
  * @category errors
@@ -120,7 +165,7 @@ export class ArtifactReadRefused extends Schema.TaggedError<ArtifactReadRefused>
   volume: Schema.optionalKey(Volume.VolumeRef)
 }) {
   override get message(): string {
-    return `cannot read artifact ${JSON.stringify(this.path)} (${this.problem}): ${this.detail}`
+    return `cannot read artifact ${quotedWithin(this.path, echoBytes)} (${this.problem}): ${clipWithin(this.detail, detailBytes)}`
   }
 }
 
@@ -168,8 +213,9 @@ export type ReadRequest = typeof ReadRequest.Type
  *
  * - `name`: the tool's name; defaults to {@link defaultName}. Give the
  *   offload configuration's `readTool` here, so pointers name this tool.
- * - `maxOutputBytes`: the cap on returned content; defaults to
- *   {@link defaultMaxOutputBytes}.
+ * - `maxOutputBytes`: the cap on the whole output of a read (header,
+ *   content and notes); defaults to {@link defaultMaxOutputBytes}, and is
+ *   at least {@link minOutputBytes}.
  * - `maxScanBytes`: how far line and pattern reads scan; defaults to
  *   {@link defaultMaxScanBytes}.
  *
@@ -265,11 +311,17 @@ const checkPath = (path: string): Result.Result<ReadonlyArray<string>, ArtifactR
   const refuse = (detail: string) => Result.fail(new ArtifactReadRefused({ path, problem: "InvalidPath", detail }))
   const resolved = ArtifactPath.resolveRelative(path)
   if (Result.isFailure(resolved)) {
-    return refuse(`${resolved.failure.problem}: give the relative path exactly as the artifact pointer shows it`)
+    return refuse(
+      resolved.failure.problem === "TooLong"
+        ? `TooLong: the path is over ${ArtifactPath.maxTargetBytes} bytes; no artifact pointer names one that long`
+        : `${resolved.failure.problem}: give the relative path exactly as the artifact pointer shows it`
+    )
   }
   if (path.split(/[\\/]/).includes("..")) return refuse("Traversal: `..` segments are never accepted")
   if (resolved.success.relative !== path) {
-    return refuse(`not in the canonical form pointers use; did you mean ${JSON.stringify(resolved.success.relative)}?`)
+    return refuse(
+      `not in the canonical form pointers use; did you mean ${quotedWithin(resolved.success.relative, echoBytes)}?`
+    )
   }
   return Result.succeed(resolved.success.segments)
 }
@@ -294,26 +346,58 @@ const checkSelection = (request: ReadRequest): Result.Result<Selection, Artifact
   }
   if (request.pattern !== undefined) {
     if (request.pattern === "") return refuse("pattern is empty")
+    const patternBytes = request.pattern.length * 3 <= maxPatternBytes ? 0 : utf8Length(request.pattern)
+    if (patternBytes > maxPatternBytes) {
+      return refuse(
+        `pattern is ${patternBytes} bytes, over the ${maxPatternBytes}-byte limit; search for a shorter part`
+      )
+    }
     return Result.succeed({ _tag: "Pattern", text: request.pattern })
   }
   return Result.succeed({ _tag: "Bytes", start: 0, end: Number.MAX_SAFE_INTEGER })
 }
 
 /**
- * The longest prefix of `bytes` of at most `most` bytes that does not end
- * inside a UTF-8 sequence (a cut there would show a replacement character
- * the artifact does not contain).
+ * The length of the longest prefix of `bytes` whose decoded text takes at
+ * most `most` UTF-8 bytes and that ends between two characters. Measured as the decoder decodes (WHATWG): a valid sequence
+ * keeps its bytes, and each maximal invalid subpart becomes U+FFFD, three
+ * bytes however short it was, so an artifact that is not UTF-8 cannot make
+ * the output larger than `most`. A sequence cut short by the end of `bytes`
+ * counts as U+FFFD too, as the decoder shows it; given one byte past `most`,
+ * such a tail never fits (every byte before it decodes to at least one), so
+ * a cut never falls inside a character the artifact goes on with.
  */
-const utf8PrefixLength = (bytes: Uint8Array, most: number): number => {
-  if (bytes.byteLength <= most) return bytes.byteLength
-  let end = most
-  // Continuation bytes are 10xxxxxx: step back to the lead byte of the sequence the cut falls in.
-  while (end > 0 && end > most - 3 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end--
-  return end
+const decodablePrefix = (bytes: Uint8Array, most: number): number => {
+  let at = 0
+  let decoded = 0
+  while (at < bytes.byteLength) {
+    const lead = bytes[at] ?? 0
+    // The continuation bytes a lead byte needs, and the range its first continuation byte must fall in.
+    const needed = lead < 0x80 ? 0 : lead < 0xc2 ? -1 : lead < 0xe0 ? 1 : lead < 0xf0 ? 2 : lead < 0xf5 ? 3 : -1
+    const low = lead === 0xe0 ? 0xa0 : lead === 0xf0 ? 0x90 : 0x80
+    const high = lead === 0xed ? 0x9f : lead === 0xf4 ? 0x8f : 0xbf
+    let end = at + 1
+    let valid = needed === 0
+    if (needed > 0) {
+      let seen = 0
+      while (seen < needed && end < bytes.byteLength) {
+        const next = bytes[end] ?? 0
+        if (seen === 0 ? next < low || next > high : (next & 0xc0) !== 0x80) break
+        seen++
+        end++
+      }
+      valid = seen === needed
+    }
+    const size = valid ? end - at : 3
+    if (decoded + size > most) break
+    decoded += size
+    at = end
+  }
+  return at
 }
 
 const decoder = new TextDecoder("utf-8", { fatal: false })
-const encoder = new TextEncoder()
+const utf8Length = ArtifactPointer.utf8Length
 
 /** An opened artifact: which volume, the bytes read, and the whole size. */
 interface Found {
@@ -372,7 +456,8 @@ const open = Effect.fnUntraced(function* (
           })
       )
     )
-    const file = rules.join(volume.folder, artifactFolder, ...segments)
+    // One joined argument, not one per segment: spread arguments are bounded by the engine's stack.
+    const file = rules.join(volume.folder, artifactFolder, segments.join("/"))
     const read = yield* durable.readFile(file, { within: volume.folder, ...range }).pipe(
       Effect.map(Option.some),
       Effect.catchTag("DurableFileFailure", (error) =>
@@ -427,7 +512,10 @@ const open = Effect.fnUntraced(function* (
  * @category models
  */
 export interface ReadResult {
-  /** One header line, then the selected content, then a line saying where it was cut, if it was. */
+  /**
+   * One header line, then the selected content, then a line saying where it
+   * was cut, if it was; at most the output cap in UTF-8 bytes, all of it.
+   */
   readonly text: string
   /** The volume the artifact was read from. */
   readonly volume: Volume.VolumeRef
@@ -437,8 +525,23 @@ export interface ReadResult {
   readonly truncated: boolean
 }
 
-const header = (path: string, size: number, selection: string): string =>
-  `[artifact-read] path=${JSON.stringify(path)} size=${size} ${selection}`
+const header = (pathEcho: string, size: number, selection: string): string =>
+  `[artifact-read] path=${pathEcho} size=${size} ${selection}`
+
+// Every number the output shows (sizes, offsets, line numbers, counts) is at most this: rendered with it, the
+// header and the notes take the most room they ever can, and the content gets the rest of the cap.
+const widest = Number.MAX_SAFE_INTEGER
+
+/** The cap less the room the header and the notes may take: what is left for content. */
+const contentRoom = (cap: number, header: string, notes: ReadonlyArray<string>): number =>
+  // A line break after the header, and one before each note.
+  cap - utf8Length(header) - 1 - notes.reduce((total, note) => total + 1 + utf8Length(note), 0)
+
+const byteRange = (whole: boolean, first: number, shown: number): string =>
+  `${whole ? "whole " : ""}${shown === 0 ? "bytes=none" : `bytes=${first}-${first + shown - 1}`}`
+
+const bytesCutNote = (cap: number, next: number, end: number): string =>
+  `[cut] the output cap of ${cap} bytes was reached; the rest continues at byte ${next} (ask for bytes {"start":${next},"end":${end}})`
 
 const readBytes = Effect.fnUntraced(function* (
   context: TaskContext,
@@ -448,37 +551,55 @@ const readBytes = Effect.fnUntraced(function* (
   whole: boolean,
   cap: number
 ) {
-  // One byte past the cap tells whether the cut falls inside a character, so the cut can step back to its start.
+  const pathEcho = quotedWithin(path, echoBytes)
+  const room = contentRoom(cap, header(pathEcho, widest, byteRange(whole, widest, 1)), [
+    bytesCutNote(cap, widest, widest)
+  ])
+  // One byte past the room tells whether the cut falls inside a character, so the cut can step back to its start.
   const wanted = Math.max(0, selection.end - selection.start)
   const found = yield* open(context, path, segments, {
     offset: selection.start,
-    maxBytes: Math.min(wanted, cap + 1)
+    maxBytes: Math.min(wanted, room + 1)
   })
   const end = Math.min(selection.end, found.size)
   const available = Math.max(0, end - selection.start)
-  const shown = utf8PrefixLength(found.bytes.subarray(0, Math.min(found.bytes.byteLength, available)), cap)
+  const window = found.bytes.subarray(0, Math.min(found.bytes.byteLength, available))
+  const shown = decodablePrefix(window, room)
   const content = decoder.decode(found.bytes.subarray(0, shown))
   const truncated = shown < available
   const first = Math.min(selection.start, found.size)
-  const range = shown === 0 ? "bytes=none" : `bytes=${first}-${first + shown - 1}`
-  const lines = [header(path, found.size, whole ? `whole ${range}` : range), content]
-  if (truncated) {
-    lines.push(
-      `[cut] the output cap of ${cap} bytes was reached; the rest continues at byte ${first + shown} (ask for bytes {"start":${first + shown},"end":${end}})`
-    )
-  }
+  const lines = [header(pathEcho, found.size, byteRange(whole, first, shown)), content]
+  if (truncated) lines.push(bytesCutNote(cap, first + shown, end))
   const result: ReadResult = { text: lines.join("\n"), volume: found.volume.ref, size: found.size, truncated }
   return result
 })
 
-/** Appends `line` while the content stays within `cap` bytes; says whether it fit. */
-const appendWithin = (out: { parts: Array<string>; bytes: number }, line: string, cap: number): boolean => {
-  const size = encoder.encode(line).byteLength + (out.parts.length === 0 ? 0 : 1)
-  if (out.bytes + size > cap) return false
+/** Appends `line` while the content stays within `room` bytes; says whether it fit. */
+const appendWithin = (out: { parts: Array<string>; bytes: number }, line: string, room: number): boolean => {
+  const size = utf8Length(line) + (out.parts.length === 0 ? 0 : 1)
+  if (out.bytes + size > room) return false
   out.parts.push(line)
   out.bytes += size
   return true
 }
+
+const linesSelection = (first: number, shownLast: number, total: string): string =>
+  shownLast < first ? `lines=none of ${total}` : `lines=${first}-${shownLast} of ${total}`
+
+const lineAloneNote = (line: number, cap: number): string =>
+  `[cut] line ${line} alone does not fit in the output cap of ${cap} bytes; read it by bytes instead`
+
+const linesCutNote = (cap: number, shownLast: number, last: number): string =>
+  `[cut] the output cap of ${cap} bytes was reached after line ${shownLast}; continue with lines {"first":${shownLast + 1},"last":${last}}`
+
+const patternSelection = (patternEcho: string, matches: number, shown: number, total: string): string =>
+  `pattern=${patternEcho} matching_lines=${matches} shown=${shown} of ${total} lines`
+
+const patternCutNote = (cap: number, shown: number, matches: number, lastShown: number): string =>
+  `[cut] the output cap of ${cap} bytes was reached after ${shown} of ${matches} matching lines (the last shown is line ${lastShown}); narrow the pattern or read lines from ${lastShown + 1}`
+
+const scanNote = (scanned: number, size: number): string =>
+  `[cut] only the first ${scanned} of ${size} bytes were scanned; read the rest by bytes`
 
 const readLines = Effect.fnUntraced(function* (
   context: TaskContext,
@@ -488,6 +609,22 @@ const readLines = Effect.fnUntraced(function* (
   cap: number,
   scan: number
 ) {
+  const pathEcho = quotedWithin(path, echoBytes)
+  const patternEcho = selection._tag === "Pattern" ? quotedWithin(selection.text, echoBytes) : ""
+  const widestTotal = `at least ${widest}`
+  // The room is what the largest header and notes this selection can have leave of the cap.
+  const room =
+    selection._tag === "Lines"
+      ? contentRoom(cap, header(pathEcho, widest, linesSelection(widest, widest, widestTotal)), [
+          [lineAloneNote(widest, cap), linesCutNote(cap, widest, widest)].reduce((a, b) =>
+            utf8Length(a) >= utf8Length(b) ? a : b
+          ),
+          scanNote(widest, widest)
+        ])
+      : contentRoom(cap, header(pathEcho, widest, patternSelection(patternEcho, widest, widest, widestTotal)), [
+          patternCutNote(cap, widest, widest, widest),
+          scanNote(widest, widest)
+        ])
   const found = yield* open(context, path, segments, { offset: 0, maxBytes: scan })
   const scannedAll = found.bytes.byteLength >= found.size
   const all = decoder.decode(found.bytes).split("\n")
@@ -503,19 +640,14 @@ const readLines = Effect.fnUntraced(function* (
     const last = Math.min(selection.last, all.length)
     let shownLast = selection.first - 1
     for (let number = selection.first; number <= last; number++) {
-      if (!appendWithin(out, all[number - 1] ?? "", cap)) break
+      if (!appendWithin(out, all[number - 1] ?? "", room)) break
       shownLast = number
     }
     if (shownLast < last) {
       truncated = true
-      notes.push(
-        shownLast < selection.first
-          ? `[cut] line ${selection.first} alone is over the output cap of ${cap} bytes; read it by bytes instead`
-          : `[cut] the output cap of ${cap} bytes was reached after line ${shownLast}; continue with lines {"first":${shownLast + 1},"last":${last}}`
-      )
+      notes.push(shownLast < selection.first ? lineAloneNote(selection.first, cap) : linesCutNote(cap, shownLast, last))
     }
-    selectionText =
-      shownLast < selection.first ? `lines=none of ${total}` : `lines=${selection.first}-${shownLast} of ${total}`
+    selectionText = linesSelection(selection.first, shownLast, total)
   } else {
     let matches = 0
     let shown = 0
@@ -523,26 +655,20 @@ const readLines = Effect.fnUntraced(function* (
     all.forEach((line, index) => {
       if (!line.includes(selection.text)) return
       matches++
-      if (shown === matches - 1 && appendWithin(out, `${index + 1}: ${line}`, cap)) {
+      if (shown === matches - 1 && appendWithin(out, `${index + 1}: ${line}`, room)) {
         shown++
         lastShown = index + 1
       }
     })
     if (shown < matches) {
       truncated = true
-      notes.push(
-        `[cut] the output cap of ${cap} bytes was reached after ${shown} of ${matches} matching lines (the last shown is line ${lastShown}); narrow the pattern or read lines from ${lastShown + 1}`
-      )
+      notes.push(patternCutNote(cap, shown, matches, lastShown))
     }
-    selectionText = `pattern=${JSON.stringify(selection.text)} matching_lines=${matches} shown=${shown} of ${total} lines`
+    selectionText = patternSelection(patternEcho, matches, shown, total)
   }
-  if (!scannedAll) {
-    notes.push(
-      `[cut] only the first ${found.bytes.byteLength} of ${found.size} bytes were scanned; read the rest by bytes`
-    )
-  }
+  if (!scannedAll) notes.push(scanNote(found.bytes.byteLength, found.size))
   const result: ReadResult = {
-    text: [header(path, found.size, selectionText), out.parts.join("\n"), ...notes].join("\n"),
+    text: [header(pathEcho, found.size, selectionText), out.parts.join("\n"), ...notes].join("\n"),
     volume: found.volume.ref,
     size: found.size,
     truncated
@@ -555,14 +681,17 @@ const limit = (value: number | undefined, fallback: number, least: number): numb
   return Number.isFinite(whole) ? Math.max(least, whole) : fallback
 }
 
-// Four bytes hold any character, so every read makes progress.
-const capOf = (options: Options): number => limit(options.maxOutputBytes, defaultMaxOutputBytes, 4)
+// The header and the notes fit in the least cap with room for content, so every read makes progress.
+const capOf = (options: Options): number => limit(options.maxOutputBytes, defaultMaxOutputBytes, minOutputBytes)
 
 /**
  * Reads an artifact for `context`: checks the path and the selection, finds
  * the artifact in the first volume the task may read that holds it (see the
- * module comment), and renders at most `maxOutputBytes` of the selection.
- * Fails only with {@link ArtifactReadRefused}.
+ * module comment), and renders as much of the selection as fits, with its
+ * header and notes, in `maxOutputBytes` (at least {@link minOutputBytes}):
+ * the returned text never takes more, whatever the path, the pattern or the
+ * artifact's bytes. Fails only with {@link ArtifactReadRefused}, whose
+ * message is bounded too.
  *
  * @since 0.1.0
  * @category reading
@@ -586,7 +715,10 @@ export const read = Effect.fnUntraced(function* (
 /**
  * The ready tool for `context`. Its description tells the model what a
  * pointer is and how to select; a refusal becomes a tool-error result whose
- * text is the {@link ArtifactReadRefused} message.
+ * text is the {@link ArtifactReadRefused} message. Either result is at most
+ * the output cap: a read's text by {@link read}, and a refusal's message
+ * (at most 700 bytes) with the tool's prefix, for a name of up to 256
+ * bytes.
  *
  * @since 0.1.0
  * @category constructors

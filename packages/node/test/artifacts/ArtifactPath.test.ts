@@ -1,7 +1,7 @@
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { ArtifactOffload, ArtifactPath } from "@tessera/artifacts"
-import { Effect, Result } from "effect"
+import { Effect, Option, Result } from "effect"
 import * as fc from "fast-check"
 import { listEntries, nodeLayer, tempDirSync } from "./utils/fixtures.ts"
 
@@ -92,6 +92,47 @@ describe("ArtifactPath", () => {
       }),
       { numRuns: 150 }
     )
+  })
+
+  it("too_long: a target over maxTargetBytes (200,000 segments, 1 MiB) is refused as TooLong, with a bounded message; one just under it resolves", () => {
+    for (const target of ["a/".repeat(200_000), "a".repeat(1 << 20), "é".repeat(ArtifactPath.maxTargetBytes / 2 + 1)]) {
+      const resolved = ArtifactPath.resolveRelative(target)
+      assert.isTrue(Result.isFailure(resolved))
+      if (Result.isSuccess(resolved)) return
+      assert.strictEqual(resolved.failure.problem, "TooLong")
+      assert.isBelow(resolved.failure.message.length, 400)
+    }
+    const under = `${"a/".repeat(2_047)}b`
+    const resolved = ArtifactPath.resolveRelative(under)
+    assert.isTrue(Result.isSuccess(resolved))
+    if (Result.isSuccess(resolved)) assert.strictEqual(resolved.success.segments.length, 2_048)
+  })
+
+  it("too_long: an offload to a 200,000-segment target stays inline, refused as TooLong with a bounded message; control: joining its segments one argument each overflows the stack", async () => {
+    const { cleanup, dir } = tempDirSync()
+    try {
+      const target = "a/".repeat(200_000)
+      const result = await Effect.runPromise(
+        ArtifactOffload.offload({
+          content: "z".repeat(100),
+          threshold: 10,
+          root: path.join(dir, "root"),
+          target,
+          readTool: "read_file"
+        }).pipe(Effect.provide(nodeLayer))
+      )
+      assert.strictEqual(result._tag, "Inline")
+      if (result._tag !== "Inline" || Option.isNone(result.reason)) return assert.fail("no refusal")
+      const reason = result.reason.value
+      assert.strictEqual(reason._tag, "ArtifactPathRejected")
+      if (reason._tag === "ArtifactPathRejected") assert.strictEqual(reason.problem, "TooLong")
+      assert.isBelow(reason.message.length, 400, "the journal records the message: it stays short")
+      // The segments an unbounded resolution makes, joined as the offload joins them.
+      const segments = target.split("/").filter((part) => part !== "")
+      assert.throws(() => path.join(dir, ...segments), RangeError)
+    } finally {
+      cleanup()
+    }
   })
 
   it("traversal that stays inside the root is normalised, not refused", () => {

@@ -32,11 +32,19 @@ const unitBytes = (text: string, index: number): number => {
   return 3
 }
 
-/** The longest run of whole code points from `start` within `maxBytes` UTF-8 bytes: where it ends, and its bytes. */
-const runWithin = (text: string, start: number, maxBytes: number): { readonly end: number; readonly bytes: number } => {
+/**
+ * The longest run of whole code points from `start`, ending at or before
+ * `until`, within `maxBytes` UTF-8 bytes: where it ends, and its bytes.
+ */
+const runWithin = (
+  text: string,
+  start: number,
+  until: number,
+  maxBytes: number
+): { readonly end: number; readonly bytes: number } => {
   let end = start
   let bytes = 0
-  while (end < text.length) {
+  while (end < until) {
     const size = unitBytes(text, end)
     if (bytes + size > maxBytes) break
     bytes += size
@@ -47,7 +55,7 @@ const runWithin = (text: string, start: number, maxBytes: number): { readonly en
 
 /** The longest prefix of `text` of at most `maxBytes` UTF-8 bytes that ends between two graphemes. */
 const prefixWithin = (text: string, maxBytes: number): string => {
-  const { end } = runWithin(text, 0, maxBytes)
+  const { end } = runWithin(text, 0, text.length, maxBytes)
   if (end === text.length) return text
   // Segmented from the start (boundaries depend on everything before them, flags for one), but only up
   // to just past the cut: the cost is the kept prefix's, never the whole text's.
@@ -91,6 +99,47 @@ export const cutWithNote = (
   return { text: kept + note(keptBytes, totalBytes), keptBytes, totalBytes }
 }
 
+// `…` in UTF-8.
+const ellipsisBytes = 3
+
+/**
+ * `text` itself when it measures at most `maxBytes`; otherwise its longest
+ * prefix of whole code points (a surrogate pair is never split) followed by
+ * `…`, together at most `maxBytes` (for `maxBytes` of at least 3). Costs
+ * the kept prefix, however long the text.
+ */
+export const clipWithin = (text: string, maxBytes: number): string => {
+  const { end } = runWithin(text, 0, text.length, maxBytes)
+  if (end === text.length) return text
+  return `${text.slice(0, runWithin(text, 0, end, maxBytes - ellipsisBytes).end)}…`
+}
+
+/**
+ * `text` as a JSON string literal of at most `maxBytes` UTF-8 bytes, for
+ * echoing a caller's text: the literal of the whole text when it fits;
+ * otherwise the literal of its longest prefix of whole code points that
+ * leaves room for a note of the text's full size, followed by that note
+ * (`"abc"… (1048576 bytes in all)`). `maxBytes` must leave room for the note
+ * (64 bytes always do). Costs the kept prefix and one count of the text.
+ */
+export const quotedWithin = (text: string, maxBytes: number): string => {
+  // JSON escapes a unit to at most six bytes: most texts are decided without walking them.
+  if (text.length * 6 + 2 <= maxBytes) return JSON.stringify(text)
+  const note = `… (${ArtifactPointer.utf8Length(text)} bytes in all)`
+  const room = maxBytes - 2 - ArtifactPointer.utf8Length(note)
+  let used = 0
+  let end = 0
+  let fits = 0
+  // Code point by code point (a string's iterator never splits a pair), each measured as JSON writes it.
+  for (const point of text) {
+    used += ArtifactPointer.utf8Length(JSON.stringify(point)) - 2
+    if (used > maxBytes - 2) return `${JSON.stringify(text.slice(0, fits))}${note}`
+    end += point.length
+    if (used <= room) fits = end
+  }
+  return JSON.stringify(text)
+}
+
 /** A piece of a cut text and its UTF-8 length. */
 export interface SizedPiece {
   readonly text: string
@@ -108,31 +157,94 @@ const isPlainUnit = (code: number): boolean => (code >= 0x20 && code <= 0x7e) ||
 const anchorWindow = 256
 
 /**
- * The grapheme boundaries of `text` from `from` (itself a boundary) to just
- * past `until`: segmenting from a boundary gives the boundaries the whole
- * text has there, since no cluster reaches back across one.
+ * The grapheme boundaries of `text` from `from` (itself a boundary) through
+ * `until`: segmenting from a boundary gives the boundaries the whole text
+ * has there, since no cluster reaches back across one. The window reaches
+ * past `until` so the boundary at `until` itself is decided; the window's own
+ * end is not a boundary of the text and is not reported.
  */
 const boundariesNear = (text: string, from: number, until: number): Array<number> => {
   const window = text.slice(from, Math.min(text.length, until + lookahead))
   const found: Array<number> = []
   for (const { index } of segmenter().segment(window)) found.push(from + index)
-  found.push(from + window.length)
   return found
 }
 
+const isHighSurrogate = (code: number): boolean => code >= 0xd800 && code <= 0xdbff
+const isLowSurrogate = (code: number): boolean => code >= 0xdc00 && code <= 0xdfff
+
 /**
- * Cuts `text` into pieces of at most `maxBytes` UTF-8 bytes at grapheme
- * boundaries (a single grapheme longer than `maxBytes` is its own piece),
- * in time linear in the text: each piece is measured unit by unit, and only
- * the neighbourhood of its cut is segmented (from the nearest two plain
- * units before it, else from the piece's start). The pieces are the ones a
- * walk over every grapheme of the text would make.
+ * Where the grapheme cluster that starts at `start` (a boundary) ends: the
+ * next boundary of the whole text after `start`. A boundary strictly inside
+ * a window segmented from a boundary is one the whole text has (the rules
+ * decide it from what precedes it and the one code point after it); the
+ * window's own end is not, so a cluster reaching it is looked at again in a
+ * window twice as long. The windows grow geometrically, so finding the end
+ * costs the cluster's length, however long the cluster.
+ */
+const clusterEnd = (text: string, start: number, beyond: number): number => {
+  let size = beyond - start + lookahead
+  for (;;) {
+    let until = Math.min(text.length, start + size)
+    // Never end a window between the halves of a pair: the high half would read as a lone surrogate.
+    if (until < text.length && isHighSurrogate(text.charCodeAt(until - 1)) && isLowSurrogate(text.charCodeAt(until)))
+      until++
+    for (const { index } of segmenter().segment(text.slice(start, until))) {
+      if (index > 0) return start + index
+    }
+    if (until === text.length) return text.length
+    size *= 2
+  }
+}
+
+/**
+ * Appends the pieces of the cluster `text[start, end)`, longer than
+ * `maxBytes`, cut at code points: as many whole code points as fit in each
+ * piece. A code point wider than `maxBytes` (a limit below 4 bytes) is a
+ * piece alone, since no string holds part of one.
+ */
+const pushCodePointPieces = (
+  pieces: Array<SizedPiece>,
+  text: string,
+  start: number,
+  end: number,
+  maxBytes: number
+): void => {
+  let at = start
+  while (at < end) {
+    const run = runWithin(text, at, end, maxBytes)
+    const wide = run.end === at ? unitBytes(text, at) : 0
+    const stop = wide === 0 ? run.end : at + (wide === 4 ? 2 : 1)
+    pieces.push({ text: text.slice(at, stop), bytes: wide === 0 ? run.bytes : wide })
+    at = stop
+  }
+}
+
+/**
+ * Cuts `text` into pieces of at most `maxBytes` UTF-8 bytes, in order, that
+ * join back to `text` exactly:
+ *
+ * - a piece ends at a grapheme boundary, so every cluster that fits in a
+ *   piece is kept whole, with as many whole clusters as fit;
+ * - a cluster longer than `maxBytes` gets pieces of its own, cut at code
+ *   points (as many as fit in each), so the bound holds for it too; a
+ *   surrogate pair is never split;
+ * - the one exception to the bound: with `maxBytes` below 4, a code point
+ *   wider than `maxBytes` is a piece alone (a string cannot hold part of a
+ *   code point).
+ *
+ * Linear in the text: each piece is measured unit by unit, and only the
+ * neighbourhood of its cut is segmented (from the nearest two plain units
+ * before it, else from the piece's start); a long cluster is segmented once,
+ * in windows that double. The pieces are the ones a walk over every grapheme
+ * of the text would make.
  */
 export const cutPieces = (text: string, maxBytes: number): Array<SizedPiece> => {
   const pieces: Array<SizedPiece> = []
+  // Every piece starts at a grapheme boundary of the whole text, so segmenting from it is segmenting the text.
   let start = 0
   while (start < text.length) {
-    const { end, bytes } = runWithin(text, start, maxBytes)
+    const { end, bytes } = runWithin(text, start, text.length, maxBytes)
     if (end === text.length) {
       pieces.push({ text: text.slice(start), bytes })
       break
@@ -145,15 +257,16 @@ export const cutPieces = (text: string, maxBytes: number): Array<SizedPiece> => 
       while (anchor >= lowest && !(isPlainUnit(text.charCodeAt(anchor - 1)) && isPlainUnit(text.charCodeAt(anchor))))
         anchor--
       const from = anchor >= lowest ? anchor : start
-      const boundaries = boundariesNear(text, from, end)
       let last = -1
-      let next = -1
-      for (const boundary of boundaries) {
-        if (boundary <= end) last = boundary
-        else if (next === -1) next = boundary
+      for (const boundary of boundariesNear(text, from, end)) if (boundary <= end) last = boundary
+      if (last <= start) {
+        // No boundary after the start within the budget: the cluster there is longer than a piece.
+        const after = clusterEnd(text, start, end)
+        pushCodePointPieces(pieces, text, start, after, maxBytes)
+        start = after
+        continue
       }
-      // No boundary after the start within the budget: the grapheme there is longer than the budget, alone.
-      cut = last > start ? last : next
+      cut = last
     }
     const piece = text.slice(start, cut)
     pieces.push({ text: piece, bytes: cut === end ? bytes : ArtifactPointer.utf8Length(piece) })
