@@ -28,13 +28,14 @@ fs.mkdirSync(hostState, { recursive: true })
 // #region host-policy
 const databasePassword = Redacted.make("s3cret-db-pass-2026")
 
-/** The host's path policy: its state folder is internal, its credentials file specifically so. */
-const pathPolicy = ArtifactPathPolicy.layer(
-  ArtifactPathPolicy.fromLocations({
-    internalRoot: hostState,
-    stateLocations: [path.join(hostState, "credentials.json")]
-  })
-)
+/**
+ * The host's path policy: its state folder is internal, its credentials file specifically so. The
+ * locations must be absolute (a relative one would match no target); the layer fails otherwise.
+ */
+const pathPolicy = ArtifactPathPolicy.layerFromLocations({
+  internalRoot: hostState,
+  stateLocations: [path.join(hostState, "credentials.json")]
+})
 
 /** Tessera's default rules, plus the host's own pattern and its registered secret. */
 const redactor = DefaultRedactor.layer({

@@ -13,7 +13,9 @@
  *
  * @since 0.1.0
  */
+import { InvalidInput, renderValue } from "@tessera/core/InvalidInput"
 import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
@@ -115,18 +117,76 @@ export interface InternalLocations {
   readonly stateLocations: ReadonlyArray<string>
 }
 
+const fromLocationsEntry = "ArtifactPathPolicy.fromLocations"
+
+const refuseLocation = (field: string, value: unknown, detail: string) =>
+  new InvalidInput({ entry: fromLocationsEntry, field, value: renderValue(value), detail })
+
+/** `/x`, `C:\x` or `C:/x`, `\\server\share` or `//server/share`: the absolute forms `isAtOrBelow` compares. */
+const absoluteRoot = /^(?:\/(?![\\/])|[A-Za-z]:[\\/]|[\\/]{2}(?=[^\\/]))/
+
+/**
+ * Why `location` cannot be compared with the absolute, normalised paths
+ * the offload asks about, or `undefined` when it can. A relative location
+ * never matches one (`host-state` is not at or above
+ * `/srv/app/host-state/credentials.json`), and neither does one with `.`,
+ * `..` or doubled separators in it: each would refuse nothing, silently.
+ */
+const locationProblem = (location: unknown): string | undefined => {
+  if (typeof location !== "string") return "expected a string (an absolute path)"
+  if (location.includes("\0")) return "a path cannot contain a NUL character"
+  const root = absoluteRoot.exec(location)
+  if (root === null)
+    return "expected an absolute path (`/...`, `C:\\...` or `\\\\server\\share`); a relative one matches no target"
+  const rest = normalise(location.slice(root[0].length))
+  if (rest.length === 0) return undefined
+  for (const segment of rest.split("/")) {
+    if (segment === "" || segment === "." || segment === "..") {
+      return "expected a normalised path: no `.`, `..` or empty segments, since targets are compared lexically"
+    }
+  }
+  return undefined
+}
+
 /**
  * A policy from absolute locations. A host whose artifact root lies inside its
  * internal root writes its own `isUnderInternalRoot` (for example exempting
  * the artifact root), because this one refuses everything under the root.
  *
+ * Every location must be a string holding an absolute, normalised path
+ * without NUL: a relative location (`host-state`) never matches the
+ * absolute paths the offload asks about, so it would let every write
+ * through. Anything else fails `InvalidInput` naming the field
+ * (`internalRoot`, `stateLocations[2]`), and no policy is made. The
+ * locations are copied: changing the caller's array later changes nothing.
+ *
  * @since 0.1.0
  * @category constructors
  */
-export const fromLocations = (locations: InternalLocations): ArtifactPathPolicyShape => ({
-  isInternalState: (path) => locations.stateLocations.some((location) => isAtOrBelow(location, path)),
-  isUnderInternalRoot: (path) => isAtOrBelow(locations.internalRoot, path)
-})
+export const fromLocations = (locations: InternalLocations): Result.Result<ArtifactPathPolicyShape, InvalidInput> => {
+  const given: unknown = locations
+  if (typeof given !== "object" || given === null) {
+    return Result.fail(refuseLocation("locations", given, "expected { internalRoot, stateLocations }"))
+  }
+  const { internalRoot, stateLocations } = given as Record<string, unknown>
+  const rootProblem = locationProblem(internalRoot)
+  if (rootProblem !== undefined) return Result.fail(refuseLocation("internalRoot", internalRoot, rootProblem))
+  if (!Array.isArray(stateLocations)) {
+    return Result.fail(refuseLocation("stateLocations", stateLocations, "expected an array of absolute paths"))
+  }
+  const state: Array<string> = []
+  for (let index = 0; index < stateLocations.length; index++) {
+    const location: unknown = stateLocations[index]
+    const problem = locationProblem(location)
+    if (problem !== undefined) return Result.fail(refuseLocation(`stateLocations[${index}]`, location, problem))
+    state.push(location as string)
+  }
+  const root = internalRoot as string
+  return Result.succeed({
+    isInternalState: (path) => state.some((location) => isAtOrBelow(location, path)),
+    isUnderInternalRoot: (path) => isAtOrBelow(root, path)
+  })
+}
 
 /**
  * Provides a policy.
@@ -136,3 +196,13 @@ export const fromLocations = (locations: InternalLocations): ArtifactPathPolicyS
  */
 export const layer = (policy: ArtifactPathPolicyShape): Layer.Layer<ArtifactPathPolicy> =>
   Layer.succeed(ArtifactPathPolicy)(policy)
+
+/**
+ * Provides the policy {@link fromLocations} makes, failing the layer with
+ * its `InvalidInput` when a location is refused.
+ *
+ * @since 0.4.0
+ * @category layers
+ */
+export const layerFromLocations = (locations: InternalLocations): Layer.Layer<ArtifactPathPolicy, InvalidInput> =>
+  Layer.effect(ArtifactPathPolicy)(Effect.fromResult(fromLocations(locations)))

@@ -11,6 +11,7 @@
 import * as ArtifactPointer from "@tessera/artifacts/ArtifactPointer"
 import * as InvalidInput from "@tessera/core/InvalidInput"
 import type * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 
 const PositiveInt = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }))
@@ -120,15 +121,60 @@ export const defaultThreshold: Threshold = Threshold.make({
   pieceLimit: 50_000
 })
 
+const thresholdEntry = "CompactionPolicy.threshold"
+
+// One decoder per option, made once: each names its own field.
+const thresholdOptions: Record<
+  "measure" | "limit" | "keepRecent" | "pieceLimit" | "summaryLimit",
+  (value: unknown) => Result.Result<unknown, InvalidInput.InvalidInput>
+> = {
+  measure: InvalidInput.decodeResult(SizeMeasure, thresholdEntry, "measure"),
+  limit: InvalidInput.decodeResult(PositiveInt, thresholdEntry, "limit"),
+  keepRecent: InvalidInput.decodeResult(NonNegativeInt, thresholdEntry, "keepRecent"),
+  pieceLimit: InvalidInput.decodeResult(PositiveInt, thresholdEntry, "pieceLimit"),
+  summaryLimit: InvalidInput.decodeResult(PositiveInt, thresholdEntry, "summaryLimit")
+}
+
+const isThresholdOption = (key: string): key is keyof typeof thresholdOptions => Object.hasOwn(thresholdOptions, key)
+
+const refuseOptions = (field: string, value: unknown, detail: string) =>
+  new InvalidInput.InvalidInput({ entry: thresholdEntry, field, value: InvalidInput.renderValue(value), detail })
+
 /**
- * A threshold policy; omitted fields take {@link defaultThreshold}'s values.
- * Out-of-range numbers throw here, at construction, not mid-turn.
+ * A threshold policy; omitted fields (or fields given as `undefined`) take
+ * {@link defaultThreshold}'s values.
  *
+ * @throws InvalidInput (entry `CompactionPolicy.threshold`) naming the
+ * field, here, at construction, not mid-turn: for options that are not an
+ * object, a number out of range or not an integer, an unknown `measure`,
+ * and a key that is not one of the options (a misspelt `limt` would
+ * otherwise leave the default limit in force without a word).
  * @since 0.1.0
  * @category constructors
  */
-export const threshold = (options: Partial<Omit<Threshold, "_tag">> = {}): Threshold =>
-  Threshold.make({ ...defaultThreshold, ...options })
+export const threshold = (options: Partial<Omit<Threshold, "_tag">> = {}): Threshold => {
+  const given: unknown = options
+  if (typeof given !== "object" || given === null || Array.isArray(given)) {
+    throw refuseOptions("options", given, "expected an object of threshold options")
+  }
+  const chosen: Record<string, unknown> = { ...defaultThreshold }
+  for (const [key, value] of Object.entries(given)) {
+    // A policy spread into the options brings its tag along; that is not a mistake.
+    if (key === "_tag" && value === "Threshold") continue
+    if (!isThresholdOption(key)) {
+      throw refuseOptions(
+        key,
+        value,
+        `not an option of a threshold policy (${Object.keys(thresholdOptions).join(", ")})`
+      )
+    }
+    if (value === undefined) continue
+    const decoded = thresholdOptions[key](value)
+    if (Result.isFailure(decoded)) throw decoded.failure
+    chosen[key] = decoded.success
+  }
+  return Threshold.make(chosen as Omit<Threshold, "_tag">)
+}
 
 /**
  * @since 0.1.0

@@ -15,6 +15,7 @@
  *
  * @since 0.1.0
  */
+import * as InvalidInput from "@tessera/core/InvalidInput"
 import * as Effect from "effect/Effect"
 import * as CompactionPolicy from "./CompactionPolicy.ts"
 import type * as Executor from "./Executor.ts"
@@ -31,15 +32,33 @@ export const note = (keptBytes: number, totalBytes: number, limit: number): stri
   `\n[tessera: this tool result was ${totalBytes} bytes, over the inline limit of ${limit} bytes, and was not offloaded; only its first ${keptBytes} bytes are kept above]`
 
 /**
+ * Throws `InvalidInput` (field `maxBytes`) unless `maxBytes` is an integer
+ * of at least 0: a string or `NaN` would otherwise compare its own way and
+ * cut every result to the note, or none.
+ */
+const checkBytes = (entry: string, maxBytes: number): void => {
+  if (!Number.isSafeInteger(maxBytes) || maxBytes < 0) {
+    throw new InvalidInput.InvalidInput({
+      entry,
+      field: "maxBytes",
+      value: InvalidInput.renderValue(maxBytes),
+      detail: "expected an integer number of bytes >= 0"
+    })
+  }
+}
+
+/**
  * `result` with its content cut to at most `maxBytes` UTF-8 bytes, note
  * included (between graphemes, never inside a character), or `result`
  * itself when it fits. The note is always kept whole, so a limit smaller
  * than the note yields the note alone.
  *
+ * @throws InvalidInput when `maxBytes` is not an integer of at least 0.
  * @since 0.1.0
  * @category limiting
  */
 export const limitResult = (maxBytes: number, result: ToolResultPart): ToolResultPart => {
+  checkBytes("InlineLimit.limitResult", maxBytes)
   const cut = cutWithNote(result.content, maxBytes, (kept, total) => note(kept, total, maxBytes))
   return cut === undefined ? result : { ...result, content: cut.text }
 }
@@ -60,9 +79,12 @@ export const defaultBytes = (policy: CompactionPolicy.CompactionPolicy): number 
 /**
  * The `onToolResult` hook that applies the limit.
  *
+ * @throws InvalidInput when `maxBytes` is not an integer of at least 0,
+ * when the hooks are made rather than at the first result.
  * @since 0.1.0
  * @category hooks
  */
-export const inlineLimitHooks = (maxBytes: number): Executor.Hooks => ({
-  onToolResult: (_context, result) => Effect.sync(() => limitResult(maxBytes, result))
-})
+export const inlineLimitHooks = (maxBytes: number): Executor.Hooks => {
+  checkBytes("InlineLimit.inlineLimitHooks", maxBytes)
+  return { onToolResult: (_context, result) => Effect.sync(() => limitResult(maxBytes, result)) }
+}

@@ -15,13 +15,21 @@
  * those, with no cycle. The same object may appear twice (that is still a
  * tree once written out).
  *
+ * A tool's result crosses the same boundary the other way: a JavaScript
+ * handler can return a `Map`, a `Date` or a `bigint` whatever its type
+ * says, and `JSON.stringify` would quietly turn those into `{}`, a string
+ * or an exception. {@link stringify} writes a value only when all of it is
+ * JSON, and names where it is not otherwise.
+ *
  * @since 0.1.0
  */
 import * as Option from "effect/Option"
+import * as Result from "effect/Result"
 
 /**
  * Where a value stops being JSON: a path from the root (`$`, `$.key`,
- * `$[0]`, `$["odd key"]`) and what was found there.
+ * `$[0]`, `$["odd key"]`, or under the root name the caller chose) and what
+ * was found there.
  *
  * @since 0.1.0
  * @category models
@@ -33,8 +41,26 @@ export interface NotJson {
 
 const identifier = /^[A-Za-z_$][A-Za-z0-9_$]*$/
 
-const keyPath = (parent: string, key: string): string =>
-  identifier.test(key) ? `${parent}.${key}` : `${parent}[${JSON.stringify(key)}]`
+/**
+ * Where a value sits, as a chain up to the root. Paths are only spelled out
+ * for the one place that is reported, so a large value that is all JSON
+ * costs no path strings.
+ */
+interface Place {
+  readonly up: Place | undefined
+  readonly step: string | number
+}
+
+const spell = (place: Place | undefined, root: string): string => {
+  const steps: Array<string | number> = []
+  for (let at = place; at !== undefined; at = at.up) steps.push(at.step)
+  let path = root
+  for (let index = steps.length - 1; index >= 0; index--) {
+    const step = steps[index] as string | number
+    path += typeof step === "number" ? `[${step}]` : identifier.test(step) ? `.${step}` : `[${JSON.stringify(step)}]`
+  }
+  return path
+}
 
 const describeLeaf = (value: unknown): string | undefined => {
   switch (typeof value) {
@@ -62,71 +88,128 @@ const prototypeName = (value: object): string => {
   return typeof maker?.name === "string" && maker.name.length > 0 ? maker.name : "an unknown class"
 }
 
-type Frame =
-  | { readonly _tag: "Visit"; readonly value: unknown; readonly path: string }
-  | { readonly _tag: "Leave"; readonly value: object }
+/**
+ * A value still to visit, and where it sits: the frame is its own place in
+ * the chain (`up` is the frame of its container), so a visit allocates one
+ * object. `prefix` is the text written before the value (`,` or `"key":`).
+ */
+interface Visit extends Place {
+  readonly value: unknown
+  readonly prefix: string
+}
+
+/** The end of a container: it leaves the open path, and its closing bracket is written. */
+interface Leave {
+  readonly leave: object
+  readonly close: string
+}
 
 /**
- * The first place (depth first, in key order) where `value` is not JSON, or
- * `None` when all of it is. Walks with an explicit stack, so deeply nested
- * input cannot overflow the call stack, and never calls the value's own
- * methods (`toJSON` included); a property whose getter throws is reported,
- * not rethrown.
- *
- * @since 0.1.0
- * @category checking
+ * The one walk behind {@link findNotJson} and {@link stringify}: depth
+ * first, in key order, with an explicit stack (deep nesting cannot overflow
+ * the call stack). Each property is read exactly once, so what is checked is
+ * what is written (a getter cannot answer differently the second time), and
+ * the value's own methods (`toJSON` included) are never called. With
+ * `write`, the compact JSON text is built as the walk goes.
  */
-export const findNotJson = (value: unknown): Option.Option<NotJson> => {
-  const stack: Array<Frame> = [{ _tag: "Visit", value, path: "$" }]
+const walk = (value: unknown, root: string, write: boolean): Result.Result<string, NotJson> => {
+  const top: Visit = { up: undefined, step: root, value, prefix: "" }
+  const stack: Array<Visit | Leave> = [top]
   // The containers on the path from the root to the current value: meeting one again is a cycle.
   const open = new Set<object>()
+  // Keys repeat across the objects of one value (rows of a table): each is quoted once.
+  const quoted = new Map<string, string>()
+  const notJson = (place: Place | undefined, found: string) => Result.fail({ path: spell(place, root), found })
+  let out = ""
   while (stack.length > 0) {
-    const frame = stack.pop() as Frame
-    if (frame._tag === "Leave") {
-      open.delete(frame.value)
+    const frame = stack.pop() as Visit | Leave
+    if ("leave" in frame) {
+      open.delete(frame.leave)
+      if (write) out += frame.close
       continue
     }
-    const { path } = frame
+    // The top frame stands for the root name itself, not for a step below it.
+    const place = frame === top ? undefined : frame
     const current = frame.value
-    if (current === null) continue
+    if (write) out += frame.prefix
+    if (current === null) {
+      if (write) out += "null"
+      continue
+    }
     if (typeof current !== "object") {
       const found = describeLeaf(current)
-      if (found !== undefined) return Option.some({ path, found })
+      if (found !== undefined) return notJson(place, found)
+      // JSON.stringify of a string, a finite number or a boolean is exactly its JSON text.
+      if (write) out += typeof current === "string" ? JSON.stringify(current) : String(current)
       continue
     }
-    if (open.has(current)) return Option.some({ path, found: "a reference to a container it is inside of (a cycle)" })
-    const children: Array<Frame> = []
+    if (open.has(current)) return notJson(place, "a reference to a container it is inside of (a cycle)")
+    const first = stack.length
     if (Array.isArray(current)) {
       if (Object.getPrototypeOf(current) !== Array.prototype) {
-        return Option.some({ path, found: `an instance of ${prototypeName(current)}` })
+        return notJson(place, `an instance of ${prototypeName(current)}`)
       }
+      stack.push({ leave: current, close: "]" })
       for (let index = 0; index < current.length; index++) {
-        if (!Object.hasOwn(current, index)) return Option.some({ path: `${path}[${index}]`, found: "an empty slot" })
-        children.push({ _tag: "Visit", value: current[index], path: `${path}[${index}]` })
+        if (!Object.hasOwn(current, index)) return notJson({ up: place, step: index }, "an empty slot")
+        stack.push({ up: place, step: index, value: current[index], prefix: index === 0 ? "" : "," })
       }
+      if (write) out += "["
     } else {
       const prototype = Object.getPrototypeOf(current)
       if (prototype !== Object.prototype && prototype !== null) {
-        return Option.some({ path, found: `an instance of ${prototypeName(current)}` })
+        return notJson(place, `an instance of ${prototypeName(current)}`)
       }
-      for (const key of Object.keys(current)) {
-        const child = keyPath(path, key)
+      stack.push({ leave: current, close: "}" })
+      const keys = Object.keys(current)
+      for (let index = 0; index < keys.length; index++) {
+        const key = keys[index] as string
         let read: unknown
         try {
           read = (current as Record<string, unknown>)[key]
         } catch {
-          return Option.some({ path: child, found: "a property that throws when read" })
+          return notJson({ up: place, step: key }, "a property that throws when read")
         }
-        children.push({ _tag: "Visit", value: read, path: child })
+        let prefix = ""
+        if (write) {
+          let text = quoted.get(key)
+          if (text === undefined) {
+            text = `${JSON.stringify(key)}:`
+            quoted.set(key, text)
+          }
+          prefix = index === 0 ? text : `,${text}`
+        }
+        stack.push({ up: place, step: key, value: read, prefix })
       }
+      if (write) out += "{"
     }
     open.add(current)
-    stack.push({ _tag: "Leave", value: current })
-    // Pushed in reverse so the first key (or index) is visited first.
-    for (let index = children.length - 1; index >= 0; index--) stack.push(children[index] as Frame)
+    // The children were pushed in order above their container's end: reversed, the first is visited first.
+    reverse(stack, first + 1, stack.length - 1)
   }
-  return Option.none()
+  return Result.succeed(out)
 }
+
+const reverse = (items: Array<unknown>, from: number, to: number): void => {
+  for (let low = from, high = to; low < high; low++, high--) {
+    const swap = items[low]
+    items[low] = items[high]
+    items[high] = swap
+  }
+}
+
+/**
+ * The first place (depth first, in key order) where `value` is not JSON, or
+ * `None` when all of it is. Paths start at `root` (default `$`). Walks with
+ * an explicit stack, so deeply nested input cannot overflow the call stack,
+ * and never calls the value's own methods (`toJSON` included); a property
+ * whose getter throws is reported, not rethrown.
+ *
+ * @since 0.1.0
+ * @category checking
+ */
+export const findNotJson = (value: unknown, root = "$"): Option.Option<NotJson> =>
+  Result.getFailure(walk(value, root, false))
 
 /**
  * Whether `value` is JSON in the sense of this module.
@@ -135,3 +218,16 @@ export const findNotJson = (value: unknown): Option.Option<NotJson> => {
  * @category checking
  */
 export const isJson = (value: unknown): boolean => Option.isNone(findNotJson(value))
+
+/**
+ * `value` as compact JSON text (the text `JSON.stringify` gives for it),
+ * or, when some of it is not JSON, the first place where it is not (as
+ * {@link findNotJson} reports it, paths starting at `root`). Nothing is
+ * coerced: no `toJSON` is called, nothing is dropped or replaced, and each
+ * property is read once, so the text is of the very values that were
+ * checked.
+ *
+ * @since 0.4.0
+ * @category writing
+ */
+export const stringify = (value: unknown, root = "$"): Result.Result<string, NotJson> => walk(value, root, true)

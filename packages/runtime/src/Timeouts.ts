@@ -18,9 +18,11 @@
  *
  * @since 0.1.0
  */
+import * as InvalidInput from "@tessera/core/InvalidInput"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as Result from "effect/Result"
 import * as Stream from "effect/Stream"
 import type { ModelResponse } from "./Model.ts"
 import { Model, ModelError } from "./Model.ts"
@@ -43,6 +45,58 @@ export interface CallTimeouts {
   readonly tool?: Duration.Input
   readonly tools?: Readonly<Record<string, Duration.Input>>
 }
+
+const limitOf = (entry: string, field: string, value: unknown): InvalidInput.InvalidInput | undefined => {
+  if (value === undefined) return undefined
+  let decoded: Option.Option<Duration.Duration>
+  try {
+    decoded = Duration.fromInput(value as Duration.Input)
+  } catch {
+    decoded = Option.none()
+  }
+  const detail = Option.isNone(decoded)
+    ? 'expected a duration (milliseconds, "5 seconds", a Duration, ...)'
+    : Duration.isNegative(decoded.value)
+      ? "a time limit cannot be negative"
+      : undefined
+  return detail === undefined
+    ? undefined
+    : new InvalidInput.InvalidInput({ entry, field, value: InvalidInput.renderValue(value), detail })
+}
+
+/**
+ * Checks the limits handed to a public `entry` (`field` names them there,
+ * `timeouts` by default): absent, or an object whose `model`, `tool` and
+ * per-tool `tools` entries are each absent or a non-negative duration. The
+ * limits are read at every call of a turn, so an entry checks them once
+ * first: a wrong one is `InvalidInput` naming it (`timeouts.tools["read"]`)
+ * before anything is journaled, not a defect in the middle of a turn.
+ *
+ * @since 0.4.0
+ * @category decoding
+ */
+export const decode =
+  (entry: string, field = "timeouts") =>
+  (value: CallTimeouts | undefined): Result.Result<CallTimeouts | undefined, InvalidInput.InvalidInput> => {
+    const unchecked: unknown = value
+    if (unchecked === undefined) return Result.succeed(undefined)
+    const refuse = (at: string, given: unknown, detail: string) =>
+      Result.fail(new InvalidInput.InvalidInput({ entry, field: at, value: InvalidInput.renderValue(given), detail }))
+    if (typeof unchecked !== "object" || unchecked === null) return refuse(field, unchecked, "expected an object")
+    const { model, tool, tools } = unchecked as Record<string, unknown>
+    const invalid = limitOf(entry, `${field}.model`, model) ?? limitOf(entry, `${field}.tool`, tool)
+    if (invalid !== undefined) return Result.fail(invalid)
+    if (tools !== undefined) {
+      if (typeof tools !== "object" || tools === null || Array.isArray(tools)) {
+        return refuse(`${field}.tools`, tools, "expected an object of limits by tool name")
+      }
+      for (const [name, limit] of Object.entries(tools)) {
+        const one = limitOf(entry, `${field}.tools[${JSON.stringify(name)}]`, limit)
+        if (one !== undefined) return Result.fail(one)
+      }
+    }
+    return Result.succeed(value)
+  }
 
 /**
  * The limit for calls of the tool `name`: its own entry, else the default,

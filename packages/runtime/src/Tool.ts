@@ -6,15 +6,33 @@
  * (`isError: true`) whose text names the tool and the cause, so the model can
  * see what went wrong and react. Only interruption propagates.
  *
+ * A result that is not JSON is one more defect of the tool, not something
+ * to coerce: a JavaScript handler returning a `Map`, a `Date`, a cycle, a
+ * `bigint`, `undefined` or `NaN` (which `JSON.stringify` would quietly turn
+ * into `{}`, a date string, an exception, nothing or `null`) gets an error
+ * result with failure `Defect` whose text is the {@link resultText}
+ * `InvalidInput` naming the tool and the path of the offending value. The
+ * turn goes on, as after any other crash of a tool: the model sees what
+ * happened, and the journal records the failure.
+ *
+ * The constructors check what a JavaScript caller can get wrong without a
+ * type checker: {@link make} and {@link registry} throw `InvalidInput` naming
+ * the option or the argument, when the tool is defined rather than when it
+ * is first called, and {@link decodeRegistry} lets an entry check a registry
+ * it was handed.
+ *
  * @since 0.1.0
  */
+import * as InvalidInput from "@tessera/core/InvalidInput"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
+import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import { canonicalJson } from "./internal/digest.ts"
+import * as JsonValue from "./JsonValue.ts"
 import type { ToolCallPart, ToolSpec } from "./Model.ts"
 
 /**
@@ -86,7 +104,35 @@ export interface Tool<out R = never> {
  */
 export type ToolOutput = string | Schema.Json
 
-const render = (output: ToolOutput): string => (typeof output === "string" ? output : canonicalJson(output))
+const jsonValueText =
+  "a tool returns a string or a JSON value (null, a boolean, a finite number, a string, or arrays and plain objects of those, without cycles)"
+
+/**
+ * The text the model receives for what the handler of tool `name`
+ * returned: a string as it is, a JSON value (see `JsonValue`) as its
+ * compact JSON. Anything else is refused, never coerced: `InvalidInput`
+ * with entry `tool "<name>"`, field the path of the first value that is not
+ * JSON (`result` itself, `result.items[3].when`, ...) and value what was
+ * found there (`an instance of Date`, `undefined`, `a bigint (10n)`, a
+ * cycle). {@link make} turns that refusal into the call's error result.
+ *
+ * @since 0.4.0
+ * @category rendering
+ */
+export const resultText = (name: string, output: unknown): Result.Result<string, InvalidInput.InvalidInput> => {
+  if (typeof output === "string") return Result.succeed(output)
+  const text = JsonValue.stringify(output, "result")
+  return Result.isSuccess(text)
+    ? Result.succeed(text.success)
+    : Result.fail(
+        new InvalidInput.InvalidInput({
+          entry: `tool "${name}"`,
+          field: text.failure.path,
+          value: text.failure.found,
+          detail: `not a JSON value; ${jsonValueText}`
+        })
+      )
+}
 
 const describe = (error: unknown): string =>
   Predicate.hasProperty(error, "message") && Predicate.isString(error.message) && error.message.length > 0
@@ -94,6 +140,49 @@ const describe = (error: unknown): string =>
     : canonicalJson(error)
 
 const failed = (failure: ToolFailure, content: string): ToolOutcome => ({ content, failure: Option.some(failure) })
+
+const refuse = (entry: string, field: string, value: unknown, detail: string): InvalidInput.InvalidInput =>
+  new InvalidInput.InvalidInput({ entry, field, value: InvalidInput.renderValue(value), detail })
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null
+
+/** The options of {@link make} a JavaScript caller can get wrong, checked once, when the tool is defined. */
+const checkMakeOptions = (options: unknown): InvalidInput.InvalidInput | undefined => {
+  const entry = "Tool.make"
+  if (!isRecord(options)) return refuse(entry, "options", options, "expected an object")
+  const { description, handler, idempotent, input, name, needsApproval } = options
+  if (typeof name !== "string" || name.length === 0) return refuse(entry, "name", name, "expected a non-empty string")
+  if (typeof description !== "string") return refuse(entry, "description", description, "expected a string")
+  if (!Schema.isSchema(input)) return refuse(entry, "input", input, "expected a Schema")
+  if (typeof handler !== "function") return refuse(entry, "handler", handler, "expected a function")
+  if (needsApproval !== undefined && typeof needsApproval !== "boolean" && typeof needsApproval !== "function") {
+    return refuse(entry, "needsApproval", needsApproval, "expected a boolean or a function")
+  }
+  if (idempotent !== undefined && typeof idempotent !== "boolean") {
+    return refuse(entry, "idempotent", idempotent, "expected a boolean")
+  }
+  return undefined
+}
+
+/** Whether `value` has the shape of a {@link Tool} (what the dispatch reads of it), or the field that has not. */
+const checkTool = (entry: string, field: string, value: unknown): InvalidInput.InvalidInput | undefined => {
+  if (!isRecord(value)) return refuse(entry, field, value, "expected a tool (build one with Tool.make)")
+  if (typeof value.name !== "string" || value.name.length === 0) {
+    return refuse(entry, `${field}.name`, value.name, "expected a non-empty string")
+  }
+  if (typeof value.description !== "string") {
+    return refuse(entry, `${field}.description`, value.description, "expected a string")
+  }
+  if (!isRecord(value.spec)) return refuse(entry, `${field}.spec`, value.spec, "expected a tool spec object")
+  if (typeof value.run !== "function") return refuse(entry, `${field}.run`, value.run, "expected a function")
+  if (value.needsApproval !== undefined && typeof value.needsApproval !== "function") {
+    return refuse(entry, `${field}.needsApproval`, value.needsApproval, "expected a function")
+  }
+  if (value.idempotent !== undefined && typeof value.idempotent !== "boolean") {
+    return refuse(entry, `${field}.idempotent`, value.idempotent, "expected a boolean")
+  }
+  return undefined
+}
 
 const inputSchemaOf = (schema: Schema.Constraint): Record<string, unknown> => {
   const document = Schema.toJsonSchemaDocument(schema)
@@ -105,8 +194,15 @@ const inputSchemaOf = (schema: Schema.Constraint): Record<string, unknown> => {
 /**
  * Defines a tool from a name, a description, an input Schema and a handler.
  * The tool's JSON Schema (sent to the model in every request) is derived from
- * the input Schema.
+ * the input Schema. What the handler returns becomes the call's result
+ * through {@link resultText}.
  *
+ * @throws InvalidInput (entry `Tool.make`) naming the option when the
+ * options are not an object, `name` is not a non-empty string,
+ * `description` not a string, `input` not a Schema, `handler` not a
+ * function, `needsApproval` neither a boolean nor a function or
+ * `idempotent` not a boolean: a programming error, refused where the tool
+ * is defined, like a duplicate name in {@link registry}.
  * @since 0.1.0
  * @category constructors
  */
@@ -125,6 +221,8 @@ export const make = <S extends Schema.Constraint, E, R>(options: {
   /** Running a call twice is harmless (see {@link Tool.idempotent}); default `false`. */
   readonly idempotent?: boolean
 }): Tool<R | S["DecodingServices"]> => {
+  const invalid = checkMakeOptions(options)
+  if (invalid !== undefined) throw invalid
   const decode = Schema.decodeUnknownEffect(options.input)
   const name = options.name
   const approval = options.needsApproval
@@ -153,7 +251,13 @@ export const make = <S extends Schema.Constraint, E, R>(options: {
             Effect.exit(Effect.suspend(() => options.handler(decoded))).pipe(
               Effect.flatMap((exit) => {
                 if (Exit.isSuccess(exit)) {
-                  return Effect.succeed<ToolOutcome>({ content: render(exit.value), failure: Option.none() })
+                  const text = resultText(name, exit.value)
+                  // A result that is not JSON is the handler breaking its contract: a defect of the tool.
+                  return Effect.succeed<ToolOutcome>(
+                    Result.isSuccess(text)
+                      ? { content: text.success, failure: Option.none() }
+                      : failed("Defect", text.failure.message)
+                  )
                 }
                 const cause = exit.cause
                 // Interruption is the caller stopping the turn, not the tool failing: let it through.
@@ -200,7 +304,10 @@ export interface Registry<out R = never> {
 /**
  * Builds a registry. Names must be unique: a duplicate is a programming
  * error and throws {@link DuplicateToolName} rather than letting one tool
- * silently shadow another.
+ * silently shadow another. An argument that is not a tool (a JavaScript
+ * caller's `undefined`, an options object instead of `Tool.make` of it)
+ * throws `InvalidInput` (entry `Tool.registry`, field `tools[<index>]` or
+ * the tool's field that is wrong).
  *
  * @since 0.1.0
  * @category constructors
@@ -208,6 +315,10 @@ export interface Registry<out R = never> {
 export const registry = <const Tools extends ReadonlyArray<Tool<unknown>>>(
   ...tools: Tools
 ): Registry<[Tools[number]] extends [Tool<infer R>] ? R : never> => {
+  for (let index = 0; index < tools.length; index++) {
+    const invalid = checkTool("Tool.registry", `tools[${index}]`, tools[index])
+    if (invalid !== undefined) throw invalid
+  }
   const byName = new Map<string, Tool<unknown>>()
   for (const tool of tools) {
     if (byName.has(tool.name)) throw new DuplicateToolName({ name: tool.name })
@@ -220,6 +331,35 @@ export const registry = <const Tools extends ReadonlyArray<Tool<unknown>>>(
 }
 
 /**
+ * Checks a registry handed to a public `entry` (`field` names it there):
+ * a `Map` of tools by name, each with the shape the dispatch reads (see
+ * {@link Tool}), and an array of specs. Returns the registry itself; an
+ * entry runs it once, before anything is journaled or sent, so a wrong
+ * shape is an `InvalidInput` naming the field rather than a `TypeError`
+ * at the first tool call.
+ *
+ * @since 0.4.0
+ * @category decoding
+ */
+export const decodeRegistry =
+  (entry: string, field: string) =>
+  <R>(value: Registry<R>): Result.Result<Registry<R>, InvalidInput.InvalidInput> => {
+    const unchecked: unknown = value
+    if (!isRecord(unchecked)) return Result.fail(refuse(entry, field, unchecked, "expected a registry (Tool.registry)"))
+    if (!(unchecked.tools instanceof Map)) {
+      return Result.fail(refuse(entry, `${field}.tools`, unchecked.tools, "expected a Map of tools by name"))
+    }
+    if (!Array.isArray(unchecked.specs)) {
+      return Result.fail(refuse(entry, `${field}.specs`, unchecked.specs, "expected an array of tool specs"))
+    }
+    for (const [name, tool] of unchecked.tools as Map<unknown, unknown>) {
+      const invalid = checkTool(entry, `${field}.tools[${JSON.stringify(String(name))}]`, tool)
+      if (invalid !== undefined) return Result.fail(invalid)
+    }
+    return Result.succeed(value)
+  }
+
+/**
  * The empty registry: a model that calls a tool gets an `UnknownTool` result.
  *
  * @since 0.1.0
@@ -227,9 +367,31 @@ export const registry = <const Tools extends ReadonlyArray<Tool<unknown>>>(
  */
 export const empty: Registry = { tools: new Map(), specs: [] }
 
+/** What a hand-built tool's `run` gave back, when it is not an outcome: the text of its error result. */
+const checkOutcome = (name: string, outcome: unknown): ToolOutcome => {
+  if (!isRecord(outcome)) {
+    return failed("Defect", refuse(`tool "${name}"`, "outcome", outcome, "expected { content, failure }").message)
+  }
+  if (typeof outcome.content !== "string") {
+    return failed("Defect", refuse(`tool "${name}"`, "outcome.content", outcome.content, "expected a string").message)
+  }
+  if (!Option.isOption(outcome.failure) || (Option.isSome(outcome.failure) && !isFailure(outcome.failure.value))) {
+    return failed(
+      "Defect",
+      refuse(`tool "${name}"`, "outcome.failure", outcome.failure, "expected an Option of a ToolFailure").message
+    )
+  }
+  return outcome as unknown as ToolOutcome
+}
+
+const isFailure = Schema.is(ToolFailure)
+
 /**
  * Runs one call through a registry. Never fails except by interruption; see
- * the module comment for how each kind of failure is reported.
+ * the module comment for how each kind of failure is reported. A tool not
+ * made by {@link make} (a hand-built one) is held to the same: a `run` that
+ * throws, dies or returns something other than an effect of a
+ * {@link ToolOutcome} gives a `Defect` result naming the tool.
  *
  * @since 0.1.0
  * @category running
@@ -245,7 +407,23 @@ export const run = <R>(tools: Registry<R>, call: ToolCallPart): Effect.Effect<To
       )
     )
   }
-  return tool.run(call.input)
+  const name = call.name
+  return Effect.exit(
+    Effect.suspend(() => {
+      const running: unknown = tool.run(call.input)
+      return Effect.isEffect(running)
+        ? (running as Effect.Effect<unknown, unknown, R>)
+        : Effect.succeed(
+            failed("Defect", refuse(`tool "${name}"`, "run", running, "expected run to return an effect").message)
+          )
+    })
+  ).pipe(
+    Effect.flatMap((exit): Effect.Effect<ToolOutcome> => {
+      if (Exit.isSuccess(exit)) return Effect.succeed(checkOutcome(name, exit.value))
+      if (Cause.hasInterruptsOnly(exit.cause)) return Effect.failCause(exit.cause as Cause.Cause<never>)
+      return Effect.succeed(failed("Defect", `tool "${name}" crashed: ${describe(Cause.squash(exit.cause))}`))
+    })
+  )
 }
 
 /**

@@ -155,9 +155,10 @@ describe("ArtifactOffload", () => {
         const dir = yield* tempDir
         const internalRoot = path.join(dir, "host")
         const artifactRoot = path.join(internalRoot, "artifacts")
-        const policy = ArtifactPathPolicy.layer(
-          ArtifactPathPolicy.fromLocations({ internalRoot, stateLocations: [path.join(artifactRoot, "state")] })
-        )
+        const policy = ArtifactPathPolicy.layerFromLocations({
+          internalRoot,
+          stateLocations: [path.join(artifactRoot, "state")]
+        })
         const run = (target: string) => ArtifactOffload.offload(request(artifactRoot, big("x"), target))
 
         // Trips both checks: the specific one wins.
@@ -170,9 +171,10 @@ describe("ArtifactOffload", () => {
 
         // Artifact root outside the internal root, state location inside the artifact root.
         const separateRoot = path.join(dir, "artifacts")
-        const separate = ArtifactPathPolicy.layer(
-          ArtifactPathPolicy.fromLocations({ internalRoot, stateLocations: [path.join(separateRoot, ".host-state")] })
-        )
+        const separate = ArtifactPathPolicy.layerFromLocations({
+          internalRoot,
+          stateLocations: [path.join(separateRoot, ".host-state")]
+        })
         const separateState = yield* ArtifactOffload.offload(request(separateRoot, big("x"), ".host-state/x")).pipe(
           Effect.provide(separate)
         )
@@ -236,9 +238,10 @@ describe("ArtifactOffload", () => {
       const internalRoot = path.join(dir, "host")
       const artifactRoot = path.join(dir, "task", "artifacts")
       fs.mkdirSync(path.join(internalRoot, "scratch"), { recursive: true })
-      const policy = ArtifactPathPolicy.layer(
-        ArtifactPathPolicy.fromLocations({ internalRoot, stateLocations: [path.join(internalRoot, "scratch")] })
-      )
+      const policy = ArtifactPathPolicy.layerFromLocations({
+        internalRoot,
+        stateLocations: [path.join(internalRoot, "scratch")]
+      })
       const result = offloadedOf(
         yield* ArtifactOffload.offload(request(artifactRoot, big("notes"), "scratch/notes.txt")).pipe(
           Effect.provide(policy)
