@@ -42,6 +42,7 @@ import * as CompactionPolicy from "./CompactionPolicy.ts"
 import * as History from "./History.ts"
 import { cutPieces, cutWithNote, type SizedPiece } from "./internal/boundedText.ts"
 import { measureRequest, rememberedBodySize } from "./internal/digest.ts"
+import { scrubFailures } from "./internal/scrub.ts"
 import { type Journal, type JournalIOError, type JournalSequenceError, summaryKey } from "./Journal.ts"
 import type { ModelError, ModelRequest, ModelResponse, Part } from "./Model.ts"
 import { fileReference, Model, text } from "./Model.ts"
@@ -207,8 +208,13 @@ export const plan = (
 }
 
 /**
- * Cuts `body` into pieces of at most `maxBytes` UTF-8 bytes at grapheme
- * boundaries (a single grapheme longer than `maxBytes` is its own piece).
+ * Cuts `body` into pieces of at most `maxBytes` UTF-8 bytes that join back
+ * to `body` exactly. Pieces end at grapheme boundaries, so a grapheme
+ * cluster that fits in a piece is never split; a cluster longer than
+ * `maxBytes` (a base with a thousand combining marks, say) gets pieces of
+ * its own, cut between code points: the bound wins over the cluster, and no
+ * surrogate pair is ever split. The one case the bound cannot hold: with
+ * `maxBytes` below 4, a single code point wider than it is a piece alone.
  * Line breaks play no part, so a body without any is cut like any other.
  * Linear in the body: graphemes are told apart only around each cut.
  *
@@ -407,6 +413,10 @@ export const journaledSummaryRequests =
  * summary text and how many requests were sent. With `summaryBytes`, every
  * answer is bounded ({@link boundSummary}) before the next request builds on
  * it, so the previous summary a request carries is never longer than that.
+ * A request that fails (an error or a defect) fails the summary with its
+ * error scrubbed by the host's `ArtifactRedactor`, when one is provided,
+ * deeply (see `ForeignLoop.scrubThrown`, the one scrub): the provider's
+ * text echoes the history being summarized.
  *
  * @since 0.1.0
  * @category summarizing
@@ -462,15 +472,19 @@ const summarizing = Effect.fnUntraced(function* <E, R>(
       index,
       all.length,
       all[index]?.bytes ?? 0,
-      generate(
-        summaryRequest({
-          task: input.task,
-          previousSummary: summary,
-          piece,
-          index,
-          count: all.length
-        }),
-        { index, count: all.length }
+      // A provider's error echoes the request, and so the history being summarized: it is scrubbed before the
+      // spans record it and before it reaches the caller (the executor, an adapter's loop, `summarize`'s caller).
+      scrubFailures(
+        generate(
+          summaryRequest({
+            task: input.task,
+            previousSummary: summary,
+            piece,
+            index,
+            count: all.length
+          }),
+          { index, count: all.length }
+        )
       )
     )
     summary = Option.some(
@@ -483,7 +497,8 @@ const summarizing = Effect.fnUntraced(function* <E, R>(
 
 /**
  * Asks the model for a summary of `rounds`, piece by piece; see
- * {@link summarizeWith}.
+ * {@link summarizeWith} (a failed request's error reaches the caller
+ * scrubbed by the host's redactor).
  *
  * @since 0.1.0
  * @category summarizing

@@ -61,6 +61,7 @@ import * as EntryGate from "./EntryGate.ts"
 import type * as Executor from "./Executor.ts"
 import type * as History from "./History.ts"
 import { measureRequest, rememberBody } from "./internal/digest.ts"
+import * as Scrub from "./internal/scrub.ts"
 import {
   Journal,
   type JournalIOError,
@@ -233,9 +234,10 @@ export interface ForeignLoop {
   /** `text` through the host's redactor (unchanged without one; withheld when the redactor fails). */
   readonly scrub: (text: string) => Effect.Effect<string>
   /**
-   * A copy of a thrown value with every text in it scrubbed (see
-   * {@link scrubThrown}), for an adapter that hands a provider's error back
-   * to its caller.
+   * A copy of a thrown value with every text in it scrubbed by the host's
+   * redactor (see {@link scrubThrown}), for an adapter that hands a
+   * provider's error back to its caller; the value itself when the host
+   * provided no redactor.
    */
   readonly scrubThrown: (error: unknown) => Effect.Effect<unknown>
   /** The summary usage since the last call, then counted from zero again. */
@@ -292,18 +294,37 @@ const addUsage = (usage: SummaryUsage, response: Model.ModelResponse): SummaryUs
   outputTokens: usage.outputTokens + (response.usage?.outputTokens ?? 0)
 })
 
-const withheld = "[detail withheld: the redactor failed on it]"
-
-const isRecord = (value: unknown): value is object => typeof value === "object" && value !== null
+/**
+ * How much of a thrown value {@link scrubThrown} reads (see its bounds).
+ *
+ * @since 0.5.0
+ * @category redaction
+ */
+export type ScrubBounds = Scrub.ScrubBounds
 
 /**
  * A copy of a thrown value with every text in it passed through `scrub`,
- * down to `depth` levels: a string is scrubbed; an `Error` (or any object
- * with a prototype other than `Object`'s) is copied with the same prototype
- * (so `instanceof` and marker symbols still hold) and each of its own data
- * properties scrubbed; a plain object or array is scrubbed as JSON text
- * (and withheld whole when the scrubbed text no longer parses). Other
- * values are kept. The original is never changed.
+ * deeply: `message`, `stack`, `cause` chains, `AggregateError.errors`,
+ * nested objects, arrays, maps and sets, and own accessors (each called
+ * once on the original; the copy holds what it returned, scrubbed, as a
+ * data property; one that throws becomes withheld text). The keys of plain
+ * objects (provider data, such as a parsed body) are scrubbed too, and a
+ * key the redactor failed on (`scrub` gave the withheld text, as
+ * {@link ForeignLoop.scrub} does then) drops its property; an instance's
+ * own field names, a string `_tag` and a `Model.ModelError`'s `reason` (a
+ * literal) are kept verbatim. Every object keeps its
+ * prototype, so `instanceof`, marker symbols and tagged errors still hold;
+ * numbers, booleans and other non-text values are kept; binary data is
+ * withheld. Cycles and shared objects are read once (the copy has the same
+ * shape). A value deeper or larger than `bounds` (by default 32 levels,
+ * 20,000 objects and members, 8 million characters of distinct text) has
+ * the part past the bound withheld, so a hostile value cannot make the
+ * scrub unbounded. The original is never changed.
+ *
+ * It is the one scrub of what leaves Tessera: the stock executor's
+ * `ModelFailed` detail, summary requests' failures (compaction,
+ * `Compaction.summarize`, the adapters' summary models) and what adapters
+ * rethrow to their caller all go through it.
  *
  * @since 0.2.0
  * @category redaction
@@ -311,47 +332,8 @@ const isRecord = (value: unknown): value is object => typeof value === "object" 
 export const scrubThrown = (
   error: unknown,
   scrub: (text: string) => Effect.Effect<string>,
-  depth = 3
-): Effect.Effect<unknown> =>
-  Effect.suspend((): Effect.Effect<unknown> => {
-    if (typeof error === "string") return scrub(error)
-    if (!isRecord(error)) return Effect.succeed(error)
-    if (depth <= 0) return Effect.succeed(withheld)
-    const proto: unknown = Object.getPrototypeOf(error)
-    if (proto === Object.prototype || proto === null || Array.isArray(error)) {
-      let json: string | undefined
-      try {
-        json = JSON.stringify(error)
-      } catch {
-        return Effect.succeed(withheld)
-      }
-      if (json === undefined) return Effect.succeed(error)
-      return Effect.map(scrub(json), (scrubbed) => {
-        if (scrubbed === json) return error
-        try {
-          return JSON.parse(scrubbed) as unknown
-        } catch {
-          return scrubbed
-        }
-      })
-    }
-    const copy = Object.create(proto as object) as Record<PropertyKey, unknown>
-    return Effect.as(
-      Effect.forEach(
-        Reflect.ownKeys(error),
-        (key) => {
-          const descriptor = Object.getOwnPropertyDescriptor(error, key)
-          if (descriptor === undefined) return Effect.void
-          if (!("value" in descriptor)) return Effect.sync(() => Object.defineProperty(copy, key, descriptor))
-          return Effect.map(scrubThrown(descriptor.value, scrub, depth - 1), (value) => {
-            Object.defineProperty(copy, key, { ...descriptor, value })
-          })
-        },
-        { discard: true }
-      ),
-      copy
-    )
-  })
+  bounds: Partial<ScrubBounds> = {}
+): Effect.Effect<unknown> => Scrub.scrubValue(error, scrub, bounds)
 
 /**
  * Makes the loop of a bound task. Runs the gate for `Turn` first (the
@@ -411,10 +393,7 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
     return Effect.provideContext(redacted, services)
   }
 
-  const scrub = (text: string): Effect.Effect<string> =>
-    Option.isNone(redactor)
-      ? Effect.succeed(text)
-      : redactor.value.redact(text).pipe(Effect.orElseSucceed(() => withheld))
+  const scrub: Scrub.TextScrub = Option.isNone(redactor) ? Effect.succeed : Scrub.redactWith(redactor.value)
 
   const counted = (model: Model.Model["Service"]): Model.Model["Service"] =>
     Model.fromGenerate((request) =>
@@ -626,7 +605,7 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
     fail,
     toolResult: (call, result) => captured(toolResult(call, result)),
     scrub,
-    scrubThrown: (error) => scrubThrown(error, scrub),
+    scrubThrown: (error) => (Option.isNone(redactor) ? Effect.succeed(error) : scrubThrown(error, scrub)),
     takeSummaryUsage: () => {
       const usage = pending
       pending = noSummaryUsage
