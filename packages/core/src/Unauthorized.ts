@@ -28,6 +28,9 @@ import { VolumeRef } from "./Volume.ts"
  * - `TaskMismatch`: the journal a turn writes to is not the bound task's.
  * - `VolumeChanged`: the volume a capability was minted for is no longer
  *   registered with the kind and owner it had then.
+ * - `AgentMismatch`: the task's journal records another agent than the
+ *   binding's: a scope with the same task id issued to another agent
+ *   cannot decide, resume or summarize that task.
  * - `CapabilityRequired`: a private volume's folder was asked for without
  *   the capability; private folders are reached only through it.
  *
@@ -47,6 +50,7 @@ export const UnauthorizedReason = Schema.Literals([
   "NotMinted",
   "CapabilityMismatch",
   "TaskMismatch",
+  "AgentMismatch",
   "VolumeChanged",
   "CapabilityRequired"
 ])

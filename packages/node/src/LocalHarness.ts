@@ -31,6 +31,7 @@ import * as ArtifactPathPolicy from "@tessera/artifacts/ArtifactPathPolicy"
 import type * as Grant from "@tessera/core/Grant"
 import * as HostAuthority from "@tessera/core/HostAuthority"
 import * as Ids from "@tessera/core/Ids"
+import * as InvalidInput from "@tessera/core/InvalidInput"
 import * as Volume from "@tessera/core/Volume"
 import * as FilesystemTaskRuntime from "@tessera/runtime/FilesystemTaskRuntime"
 import type * as JournalDurability from "@tessera/runtime/JournalDurability"
@@ -43,6 +44,7 @@ import * as FileSystem from "effect/FileSystem"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Path from "effect/Path"
+import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import { type HostTasks, makeHostTasks } from "./internal/hostTasks.ts"
@@ -158,12 +160,14 @@ export interface LocalHarnessService extends HostTasks {
 export class LocalHarness extends Context.Service<LocalHarness, LocalHarnessService>()("@tessera/node/LocalHarness") {}
 
 /**
- * Everything {@link open} can fail with.
+ * Everything {@link open} can fail with. `InvalidInput`: the options, checked
+ * before anything is locked or created, have a field of the wrong shape.
  *
  * @since 0.1.0
  * @category errors
  */
 export type OpenError =
+  | InvalidInput.InvalidInput
   | StateNamespace.OpenError
   | StateNamespace.VolumeConflict
   | VolumeStore.VolumeMetadataInvalid
@@ -222,8 +226,67 @@ export const ensureHostVolumes = Effect.fnUntraced(function* (store: VolumeStore
  */
 export const defaultRuntimeTask: Ids.TaskId = decodeTaskId("harness")
 
+const openEntry = "LocalHarness.open"
+const decodeAgent = InvalidInput.decodeResult(Ids.AgentId, openEntry, "agent")
+const decodeRuntimeTask = InvalidInput.decodeResult(Ids.TaskId, openEntry, "runtimeTask")
+
+const refuseOption = (field: string, value: unknown, detail: string) =>
+  Result.fail(
+    new InvalidInput.InvalidInput({ entry: openEntry, field, value: InvalidInput.renderValue(value), detail })
+  )
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null
+
+const durabilityTags: ReadonlyArray<unknown> = ["PerEntry", "GroupCommit", "MemoryOnly"]
+
+/**
+ * The options of {@link open} as a JavaScript caller may pass them, checked
+ * field by field: the agent and the runtime task are identifiers (they
+ * become folder and volume names), the state folder a path, the authority a
+ * layer, the durability one of `JournalDurability`'s choices. The namespace
+ * only needs to be a string here: `StateNamespace.open` names a bad one
+ * (`InvalidNamespace`).
+ */
+const decodeOpenOptions = (options: OpenOptions): Result.Result<OpenOptions, InvalidInput.InvalidInput> => {
+  const given: unknown = options
+  if (!isRecord(given)) return refuseOption("options", given, "expected an object")
+  if (typeof given.namespace !== "string") return refuseOption("namespace", given.namespace, "expected a string")
+  const agent = decodeAgent(given.agent)
+  if (Result.isFailure(agent)) return Result.fail(agent.failure)
+  if (given.runtimeTask !== undefined) {
+    const runtimeTask = decodeRuntimeTask(given.runtimeTask)
+    if (Result.isFailure(runtimeTask)) return Result.fail(runtimeTask.failure)
+  }
+  const { authority, durability, recoverStaleLock, stateDir } = given
+  if (stateDir !== undefined && (typeof stateDir !== "string" || stateDir.length === 0 || stateDir.includes("\0"))) {
+    return refuseOption("stateDir", stateDir, "expected a non-empty path without NUL")
+  }
+  if (recoverStaleLock !== undefined && typeof recoverStaleLock !== "boolean") {
+    return refuseOption("recoverStaleLock", recoverStaleLock, "expected a boolean")
+  }
+  if (authority !== undefined && !Layer.isLayer(authority)) {
+    return refuseOption("authority", authority, "expected a Layer providing HostAuthority")
+  }
+  if (durability !== undefined) {
+    if (!isRecord(durability) || !durabilityTags.includes(durability._tag)) {
+      return refuseOption("durability", durability, "expected JournalDurability.perEntry, groupCommit or memoryOnly()")
+    }
+    const journals = durability.journals
+    if (
+      durability._tag === "MemoryOnly" &&
+      (!isRecord(journals) || typeof journals.files !== "function" || typeof journals.bytes !== "function")
+    ) {
+      return refuseOption("durability.journals", journals, "expected the store of JournalDurability.memoryOnly()")
+    }
+  }
+  return Result.succeed(options)
+}
+
 /**
  * Opens the harness for the current scope (see the module documentation).
+ * The options are checked first: a field of the wrong shape fails
+ * `InvalidInput` naming it, before the namespace is locked or anything is
+ * created.
  *
  * @since 0.1.0
  * @category constructors
@@ -231,6 +294,7 @@ export const defaultRuntimeTask: Ids.TaskId = decodeTaskId("harness")
 export const open = Effect.fnUntraced(function* (
   options: OpenOptions
 ): Effect.fn.Return<LocalHarnessService, OpenError, FileSystem.FileSystem | Path.Path | Scope.Scope> {
+  yield* Effect.fromResult(decodeOpenOptions(options))
   const opened = yield* StateNamespace.open(options, options.authority ?? HostAuthority.permissive)
   const { host } = opened
   const agent = options.agent

@@ -62,9 +62,12 @@ const bindings = makeRegistry<TaskBinding>("task binding")
  * The first check of every gated entry, whatever the policy: the binding
  * was made by {@link bind} from a context the library minted, and the
  * journal in scope is the bound task's own record (same task, on the
- * runtime's store), so a turn has one task identity. Fails `Unauthorized`
- * (`NotMinted`, `ScopeNotIssued` or `TaskMismatch`) having sent and written
- * nothing.
+ * runtime's store), so a turn has one task identity, and that the journal
+ * runs for the binding's agent: the first turn opened records the agent
+ * (`TurnOpened.agent`), and a binding of another agent (a scope with the
+ * same task id issued to someone else) is refused. Fails `Unauthorized`
+ * (`NotMinted`, `ScopeNotIssued`, `TaskMismatch` or `AgentMismatch`)
+ * having sent and written nothing.
  *
  * @since 0.1.0
  * @category gate
@@ -78,6 +81,14 @@ export const admitBinding = Effect.fnUntraced(function* (binding: TaskBinding, e
     return yield* new Unauthorized.Unauthorized({
       reason: "TaskMismatch",
       detail: `${entry}: the journal in scope (${journal.file}, task ${journal.task}) is not the record of the bound task ${context.task} on store ${context.runtime.host.store.id}`,
+      task: context.task
+    })
+  }
+  const owner = yield* journal.claimAgent(context.agent)
+  if (Option.isSome(owner)) {
+    return yield* new Unauthorized.Unauthorized({
+      reason: "AgentMismatch",
+      detail: `${entry}: task ${context.task} runs for agent ${owner.value} (its journal says so); a binding of agent ${context.agent} is not admitted to it`,
       task: context.task
     })
   }

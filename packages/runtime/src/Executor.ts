@@ -39,13 +39,15 @@
  *
  * @since 0.1.0
  */
-import * as ArtifactRedactor from "@tessera/artifacts/ArtifactRedactor"
 import * as Ids from "@tessera/core/Ids"
+import type { InvalidInput } from "@tessera/core/InvalidInput"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as History from "./History.ts"
 import { measureJson, measureRequest, measureText, rememberBody } from "./internal/digest.ts"
+import { scrubError } from "./internal/scrub.ts"
+import { checkTurn } from "./internal/turnConfig.ts"
 import type {
   JournalIOError,
   JournalSequenceError,
@@ -53,7 +55,14 @@ import type {
   TurnAlreadyOpen,
   TurnUnfinished
 } from "./Journal.ts"
-import { Journal, NoOpenTurn, type OwedCall, openTurn, TurnAlreadyOpen as TurnAlreadyOpenError } from "./Journal.ts"
+import {
+  Journal,
+  NoOpenTurn,
+  type OwedCall,
+  openTurn,
+  TurnAlreadyOpen as TurnAlreadyOpenError,
+  type TurnState
+} from "./Journal.ts"
 import type * as JournalEntry from "./JournalEntry.ts"
 import * as JsonValue from "./JsonValue.ts"
 import type {
@@ -206,6 +215,14 @@ export type TurnEvent =
  * {@link TurnEvent}s. With `onEvent`, model responses are streamed and each
  * event waits for `onEvent` to finish before the turn goes on.
  *
+ * The turn entries check it once, before anything is journaled or sent,
+ * and fail `InvalidInput` naming the field for a wrong shape: `tools` not a
+ * registry of tools (`Tool.decodeRegistry`), `maxSteps` not an integer of
+ * at least 1, a hook, `onEvent` or a `recorder` method not a function, a
+ * limit in `timeouts` not a non-negative duration (`Timeouts.decode`). The
+ * pieces ({@link modelStep}, {@link dispatchTools}, ...) run per step and
+ * trust the configuration their loop checked.
+ *
  * @since 0.1.0
  * @category models
  */
@@ -289,6 +306,27 @@ export class ResumeMismatch extends Schema.TaggedError<ResumeMismatch>()("Resume
 }
 
 /**
+ * An approved call was about to run with another input than the one the
+ * host approved (the digest journaled with `ApprovalRequested`): the history
+ * it came from was changed since. Nothing ran and nothing was written.
+ *
+ * @since 0.5.0
+ * @category errors
+ */
+export class ApprovalInputMismatch extends Schema.TaggedError<ApprovalInputMismatch>()("ApprovalInputMismatch", {
+  task: Ids.TaskId,
+  turn: Schema.Int,
+  step: Schema.Int,
+  callId: Schema.String,
+  approvedSha256: Schema.String,
+  foundSha256: Schema.String
+}) {
+  override get message(): string {
+    return `call ${this.callId} (turn ${this.turn}, step ${this.step} of task ${this.task}) was approved with input sha256 ${this.approvedSha256}, but its input now has sha256 ${this.foundSha256}; it was not run`
+  }
+}
+
+/**
  * How a turn ended: answered ({@link TurnAnswered}, the turn is closed), or
  * paused with calls awaiting the host's approval
  * ({@link TurnAwaitingApproval}, the turn stays open). Both carry the turn's
@@ -346,11 +384,15 @@ export interface PendingApproval {
 
 /**
  * Every way a step or a turn can fail besides the hooks' own errors.
+ * `InvalidInput`: a turn entry ({@link runTurn}, {@link resumeTurn},
+ * {@link resumeRebuilt}) was handed a configuration or a history of the
+ * wrong shape (see {@link TurnConfig}); nothing was journaled or sent.
  *
  * @since 0.1.0
  * @category errors
  */
 export type ExecutorError =
+  | InvalidInput
   | ModelError
   | JournalIOError
   | JournalSequenceError
@@ -359,6 +401,7 @@ export type ExecutorError =
   | TurnUnfinished
   | StepLimitExceeded
   | ResumeMismatch
+  | ApprovalInputMismatch
 
 const timeStepRequest = Observability.timeModelRequest("step")
 
@@ -539,27 +582,13 @@ const forwardModelEvent = (
 }
 
 /**
- * A provider's error text often echoes the request (and so secrets): it is
- * scrubbed by the host's redactor, when one is provided, before it is
- * journaled or handed back. A redactor that fails on it withholds the text.
+ * A provider's error text often echoes the request (and so secrets): the
+ * error is scrubbed by the host's redactor, when one is provided, before it
+ * is journaled or handed back, deeply (its detail, stack and anything else
+ * it carries; see `ForeignLoop.scrubThrown`, the one scrub). A redactor
+ * that fails on a text withholds it.
  */
-const scrubModelError = (error: ModelError): Effect.Effect<ModelError> =>
-  Effect.flatMap(Effect.serviceOption(ArtifactRedactor.ArtifactRedactor), (redactor) =>
-    Option.isNone(redactor)
-      ? Effect.succeed(error)
-      : redactor.value.redact(error.detail).pipe(
-          Effect.map((detail) => (detail === error.detail ? error : scrubbedError(error, detail))),
-          Effect.orElseSucceed(() => scrubbedError(error, "[detail withheld: the redactor failed on it]"))
-        )
-  )
-
-// The same error with another detail: reason and retryable flag kept.
-const scrubbedError = (error: ModelError, detail: string): ModelError =>
-  new ModelError({
-    reason: error.reason,
-    detail,
-    ...(error.retryable === undefined ? {} : { retryable: error.retryable })
-  })
+const scrubModelError: (error: ModelError) => Effect.Effect<ModelError> = scrubError
 
 const dispatchOne = <E, R>(
   journal: JournalService,
@@ -757,7 +786,12 @@ export type StepDispatch =
  *   (`Tool`);
  * - a call that was called but has no result (it was running when the
  *   process died) runs again only when its tool is declared idempotent;
- *   otherwise it is journaled `ApprovalRequested` (`InFlight`);
+ *   otherwise it is journaled `ApprovalRequested` (`InFlight`); an approved
+ *   call that was called after its approval is such a call too (the
+ *   approval covered one run);
+ * - an approved call runs only with the input the host approved (the
+ *   digest journaled with its `ApprovalRequested`), else
+ *   {@link ApprovalInputMismatch} before anything runs;
  * - when any call waits, nothing runs and the calls waiting are returned;
  * - otherwise every call runs in the model's order: an approved or
  *   unrestricted one through the tool ({@link dispatchTools}' steps), a
@@ -774,12 +808,14 @@ export const dispatchStep = Effect.fnUntraced(function* <E = never, R = never>(
   config: TurnConfig<E, R>,
   context: StepContext,
   calls: ReadonlyArray<ToolCallPart>
-): Effect.fn.Return<StepDispatch, JournalIOError | JournalSequenceError | E, Journal | R> {
+): Effect.fn.Return<StepDispatch, JournalIOError | JournalSequenceError | ApprovalInputMismatch | E, Journal | R> {
   const journal = yield* Journal
   const state = yield* journal.state
   const open = openTurn(state)
   const owedById = new Map<string, OwedCall>()
   if (Option.isSome(open)) for (const owed of open.value.owedCalls) owedById.set(owed.callId, owed)
+  // The host approved one input: an approved call runs with that input or not at all.
+  yield* checkApprovedInputs(context, Option.isSome(open) ? open.value.owedCalls : [], calls)
   const awaiting: Array<PendingApproval> = []
   for (const call of calls) {
     const owed = owedById.get(call.id)
@@ -789,7 +825,9 @@ export const dispatchStep = Effect.fnUntraced(function* <E = never, R = never>(
       awaiting.push({ call, reason: owed.approval?.reason ?? "Tool" })
       continue
     }
-    if (status === "Approved" || status === "Rejected") continue
+    if (status === "Rejected") continue
+    if (status === "Approved" && owed.approval?.spent === false) continue
+    // A spent approval (the call ran after it and no result followed) is in flight like any other call.
     const reason: JournalEntry.ApprovalReason | undefined = owed.called
       ? Tool.isIdempotent(config.tools, call.name)
         ? undefined
@@ -916,6 +954,8 @@ export const runTurn = <E = never, R = never>(
   history: History.History
 ): Effect.Effect<TurnOutcome, ExecutorError | E, Model | Journal | R> =>
   Effect.gen(function* () {
+    // Checked once per turn, before the entry gate: the loop reads the configuration at every step.
+    yield* Effect.fromResult(checkTurn("Executor.runTurn", config, [["history", history]]))
     const journal = yield* Journal
     yield* Observability.annotate({
       ...Observability.operation("invoke_agent", journal.task),
@@ -968,6 +1008,7 @@ export const resumeTurn = <E = never, R = never>(
   history: History.History
 ): Effect.Effect<TurnOutcome, ExecutorError | E, Model | Journal | R> =>
   Effect.gen(function* () {
+    yield* Effect.fromResult(checkTurn("Executor.resumeTurn", config, [["history", history]]))
     const journal = yield* Journal
     const task = journal.task
     yield* Observability.annotate({ ...Observability.operation("invoke_agent", task), "tessera.task": task })
@@ -977,11 +1018,7 @@ export const resumeTurn = <E = never, R = never>(
     const turn = open.value
     yield* Observability.annotate({ "tessera.turn": turn.turn })
     const pending = History.unansweredCalls(history)
-    const journalCalls = turn.owedCalls.map((call) => call.callId)
-    const historyCalls = pending.map((call) => call.id)
-    if (journalCalls.length !== historyCalls.length || journalCalls.some((id) => !historyCalls.includes(id))) {
-      return yield* new ResumeMismatch({ task, turn: turn.turn, journalCalls, historyCalls })
-    }
+    yield* checkOwedCalls(task, turn, pending)
     yield* journal.resumeTurn
     return yield* continueOpen(
       config,
@@ -990,6 +1027,51 @@ export const resumeTurn = <E = never, R = never>(
       pending
     ).pipe(abandonOnInterrupt(journal, turn.turn))
   }).pipe(Observability.withSpan("tessera.resumeTurn"))
+
+/**
+ * What a resume checks before it writes anything: the history leaves
+ * unanswered exactly the calls the journal owes ({@link ResumeMismatch}),
+ * and each approved call still has the input the host approved
+ * ({@link ApprovalInputMismatch}).
+ */
+const checkOwedCalls = (task: Ids.TaskId, turn: TurnState, pending: ReadonlyArray<ToolCallPart>) =>
+  Effect.gen(function* () {
+    const journalCalls = turn.owedCalls.map((call) => call.callId)
+    const historyCalls = pending.map((call) => call.id)
+    if (journalCalls.length !== historyCalls.length || journalCalls.some((id) => !historyCalls.includes(id))) {
+      return yield* new ResumeMismatch({ task, turn: turn.turn, journalCalls, historyCalls })
+    }
+    yield* checkApprovedInputs({ task, turn: turn.turn, step: turn.steps }, turn.owedCalls, pending)
+  })
+
+/** Every approved call whose approval is unspent runs only with the input whose digest the host was asked about. */
+const checkApprovedInputs = (
+  context: StepContext,
+  owedCalls: ReadonlyArray<OwedCall>,
+  calls: ReadonlyArray<ToolCallPart>
+): Effect.Effect<void, ApprovalInputMismatch> =>
+  Effect.forEach(
+    calls,
+    (call) => {
+      const approval = owedCalls.find((owed) => owed.callId === call.id)?.approval
+      if (approval?.status !== "Approved" || approval.spent) return Effect.void
+      return Effect.flatMap(measureJson(call.input), (input) =>
+        input.sha256 === approval.inputSha256
+          ? Effect.void
+          : Effect.fail(
+              new ApprovalInputMismatch({
+                task: context.task,
+                turn: context.turn,
+                step: context.step,
+                callId: call.id,
+                approvedSha256: approval.inputSha256,
+                foundSha256: input.sha256
+              })
+            )
+      )
+    },
+    { discard: true }
+  )
 
 /** After `TurnResumed`: close an answered turn, or dispatch the owed calls and go on with the next step. */
 const continueOpen = <E, R>(
@@ -1081,6 +1163,18 @@ export const resumeRebuilt = <E = never, R = never>(
   }
 ): Effect.Effect<Resumed, ExecutorError | E, Model | Journal | R> =>
   Effect.gen(function* () {
+    yield* Effect.fromResult(
+      checkTurn(
+        "Executor.resumeRebuilt",
+        config,
+        Option.isSome(rebuilt.lostRequest)
+          ? [
+              ["rebuilt.history", rebuilt.history],
+              ["rebuilt.lostRequest.history", rebuilt.lostRequest.value.history]
+            ]
+          : [["rebuilt.history", rebuilt.history]]
+      )
+    )
     const journal = yield* Journal
     const task = journal.task
     yield* Observability.annotate({ ...Observability.operation("invoke_agent", task), "tessera.task": task })
@@ -1126,11 +1220,7 @@ export const resumeRebuilt = <E = never, R = never>(
       return { outcome, inFlight }
     }
     const pending = History.unansweredCalls(rebuilt.history)
-    const historyCalls = pending.map((call) => call.id)
-    const journalCalls = turn.owedCalls.map((call) => call.callId)
-    if (journalCalls.length !== historyCalls.length || journalCalls.some((id) => !historyCalls.includes(id))) {
-      return yield* new ResumeMismatch({ task, turn: turn.turn, journalCalls, historyCalls })
-    }
+    yield* checkOwedCalls(task, turn, pending)
     yield* journal.resumeTurn
     const outcome = yield* continueOpen(
       config,

@@ -106,6 +106,14 @@ export interface CallApproval {
   readonly status: "Requested" | "Approved" | "Rejected"
   readonly reason: "Tool" | "InFlight"
   readonly requestedSeq: number
+  /** The digest of the input the host was asked about: an approved call runs with this input or not at all. */
+  readonly inputSha256: string
+  /**
+   * The approval was spent: the call was called (`ToolCalled`) after it was
+   * approved. A spent approval covers no second run: if no result
+   * followed, the call is in flight like any other.
+   */
+  readonly spent: boolean
   readonly by?: string
   readonly note?: string
 }
@@ -156,6 +164,13 @@ export interface TurnState {
  */
 export interface JournalState {
   readonly task: Ids.TaskId
+  /**
+   * The agent the task runs for: recorded by the first turn opened through
+   * the gate (`TurnOpened.agent`), `undefined` before that and in journals
+   * written before 0.5. Once recorded, only a binding of this agent is
+   * admitted to the journal (`Unauthorized` `AgentMismatch`).
+   */
+  readonly agent: Ids.AgentId | undefined
   readonly entries: number
   readonly lastEntry: Option.Option<Entry>
   readonly turns: ReadonlyArray<TurnState>
@@ -400,6 +415,14 @@ export interface JournalService {
   readonly closeTurn: Effect.Effect<TurnState, JournalIOError | JournalSequenceError | NoOpenTurn | TurnUnfinished>
   /** Gives up on the open turn, finished or not. */
   readonly abandonTurn: (reason: string) => Effect.Effect<TurnState, JournalIOError | JournalSequenceError | NoOpenTurn>
+  /**
+   * Claims the journal for `agent` (the entry gate calls it for every
+   * admitted binding): when the journal already belongs to another agent
+   * (recorded by a `TurnOpened`, or claimed earlier in this process and not
+   * yet recorded), answers that agent and claims nothing. Otherwise the
+   * next `TurnOpened` written without an agent records this one.
+   */
+  readonly claimAgent: (agent: Ids.AgentId) => Effect.Effect<Option.Option<Ids.AgentId>>
 }
 
 /**
@@ -923,13 +946,28 @@ export const open = Effect.fnUntraced(function* (
         : Effect.succeed(handle)
     )
   )
-  const write = (input: EntryInput): Effect.Effect<Entry, JournalIOError | JournalSequenceError> =>
-    writeTo !== undefined
+  // The agent a gate admitted before the journal recorded one; the next turn opened records it.
+  let claimedAgent: Ids.AgentId | undefined
+  const stamp = (input: EntryInput): EntryInput =>
+    input._tag === "TurnOpened" && input.agent === undefined && claimedAgent !== undefined
+      ? { ...input, agent: claimedAgent }
+      : input
+  const claimAgent = (agent: Ids.AgentId) =>
+    Effect.sync(() => {
+      const owner = state.agent ?? claimedAgent
+      if (owner !== undefined && owner !== agent) return Option.some(owner)
+      claimedAgent = agent
+      return Option.none<Ids.AgentId>()
+    })
+  const write = (given: EntryInput): Effect.Effect<Entry, JournalIOError | JournalSequenceError> => {
+    const input = stamp(given)
+    return writeTo !== undefined
       ? writeTo(input)
       : Effect.flatMap(firstWrite, (opened) => {
           writeTo ??= writerOf(opened)
           return writeTo(input)
         })
+  }
 
   // Only a file that existed can end in a cut or unterminated line.
   const reopened = handle
@@ -1012,7 +1050,8 @@ export const open = Effect.fnUntraced(function* (
     openTurn: openTurnEffect,
     resumeTurn,
     closeTurn,
-    abandonTurn
+    abandonTurn,
+    claimAgent
   }
 })
 

@@ -62,6 +62,13 @@ export const TurnOpened = Schema.TaggedStruct("TurnOpened", {
   ...header,
   turn: Ordinal,
   task: Ids.TaskId,
+  /**
+   * The agent the task runs for, from the binding the turn was admitted
+   * with (gated entries). The first one recorded is the journal's agent;
+   * a turn for another agent cannot follow. New in 0.5.0: an older reader
+   * ignores the field.
+   */
+  agent: Schema.optionalKey(Ids.AgentId),
   /** Durable turns: the transcript record of the history the turn starts from (see `Transcript`). */
   transcript: Schema.optionalKey(Sha256)
 })

@@ -28,6 +28,7 @@ import type * as History from "./History.ts"
 import * as InlineLimit from "./InlineLimit.ts"
 import { JournalTap } from "./internal/journalTap.ts"
 import { summarySession } from "./internal/summarySession.ts"
+import { checkExecution } from "./internal/turnConfig.ts"
 import type { JournalIOError, JournalSequenceError } from "./Journal.ts"
 import { awaitingApproval, Journal, NoOpenTurn, openTurn, readEntries } from "./Journal.ts"
 import type { ToolCallPart } from "./Model.ts"
@@ -135,6 +136,13 @@ export const compactionHooks = (
  * `ToolResultOffload.OffloadConfig.registerReadTool`), so the tool a pointer
  * names exists; a tool of that name in `tools` is kept instead.
  *
+ * Every entry of this module checks it first, as `Executor.TurnConfig`
+ * says, and also fails `InvalidInput` for an `offload` that is not an
+ * `OffloadConfig` (a negative or non-numeric `threshold`, an empty
+ * `readTool`, a `destination` other than `Private` or `Output`), an
+ * `inlineLimit` that is not an integer of at least 0, or a `durable` that is
+ * not a boolean.
+ *
  * @since 0.1.0
  * @category models
  */
@@ -227,6 +235,8 @@ const gate = Effect.fnUntraced(function* <E, R>(
   config: ExecutionConfig<E, R>,
   resolved: Option.Option<PrivateSummaries.PrivateWriterCapability> = Option.none()
 ) {
+  // Before the gate: a wrong shape is named here instead of dying where the hooks are built or mid-turn.
+  yield* Effect.fromResult(checkExecution(`TaskExecution (${entry} entry)`, config))
   // An entry that already resolved the writer has passed the gate's question.
   const capability =
     Option.isSome(resolved) && binding.policy._tag === "Threshold"
@@ -289,8 +299,20 @@ export const runTurn = Effect.fnUntraced(function* <E = never, R = never>(
   config: ExecutionConfig<E, R>
 ) {
   const gated = yield* withGate(binding, "Turn", config)
-  return yield* Executor.runTurn(gated, history)
+  return yield* Executor.runTurn(gated, history).pipe(withJournalEvents(config.onEvent))
 }, Observability.withSpan("TaskExecution.runTurn"))
+
+/**
+ * Hands `onEvent` the journal entries that become turn events (offloads,
+ * staged summaries, answered summary requests) as the hooks write them, so
+ * every gated entry's `onEvent` sees every event, not only a streamed turn's.
+ */
+const withJournalEvents =
+  (onEvent: Executor.TurnConfig["onEvent"]) =>
+  <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    onEvent === undefined
+      ? self
+      : Effect.provideService(self, JournalTap, (entry) => onEvent({ _tag: entry._tag, entry } as Executor.TurnEvent))
 
 /**
  * Options of {@link streamTurn}.
@@ -373,19 +395,7 @@ export const streamTurn = <E = never, R = never>(
           const own = config.onEvent
           const onEvent =
             own === undefined ? offer : (event: Executor.TurnEvent) => Effect.andThen(own(event), offer(event))
-          return runTurn(binding, history, { ...config, onEvent }).pipe(
-            Effect.provideService(JournalTap, (entry) => {
-              switch (entry._tag) {
-                case "ArtifactOffloaded":
-                case "SummaryStaged":
-                case "SummaryRequestAnswered":
-                  return onEvent({ _tag: entry._tag, entry } as Executor.TurnEvent)
-                default:
-                  return Effect.void
-              }
-            }),
-            Effect.andThen(Queue.end(queue))
-          )
+          return runTurn(binding, history, { ...config, onEvent }).pipe(Effect.andThen(Queue.end(queue)))
         },
         { bufferSize, strategy: "suspend" }
       )
@@ -427,7 +437,7 @@ export const resumeTurn = Effect.fnUntraced(function* <E = never, R = never>(
   config: ExecutionConfig<E, R>
 ) {
   const gated = yield* withGate(binding, "ResumeTurn", config)
-  return yield* Executor.resumeTurn(gated, history)
+  return yield* Executor.resumeTurn(gated, history).pipe(withJournalEvents(config.onEvent))
 }, Observability.withSpan("TaskExecution.resumeTurn"))
 
 /**
@@ -475,7 +485,7 @@ export const resume = Effect.fnUntraced(function* <E = never, R = never>(
   const entries = yield* readEntries({ folder: path.dirname(journal.file), task: journal.task })
   const rebuilt = yield* Transcript.rebuild(transcript, entries, open.value.turn)
   const verifiedRequests = yield* Transcript.verify(journal.task, rebuilt, gated.config.tools.specs)
-  const resumed = yield* Executor.resumeRebuilt(gated.config, rebuilt)
+  const resumed = yield* Executor.resumeRebuilt(gated.config, rebuilt).pipe(withJournalEvents(config.onEvent))
   const outcome: Resumed = { ...resumed, verifiedRequests }
   return outcome
 }, Observability.withSpan("TaskExecution.resume"))
@@ -599,7 +609,7 @@ export const modelStep = Effect.fnUntraced(function* <E = never, R = never>(
   history: History.History
 ) {
   const gated = yield* withGate(binding, "ModelStep", config)
-  return yield* Executor.modelStep(gated, context, history)
+  return yield* Executor.modelStep(gated, context, history).pipe(withJournalEvents(config.onEvent))
 }, Observability.withSpan("TaskExecution.modelStep"))
 
 /**
@@ -616,7 +626,7 @@ export const dispatchTools = Effect.fnUntraced(function* <E = never, R = never>(
   calls: ReadonlyArray<ToolCallPart>
 ) {
   const gated = yield* withGate(binding, "ToolDispatch", config)
-  return yield* Executor.dispatchTools(gated, context, calls)
+  return yield* Executor.dispatchTools(gated, context, calls).pipe(withJournalEvents(config.onEvent))
 }, Observability.withSpan("TaskExecution.dispatchTools"))
 
 /**
@@ -637,7 +647,7 @@ export const dispatchStep = Effect.fnUntraced(function* <E = never, R = never>(
   calls: ReadonlyArray<ToolCallPart>
 ) {
   const gated = yield* withGate(binding, "ToolDispatch", config)
-  return yield* Executor.dispatchStep(gated, context, calls)
+  return yield* Executor.dispatchStep(gated, context, calls).pipe(withJournalEvents(config.onEvent))
 }, Observability.withSpan("TaskExecution.dispatchStep"))
 
 /**
@@ -728,7 +738,7 @@ export const runSummaryFileTurn = Effect.fnUntraced(function* <E = never, R = ne
   const capability = yield* PrivateSummaries.resolve(binding.context)
   const gated = yield* withGate(binding, "SummaryFileTurn", config, Option.some(capability))
   const journal = yield* Journal
-  const outcome = yield* Executor.runTurn(gated, history)
+  const outcome = yield* Executor.runTurn(gated, history).pipe(withJournalEvents(config.onEvent))
   if (outcome._tag === "AwaitingApproval") {
     return yield* new SummaryFileTurnAwaitingApproval({
       task: binding.context.task,

@@ -52,3 +52,14 @@ export const forged: PrivateSummaries.PrivateWriterCapability = {
 // Nor through the service's constructor.
 // @ts-expect-error
 export const forgedService = PrivateSummaries.PrivateSummaries.of({ writer, folder: "/tmp", source: "RuntimePrivate" })
+
+// Every field of a genuine capability but its brand (string keys only) is still not a capability: the brand
+// is required, so making it optional would make this compile and fail the type test.
+type WithoutBrand = {
+  [K in keyof PrivateSummaries.PrivateWriterCapability as K extends string
+    ? K
+    : never]: PrivateSummaries.PrivateWriterCapability[K]
+}
+declare const everythingButTheBrand: WithoutBrand
+// @ts-expect-error
+export const forgedWithEveryField: PrivateSummaries.PrivateWriterCapability = everythingButTheBrand

@@ -466,6 +466,8 @@ const rejectActivity = (binding: EntryGate.TaskBinding, turn: number, step: Step
           status: "Rejected",
           reason: requested.reason,
           requestedSeq: requested.seq,
+          inputSha256: requested.inputSha256,
+          spent: false,
           by: decided.by,
           ...(decided.note === undefined ? {} : { note: decided.note })
         }
@@ -512,7 +514,9 @@ const recordOf = (folder: string, task: Ids.TaskId) =>
       openTurn: refused("TurnOpened"),
       resumeTurn: refused("TurnResumed"),
       closeTurn: refused("TurnClosed"),
-      abandonTurn: () => refused("TurnAbandoned")
+      abandonTurn: () => refused("TurnAbandoned"),
+      // A view claims nothing: the journal the activities write is claimed by their own admissions.
+      claimAgent: () => Effect.succeed(Option.none())
     }
     return record
   })

@@ -4,6 +4,7 @@
  * back-pressure, and the reported-tokens compaction measure.
  */
 import { assert, describe, it } from "@effect/vitest"
+import { Ids } from "@tessera/core"
 import { Inspector } from "@tessera/node"
 import {
   CompactionPolicy,
@@ -13,9 +14,11 @@ import {
   Journal,
   JournalEntry,
   Model,
+  PrivateSummaries,
   type ScriptedModel,
   TaskExecution,
-  Tool
+  Tool,
+  ToolResultOffload
 } from "@tessera/runtime"
 import { Deferred, Effect, Exit, Fiber, Layer, Option, Queue, Ref, Schema, Stream } from "effect"
 import { isSummaryRequest, journalFolder, requests, start, taskText, tools, turnLayer } from "./support/turns.ts"
@@ -467,6 +470,64 @@ describe("interrupted turns", () => {
           const next = yield* TaskExecution.runTurn(binding, start, { tools, maxSteps: 2 })
           assert.strictEqual(next.turn, 2)
         }).pipe(Effect.provide(turnLayer(world, task, script)))
+      })
+    ))
+})
+
+describe("every gated entry's onEvent hears every event", () => {
+  const offload = { threshold: 4_096, readTool: "read_artifact", destination: "Private" as const }
+  const journalKinds = ["ArtifactOffloaded", "SummaryRequestAnswered", "SummaryStaged"]
+  // Small enough that the offloaded results' pointers alone cross it.
+  const pointerPolicy = CompactionPolicy.threshold({ measure: "bytes", limit: 300, keepRecent: 50 })
+
+  it("on_event_every_event: runTurn's onEvent receives what streamTurn yields, offloads, summary requests and staged summaries included, in order; a loop without the tap (control) misses them", () =>
+    runInWorld((world) =>
+      Effect.gen(function* () {
+        const streamed = yield* Effect.gen(function* () {
+          const binding = yield* boundWithPrivate(world, pointerPolicy)
+          return yield* Stream.runCollect(
+            TaskExecution.streamTurn(binding, start, { tools, maxSteps: 8, offload })
+          ).pipe(Effect.provide(turnLayer(world, task, compactingScript)))
+        })
+        const other = Schema.decodeUnknownSync(Ids.TaskId)("on-event-task")
+        const heard: Array<Executor.TurnEvent> = []
+        const onEvent = (event: Executor.TurnEvent) => Effect.sync(() => void heard.push(event))
+        yield* Effect.gen(function* () {
+          const runtime = yield* world.openRuntime(Option.some(world.privateRef))
+          const context = yield* runtime.bindTask({
+            scope: yield* world.scopeFor([world.privateRef], other),
+            output: Option.none()
+          })
+          const binding = yield* EntryGate.bind(context, { policy: pointerPolicy })
+          return yield* TaskExecution.runTurn(binding, start, { tools, maxSteps: 8, offload, onEvent })
+        }).pipe(Effect.provide(turnLayer(world, other, compactingScript)))
+        const tags = (events: Iterable<Executor.TurnEvent>) =>
+          [...events].map((event) => event._tag).filter((tag) => tag !== "TextDelta")
+        for (const kind of journalKinds) assert.include(tags(heard), kind, `onEvent never heard ${kind}`)
+        assert.deepStrictEqual(tags(heard), tags(streamed))
+
+        // Negative control: the same turn through the ungated loop with the same offload hook, as runTurn was
+        // wired before (no journal tap): the entries are journaled, but onEvent never hears of them.
+        const control = Schema.decodeUnknownSync(Ids.TaskId)("on-event-control")
+        const missed: Array<Executor.TurnEvent> = []
+        const entries = yield* Effect.gen(function* () {
+          const runtime = yield* world.openRuntime(Option.some(world.privateRef))
+          const context = yield* runtime.bindTask({
+            scope: yield* world.scopeFor([world.privateRef], control),
+            output: Option.none()
+          })
+          const capability = yield* PrivateSummaries.resolve(context)
+          const journal = yield* Journal.Journal
+          const target = yield* ToolResultOffload.privateTarget.pipe(PrivateSummaries.provide(capability))
+          const hooks = yield* ToolResultOffload.offloadHooks(offload, target, journal)
+          yield* Executor.runTurn(
+            { tools, maxSteps: 8, hooks, onEvent: (event) => Effect.sync(() => void missed.push(event)) },
+            start
+          )
+          return yield* Journal.readEntries({ folder: yield* journalFolder(world), task: control })
+        }).pipe(Effect.provide(turnLayer(world, control, compactingScript)))
+        assert.isTrue(entries.some((entry) => entry._tag === "ArtifactOffloaded"))
+        assert.throws(() => assert.include(tags(missed), "ArtifactOffloaded"))
       })
     ))
 })

@@ -22,6 +22,7 @@ export const emptyState = (task: Ids.TaskId): JournalState => ({
   task,
   entries: 0,
   lastEntry: Option.none(),
+  agent: undefined,
   turns: [],
   truncations: [],
   summaries: new Map()
@@ -35,7 +36,7 @@ type Truncation = JournalState["truncations"][number]
 type Change =
   | { readonly _tag: "None" }
   | { readonly _tag: "OpenTurnUpdated"; readonly turn: TurnState }
-  | { readonly _tag: "TurnAdded"; readonly turn: TurnState }
+  | { readonly _tag: "TurnAdded"; readonly turn: TurnState; readonly agent: Ids.AgentId | undefined }
   | { readonly _tag: "TruncationAdded"; readonly truncation: Truncation }
   | { readonly _tag: "SummaryRecorded"; readonly key: string; readonly record: SummaryRecord }
 
@@ -47,7 +48,7 @@ type Change =
 type Outcome = Change | string
 
 /** The parts of a state a transition reads. */
-type View = Pick<JournalState, "task" | "turns" | "truncations" | "summaries">
+type View = Pick<JournalState, "task" | "agent" | "turns" | "truncations" | "summaries">
 
 const none: Change = { _tag: "None" }
 
@@ -94,6 +95,9 @@ const transition = (state: View, entry: Entry): Outcome => {
       const last = state.turns.at(-1)
       if (last !== undefined && last.status === "Open") return `turn ${last.turn} is still open`
       if (entry.turn !== state.turns.length + 1) return `turn ${entry.turn} opened, expected ${state.turns.length + 1}`
+      if (entry.agent !== undefined && state.agent !== undefined && entry.agent !== state.agent) {
+        return `turn ${entry.turn} opened for agent ${entry.agent}, the journal is agent ${state.agent}'s`
+      }
       const opened: TurnState = {
         turn: entry.turn,
         status: "Open",
@@ -106,7 +110,7 @@ const transition = (state: View, entry: Entry): Outcome => {
         modelFailures: 0,
         resumptions: 0
       }
-      return { _tag: "TurnAdded", turn: opened }
+      return { _tag: "TurnAdded", turn: opened, agent: state.agent ?? entry.agent }
     }
     case "TurnResumed": {
       const open = openTurnNamed(state, entry.turn)
@@ -169,7 +173,13 @@ const transition = (state: View, entry: Entry): Outcome => {
       // Calling again is allowed: after a crash the earlier run's result was never recorded.
       return updated({
         ...open,
-        owedCalls: open.owedCalls.map((call) => (call.callId === entry.callId ? { ...call, called: true } : call))
+        owedCalls: open.owedCalls.map((call) =>
+          call.callId !== entry.callId
+            ? call
+            : call.approval?.status === "Approved"
+              ? { ...call, called: true, approval: { ...call.approval, spent: true } }
+              : { ...call, called: true }
+        )
       })
     }
     case "ToolResulted": {
@@ -219,7 +229,16 @@ const transition = (state: View, entry: Entry): Outcome => {
         ...open,
         owedCalls: open.owedCalls.map((call) =>
           call.callId === entry.callId
-            ? { ...call, approval: { status: "Requested", reason: entry.reason, requestedSeq: entry.seq } }
+            ? {
+                ...call,
+                approval: {
+                  status: "Requested",
+                  reason: entry.reason,
+                  requestedSeq: entry.seq,
+                  inputSha256: entry.inputSha256,
+                  spent: false
+                }
+              }
             : call
         )
       })
@@ -242,6 +261,8 @@ const transition = (state: View, entry: Entry): Outcome => {
                   status: entry.approved ? "Approved" : "Rejected",
                   reason,
                   requestedSeq: owed.approval?.requestedSeq ?? entry.seq,
+                  inputSha256: owed.approval?.inputSha256 ?? "",
+                  spent: false,
                   by: entry.by,
                   ...(entry.note === undefined ? {} : { note: entry.note })
                 }
@@ -291,6 +312,7 @@ export const advance = (state: JournalState, entry: Entry): Step => {
   const change = transition(state, entry)
   if (typeof change === "string") return Result.fail(change)
   let turns = state.turns
+  let agent = state.agent
   let truncations = state.truncations
   let summaries = state.summaries
   switch (change._tag) {
@@ -299,6 +321,7 @@ export const advance = (state: JournalState, entry: Entry): Step => {
       break
     case "TurnAdded":
       turns = [...state.turns, change.turn]
+      agent = change.agent
       break
     case "TruncationAdded":
       truncations = [...state.truncations, change.truncation]
@@ -311,6 +334,7 @@ export const advance = (state: JournalState, entry: Entry): Step => {
   }
   return Result.succeed({
     task: state.task,
+    agent,
     entries: state.entries + 1,
     lastEntry: Option.some(entry),
     turns,
@@ -334,7 +358,7 @@ export const makeReplay = (task: Ids.TaskId): Replay => {
   const turns: Array<TurnState> = []
   const truncations: Array<Truncation> = []
   const summaries = new Map<string, SummaryRecord>()
-  const view: View = { task, turns, truncations, summaries }
+  const view: { -readonly [K in keyof View]: View[K] } = { task, agent: undefined, turns, truncations, summaries }
   let entries = 0
   let last: Entry | undefined
   return {
@@ -349,6 +373,7 @@ export const makeReplay = (task: Ids.TaskId): Replay => {
           break
         case "TurnAdded":
           turns.push(change.turn)
+          view.agent = change.agent
           break
         case "TruncationAdded":
           truncations.push(change.truncation)
@@ -365,6 +390,7 @@ export const makeReplay = (task: Ids.TaskId): Replay => {
     },
     state: () => ({
       task,
+      agent: view.agent,
       entries,
       lastEntry: last === undefined ? Option.none() : Option.some(last),
       turns: turns.slice(),

@@ -28,7 +28,7 @@ import {
   Tool
 } from "@tessera/runtime"
 import type { Scope } from "effect"
-import { Effect, FileSystem, Layer, Option, Path, Schema } from "effect"
+import { Cause, Effect, Exit, FileSystem, Layer, Option, Path, Schema } from "effect"
 import * as fc from "fast-check"
 
 /** What a platform provides: the services the runtime needs from it. */
@@ -354,6 +354,71 @@ export const platformContract = (platform: Platform): void => {
           assert.strictEqual(outcome.error._tag, "Unauthorized")
           assert.strictEqual(outcome.sent, 1)
           assert.include(yield* journalText(world, former), "former ordering")
+        })
+      ))
+
+    it("threshold_armed_without_writer: a runtime opened with private Option.none() that arms Threshold is Unauthorized at bind: zero requests, nothing journaled", () =>
+      inWorld((world) =>
+        Effect.gen(function* () {
+          const armed = taskId("armed-writerless")
+          const context = yield* world.bind(Option.none(), armed)
+          const outcome = yield* Effect.gen(function* () {
+            const error = yield* Effect.flip(
+              EntryGate.bind(context, { policy: CompactionPolicy.threshold({ measure: "bytes", limit: 1_000 }) })
+            )
+            return { error, sent: (yield* requests).length }
+          }).pipe(Effect.provide(turnLayer(world, armed, () => Model.response({ text: "never" }))))
+          assert.strictEqual(outcome.error._tag, "Unauthorized")
+          assert.strictEqual(outcome.sent, 0)
+          assert.strictEqual(yield* journalText(world, armed), "")
+        })
+      ))
+
+    it("threshold_writer_lost_after_bind: an armed binding whose private volume changed owner is refused at the turn's own entry: zero requests, nothing journaled; with the volume restored the same turn runs", () =>
+      inWorld((world) =>
+        Effect.gen(function* () {
+          const fs = yield* FileSystem.FileSystem
+          const path = yield* Path.Path
+          const lost = taskId("writer-lost")
+          const context = yield* world.bind(Option.some(world.privateRef), lost)
+          const binding = yield* EntryGate.bind(context, {
+            policy: CompactionPolicy.threshold({ measure: "bytes", limit: 30_000, keepRecent: 1_000 })
+          })
+          const meta = path.join(
+            world.root,
+            ...StoreLayout.metaFolder,
+            StoreLayout.metaFileName(world.privateRef.volume)
+          )
+          const original = yield* fs.readFileString(meta)
+          const attempt = Effect.gen(function* () {
+            const exit = yield* Effect.exit(
+              TaskExecution.runTurn(binding, start, { tools, maxSteps: 4 }).pipe(Effect.flatMap(() => Effect.void))
+            )
+            return { exit, sent: (yield* requests).length }
+          }).pipe(
+            Effect.provide(
+              turnLayer(world, lost, (_request, index) =>
+                index === 0
+                  ? Model.response({ toolCalls: [Model.toolCall("c1", "produce", { size: 100, fill: "a" })] })
+                  : Model.response({ text: "done" })
+              )
+            )
+          )
+          const moved = original.replace(`"agent": "${agent}"`, '"agent": "another-agent"')
+          assert.notStrictEqual(moved, original)
+          yield* fs.writeFileString(meta, moved)
+          const refused = yield* attempt
+          assert.isTrue(Exit.isFailure(refused.exit), "the turn ran with a writer it no longer has")
+          const error = Exit.isFailure(refused.exit) ? Cause.squash(refused.exit.cause) : undefined
+          assert.strictEqual((error as { readonly _tag?: string } | undefined)?._tag, "Unauthorized")
+          assert.strictEqual(refused.sent, 0)
+          assert.strictEqual(yield* journalText(world, lost), "")
+          // Negative control: with the volume's facts restored, the same binding's turn sends requests and journals.
+          yield* fs.writeFileString(meta, original)
+          const ran = yield* attempt
+          assert.isTrue(Exit.isSuccess(ran.exit))
+          assert.isAbove(ran.sent, 0)
+          assert.notStrictEqual(yield* journalText(world, lost), "")
         })
       ))
   })

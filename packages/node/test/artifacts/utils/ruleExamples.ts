@@ -74,8 +74,8 @@ const jwt = () =>
 const password = () =>
   `${g.pick(["Tr0ub4dor", "hunter", "Sommer", "blue-Moon", "qwerty"])}${chars(DIGITS, 3)}!${chars(ALNUM, 4)}`
 
-/** Every default rule's examples, by rule name. */
-export const ruleExamples: Readonly<Record<string, RuleExamples>> = {
+/** The examples of the first rules, before the kinds and forms below were added. */
+const firstExamples: Readonly<Record<string, RuleExamples>> = {
   "private-key-block": {
     positives: [
       p("key:\n", pem("RSA PRIVATE KEY"), "\nend"),
@@ -471,3 +471,233 @@ export const ruleExamples: Readonly<Record<string, RuleExamples>> = {
     ]
   }
 }
+
+// ---------------------------------------------------------------------------
+// Examples added with the rules for connection strings, CLI passwords, JSON-escaped text, pagination tokens,
+// bare base64 keys, Docker configs and line-start config assignments. They draw from their own generator, so
+// the values above stay what they were.
+
+const h = generator(0x35c1a55e)
+
+/** Bytes from `h`, base64-encoded after `opening` (hex), to `total` bytes: a DER structure's look, not a real key. */
+export const derBase64 = (opening: string, total: number, from = h): string => {
+  const head = opening.match(/../g)?.map((byte) => Number.parseInt(byte, 16)) ?? []
+  const bytes = [...head, ...Array.from({ length: total - head.length }, () => Math.floor(from.next() * 256))]
+  return btoa(String.fromCharCode(...bytes))
+}
+
+/** DER openings of private keys (`30 len 02 01 version ...`) and of the public structures that must stay. */
+export const derOpenings = {
+  rsaPkcs8: ["308204bd020100300d06092a864886f70d0101010500048204a7", 1217],
+  rsaPkcs1: ["308204a40201000282010100", 1192],
+  ecSec1: ["307702010104200", 121],
+  ed25519Pkcs8: ["302e020100300506032b657004220420", 48],
+  encryptedPkcs8: ["30820530305a06092a864886f70d01050d304d", 1332],
+  pkcs12: ["30820a41020103308209ff06092a864886f70d010701", 2629],
+  rsaSpki: ["30820122300d06092a864886f70d01010105000382010f00", 294],
+  certificate: ["3082037730820260a003020102020900", 891],
+  csr: ["308202b43082019c020100", 696]
+} as const
+
+const der = (kind: keyof typeof derOpenings) => derBase64(derOpenings[kind][0], derOpenings[kind][1])
+const wrap = (text: string, width: number, join: string) => text.match(new RegExp(`.{1,${width}}`, "g"))?.join(join) ?? ""
+const word = () => `${h.pick(["hunter", "Sommer", "opensesame", "letmein", "Tr0ub4dor", "blue-Moon"])}${h.chars(DIGITS, 2)}`
+const pw = () => `${word()}!${h.chars(ALNUM, 4)}`
+const dockerAuth = () => btoa(`${h.pick(["ci", "deploy", "robot$svc"])}:${h.chars(ALNUM, 24)}`)
+
+const addedExamples: Readonly<Record<string, RuleExamples>> = {
+  "private-key-base64": {
+    positives: [
+      p("PRIVATE_KEY=", der("rsaPkcs8"), "\n"),
+      p('{"signing_key": "', wrap(der("rsaPkcs1"), 64, "\\n"), '"}'),
+      p("tls.key: |\n  ", wrap(der("ecSec1"), 64, "\n  "), "\ntls.crt: |"),
+      p("", der("ed25519Pkcs8"), "\n"),
+      p("key=", der("encryptedPkcs8"), " (encrypted)"),
+      p('"certificate": "', der("pkcs12"), '"'),
+      p("", wrap(der("rsaPkcs8"), 76, "\r\n"), "\r\n--boundary--"),
+      p("identity: ", `b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAAB${h.chars(BASE64, 300)}`, "\n")
+    ],
+    negatives: [
+      `PUBLIC_KEY=${der("rsaSpki")}`,
+      `"x5c": ["${der("certificate")}"]`,
+      `csr: ${der("csr")}`,
+      `![chart](data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAA${h.chars(BASE64, 400)})`,
+      `M${h.chars(BASE64, 200)}`,
+      "MIT License, Copyright (c) 2024",
+      `MIIEvgIBADANBgkqhkiG9w0BAQEFAASC`
+    ]
+  },
+  "dynatrace-token": {
+    positives: [p("Api-Token ", `dt0c01.${h.chars(`${UPPER}${DIGITS}`, 24)}.${h.chars(`${UPPER}${DIGITS}`, 64)}`)],
+    negatives: ["dt0c01.SHORT.X", `dt0c01.${h.chars(`${UPPER}${DIGITS}`, 24)}`]
+  },
+  "docker-config-json": {
+    positives: [
+      p(
+        "data:\n  .dockerconfigjson: ",
+        btoa(JSON.stringify({ auths: { "ghcr.io": { auth: dockerAuth() } } })),
+        "\ntype: kubernetes.io/dockerconfigjson"
+      ),
+      p(
+        '{"data":{".dockercfg":"',
+        btoa(JSON.stringify({ "https://index.docker.io/v1/": { auth: dockerAuth(), email: "ci@example.com" } })),
+        '"}}'
+      )
+    ],
+    negatives: [
+      `.dockerconfigjson: ${btoa("plain text, not a docker config")}`,
+      "kubectl create secret generic regcred --from-file=.dockerconfigjson=/home/ci/.docker/config.json"
+    ]
+  },
+  "docker-config-auth": {
+    positives: [
+      p(String.raw`{\"auths\":{\"ghcr.io\":{\"auth\":\"`, dockerAuth(), String.raw`\"}}}`),
+      p("auths:\n  registry.example.com:\n    auth: ", dockerAuth(), "\n"),
+      p('{"https://index.docker.io/v1/": {"auth": "', dockerAuth(), '", "email": "ci@example.com"}}')
+    ],
+    negatives: ["auth: basic", `oauth: ${dockerAuth()}`, '"auth": "none"']
+  },
+  "cli-user-password": {
+    positives: [
+      p('curl -u ":', pw(), '" https://api.example.com'),
+      p("curl --user kevin:'", `${word()} with spaces`, "' https://x"),
+      p('curl -u "admin:', pw(), '" -X POST https://x'),
+      p('curl --proxy-user bob:"', pw(), '" https://x'),
+      p("curl --user=kevin:", pw(), " https://x")
+    ],
+    negatives: ['curl -u "${USER}:${PASS}" https://x', "chown -R 1000:1000 /data && docker run -u 0:0 img"]
+  },
+  "cli-password-option": {
+    positives: [
+      p("mysql -u root -p", pw(), " app_db"),
+      p("mysqldump -h db.internal -P 3306 -uadmin -p'", `${word()} x`, "' --all-databases > dump.sql"),
+      p('mariadb -p"', pw(), '" -e "SHOW DATABASES"'),
+      p("sshpass -p ", pw(), " ssh deploy@10.0.0.5"),
+      p("redis-cli -h cache.internal -p 6379 -a ", pw(), " ping")
+    ],
+    negatives: [
+      "mysql -u root -p app_db",
+      "mysql -u root -p$MYSQL_ROOT_PASSWORD app_db",
+      "mysql -h db -P 3306 -u app",
+      "sshpass -f ~/.pw ssh deploy@host",
+      "redis-cli -h cache -p 6379 ping"
+    ]
+  },
+  "authorization-header": {
+    positives: [
+      p("Authorization: Api-Token ", h.chars(ALNUM, 32)),
+      p("authorization: SSWS ", `00${h.chars(URLSAFE, 40)}`, "\n"),
+      p('-H "Authorization: Negotiate ', `YII${h.chars(BASE64, 60)}`, '"')
+    ],
+    negatives: ["Authorization: Required for all endpoints", "Authorization: Api-Token $DT_TOKEN"]
+  },
+  "connection-string-password": {
+    positives: [
+      p("jdbc:sqlserver://db.internal:1433;databaseName=app;user=svc;password=", pw(), ";encrypt=true"),
+      p("jdbc:sqlserver://db:1433;user=sa;Password=", pw()),
+      p("url=jdbc:jtds:sqlserver://h/app;user=u;pwd=", pw(), "\n"),
+      p("Driver={ODBC Driver 18 for SQL Server};Server=tcp:h,1433;Uid=app;Pwd={", `${word()};x}}y`, "};"),
+      p("Server=h;Database=d;User Id=u;Password=", `${word()} and spaces`, ";Trusted_Connection=False")
+    ],
+    negatives: [
+      "Server=h;Database=d;Password=;",
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a reference, not a template
+      "jdbc:sqlserver://h;user=u;password=${DB_PASSWORD};",
+      "Server=h;PasswordPolicy=strict;"
+    ]
+  },
+  "cli-secret-flag": {
+    positives: [
+      p("mysql --password=", word(), " app"),
+      p('vault login --token "', h.chars(ALNUM, 26), '"'),
+      p("tool --api-key=", h.chars(ALNUM, 32), " run")
+    ],
+    negatives: [
+      `aws s3api list-objects-v2 --bucket logs --starting-token ${btoa('{"ContinuationToken": null, "boto_truncate_amount": 2}')}`,
+      `aws ec2 describe-instances --next-token ${h.chars(ALNUM, 60)}`,
+      `aws logs filter-log-events --log-group-name g --next-token=${h.chars(URLSAFE, 40)}`,
+      `aws s3api list-objects-v2 --continuation-token=${h.chars(BASE64, 50)}`,
+      `gcloud compute instances list --page-token ${h.chars(URLSAFE, 30)}`,
+      "docker build --secret id=npmrc,src=$HOME/.npmrc ."
+    ]
+  },
+  "password-assignment": {
+    positives: [
+      p("jdbc:sqlserver://h:1433;user=u;password=", pw(), ";encrypt=true"),
+      p('"A=1\\nPASSWORD=', pw(), '\\nDEBUG=1"'),
+      p(String.raw`"{\"env\":\"A=1\\nDB_PASSWORD=`, pw(), String.raw`\\nB=2\"}"`),
+      p('{"env": "HOST=db\\tDB_PASS=', pw(), '\\r\\nPORT=5432"}')
+    ],
+    negatives: ["jdbc:sqlserver://h;user=u;password=$DB_PASSWORD;"]
+  },
+  "secret-assignment": {
+    positives: [p('"A=1\\nAPI_KEY=', h.chars(ALNUM, 32), '\\nB=2"')],
+    negatives: [
+      `{"NextToken": "${btoa('{"Marker": null, "boto_truncate_amount": 1}')}"}`,
+      `{"nextToken": "${h.chars(ALNUM, 40)}=="}`,
+      `{"nextForwardToken": "f/${h.chars(DIGITS, 56)}/s", "nextBackwardToken": "b/${h.chars(DIGITS, 56)}/s"}`,
+      `{"PaginationToken": "${h.chars(ALNUM, 48)}", "StartingToken": "${h.chars(ALNUM, 48)}"}`,
+      `{"ClientRequestToken": "Console-CreateStack-${h.chars(HEX, 8)}", "IdempotencyToken": "${h.chars(ALNUM, 24)}"}`,
+      `https://graph.microsoft.com/v1.0/users?$skiptoken=${h.chars(URLSAFE, 60)}`
+    ]
+  },
+  "config-secret-assignment": {
+    positives: [
+      p("auth:\n  token: ", "abc", "\n"),
+      p("TOKEN=", "abc", "\n"),
+      p('secret = "', "correct horse", '"\n'),
+      p('"A=1\\nTOKEN=', "abc", '\\nB=2"'),
+      p("- client_secret: ", word(), " # rotated monthly"),
+      p("export API_TOKEN=", word(), " && ./deploy.sh"),
+      p("credentials = '", word(), "'"),
+      p("password: ", "hunter", "\n"),
+      p("[default]\naccess_token=", word(), "\n"),
+      p('  "SECRET=', word(), '"')
+    ],
+    negatives: [
+      "token: 5",
+      "tokens: 1234",
+      "max_tokens: 512",
+      "token_count: 7",
+      "secret: false",
+      "secret: true",
+      "secret: null",
+      "secret: off",
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell reference, not a template
+      "token: ${TOKEN}",
+      "token: <token>",
+      "token: ***",
+      "  - Token: gho_************************************",
+      "secret: my-app-secret",
+      "existingSecret: postgres-creds",
+      "password: changeme",
+      "api_key: aaaaaaaaaaaa",
+      "token: |",
+      "  privateKey: Buffer",
+      "  token: Uint8Array",
+      "  secret: Schema.String",
+      "  password: URLPatternComponentResult;",
+      '  credentials: "include"',
+      "token = self.token",
+      "token = abc",
+      "token = tokens[i]",
+      "  client_secret = var.client_secret",
+      "    token: token",
+      "NextToken: eyJNYXJrZXIiOiBudWxsfQ==",
+      "auth_token_ttl: 3600",
+      "const token = 'abc'",
+      "the token: abc is shown"
+    ]
+  }
+}
+
+/** Every default rule's examples, by rule name. */
+export const ruleExamples: Readonly<Record<string, RuleExamples>> = Object.fromEntries(
+  [...new Set([...Object.keys(firstExamples), ...Object.keys(addedExamples)])].map((name) => [
+    name,
+    {
+      positives: [...(firstExamples[name]?.positives ?? []), ...(addedExamples[name]?.positives ?? [])],
+      negatives: [...(firstExamples[name]?.negatives ?? []), ...(addedExamples[name]?.negatives ?? [])]
+    }
+  ])
+)
