@@ -230,13 +230,15 @@ const recordResponse = (task: Ids.TaskId, journal: Journal.JournalService, recei
     return yield* inconsistent(task, `step ${received.step} is not the journal's current step ${open.steps}`)
   })
 
-const openTurnActivity = (task: Ids.TaskId) =>
+const openTurnActivity = (binding: EntryGate.TaskBinding) =>
   Activity.make({
     name: "turn/open",
     success: Schema.Int,
     error: TaskFailed,
-    execute: withJournal(task, (journal) =>
+    execute: withJournal(binding.context.task, (journal) =>
       Effect.gen(function* () {
+        // The gate's view has no state: the task's own journal answers whose it is (and records the agent).
+        yield* EntryGate.admitBinding(binding, "Turn").pipe(Effect.provideService(Journal.Journal, journal))
         const open = Journal.openTurn(yield* journal.state)
         // An earlier attempt opened it and the engine lost the record: this workflow owns the task's journal.
         if (Option.isSome(open)) return open.value.turn
@@ -571,7 +573,7 @@ export const runTask = Effect.fnUntraced(function* (request: typeof TaskRequest.
   const task = request.task
   const hosting = yield* TaskHosting
   const binding = yield* gate(task)
-  const turn = yield* openTurnActivity(task)
+  const turn = yield* openTurnActivity(binding)
   let history: History.History = History.make([...(hosting.system ?? []), Model.text("user", request.prompt)])
   for (let index = 1; ; index++) {
     if (index > hosting.config.maxSteps) {
