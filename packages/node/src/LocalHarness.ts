@@ -22,6 +22,15 @@
  * (`task-locks/<task>.lock`): one writer per task journal, whether the second
  * would be another fiber or another process (`Journal.TaskInUse`).
  *
+ * The harness's `durability` reaches every reader of its journals, not only
+ * the journal `withTask` opens: the body of `withTask` runs under it (so
+ * `Journal.readEntries`, `TaskExecution.restoreHistory` and
+ * `TaskExecution.resume` read a memory-only journal from its store), and so
+ * do `repairJournal` and {@link LocalHarnessService.readEntries}, which reads
+ * a task's journal after its scope closed. Transcripts, summaries and
+ * artifacts are private or public content on the volumes, on disk under every
+ * durability: the choice is the journal's lines only.
+ *
  * Everything lives in the namespace folder, so removing that folder removes
  * the harness's state. Tests always pass `stateDir`.
  *
@@ -34,7 +43,8 @@ import * as Ids from "@tessera/core/Ids"
 import * as InvalidInput from "@tessera/core/InvalidInput"
 import * as Volume from "@tessera/core/Volume"
 import * as FilesystemTaskRuntime from "@tessera/runtime/FilesystemTaskRuntime"
-import type * as JournalDurability from "@tessera/runtime/JournalDurability"
+import * as Journal from "@tessera/runtime/Journal"
+import * as JournalDurability from "@tessera/runtime/JournalDurability"
 import * as StoreLayout from "@tessera/runtime/StoreLayout"
 import type * as TaskHost from "@tessera/runtime/TaskHost"
 import type * as VolumeStore from "@tessera/runtime/VolumeStore"
@@ -138,15 +148,28 @@ export interface LocalHarnessService extends HostTasks {
    */
   readonly journalLayer: HostTasks["journalLayer"]
   /**
-   * Repairs the task's journal under its lock (`Journal.repair`): the
-   * explicit, journaled way back from a journal another writer corrupted.
+   * Repairs the task's journal under its lock (`Journal.repair`), where the
+   * harness's durability keeps it: the explicit, journaled way back from a
+   * journal another writer corrupted.
    */
   readonly repairJournal: HostTasks["repairJournal"]
   /**
+   * Every entry of the task's journal (`Journal.readEntries`), read where the
+   * harness's durability keeps it: a memory-only harness's journals are read
+   * from its store, in this process, also after the task's scope closed.
+   */
+  readonly readEntries: (
+    task: Ids.TaskId
+  ) => Effect.Effect<
+    ReadonlyArray<Journal.Entry>,
+    Journal.JournalCorrupt | Journal.JournalNotRecognized | Journal.JournalIOError | InvalidInput.InvalidInput,
+    FileSystem.FileSystem | Path.Path
+  >
+  /**
    * Binds `task` and runs `body` with the task's `Journal` (written with the
-   * blocking `NodeJournalFile`), the harness's `ArtifactPathPolicy` and the
-   * `node:crypto` digest provided. A refused
-   * binding fails before the journal file is opened.
+   * blocking `NodeJournalFile`), the harness's `ArtifactPathPolicy`, the
+   * `node:crypto` digest and the harness's `JournalDurability` provided. A
+   * refused binding fails before the journal file is opened.
    */
   readonly withTask: HostTasks["withTask"]
 }
@@ -333,8 +356,12 @@ export const open = Effect.fnUntraced(function* (
     taskLocks: opened.taskLocks,
     ...(options.durability === undefined ? {} : { durability: options.durability })
   })
+  const durable = underDurability(options.durability)
   const harness: LocalHarnessService = {
     ...tasks,
+    withTask: (task, body, taskOptions) => tasks.withTask(task, (binding) => durable(body(binding)), taskOptions),
+    repairJournal: (task) => durable(tasks.repairJournal(task)),
+    readEntries: (task) => durable(Journal.readEntries({ folder: journalFolder, task })),
     namespace: opened.namespace,
     agent,
     stateDir: opened.stateDir,
@@ -348,6 +375,17 @@ export const open = Effect.fnUntraced(function* (
   }
   return harness
 })
+
+/**
+ * Runs an effect under the harness's durability: the one its journals are
+ * opened with, so a reader resolves each journal where it lives. Without a
+ * choice the caller's `JournalDurability` stays in force, as it does for the
+ * journals.
+ */
+const underDurability =
+  (durability: JournalDurability.Durability | undefined) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    durability === undefined ? effect : Effect.provideService(effect, JournalDurability.JournalDurability, durability)
 
 /**
  * The harness as a layer: opened when the layer is built, released (the

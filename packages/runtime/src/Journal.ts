@@ -60,7 +60,7 @@ import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import { sha256Bytes } from "./internal/digest.ts"
 import { eachLine } from "./internal/journalLines.ts"
-import { journalMedium, type MediumFailure } from "./internal/journalMedium.ts"
+import { absentHere, heldMedium, holdMedium, journalMedium, type MediumFailure } from "./internal/journalMedium.ts"
 import { advance, emptyState, summaryKey as internalSummaryKey, makeReplay } from "./internal/journalState.ts"
 import { JournalTap, tapped } from "./internal/journalTap.ts"
 import { plainValueCheck, plainValueCopy } from "./internal/plainValue.ts"
@@ -605,6 +605,13 @@ const utf8Text = (bytes: Uint8Array): string | undefined => {
  * that does not exist has no entries (journals are created by their first
  * entry), so a task that never journaled reads as empty.
  *
+ * Reads where the journal lives: while a writer in this process has it
+ * open, the medium that writer opened it on (a memory-only journal is read
+ * from its store even by a reader given the default durability); otherwise
+ * under the durability in use. A journal absent there that a memory-only
+ * store of this process still holds fails `JournalIOError` saying so,
+ * never reads as empty.
+ *
  * @since 0.1.0
  * @category reading
  */
@@ -620,7 +627,10 @@ export const readEntries = Effect.fnUntraced(function* (
   const file = path.resolve(location.folder, fileName(task))
   const medium = yield* mediumAt(location.folder, file)
   const bytes = yield* medium.read.pipe(Effect.mapError(mediumError(file)))
-  if (Option.isNone(bytes)) return []
+  if (Option.isNone(bytes)) {
+    const elsewhere = absentHere(yield* JournalDurability.JournalDurability, file)
+    return elsewhere === undefined ? [] : yield* Effect.fail(mediumError(file)(elsewhere))
+  }
   const replayed = replay(file, task, bytes.value, true)
   if (Result.isFailure(replayed)) return yield* replayed.failure
   return replayed.success.entries
@@ -649,13 +659,26 @@ export const stateOf = (task: Ids.TaskId, entries: Iterable<Entry>): Result.Resu
 const mediumError = (file: string) => (failure: MediumFailure) =>
   new JournalIOError({ file, operation: failure.operation, detail: failure.detail })
 
-/** Where the journal at `file` lives under the durability in use. */
+/**
+ * Where the journal at `file` lives: the medium its writer in this process
+ * opened it on, while one has it open (the writer's durability decided where
+ * the lines are); otherwise the medium of the durability in use. Every
+ * reader and writer of a journal resolves it here.
+ */
 const mediumAt = (folder: string, file: string) =>
-  Effect.flatMap(
-    Effect.all([JournalDurability.JournalDurability, JournalFile.JournalFile]),
-    ([durability, journalFile]) =>
-      journalMedium(durability, journalFile, folder, file).pipe(Effect.mapError(mediumError(file)))
-  )
+  Effect.suspend(() => {
+    const held = heldMedium(file)
+    if (held !== undefined) return Effect.succeed(held)
+    return Effect.flatMap(
+      Effect.all([JournalDurability.JournalDurability, JournalFile.JournalFile]),
+      ([durability, journalFile]) =>
+        journalMedium(durability, journalFile, folder, file).pipe(Effect.mapError(mediumError(file)))
+    )
+  })
+
+/** The medium the writer that claimed `file` opens it on; every reader of `file` reads it until the scope closes. */
+const writerMediumAt = (folder: string, file: string) =>
+  Effect.tap(mediumAt(folder, file), (medium) => holdMedium(file, medium))
 
 // Under group commit these entries wait for the step's sync (or the next commit point); every other kind, a new
 // one included, is synced as soon as it is written, because something outside the journal acts on it at once.
@@ -716,7 +739,7 @@ export const open = Effect.fnUntraced(function* (
 
   const durability = yield* JournalDurability.JournalDurability
   const grouped = durability._tag === "GroupCommit"
-  const medium = yield* mediumAt(location.folder, file)
+  const medium = yield* writerMediumAt(location.folder, file)
   const existing = yield* medium.read.pipe(Effect.mapError(mediumError(file)))
   const replayed = Option.isSome(existing)
     ? yield* Effect.fromResult(replay(file, task, existing.value, false))
@@ -1099,7 +1122,7 @@ export const repair = Effect.fnUntraced(function* (
   return yield* Effect.scoped(
     Effect.gen(function* () {
       yield* claimWriter(task, file)
-      const medium = yield* mediumAt(location.folder, file)
+      const medium = yield* writerMediumAt(location.folder, file)
       const read = yield* medium.read.pipe(Effect.mapError(mediumError(file)))
       if (Option.isNone(read)) return yield* ioError("read")({ message: "the journal does not exist" })
       const bytes = read.value

@@ -23,6 +23,19 @@
  *   same replay. For tests, and for comparing with loops that keep their
  *   state in memory.
  *
+ * Where a journal lives is its writer's choice: while a journal is open,
+ * every reader of it in this process (`Journal.readEntries`, and through it
+ * `TaskExecution.restoreHistory` and `resume`) reads the medium its writer
+ * opened it on, whatever durability the reader was given. After it closed,
+ * a reader reads under the durability in use; one that finds no journal
+ * where a memory-only store of this process still holds one fails with
+ * `JournalIOError` saying so instead of reading no entries.
+ *
+ * The choice covers the journal's lines only. Transcripts, summaries and
+ * artifacts are content on the volumes, written there under every choice:
+ * a memory-only task's transcript records are on disk, named by their
+ * digests, and read back from there by the journal's entries in this process.
+ *
  * Provide it with {@link layer}, next to the host's other services.
  *
  * @since 0.4.0

@@ -7,7 +7,7 @@ import * as Path from "effect/Path"
 import * as Scope from "effect/Scope"
 import type * as JournalDurability from "../JournalDurability.ts"
 import type * as JournalFile from "../JournalFile.ts"
-import { linesOf } from "./memoryJournals.ts"
+import { heldInMemory, linesOf } from "./memoryJournals.ts"
 
 /** Why a medium operation failed: the operation and the platform's message. */
 export interface MediumFailure {
@@ -178,3 +178,41 @@ export const journalMedium = Effect.fnUntraced(function* (
       })
   }
 })
+
+// The medium each journal open for writing in this process was opened on, by absolute file. Where a journal
+// lives is its writer's choice: while it is open, every reader of the file reads that medium, whatever
+// durability the reader itself was given.
+const writerMedia = new Map<string, JournalMedium>()
+
+/**
+ * Makes `medium` the medium of `file` for every reader in this process until
+ * the scope closes. Only the journal's single writer (claimed beforehand)
+ * holds a file's medium.
+ */
+export const holdMedium = (file: string, medium: JournalMedium): Effect.Effect<void, never, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      writerMedia.set(file, medium)
+    }),
+    () =>
+      Effect.sync(() => {
+        if (writerMedia.get(file) === medium) writerMedia.delete(file)
+      })
+  )
+
+/** The medium the writer of `file` in this process opened it on; `undefined` while no writer has it open. */
+export const heldMedium = (file: string): JournalMedium | undefined => writerMedia.get(file)
+
+/**
+ * Why a reader that found no journal at `file` under `durability` must not
+ * answer "no journal": a memory-only store of this process still holds one
+ * at that path, under another choice than the reader's. `undefined` when no
+ * store does (then there is no journal anywhere this process could read).
+ */
+export const absentHere = (durability: JournalDurability.Durability, file: string): MediumFailure | undefined =>
+  heldInMemory(file)
+    ? {
+        operation: "read",
+        detail: `no journal under the durability this reader was given (${durability._tag === "MemoryOnly" ? "another memory-only store" : `${durability._tag}: the file`}), but a memory-only store of this process (JournalDurability.memoryOnly()) holds one at this path: read it under the durability its writer was given`
+      }
+    : undefined

@@ -4,6 +4,10 @@ import type { MemoryJournals } from "../JournalDurability.ts"
 // `MemoryJournals` is recognised as not one.
 const storeLines = new WeakMap<MemoryJournals, Map<string, Array<string>>>()
 
+// Every store made in this process, held weakly: a store nothing references any more holds no journal anyone
+// could read, so it must not keep the lines alive nor make a reader refuse to answer.
+const madeStores = new Set<WeakRef<Map<string, Array<string>>>>()
+
 /** A new, empty store of memory-only journals. */
 export const makeMemoryJournals = (): MemoryJournals => {
   const texts = new Map<string, Array<string>>()
@@ -15,7 +19,18 @@ export const makeMemoryJournals = (): MemoryJournals => {
     }
   })
   storeLines.set(journals, texts)
+  madeStores.add(new WeakRef(texts))
   return journals
+}
+
+/** Whether a store of this process that is still reachable holds a journal at `file` (an absolute path). */
+export const heldInMemory = (file: string): boolean => {
+  for (const made of madeStores) {
+    const texts = made.deref()
+    if (texts === undefined) madeStores.delete(made)
+    else if (texts.has(file)) return true
+  }
+  return false
 }
 
 /** The mutable lines of a store made by {@link makeMemoryJournals}; `undefined` for any other object. */
