@@ -10,6 +10,15 @@
  * - history larger than one summary request may carry is summarized in
  *   bounded pieces, one request each, every piece building on the summary so
  *   far; nothing is dropped to keep only the tail;
+ * - what the model wrote is held to the piece limit (the default inline
+ *   limit) in summary requests, like a tool result is in the history: a tool
+ *   call (id, name and input), the model's own text and a result's header
+ *   (see {@link summaryPieces}), so its cost in summary requests is bounded
+ *   by the policy, not by the payload. Only the summary request's rendering
+ *   is cut: the history, the tool's input and the journal keep the call
+ *   whole, and {@link plan} measures it as sent, so a huge call makes the
+ *   request cross the limit and its round is summarized, cheaply, as soon as
+ *   its results have reached the model;
  * - whole rounds are replaced, so a tool call and its result are never
  *   separated;
  * - text without line breaks is cut like any other (at grapheme
@@ -40,6 +49,7 @@ import type * as Path from "effect/Path"
 import * as Result from "effect/Result"
 import * as CompactionPolicy from "./CompactionPolicy.ts"
 import * as History from "./History.ts"
+import * as InlineLimit from "./InlineLimit.ts"
 import { cutPieces, cutWithNote, type SizedPiece } from "./internal/boundedText.ts"
 import { measureRequest, rememberedBodySize } from "./internal/digest.ts"
 import { scrubFailures } from "./internal/scrub.ts"
@@ -225,19 +235,79 @@ export const cutText = (body: string, maxBytes: number): ReadonlyArray<string> =
   cutPieces(body, maxBytes).map((piece) => piece.text)
 
 /**
- * Groups the rendered rounds into summary pieces of at most `maxBytes` each:
- * whole rounds where they fit, a round too large for one piece cut across
- * several. Every byte of history lands in exactly one piece, in order.
+ * Groups the rendered rounds into pieces of at most `maxBytes` each: whole
+ * rounds where they fit, a round too large for one piece cut across several.
+ * Every byte of history, rendered verbatim ({@link renderPart}), lands in
+ * exactly one piece, in order. Summary requests carry
+ * {@link summaryPieces}, which hold what the model wrote to the limit.
  *
  * @since 0.1.0
  * @category planning
  */
 export const pieces = (rounds: ReadonlyArray<ReadonlyArray<Part>>, maxBytes: number): ReadonlyArray<string> =>
-  sizedPieces(rounds, maxBytes).map((piece) => piece.text)
+  sizedPieces(rounds, maxBytes, verbatim).map((piece) => piece.text)
+
+/**
+ * The pieces of history the summary requests for `rounds` carry, one request
+ * each: grouped as {@link pieces} groups them, of at most `maxBytes` each,
+ * but with every part the model wrote held to `maxBytes - 1` bytes (so that
+ * with its line break it fits one piece) by `InlineLimit.limitRendered`: a
+ * tool call (id, name and input rendered together), the model's own text,
+ * and a tool result's header (the call's id and name, echoed; its content
+ * was held to the inline limit before it entered the history). The host's
+ * texts (user, system), file references and media are rendered whole. A part
+ * cut this way ends with a note giving its full size.
+ *
+ * So a round costs at most a few pieces per part, whatever the model put in
+ * it: a 50 MB argument no more than a result cut to the inline limit.
+ *
+ * @since 0.3.0
+ * @category planning
+ */
+export const summaryPieces = (rounds: ReadonlyArray<ReadonlyArray<Part>>, maxBytes: number): ReadonlyArray<string> =>
+  sizedPieces(rounds, maxBytes, summaryRendering(maxBytes)).map((piece) => piece.text)
+
+/** How the grouping renders a part, with the rendering's UTF-8 size. */
+type PartRendering = (part: Part) => SizedPiece
+
+const verbatim: PartRendering = (part) => ({ text: renderPart(part), bytes: renderedBytes(part) })
+
+/** A part as summary requests of `pieceBytes` render it: with its line break, it fits one piece. */
+const summaryRendering = (pieceBytes: number): PartRendering => heldTo(Math.max(0, pieceBytes - 1))
+
+/** A part with what the model wrote held to `maxBytes`: see {@link summaryPieces}. */
+const heldTo =
+  (maxBytes: number): PartRendering =>
+  (part) => {
+    // The size as sent is measured (and remembered) already: a part within the limit is rendered as it is.
+    const bytes = renderedBytes(part)
+    if (bytes <= maxBytes) return { text: renderPart(part), bytes }
+    switch (part._tag) {
+      case "ToolCall":
+        return InlineLimit.limitRendered(maxBytes, "tool call", renderPart(part)) ?? verbatim(part)
+      case "Text":
+        return part.role === "assistant"
+          ? (InlineLimit.limitRendered(maxBytes, "assistant text", renderPart(part)) ?? verbatim(part))
+          : verbatim(part)
+      case "ToolResult": {
+        const [frame, body] = renderedPieces(part)
+        const header = InlineLimit.limitRendered(maxBytes, "tool result header", frame)
+        if (header === undefined) return verbatim(part)
+        return { text: header.text + body, bytes: header.bytes + bytes - ArtifactPointer.utf8Length(frame) }
+      }
+      case "FileReference":
+      case "Media":
+        return verbatim(part)
+    }
+  }
 
 // {@link pieces} with each piece's UTF-8 length, which the grouping counts anyway: a summary request's span reports
 // it without walking the piece again (hundreds of kilobytes of text per request).
-const sizedPieces = (rounds: ReadonlyArray<ReadonlyArray<Part>>, maxBytes: number): Array<SizedPiece> => {
+const sizedPieces = (
+  rounds: ReadonlyArray<ReadonlyArray<Part>>,
+  maxBytes: number,
+  render: PartRendering
+): Array<SizedPiece> => {
   const out: Array<SizedPiece> = []
   let current = ""
   let currentBytes = 0
@@ -245,9 +315,13 @@ const sizedPieces = (rounds: ReadonlyArray<ReadonlyArray<Part>>, maxBytes: numbe
     // Concatenated, not joined: a join copies every result into a new string, which for history that a
     // tool built as a tree of concatenations means walking that tree; the request's reader flattens it once.
     let rendered = ""
-    for (const part of round) rendered += `${renderPart(part)}\n`
-    // The parts' sizes are already known, plus one newline after each: no need to count the rendering again.
-    const bytes = round.reduce((total, part) => total + renderedBytes(part) + 1, 0)
+    // The parts' sizes come with their renderings, plus one newline after each: no need to count them again.
+    let bytes = 0
+    for (const part of round) {
+      const rendering = render(part)
+      rendered += `${rendering.text}\n`
+      bytes += rendering.bytes + 1
+    }
     if (currentBytes + bytes <= maxBytes) {
       current += rendered
       currentBytes += bytes
@@ -410,9 +484,12 @@ export const journaledSummaryRequests =
  * {@link summarize} with an explicit `generate` (a wrapped or instrumented
  * model). Sends exactly one request per piece, in order, each building on
  * the summary so far (starting from `previousSummary`); returns the final
- * summary text and how many requests were sent. With `summaryBytes`, every
- * answer is bounded ({@link boundSummary}) before the next request builds on
- * it, so the previous summary a request carries is never longer than that.
+ * summary text and how many requests were sent. The pieces are
+ * {@link summaryPieces}: what the model wrote is held to the piece limit, so
+ * it costs a few requests per part at most, whatever its size. With
+ * `summaryBytes`, every answer is bounded ({@link boundSummary}) before the
+ * next request builds on it, so the previous summary a request carries is
+ * never longer than that.
  * A request that fails (an error or a defect) fails the summary with its
  * error scrubbed by the host's `ArtifactRedactor`, when one is provided,
  * deeply (see `ForeignLoop.scrubThrown`, the one scrub): the provider's
@@ -464,7 +541,7 @@ const summarizing = Effect.fnUntraced(function* <E, R>(
   generate: (request: ModelRequest, piece: SummaryPiece) => Effect.Effect<ModelResponse, E, R>,
   input: SummaryInput
 ): Effect.fn.Return<SummaryOutcome, E, R> {
-  const all = sizedPieces(input.rounds, input.pieceBytes)
+  const all = sizedPieces(input.rounds, input.pieceBytes, summaryRendering(input.pieceBytes))
   let summary = input.previousSummary
   for (let index = 0; index < all.length; index++) {
     const piece = all[index]?.text ?? ""

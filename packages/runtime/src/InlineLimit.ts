@@ -13,8 +13,16 @@
  * The limit applies last, after offload and after the harness's own
  * `onToolResult` hooks, so it holds for whatever those leave inline.
  *
+ * What the model itself sends (a tool call's id, name and input, its own
+ * text) is not cut in the history: the tool must get its real input, and the
+ * journal digests what was sent. Summary requests render it held to the
+ * same limit instead ({@link limitRendered}, used by `Compaction`), so a
+ * hostile model's 50 MB argument costs no more summary requests than a
+ * 50 MB result does.
+ *
  * @since 0.1.0
  */
+import * as ArtifactPointer from "@tessera/artifacts/ArtifactPointer"
 import * as InvalidInput from "@tessera/core/InvalidInput"
 import * as Effect from "effect/Effect"
 import * as CompactionPolicy from "./CompactionPolicy.ts"
@@ -61,6 +69,53 @@ export const limitResult = (maxBytes: number, result: ToolResultPart): ToolResul
   checkBytes("InlineLimit.limitResult", maxBytes)
   const cut = cutWithNote(result.content, maxBytes, (kept, total) => note(kept, total, maxBytes))
   return cut === undefined ? result : { ...result, content: cut.text }
+}
+
+/**
+ * What a summary request's rendering of a part may be cut for: what the
+ * model wrote (a tool call, its own text) and the header of a tool result,
+ * which echoes the call's id and name.
+ *
+ * @since 0.3.0
+ * @category rendering
+ */
+export type RenderedKind = "tool call" | "assistant text" | "tool result header"
+
+/**
+ * The note that follows a part's rendering cut for a summary request. It
+ * says that only the rendering was cut: the history keeps the part whole.
+ *
+ * @since 0.3.0
+ * @category rendering
+ */
+export const renderedNote = (kind: RenderedKind, keptBytes: number, totalBytes: number, limit: number): string =>
+  `\n[tessera: this ${kind} was ${totalBytes} bytes as rendered, over the inline limit of ${limit} bytes; only its first ${keptBytes} bytes are shown to this summary, the history keeps it whole]`
+
+/**
+ * A part's rendering held to the inline limit, the way {@link limitResult}
+ * holds a result's content: `undefined` when `rendered` measures at most
+ * `maxBytes` UTF-8 bytes; otherwise its longest prefix (between graphemes)
+ * followed by {@link renderedNote}, together at most `maxBytes` (or the note
+ * alone, when the limit is shorter than the note), with its size in bytes.
+ * Costs the kept prefix and one count of `rendered`, however long it is.
+ *
+ * @throws InvalidInput when `maxBytes` is not an integer of at least 0.
+ * @since 0.3.0
+ * @category limiting
+ */
+export const limitRendered = (
+  maxBytes: number,
+  kind: RenderedKind,
+  rendered: string
+): { readonly text: string; readonly bytes: number } | undefined => {
+  checkBytes("InlineLimit.limitRendered", maxBytes)
+  const cut = cutWithNote(rendered, maxBytes, (kept, total) => renderedNote(kind, kept, total, maxBytes))
+  return cut === undefined
+    ? undefined
+    : {
+        text: cut.text,
+        bytes: cut.keptBytes + ArtifactPointer.utf8Length(renderedNote(kind, cut.keptBytes, cut.totalBytes, maxBytes))
+      }
 }
 
 /**
