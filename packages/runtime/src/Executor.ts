@@ -249,6 +249,11 @@ export interface TurnConfig<E = never, R = never> {
  * - `resulted`: the result the history receives, after `onToolResult`
  *   (before `ToolResulted`).
  *
+ * `responded` and `resulted` may instead return a {@link RecordedBody}:
+ * the record's digest and, for a record whose stored body is not the one
+ * sent (scrubbed by a redactor), that body's digest, journaled as the
+ * entry's `storedSha256` so a resume can check the record against it.
+ *
  * `TaskExecution` builds one over the task's transcript (see `Transcript`).
  *
  * @since 0.3.0
@@ -257,9 +262,34 @@ export interface TurnConfig<E = never, R = never> {
 export interface TurnRecorder<E = never, R = never> {
   readonly opened: (history: History.History) => Effect.Effect<string, E, R>
   readonly rewritten: (before: History.History, after: History.History) => Effect.Effect<string, E, R>
-  readonly responded: (response: ModelResponse) => Effect.Effect<string, E, R>
-  readonly resulted: (result: ToolResultPart) => Effect.Effect<string, E, R>
+  readonly responded: (response: ModelResponse) => Effect.Effect<string | RecordedBody, E, R>
+  readonly resulted: (result: ToolResultPart) => Effect.Effect<string | RecordedBody, E, R>
 }
+
+/**
+ * A response or result record as a {@link TurnRecorder} stored it: its
+ * digest (the entry's `transcript`) and, when the stored body differs from
+ * the one sent, the stored body's digest (the entry's `storedSha256`).
+ *
+ * @since 0.5.0
+ * @category models
+ */
+export interface RecordedBody {
+  readonly transcript: string
+  readonly storedSha256?: string
+}
+
+/** The fields a `ResponseReceived` or `ToolResulted` entry takes from what the recorder returned. */
+const recordedFields = (
+  recorded: string | RecordedBody | undefined
+): { readonly transcript?: string; readonly storedSha256?: string } =>
+  recorded === undefined
+    ? {}
+    : typeof recorded === "string"
+      ? { transcript: recorded }
+      : recorded.storedSha256 === undefined
+        ? { transcript: recorded.transcript }
+        : { transcript: recorded.transcript, storedSha256: recorded.storedSha256 }
 
 /**
  * The reason `TurnAbandoned` records for a turn whose fiber was interrupted.
@@ -535,7 +565,7 @@ const modelStepBody = Effect.fnUntraced(function* <E, R>(
     toolCalls: response.toolCalls.map((call) => ({ callId: call.id, name: call.name })),
     ...(response.usage === undefined ? {} : { usage: response.usage }),
     ...(response.finishReason === undefined ? {} : { finishReason: response.finishReason }),
-    ...(responseRecord === undefined ? {} : { transcript: responseRecord })
+    ...recordedFields(responseRecord)
   })
   if (onEvent !== undefined) {
     yield* onEvent({
@@ -663,7 +693,7 @@ const dispatchOneBody = Effect.fnUntraced(function* <E, R>(
     ...(Option.isSome(failure) ? { failure: failure.value } : {}),
     size: measured.size,
     sha256: measured.sha256,
-    ...(record === undefined ? {} : { transcript: record })
+    ...recordedFields(record)
   })
   if (config.onEvent !== undefined) yield* config.onEvent({ _tag: "ToolResulted", turn, step, result })
   return result
@@ -759,7 +789,7 @@ const rejectOne = Effect.fnUntraced(function* <E, R>(
     failure: "Rejected",
     size: measured.size,
     sha256: measured.sha256,
-    ...(record === undefined ? {} : { transcript: record })
+    ...recordedFields(record)
   })
   if (config.onEvent !== undefined) yield* config.onEvent({ _tag: "ToolResulted", turn, step, result })
   return result

@@ -170,7 +170,16 @@ export const ResponseReceived = Schema.TaggedStruct("ResponseReceived", {
   usage: Schema.optionalKey(Usage),
   finishReason: Schema.optionalKey(FinishReason),
   /** Durable turns: the transcript record of the response (text and calls with their inputs). */
-  transcript: Schema.optionalKey(Sha256)
+  transcript: Schema.optionalKey(Sha256),
+  /**
+   * Durable turns whose response record the redactor changed: the digest of
+   * the stored body (`Transcript.storedBodySha256`: text and calls as
+   * stored), which a resume checks the record against in place of
+   * `textSha256` and the calls' input digests (of what was sent, which the
+   * scrubbed record no longer holds). New in 0.5.0: an older reader ignores
+   * it (and does not check the record).
+   */
+  storedSha256: Schema.optionalKey(Sha256)
 })
 
 /**
@@ -242,7 +251,15 @@ export const ToolResulted = Schema.TaggedStruct("ToolResulted", {
   size: Count,
   sha256: Sha256,
   /** Durable turns: the transcript record of the result the history holds (after offload and redaction). */
-  transcript: Schema.optionalKey(Sha256)
+  transcript: Schema.optionalKey(Sha256),
+  /**
+   * Durable turns whose result record the redactor changed: the digest of
+   * the stored content (`Transcript.storedBodySha256`), which a resume
+   * checks the record against in place of `size`/`sha256` (of the content
+   * that was sent, which the scrubbed record no longer holds). New in
+   * 0.5.0: an older reader ignores it (and does not check the record).
+   */
+  storedSha256: Schema.optionalKey(Sha256)
 })
 
 /**

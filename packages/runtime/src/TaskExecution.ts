@@ -166,9 +166,10 @@ const recorderOf = (transcript: Transcript.TranscriptStore): Executor.TurnRecord
       transcript.write({ _tag: "Opened", history: stored, redacted: false })
     ),
   rewritten: (before, after) => Effect.flatMap(Transcript.rewriteRecord(transcript, before, after), transcript.write),
+  // `writeBody`: a record the redactor changed is journaled with its stored digest, which a resume checks it against.
   responded: (response) =>
-    transcript.write({ _tag: "Responded", text: response.text, toolCalls: response.toolCalls, redacted: false }),
-  resulted: (result) => transcript.write({ _tag: "Resulted", result, redacted: false })
+    transcript.writeBody({ _tag: "Responded", text: response.text, toolCalls: response.toolCalls, redacted: false }),
+  resulted: (result) => transcript.writeBody({ _tag: "Resulted", result, redacted: false })
 })
 
 /** The transcript store of a bound task, on its private writer's volume (admitted for the journal in scope). */
@@ -458,10 +459,12 @@ export interface Resumed extends Executor.Resumed {
 /**
  * Resumes the task's open turn from disk alone: behind the gate (a durable
  * turn needs the private writer), reads the journal and the transcript,
- * rebuilds the turn's history (`Transcript.rebuild`), checks that every
+ * rebuilds the turn's history (`Transcript.rebuild`, which checks every
+ * response and result record against the journal's digests:
+ * {@link Transcript.TranscriptRecordMismatch} otherwise), checks that every
  * request rebuilt for it has the digest the journal recorded
- * (`Transcript.verify`: {@link Transcript.TranscriptMismatch} otherwise,
- * before anything is sent or written), and continues
+ * (`Transcript.verify`: {@link Transcript.TranscriptMismatch} otherwise),
+ * both before anything is sent or written, and continues
  * (`Executor.resumeRebuilt`): a lost request is sent again from the
  * history it was built from, a call whose result was journaled never runs
  * again, a call in flight at the crash runs again only if its tool is

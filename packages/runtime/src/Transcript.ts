@@ -33,6 +33,14 @@
  * the uninterrupted run's where the secret was, and {@link verify} does not
  * claim byte identity for them. See docs/security-model.md.
  *
+ * **Records are checked against the journal, not only their names.** A
+ * record's name only proves its bytes are the ones named; whoever can write
+ * the volume can write a new record and point the journal at it. So
+ * {@link rebuild} checks every `Responded` and `Resulted` record against the
+ * digests the journal entry naming it recorded of what was sent (and, for a
+ * record the redactor changed, of what was stored: `storedSha256`), before
+ * anything is rebuilt on it ({@link TranscriptRecordMismatch} otherwise).
+ *
  * @since 0.3.0
  */
 import * as ArtifactRedactor from "@tessera/artifacts/ArtifactRedactor"
@@ -47,7 +55,7 @@ import * as Path from "effect/Path"
 import * as Schema from "effect/Schema"
 import { summaryParts } from "./Compaction.ts"
 import * as History from "./History.ts"
-import { legacyRequestSha256, measureRequest, sha256Bytes } from "./internal/digest.ts"
+import { legacyRequestSha256, measureJson, measureRequest, measureText, sha256Bytes } from "./internal/digest.ts"
 import type { JournalService } from "./Journal.ts"
 import type { Entry } from "./JournalEntry.ts"
 import type { Part, ToolResultPart, ToolSpec } from "./Model.ts"
@@ -149,6 +157,18 @@ export const Responded = Schema.TaggedStruct("Responded", {
 export const Resulted = Schema.TaggedStruct("Resulted", { result: ToolResultSchema, redacted: Schema.Boolean })
 
 /**
+ * @since 0.5.0
+ * @category records
+ */
+export type RespondedRecord = typeof Responded.Type
+
+/**
+ * @since 0.5.0
+ * @category records
+ */
+export type ResultedRecord = typeof Resulted.Type
+
+/**
  * Any transcript record.
  *
  * @since 0.3.0
@@ -230,6 +250,76 @@ export class TranscriptMismatch extends Schema.TaggedError<TranscriptMismatch>()
 }
 
 /**
+ * A `Responded` or `Resulted` record is not what the journal entry naming it
+ * recorded: `entry` of `step` (for a result, or a response's call: `callId`)
+ * points at `record`, a `kind` record, whose `field` differs from the
+ * journal's digest (or id, name or flag): `journal` is what the entry
+ * recorded, `stored` what the record holds. A record edited on disk and the
+ * entry's pointer rewritten to it fails here, redacted or not. A resume
+ * fails with it before it sends anything or writes a journal entry.
+ *
+ * @since 0.5.0
+ * @category errors
+ */
+export class TranscriptRecordMismatch extends Schema.TaggedError<TranscriptRecordMismatch>()(
+  "TranscriptRecordMismatch",
+  {
+    task: Schema.String,
+    turn: Schema.Int,
+    step: Schema.Int,
+    entry: Schema.Literals(["ResponseReceived", "ToolResulted"]),
+    kind: Schema.Literals(["Responded", "Resulted"]),
+    record: Schema.String,
+    callId: Schema.optionalKey(Schema.String),
+    field: Schema.String,
+    journal: Schema.String,
+    stored: Schema.String
+  }
+) {
+  override get message(): string {
+    const call = this.callId === undefined ? "" : `, call "${this.callId}"`
+    return `turn ${this.turn} of task ${this.task}: the ${this.kind} record ${this.record} named by the ${this.entry} entry of step ${this.step}${call} does not hold what the journal recorded: its ${this.field} is ${this.stored}, the journal recorded ${this.journal} (a changed record)`
+  }
+}
+
+/**
+ * The digest of the body a `Responded` or `Resulted` record stores, as the
+ * `storedSha256` field of the journal entry naming it records it (new in
+ * 0.5.0, journaled only for a record the redactor changed, whose body then
+ * differs from what was sent):
+ *
+ * - `Resulted`: the SHA-256 of the UTF-8 bytes of `result.content` (measured
+ *   as `ToolResulted.sha256` measures the content that was sent);
+ * - `Responded`: the SHA-256 of the canonical JSON of `{ text, toolCalls }`
+ *   of the record as decoded from its file (the text and every call, inputs
+ *   included, since the redactor scrubs both).
+ *
+ * @since 0.5.0
+ * @category records
+ */
+export const storedBodySha256 = (record: RespondedRecord | ResultedRecord): Effect.Effect<string> =>
+  Effect.map(
+    record._tag === "Resulted"
+      ? measureText(record.result.content)
+      : measureJson({ text: record.text, toolCalls: record.toolCalls }),
+    (measure) => measure.sha256
+  )
+
+/**
+ * What writing a response or result record gave: the record's digest (the
+ * entry's `transcript` pointer) and, when the redactor changed the record,
+ * the digest of its stored body ({@link storedBodySha256}) for the entry's
+ * `storedSha256`.
+ *
+ * @since 0.5.0
+ * @category models
+ */
+export interface WrittenBody {
+  readonly transcript: string
+  readonly storedSha256?: string
+}
+
+/**
  * Reads and writes the transcript records of one task on the volume of an
  * admitted private-summaries capability.
  *
@@ -239,6 +329,13 @@ export class TranscriptMismatch extends Schema.TaggedError<TranscriptMismatch>()
 export interface TranscriptStore extends TranscriptReader {
   /** Scrubs (with the redactor in context), stores write-once, and returns the record's digest. */
   readonly write: (record: TranscriptRecord) => Effect.Effect<string, TranscriptError>
+  /**
+   * Like `write`, for the body a `ResponseReceived` or `ToolResulted` entry
+   * names; also says the stored body's digest when the redactor changed it
+   * (see {@link WrittenBody}), which the entry must record for
+   * {@link rebuild} to accept the record.
+   */
+  readonly writeBody: (record: RespondedRecord | ResultedRecord) => Effect.Effect<WrittenBody, TranscriptError>
   /** The stored form of a history (a staged summary as its reference). */
   readonly store: (history: History.History) => Effect.Effect<StoredHistory>
   /** The stored form of a summary. */
@@ -423,22 +520,44 @@ const at = Effect.fnUntraced(function* (location: {
     )
   }
 
-  const write = (given: TranscriptRecord): Effect.Effect<string, TranscriptError> =>
+  const writeRecord = (given: TranscriptRecord) =>
     Effect.gen(function* () {
       let record = given
+      let changed = false
       if (Option.isSome(redact)) {
         const scrubbed = yield* scrubRecord(redact.value, given)
         const plain = yield* encodeRecord(given).pipe(Effect.mapError(failure("encode", folder)))
         const clean = yield* encodeRecord(scrubbed).pipe(Effect.mapError(failure("encode", folder)))
-        record = { ...scrubbed, redacted: given.redacted || plain !== clean }
+        changed = plain !== clean
+        record = { ...scrubbed, redacted: given.redacted || changed }
       }
       const json = yield* encodeRecord(record).pipe(Effect.mapError(failure("encode", folder)))
       const bytes = encoder.encode(json)
       const sha256 = yield* sha256Bytes(bytes)
-      if (written.has(sha256)) return sha256
-      yield* publish(sha256, bytes)
-      written.add(sha256)
-      return sha256
+      if (!written.has(sha256)) {
+        yield* publish(sha256, bytes)
+        written.add(sha256)
+      }
+      return { sha256, json, changed }
+    })
+
+  const write = (given: TranscriptRecord): Effect.Effect<string, TranscriptError> =>
+    Effect.map(writeRecord(given), ({ sha256 }) => sha256)
+
+  const writeBody = (given: RespondedRecord | ResultedRecord): Effect.Effect<WrittenBody, TranscriptError> =>
+    Effect.gen(function* () {
+      const { changed, json, sha256 } = yield* writeRecord(given)
+      if (!changed) return { transcript: sha256 }
+      // Measured on the record as a reader decodes it from these bytes, so a rebuild measures the same value.
+      const stored = yield* decodeRecord(json).pipe(Effect.mapError(failure("decode", absolute(sha256))))
+      if (stored._tag !== "Responded" && stored._tag !== "Resulted") {
+        return yield* new TranscriptError({
+          operation: "write",
+          path: absolute(sha256),
+          detail: `a ${given._tag} record decoded as a ${stored._tag} record`
+        })
+      }
+      return { transcript: sha256, storedSha256: yield* storedBodySha256(stored) }
     })
 
   const readBytes = (file: string, operation: string) =>
@@ -533,7 +652,17 @@ const at = Effect.fnUntraced(function* (location: {
           summary
         }))
 
-  const transcript: TranscriptStore = { task, volume, write, read, restore, store, storeSummary, restoreSummary }
+  const transcript: TranscriptStore = {
+    task,
+    volume,
+    write,
+    writeBody,
+    read,
+    restore,
+    store,
+    storeSummary,
+    restoreSummary
+  }
   return transcript
 })
 
@@ -590,7 +719,9 @@ export interface RebuiltRequest {
  * history as it stands after the last recorded content, the history the
  * last request was built from when that request got no response (lost to
  * a crash, or failed), every request with its journal digest (for
- * {@link verify}), and whether a record was changed by redaction.
+ * {@link verify}), and whether a record was changed by redaction (an
+ * `Opened` or rewrite record so marked, or a response or result record whose
+ * entry journaled `storedSha256`).
  *
  * @since 0.3.0
  * @category rebuilding
@@ -603,12 +734,145 @@ export interface RebuiltTurn {
   readonly redacted: boolean
 }
 
+type ResponseEntry = Extract<Entry, { readonly _tag: "ResponseReceived" }>
+type ResultEntry = Extract<Entry, { readonly _tag: "ToolResulted" }>
+
+/** The key of a call's input digests: calls are named by id within their step. */
+const callKey = (step: number, callId: string) => `${step}\u0000${callId}`
+
+/**
+ * The input digests the journal recorded for the calls of `turn`
+ * (`ToolCalled` when a call ran, `ApprovalRequested` when it waited), by
+ * step and call id: what a `Responded` record's inputs must measure.
+ */
+const journaledInputs = (entries: ReadonlyArray<Entry>, turn: number): ReadonlyMap<string, ReadonlyArray<string>> => {
+  const inputs = new Map<string, Array<string>>()
+  for (const entry of entries) {
+    if ((entry._tag !== "ToolCalled" && entry._tag !== "ApprovalRequested") || entry.turn !== turn) continue
+    const key = callKey(entry.step, entry.callId)
+    const known = inputs.get(key)
+    if (known === undefined) inputs.set(key, [entry.inputSha256])
+    else known.push(entry.inputSha256)
+  }
+  return inputs
+}
+
+/**
+ * Checks a `Resulted` record against the `ToolResulted` entry naming it:
+ * the call, the tool and the error flag, and its content against what the
+ * journal measured (`size` and `sha256` of the content that was sent, as the
+ * executor measured it), or, when the redactor changed the record, against
+ * `storedSha256` (the stored content's digest: the secret is gone, so the
+ * sent digest cannot match, and the size is not checked either).
+ */
+const checkResulted = Effect.fnUntraced(function* (
+  task: string,
+  entry: ResultEntry,
+  pointer: string,
+  record: ResultedRecord
+): Effect.fn.Return<void, TranscriptRecordMismatch> {
+  const mismatch = (field: string, journal: string, stored: string) =>
+    new TranscriptRecordMismatch({
+      task,
+      turn: entry.turn,
+      step: entry.step,
+      entry: "ToolResulted",
+      kind: "Resulted",
+      record: pointer,
+      callId: entry.callId,
+      field,
+      journal,
+      stored
+    })
+  const result = record.result
+  if (result.callId !== entry.callId) return yield* mismatch("call id", entry.callId, result.callId)
+  if (result.name !== entry.name) return yield* mismatch("tool name", entry.name, result.name)
+  if (result.isError !== entry.isError) return yield* mismatch("error flag", `${entry.isError}`, `${result.isError}`)
+  if (entry.storedSha256 !== undefined) {
+    const stored = yield* storedBodySha256(record)
+    if (stored !== entry.storedSha256) return yield* mismatch("stored content digest", entry.storedSha256, stored)
+    return
+  }
+  const measured = yield* measureText(result.content)
+  if (measured.sha256 !== entry.sha256) return yield* mismatch("content digest", entry.sha256, measured.sha256)
+  if (measured.size !== entry.size) return yield* mismatch("content size", `${entry.size}`, `${measured.size}`)
+})
+
+/**
+ * Checks a `Responded` record against the `ResponseReceived` entry naming
+ * it: its calls' ids and tool names, in order, against the entry's
+ * `toolCalls` (the redactor never changes them); then its text against
+ * `textSize`/`textSha256` and every call's input against each digest the
+ * journal recorded for that call (`inputs`), or, when the redactor changed
+ * the record, its text and calls together against `storedSha256`.
+ */
+const checkResponded = Effect.fnUntraced(function* (
+  task: string,
+  entry: ResponseEntry,
+  pointer: string,
+  record: RespondedRecord,
+  inputs: ReadonlyMap<string, ReadonlyArray<string>>
+): Effect.fn.Return<void, TranscriptRecordMismatch> {
+  const mismatch = (field: string, journal: string, stored: string, callId?: string) =>
+    new TranscriptRecordMismatch({
+      task,
+      turn: entry.turn,
+      step: entry.step,
+      entry: "ResponseReceived",
+      kind: "Responded",
+      record: pointer,
+      ...(callId === undefined ? {} : { callId }),
+      field,
+      journal,
+      stored
+    })
+  const journalCalls = entry.toolCalls.map((call) => `${call.callId}:${call.name}`).join(", ")
+  const storedCalls = record.toolCalls.map((call) => `${call.id}:${call.name}`).join(", ")
+  if (
+    record.toolCalls.length !== entry.toolCalls.length ||
+    record.toolCalls.some(
+      (call, index) => call.id !== entry.toolCalls[index]?.callId || call.name !== entry.toolCalls[index]?.name
+    )
+  ) {
+    return yield* mismatch("tool calls", `[${journalCalls}]`, `[${storedCalls}]`)
+  }
+  if (entry.storedSha256 !== undefined) {
+    const stored = yield* storedBodySha256(record)
+    if (stored !== entry.storedSha256) return yield* mismatch("stored body digest", entry.storedSha256, stored)
+    return
+  }
+  const text = yield* measureText(record.text)
+  if (text.sha256 !== entry.textSha256) return yield* mismatch("text digest", entry.textSha256, text.sha256)
+  if (text.size !== entry.textSize) return yield* mismatch("text size", `${entry.textSize}`, `${text.size}`)
+  for (const call of record.toolCalls) {
+    const journaled = inputs.get(callKey(entry.step, call.id))
+    if (journaled === undefined) continue
+    const input = yield* measureJson(call.input)
+    const differing = journaled.find((sha256) => sha256 !== input.sha256)
+    if (differing !== undefined) return yield* mismatch("input digest", differing, input.sha256, call.id)
+  }
+})
+
 /**
  * Rebuilds turn `turn` from the journal's `entries` and the transcript:
  * the `Opened` record of its `TurnOpened`, then every rewrite, response and
  * result in journal order. Fails {@link TranscriptMissing} when an entry
  * that introduced content names no record, {@link TranscriptError} when a
  * record cannot be read or is not what its name says.
+ *
+ * Every `Responded` and `Resulted` record is checked against the journal's
+ * own digests before the history takes it in, whatever its `redacted` mark
+ * says, and fails {@link TranscriptRecordMismatch} naming the step, the
+ * entry and the record: a result's call, tool, error flag and content
+ * (`ToolResulted.size`/`sha256`), a response's calls (`toolCalls`), text
+ * (`textSize`/`textSha256`) and inputs (each `ToolCalled` and
+ * `ApprovalRequested` digest of the call). For a record the redactor
+ * changed, what was sent cannot be checked (the secret is gone): its
+ * stored body is checked against the entry's `storedSha256` instead (new in
+ * 0.5.0), and only a record so journaled counts as redacted for
+ * {@link verify}. A changed result or response record of a journal written
+ * before 0.5.0 has no `storedSha256` and is refused: nothing in the
+ * journal vouches for it.
  *
  * @since 0.3.0
  * @category rebuilding
@@ -617,11 +881,12 @@ export const rebuild = Effect.fnUntraced(function* (
   transcript: TranscriptReader,
   entries: ReadonlyArray<Entry>,
   turn: number
-): Effect.fn.Return<RebuiltTurn, TranscriptError | TranscriptMissing> {
+): Effect.fn.Return<RebuiltTurn, TranscriptError | TranscriptMissing | TranscriptRecordMismatch> {
   let history: History.History | undefined
   let redacted = false
   let lost: { step: number; history: History.History } | undefined
   const requests: Array<RebuiltRequest> = []
+  const inputs = journaledInputs(entries, turn)
   const missing = (entry: string) => new TranscriptMissing({ task: transcript.task, turn, entry })
   const readAs = <T extends TranscriptRecord["_tag"]>(sha256: string, tag: T) =>
     Effect.flatMap(transcript.read(sha256), (record) => {
@@ -634,7 +899,6 @@ export const rebuild = Effect.fnUntraced(function* (
           })
         )
       }
-      redacted = redacted || record.redacted
       return Effect.succeed(record as Extract<TranscriptRecord, { readonly _tag: T }>)
     })
   for (const entry of entries) {
@@ -642,7 +906,9 @@ export const rebuild = Effect.fnUntraced(function* (
     switch (entry._tag) {
       case "TurnOpened": {
         if (entry.transcript === undefined) return yield* missing("TurnOpened")
-        history = yield* transcript.restore((yield* readAs(entry.transcript, "Opened")).history)
+        const record = yield* readAs(entry.transcript, "Opened")
+        redacted = redacted || record.redacted
+        history = yield* transcript.restore(record.history)
         break
       }
       case "RequestDispatched": {
@@ -681,6 +947,9 @@ export const rebuild = Effect.fnUntraced(function* (
         if (history === undefined) return yield* missing("TurnOpened")
         if (entry.transcript === undefined) return yield* missing("ResponseReceived")
         const record = yield* readAs(entry.transcript, "Responded")
+        yield* checkResponded(transcript.task, entry, entry.transcript, record, inputs)
+        // Checked against what was sent, a record is byte for byte what was sent, whatever its mark says.
+        redacted = redacted || entry.storedSha256 !== undefined
         history = History.append(history, History.responseParts(record))
         const last = requests.at(-1)
         if (last !== undefined) requests[requests.length - 1] = { ...last, answered: true }
@@ -691,6 +960,8 @@ export const rebuild = Effect.fnUntraced(function* (
         if (history === undefined) return yield* missing("TurnOpened")
         if (entry.transcript === undefined) return yield* missing("ToolResulted")
         const record = yield* readAs(entry.transcript, "Resulted")
+        yield* checkResulted(transcript.task, entry, entry.transcript, record)
+        redacted = redacted || entry.storedSha256 !== undefined
         history = History.append(history, [record.result])
         break
       }
@@ -714,7 +985,10 @@ export const rebuild = Effect.fnUntraced(function* (
  * the one the uninterrupted run built its requests from. Fails
  * {@link TranscriptMismatch} naming the first step that differs. A turn
  * whose records redaction changed is not checked (its requests differ where
- * the secrets were); the result says how many requests were checked.
+ * the secrets were); the result says how many requests were checked. For
+ * such a turn what holds is what {@link rebuild} checked record by record:
+ * each response and result record against the journal's digests of what
+ * was sent, or of what was stored where the redactor changed it.
  *
  * @since 0.3.0
  * @category rebuilding
