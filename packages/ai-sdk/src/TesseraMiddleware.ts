@@ -24,7 +24,8 @@
  *   AI SDK (and from there to the caller) are both scrubbed.
  * - Summary requests go to the wrapped model (`doGenerate`, with the
  *   headers, provider options and abort signal of the request they
- *   precede) and are reported to the host in the next step's result: added to its `usage`
+ *   precede; the task they carry keeps its files and images as the
+ *   caller's prompt gave them) and are reported to the host in the next step's result: added to its `usage`
  *   (so `totalUsage` counts them) and itemized under
  *   `providerMetadata.tessera` (`summaryRequests`, `summaryInputTokens`,
  *   `summaryOutputTokens`); for `streamText` both ride on the step's
@@ -62,7 +63,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as Schema from "effect/Schema"
 import { toFinishReason, toUsage } from "./AiSdkModel.ts"
-import { outputText, toHistory, toPrompt } from "./internal/prompt.ts"
+import { type Converted, outputText, toHistory, toPrompt } from "./internal/prompt.ts"
 
 /**
  * How the middleware treats a task's requests. `offload` is the runtime's
@@ -242,13 +243,17 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
     throw Cause.squash(exit.cause)
   }
 
-  /** Summary requests borrow how the request they precede reaches the provider, never its tools or format. */
-  const summaryModel = (inner: LanguageModelV4, params: LanguageModelV4CallOptions) =>
+  /**
+   * Summary requests borrow how the request they precede reaches the provider, never its tools or format. The
+   * task they carry is rendered from that request's own prompt parts (`origins`), so its files and images reach
+   * the provider as given, not as the text that stands for them in the history.
+   */
+  const summaryModel = (inner: LanguageModelV4, params: LanguageModelV4CallOptions, origins: Converted["origins"]) =>
     Model.fromGenerate((request) =>
       Effect.tryPromise({
         try: () =>
           inner.doGenerate({
-            prompt: toPrompt(request.parts, new WeakMap()),
+            prompt: toPrompt(request.parts, origins),
             ...(params.headers === undefined ? {} : { headers: params.headers }),
             ...(params.providerOptions === undefined ? {} : { providerOptions: params.providerOptions }),
             ...(params.abortSignal === undefined ? {} : { abortSignal: params.abortSignal })
@@ -260,7 +265,7 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
   const prepare = (params: LanguageModelV4CallOptions, inner: LanguageModelV4) =>
     Effect.suspend(() => {
       const converted = toHistory(params.prompt)
-      return Effect.map(loop.prepare(converted.history, summaryModel(inner, params)), (history) => {
+      return Effect.map(loop.prepare(converted.history, summaryModel(inner, params, converted.origins)), (history) => {
         const request: Model.ModelRequest = { parts: History.toParts(history), tools: toolSpecs(params) }
         const prompt = toPrompt(request.parts, converted.origins)
         requests.set(prompt, request)

@@ -76,10 +76,10 @@ const toolkitOf = (tools: ReadonlyArray<Model.ToolSpec>): Toolkit.WithHandler<Re
   } as unknown as Toolkit.WithHandler<Record<string, Tool.Any>>
 }
 
-const callOf = (request: Model.ModelRequest): Call => {
+const callOf = (request: Model.ModelRequest, promptOf: (parts: ReadonlyArray<Model.Part>) => Prompt.Prompt): Call => {
   const toolkit = toolkitOf(request.tools)
   return {
-    prompt: partsToPrompt(request.parts),
+    prompt: promptOf(request.parts),
     ...(toolkit === undefined ? {} : { toolkit }),
     disableToolCallResolution: true
   }
@@ -168,17 +168,24 @@ const eventsOf = (
 
 /**
  * A Tessera model served by `languageModel` (see the module comment).
+ * `promptOf` turns a request's parts into the prompt sent (default: each
+ * part rendered as the module comment says); an adapter whose parts stand
+ * for a caller's own prompt passes one that gives those parts back as the
+ * caller wrote them (`TesseraLanguageModel`'s summary requests do).
  *
  * @since 0.1.0
  * @category constructors
  */
-export const fromLanguageModel = (languageModel: LanguageModel.LanguageModel): Model.Model["Service"] => {
+export const fromLanguageModel = (
+  languageModel: LanguageModel.LanguageModel,
+  promptOf: (parts: ReadonlyArray<Model.Part>) => Prompt.Prompt = partsToPrompt
+): Model.Model["Service"] => {
   const generateText = languageModel.generateText as unknown as Generate
   const streamText = languageModel.streamText as unknown as StreamText
   return Model.Model.of({
     generate: (request) =>
       Effect.gen(function* () {
-        const response = yield* Effect.mapError(generateText(callOf(request)), fromAiError)
+        const response = yield* Effect.mapError(generateText(callOf(request, promptOf)), fromAiError)
         const collected = Model.collector()
         const names = new Map<string, string>()
         for (const part of response.content) {
@@ -188,7 +195,7 @@ export const fromLanguageModel = (languageModel: LanguageModel.LanguageModel): M
       }),
     stream: (request) => {
       const names = new Map<string, string>()
-      return streamText(callOf(request)).pipe(
+      return streamText(callOf(request, promptOf)).pipe(
         Stream.mapError(fromAiError),
         Stream.mapEffect((part) => eventsOf(part, names)),
         Stream.flatMap((events) => Stream.fromIterable(events))

@@ -28,7 +28,8 @@
  *   `ArtifactRedactor` (when one is in the context of {@link make}) before
  *   they touch disk; so does a provider's error, in the journal and in the
  *   `AiError` handed back to the caller.
- * - Summary requests go to the wrapped model and are reported to the host
+ * - Summary requests go to the wrapped model (the task they carry keeps
+ *   its files as the caller's prompt gave them) and are reported to the host
  *   with the step they preceded: added to the usage of the step's `finish`
  *   part and itemized in its metadata under `tessera`
  *   (`summaryRequests`, `summaryInputTokens`, `summaryOutputTokens`); the
@@ -189,7 +190,6 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
     entry: "TesseraLanguageModel.make",
     ...(options.offload === undefined ? {} : { offload: options.offload })
   })
-  const summaryModel = fromLanguageModel(inner)
 
   /**
    * The call's toolkit resolved as `LanguageModel` resolves it (an Effect is
@@ -213,6 +213,8 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
   const dispatch = (method: string, raw: Prompt.RawInput, tools: ReadonlyArray<Model.ToolSpec>) =>
     Effect.gen(function* () {
       const converted = toHistory(Prompt.make(raw))
+      // Summary requests carry the task as the caller's prompt gave it: its files reach the provider as files.
+      const summaryModel = fromLanguageModel(inner, (parts) => toPrompt(parts, converted.origins))
       const history = yield* loop.prepare(converted.history, summaryModel)
       const request: Model.ModelRequest = { parts: History.toParts(history), tools }
       const prompt = toPrompt(request.parts, converted.origins)

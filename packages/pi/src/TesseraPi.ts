@@ -79,6 +79,12 @@ import {
  * credentials and transport settings (`apiKey`, `headers`, `transport`,
  * `timeoutMs`, `maxRetries`, `maxRetryDelayMs`) overridden by
  * `summaryOptions`, and the abort signal Pi gives `transformContext`.
+ * A summary request's system prompt is Tessera's summary instruction
+ * followed by the agent's own system prompt, unchanged: the one of the
+ * agent's latest request, or `systemPrompt` before its first (Pi's
+ * `transformContext` does not see it); a summary request sent before any
+ * request and without `systemPrompt` fails, naming the option (pass `""`
+ * for an agent without one).
  * `streamFn` is the host's own stream function, if it has one.
  *
  * @since 0.2.0
@@ -88,6 +94,7 @@ export interface Options {
   readonly offload?: ToolResultOffload.OffloadConfig
   readonly summaryModel?: PiModel<Api>
   readonly summaryOptions?: SimpleStreamOptions
+  readonly systemPrompt?: string
   readonly streamFn?: StreamFn
 }
 
@@ -211,6 +218,8 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
   })
   const inner: StreamFn = options.streamFn ?? streamSimple
   let latestModel: PiModel<Api> | undefined
+  // The agent's system prompt, as its latest request carried it: summary requests carry it too.
+  let latestSystemPrompt: string | undefined = options.systemPrompt
   let pending = zeroUsage
   let total = zeroUsage
 
@@ -241,7 +250,10 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
         try: async () => {
           const model = options.summaryModel ?? latestModel
           if (model === undefined) throw new Error("no Pi model is known yet for summary requests: pass summaryModel")
-          const stream = await inner(model, toSummaryContext(request), {
+          if (latestSystemPrompt === undefined) {
+            throw new Error("no system prompt of the agent is known yet for summary requests: pass systemPrompt")
+          }
+          const stream = await inner(model, toSummaryContext(request, latestSystemPrompt), {
             ...latestOptions,
             ...options.summaryOptions,
             ...(signal === undefined ? {} : { signal })
@@ -334,6 +346,7 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
 
   const streamFn: StreamFn = (model, context, streamOptions) => {
     latestModel = model
+    latestSystemPrompt = context.systemPrompt ?? ""
     latestOptions = borrowed(streamOptions)
     const outer = createAssistantMessageEventStream()
     void answer(outer, model, context, streamOptions)

@@ -273,13 +273,18 @@ export const toResponse = (message: AssistantMessage): Model.ModelResponse => ({
   finishReason: finishReasons[message.stopReason]
 })
 
-/** A summary request (Tessera's parts) as a Pi context: system parts become the system prompt. */
-export const toSummaryContext = (request: Model.ModelRequest): Context => {
+/**
+ * A summary request (Tessera's parts) as a Pi context: system parts become
+ * the system prompt, followed by the agent's own (`agentSystemPrompt`, as
+ * the agent's requests carry it; nothing added when it is empty).
+ */
+export const toSummaryContext = (request: Model.ModelRequest, agentSystemPrompt: string): Context => {
   const system: Array<string> = []
   const messages: Array<Message> = []
   for (const part of request.parts) {
     if (part._tag === "Text" && part.role === "system") system.push(part.text)
     else messages.push({ role: "user", content: [rendered(part)], timestamp: 0 })
   }
+  if (agentSystemPrompt.length > 0) system.push(agentSystemPrompt)
   return { systemPrompt: system.join("\n\n"), messages }
 }
