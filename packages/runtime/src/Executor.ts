@@ -249,7 +249,7 @@ export interface TurnConfig<E = never, R = never> {
  * - `resulted`: the result the history receives, after `onToolResult`
  *   (before `ToolResulted`).
  *
- * `responded` and `resulted` may instead return a {@link RecordedBody}:
+ * Each may instead return a {@link RecordedBody}:
  * the record's digest and, for a record whose stored body is not the one
  * sent (scrubbed by a redactor), that body's digest, journaled as the
  * entry's `storedSha256` so a resume can check the record against it.
@@ -260,8 +260,8 @@ export interface TurnConfig<E = never, R = never> {
  * @category models
  */
 export interface TurnRecorder<E = never, R = never> {
-  readonly opened: (history: History.History) => Effect.Effect<string, E, R>
-  readonly rewritten: (before: History.History, after: History.History) => Effect.Effect<string, E, R>
+  readonly opened: (history: History.History) => Effect.Effect<string | RecordedBody, E, R>
+  readonly rewritten: (before: History.History, after: History.History) => Effect.Effect<string | RecordedBody, E, R>
   readonly responded: (response: ModelResponse) => Effect.Effect<string | RecordedBody, E, R>
   readonly resulted: (result: ToolResultPart) => Effect.Effect<string | RecordedBody, E, R>
 }
@@ -532,7 +532,7 @@ const modelStepBody = Effect.fnUntraced(function* <E, R>(
     parts: request.parts.length,
     size: measured.size,
     sha256: measured.sha256,
-    ...(rewrite === undefined ? {} : { transcript: rewrite })
+    ...recordedFields(rewrite)
   })
   const call =
     onEvent === undefined
@@ -1012,7 +1012,7 @@ const openRecorded = <E, R>(journal: JournalService, recorder: TurnRecorder<E, R
     if (Option.isSome(open)) return yield* new TurnAlreadyOpenError({ task: journal.task, turn: open.value.turn })
     const transcript = yield* recorder.opened(history)
     const turn = state.turns.length + 1
-    yield* journal.append({ _tag: "TurnOpened", turn, task: journal.task, transcript })
+    yield* journal.append({ _tag: "TurnOpened", turn, task: journal.task, ...recordedFields(transcript) })
     const after = yield* journal.state
     return after.turns.at(-1) as NonNullable<ReturnType<typeof after.turns.at>>
   })

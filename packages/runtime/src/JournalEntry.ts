@@ -70,7 +70,14 @@ export const TurnOpened = Schema.TaggedStruct("TurnOpened", {
    */
   agent: Schema.optionalKey(Ids.AgentId),
   /** Durable turns: the transcript record of the history the turn starts from (see `Transcript`). */
-  transcript: Schema.optionalKey(Sha256)
+  transcript: Schema.optionalKey(Sha256),
+  /**
+   * Durable turns whose history record the redactor changed: that record's
+   * digest again, so the journal (not the record) says the history was
+   * redacted, and a resume does not skip the request check on a record's
+   * word. New in 0.5.0: an older reader ignores it.
+   */
+  storedSha256: Schema.optionalKey(Sha256)
 })
 
 /**
@@ -135,7 +142,14 @@ export const RequestDispatched = Schema.TaggedStruct("RequestDispatched", {
   size: Count,
   sha256: Sha256,
   /** Durable turns: the transcript record of how hooks rewrote the history before this request, when they did. */
-  transcript: Schema.optionalKey(Sha256)
+  transcript: Schema.optionalKey(Sha256),
+  /**
+   * Durable turns whose history record the redactor changed: that record's
+   * digest again, so the journal (not the record) says the history was
+   * redacted, and a resume does not skip the request check on a record's
+   * word. New in 0.5.0: an older reader ignores it.
+   */
+  storedSha256: Schema.optionalKey(Sha256)
 })
 
 /**

@@ -163,9 +163,10 @@ export interface ExecutionConfig<E = never, R = never> extends Executor.TurnConf
 const recorderOf = (transcript: Transcript.TranscriptStore): Executor.TurnRecorder<Transcript.TranscriptError> => ({
   opened: (history) =>
     Effect.flatMap(transcript.store(history), (stored) =>
-      transcript.write({ _tag: "Opened", history: stored, redacted: false })
+      transcript.writeBody({ _tag: "Opened", history: stored, redacted: false })
     ),
-  rewritten: (before, after) => Effect.flatMap(Transcript.rewriteRecord(transcript, before, after), transcript.write),
+  rewritten: (before, after) =>
+    Effect.flatMap(Transcript.rewriteRecord(transcript, before, after), transcript.writeBody),
   // `writeBody`: a record the redactor changed is journaled with its stored digest, which a resume checks it against.
   responded: (response) =>
     transcript.writeBody({ _tag: "Responded", text: response.text, toolCalls: response.toolCalls, redacted: false }),

@@ -267,8 +267,8 @@ export class TranscriptRecordMismatch extends Schema.TaggedError<TranscriptRecor
     task: Schema.String,
     turn: Schema.Int,
     step: Schema.Int,
-    entry: Schema.Literals(["ResponseReceived", "ToolResulted"]),
-    kind: Schema.Literals(["Responded", "Resulted"]),
+    entry: Schema.Literals(["TurnOpened", "RequestDispatched", "ResponseReceived", "ToolResulted"]),
+    kind: Schema.Literals(["Opened", "Replaced", "Rewritten", "Responded", "Resulted"]),
     record: Schema.String,
     callId: Schema.optionalKey(Schema.String),
     field: Schema.String,
@@ -330,12 +330,13 @@ export interface TranscriptStore extends TranscriptReader {
   /** Scrubs (with the redactor in context), stores write-once, and returns the record's digest. */
   readonly write: (record: TranscriptRecord) => Effect.Effect<string, TranscriptError>
   /**
-   * Like `write`, for the body a `ResponseReceived` or `ToolResulted` entry
-   * names; also says the stored body's digest when the redactor changed it
-   * (see {@link WrittenBody}), which the entry must record for
-   * {@link rebuild} to accept the record.
+   * Like `write`, and also says the stored body's digest when the redactor
+   * changed the record (see {@link WrittenBody}), which the entry naming it
+   * must record for {@link rebuild} to accept the record: for a response or
+   * result its stored body's digest, for a history record (opened,
+   * replaced, rewritten) the record's own digest.
    */
-  readonly writeBody: (record: RespondedRecord | ResultedRecord) => Effect.Effect<WrittenBody, TranscriptError>
+  readonly writeBody: (record: TranscriptRecord) => Effect.Effect<WrittenBody, TranscriptError>
   /** The stored form of a history (a staged summary as its reference). */
   readonly store: (history: History.History) => Effect.Effect<StoredHistory>
   /** The stored form of a summary. */
@@ -544,10 +545,11 @@ const at = Effect.fnUntraced(function* (location: {
   const write = (given: TranscriptRecord): Effect.Effect<string, TranscriptError> =>
     Effect.map(writeRecord(given), ({ sha256 }) => sha256)
 
-  const writeBody = (given: RespondedRecord | ResultedRecord): Effect.Effect<WrittenBody, TranscriptError> =>
+  const writeBody = (given: TranscriptRecord): Effect.Effect<WrittenBody, TranscriptError> =>
     Effect.gen(function* () {
       const { changed, json, sha256 } = yield* writeRecord(given)
       if (!changed) return { transcript: sha256 }
+      if (given._tag !== "Responded" && given._tag !== "Resulted") return { transcript: sha256, storedSha256: sha256 }
       // Measured on the record as a reader decodes it from these bytes, so a rebuild measures the same value.
       const stored = yield* decodeRecord(json).pipe(Effect.mapError(failure("decode", absolute(sha256))))
       if (stored._tag !== "Responded" && stored._tag !== "Resulted") {
@@ -854,6 +856,42 @@ const checkResponded = Effect.fnUntraced(function* (
 })
 
 /**
+ * A history record (the turn's start, a rewrite) is redacted exactly when
+ * the journal says so (`storedSha256`, the record's own digest): a record
+ * that calls itself redacted where the journal does not would make a resume
+ * skip the check of its requests, and a pointer that differs from the
+ * journaled digest names another record than the one written.
+ */
+const checkHistoryRecord = (
+  task: string,
+  turn: number,
+  step: number,
+  entry: { readonly _tag: "TurnOpened" | "RequestDispatched"; readonly storedSha256?: string },
+  pointer: string,
+  record: Extract<TranscriptRecord, { readonly _tag: "Opened" | "Replaced" | "Rewritten" }>
+): Effect.Effect<void, TranscriptRecordMismatch> => {
+  const mismatch = (field: string, journal: string, stored: string) =>
+    Effect.fail(
+      new TranscriptRecordMismatch({
+        task,
+        turn,
+        step,
+        entry: entry._tag,
+        kind: record._tag,
+        record: pointer,
+        field,
+        journal,
+        stored
+      })
+    )
+  if (entry.storedSha256 !== undefined && entry.storedSha256 !== pointer) {
+    return mismatch("digest", entry.storedSha256, pointer)
+  }
+  if (entry.storedSha256 === undefined && record.redacted) return mismatch("redacted", "false", "true")
+  return Effect.void
+}
+
+/**
  * Rebuilds turn `turn` from the journal's `entries` and the transcript:
  * the `Opened` record of its `TurnOpened`, then every rewrite, response and
  * result in journal order. Fails {@link TranscriptMissing} when an entry
@@ -907,7 +945,8 @@ export const rebuild = Effect.fnUntraced(function* (
       case "TurnOpened": {
         if (entry.transcript === undefined) return yield* missing("TurnOpened")
         const record = yield* readAs(entry.transcript, "Opened")
-        redacted = redacted || record.redacted
+        yield* checkHistoryRecord(transcript.task, turn, 0, entry, entry.transcript, record)
+        redacted = redacted || entry.storedSha256 !== undefined
         history = yield* transcript.restore(record.history)
         break
       }
@@ -915,7 +954,10 @@ export const rebuild = Effect.fnUntraced(function* (
         if (history === undefined) return yield* missing("TurnOpened")
         if (entry.transcript !== undefined) {
           const record = yield* transcript.read(entry.transcript)
-          redacted = redacted || record.redacted
+          if (record._tag === "Rewritten" || record._tag === "Replaced") {
+            yield* checkHistoryRecord(transcript.task, turn, entry.step, entry, entry.transcript, record)
+          }
+          redacted = redacted || entry.storedSha256 !== undefined
           if (record._tag === "Rewritten") {
             const dropped = { ...history, parts: history.parts.slice(record.drop) }
             history =
