@@ -19,7 +19,18 @@
  *   only when its alternatives start with literals;
  * - no numbered backreferences (rules are combined; `make` refuses them).
  */
-import { basicCredentials, looksGenerated, luhn, notALiteral } from "./secretChecks.ts"
+import {
+  basicCredentials,
+  type ConfigForm,
+  configLiteral,
+  dockerConfigJson,
+  flagSpecification,
+  looksGenerated,
+  luhn,
+  notALiteral,
+  privateKeyBase64,
+  typeName
+} from "./secretChecks.ts"
 
 /** The fields of `DefaultRedactor.RedactionRule`, repeated here so this module does not import its user. */
 export interface RuleData {
@@ -61,21 +72,54 @@ const prefixed = (
 // Assignments: a secret-like name, any operator, any quoting.
 
 /**
+ * A `\n`, `\r`, `\t` or quote escape of JSON-escaped text, also escaped
+ * again (`\\n` in a JSON string inside a JSON string).
+ */
+const jsonEscape = r`\\{1,8}[nrt"'\x60]`
+/** Backslashes that are part of a value: a run not followed by an escape's letter or quote. */
+const literalBackslashes = r`\\{1,8}(?![nrt"'\x60\\])`
+/**
+ * One character of an unquoted value: not whitespace, a quote or a
+ * separator, and not the backslash of an {@link jsonEscape}, so in JSON-escaped
+ * text (a .env file inside a JSON string) a value ends where its line does
+ * and the next line's assignment is seen.
+ */
+const bareChar = r`(?:[^\s"'\x60,;&<>(){}\[\]\\]|${literalBackslashes}|&(?![\w.-]{1,64}=))`
+/** What may follow an unquoted value: whitespace, a quote, a separator, an escape, the end. */
+const bareEnd = r`(?=[\s"'\x60,;&<>)}\]]|${jsonEscape}|$)`
+
+/**
+ * The three forms of a value, with the names of their groups (distinct when
+ * one pattern holds several); `end` is what must follow an unquoted one.
+ */
+const valueForms = (escaped: string, quoted: string, bare: string, end: string, suffix = "") =>
+  r`(?:\\(?<eq${suffix}>["'])(?<${escaped}>(?:(?!\\\k<eq${suffix}>)[^\n\r]){1,512})\\\k<eq${suffix}>|(?<q${suffix}>["'\x60])(?<${quoted}>(?:(?!\k<q${suffix}>)[^\n\r\\]|\\[^\n\r]){1,512})\k<q${suffix}>|(?<${bare}>(?![-'"\x60])${bareChar}{1,512})${end})`
+
+/**
  * The value after an operator: JSON-escaped quotes (`\"pw\"`), plain quotes
  * (any of `"`, `'`, `` ` ``, up to the same quote, backslash escapes
- * allowed), or an unquoted run that ends at whitespace, a quote or a
- * separator (a `&` only when another `name=` follows, as in a query string).
+ * allowed), or an unquoted run that ends at whitespace, a quote, a
+ * separator or a JSON escape (a `&` only when another `name=` follows, as in
+ * a query string).
  */
-const assignedValue = r`(?:\\(?<eq>["'])(?<secret2>(?:(?!\\\k<eq>)[^\n\r]){1,512})\\\k<eq>|(?<q>["'\x60])(?<secret>(?:(?!\k<q>)[^\n\r\\]|\\[^\n\r]){1,512})\k<q>|(?<secret3>(?![-'"\x60])(?:[^\s"'\x60,;&<>(){}\[\]]|&(?![\w.-]{1,64}=)){1,512})(?=[\s"'\x60,;&<>)}\]]|$))`
+const assignedValue = valueForms("secret2", "secret", "secret3", bareEnd)
 
 /** The end of a name: the closing quote of a quoted key (maybe JSON-escaped), an index bracket. */
 const nameEnd = r`(?![\w-]|\.\w)(?:\\?["'\x60])?\]?`
 const operator = r`[ \t]{0,8}(?::=|\?=|\+=|=>|=(?!=)|:(?!:))[ \t]{0,8}`
 /**
  * Not a name inside a URL's user info (`https://x-access-token:...@host`):
- * `url-credentials` covers those up to the `@`.
+ * `url-credentials` covers those up to the `@`. A `;`, `?` or `&` between
+ * the `://` and the name ends any user info: in
+ * `jdbc:sqlserver://h:1433;user=u;password=...` the name is a property of
+ * the connection string.
  */
-const notInUserInfo = r`(?<!://[^\s/@]{0,64})`
+const notInUserInfo = r`(?<!://[^\s/@;?&]{0,64})`
+/**
+ * Not the resource type of an ARN (`arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/db-AbCdEf`):
+ * what follows is the resource's name, printed by every AWS CLI call that touches it.
+ */
+const notInArn = r`(?<!\barn:[\w-]{1,32}:[\w-]{1,64}:[\w-]{0,32}:[0-9]{0,12}:[\w.-]{0,64})`
 
 const assignment = (
   name: string,
@@ -85,11 +129,11 @@ const assignment = (
 ): RuleData => ({
   name,
   description,
-  pattern: `(?:${names})${nameEnd}${notInUserInfo}${operator}${assignedValue}`,
+  pattern: `(?:${names})${nameEnd}${notInUserInfo}${notInArn}${operator}${assignedValue}`,
   flags: "i",
   maxLength: 1100,
-  // The user-info check reads `://` and up to 64 characters before the operator.
-  maxLookbehind: 72,
+  // The user-info check reads `://` and up to 64 characters before the operator, the ARN check up to 212.
+  maxLookbehind: 220,
   verify
 })
 
@@ -99,13 +143,74 @@ const assignment = (
  * occurs; what must or must not precede the keyword is a lookbehind after it.
  */
 const passwordNames = r`passw(?:or)?d|passphrase|pwd(?<![a-z]pwd)|pass(?<=\w[_.-]pass)`
-const secretNames = r`token(?<!(?:eos|bos|pad|unk|sep|cls|mask|next|page|continuation|cancellation|sync|max)[_.-]?token)|secret|credentials?|key(?:[_.-]?base)?(?<=(?:api|access|secret|private|signing|encryption|master|auth|client|app|account|service|session)[_.-]?key(?:[_.-]?base)?)`
+/**
+ * Tokens that are not credentials: a model's special tokens and a cloud
+ * API's pagination and idempotency tokens (`NextToken`, `--starting-token`,
+ * `nextForwardToken`, `$skiptoken`): redacting those breaks an agent paging
+ * through a CLI's output.
+ */
+const notCredentialTokens = r`(?:eos|bos|pad|unk|sep|cls|mask|max|next|page|pagination|continuation|starting|start|resume|resumption|forward|backward|skip|sync|cancellation|idempotency|request)`
+const secretNames = r`token(?<!${notCredentialTokens}[_.-]?token)|secret|credentials?|key(?:[_.-]?base)?(?<=(?:api|access|secret|private|signing|encryption|master|auth|client|app|account|service|session)[_.-]?key(?:[_.-]?base)?)`
 
 const passwordValue = (value: string, group: string) => !notALiteral(value, group !== "secret3")
 const generatedValue = (value: string, group: string) =>
-  !notALiteral(value, group !== "secret3") && looksGenerated(value)
+  !notALiteral(value, group !== "secret3") && looksGenerated(value) && !(group === "secret3" && typeName(value))
+
+/** A line break inside wrapped base64: a newline and its indentation, or a JSON-escaped newline. */
+const base64Break = r`(?:\r?\n[ \t]{0,16}|(?:\\r)?\\n)`
+/**
+ * Base64 wrapped at `width` columns whose first line has `first` more
+ * characters; its last line must end its line (the word on the line after
+ * a block, `cert:`, is not taken for the block's last line).
+ */
+const wrappedBase64 = (first: number, width: number) =>
+  r`[A-Za-z0-9+/]{${first}}${base64Break}(?:[A-Za-z0-9+/]{${width}}${base64Break}){0,199}[A-Za-z0-9+/]{1,${width}}={0,2}(?=[ \t]{0,16}(?:[\r\n"'\\,\]}]|$))`
+/** After a base64 key's opening: one long line, or lines wrapped at 64 (PEM) or 76 (MIME) columns. */
+const base64Body = (opening: number) =>
+  r`(?:${wrappedBase64(64 - opening, 64)}|${wrappedBase64(76 - opening, 76)}|[A-Za-z0-9+/]{${60 - opening},12000}={0,2}(?![A-Za-z0-9+/=]))`
+
+/** An Authorization header's credential: a token68 or similar run, bounded. */
+const credential = r`[A-Za-z0-9._~+/:-]{8,1024}={0,8}(?![A-Za-z0-9._~+/:=-])`
 
 const netrcOrFlagValue = r`(?<secret>(?![-"'])[^\s"']{1,256})`
+
+/** A command-line argument: quoted (spaces allowed inside) or a bare run that ends at whitespace or an escape. */
+const argument = (quoted: string, bare: string, suffix: string) =>
+  r`(?:(?<aq${suffix}>["'])(?<${quoted}>(?:(?!\k<aq${suffix}>)[^\n\r]){1,256})\k<aq${suffix}>|(?<${bare}>(?![-\s"'])(?:[^\s"'\\]|${literalBackslashes}){1,256}))`
+/** Arguments of a command before the option that matters, which they are not (`(?!-p)`). */
+const argumentsBefore = (option: string, count: number) => r`(?:[ \t]{1,8}(?!${option})[^\s|;&<>]{1,256}){0,${count}}?`
+
+/**
+ * The start of a line, also one inside JSON-escaped text or at the start of
+ * a JSON string (`{"env": "TOKEN=...\n..."}`), with what may open an
+ * assignment there: a YAML list's dash, a quote (`- "SECRET=..."` in a
+ * Compose file), `export` and its kin.
+ */
+const lineStart = r`(?:(?:^|[\r\n]|\\[nrt])[ \t]{0,32}(?:-[ \t]{1,8})?["']?|[:=,\[][ \t]{0,8}\\?["'])(?:(?:export|set|env|arg|declare[ \t]{1,8}-x)[ \t]{1,8})?`
+/**
+ * What may follow a value assigned at the start of a line: the end of the
+ * line, a comment, a closing quote, and after ` = ` a `;` (YAML lines never
+ * end with one; `password: URLPatternComponentResult;` is a declaration).
+ */
+const lineEnd = (semicolon: boolean) => r`(?=[ \t]{0,64}(?:[#\r\n"'\x60${semicolon ? ";" : ""}]|${jsonEscape}|$))`
+const configForms: ReadonlyArray<readonly [string, ConfigForm]> = [
+  ["secret", "quoted"],
+  ["secret2", "quoted"],
+  ["secret3", "env"],
+  ["secret4", "quoted"],
+  ["secret5", "quoted"],
+  ["secret6", "yaml"],
+  ["secret7", "quoted"],
+  ["secret8", "quoted"],
+  ["secret9", "spaced"]
+]
+const configForm = new Map(configForms)
+/**
+ * A config line's assignment: `NAME=value` (.env, shell; a bare word is a
+ * literal), `name: value` (YAML) and `name = value` (HCL, TOML, INI), each
+ * with its own groups so the check knows which form it has.
+ */
+const configAssignment = r`(?:${passwordNames}|${secretNames})(?<!existing[_.-]?secret)(?![\w-]|\.\w)(?<=${lineStart}[\w.-]{1,96})(?:=(?![=\s])${valueForms("secret2", "secret", "secret3", r`(?=[\s"'\x60;&]|${jsonEscape}|$)`, "e")}|:[ \t]{1,8}${valueForms("secret5", "secret4", "secret6", "", "y")}${lineEnd(false)}|(?:[ \t]{1,8}=[ \t]{0,8}|=[ \t]{1,8})(?!=)${valueForms("secret8", "secret7", "secret9", "", "s")}${lineEnd(true)})`
 
 /**
  * Ordered from the most specific to the most generic; when two rules match at
@@ -131,6 +236,17 @@ export const rules: ReadonlyArray<RuleData> = [
     description: "PuTTY private key files (.ppk), from the Private-Lines header to the MAC",
     pattern: r`Private-Lines:[ \t]*\d{1,3}\r?\n(?<secret>[A-Za-z0-9+/=\r\n]{16,16384}?)\r?\nPrivate-(?:MAC|Hash):[ \t]*[0-9a-f]{40,64}`,
     maxLength: 16512
+  },
+  {
+    name: "private-key-base64",
+    description:
+      "private keys as bare base64 outside PEM armour (DER PKCS#1, PKCS#8 also encrypted, SEC1 EC, PKCS#12; OpenSSH key bodies), on one line or wrapped, recognised by their decoded structure",
+    // A base64 run, on one line or wrapped at 64 or 76 (also with JSON-escaped newlines); the check decodes its opening.
+    pattern: r`(?:M(?<=(?:^|[^A-Za-z0-9+/\\]|\\[nrt"'])M)${base64Body(1)}|b3BlbnNzaC1rZXktdjE(?<=(?:^|[^A-Za-z0-9+/\\]|\\[nrt"'])b3BlbnNzaC1rZXktdjE)${base64Body(19)})`,
+    // 200 wrapped lines of 76 with their breaks (18 each) and indentation, or one line of 12,000, and what the end reads.
+    maxLength: 19_000,
+    maxLookbehind: 2,
+    verify: privateKeyBase64
   },
   prefixed(
     "age-secret-key",
@@ -253,6 +369,13 @@ export const rules: ReadonlyArray<RuleData> = [
     r`dp\.(?:pt|st|ct|sa|scim|audit)\.`,
     "[A-Za-z0-9]{40,44}",
     55
+  ),
+  prefixed(
+    "dynatrace-token",
+    "Dynatrace API and platform tokens",
+    r`dt0[a-z][0-9]{2}\.`,
+    r`[A-Z0-9]{24}\.[A-Z0-9]{64}`,
+    96
   ),
   prefixed("sentry-token", "Sentry organization and user auth tokens", "sntry[su]_", "[A-Za-z0-9+/=_]{40,300}", 307),
   prefixed(
@@ -441,17 +564,39 @@ export const rules: ReadonlyArray<RuleData> = [
   },
   {
     name: "docker-config-auth",
-    description: "credentials in Docker config.json `auth` fields (base64 of user:password, checked by decoding)",
-    pattern: r`"auth"[ \t]{0,8}:[ \t]{0,8}"(?<secret>[A-Za-z0-9+/]{6,1024}={0,2})"`,
+    description:
+      "credentials in Docker config.json and .dockercfg `auth` fields, quoted, JSON-escaped or YAML, and in .npmrc `_auth` (base64 of user:password, checked by decoding)",
+    pattern: r`auth(?<=(?:^|[^\w-]|(?:^|[^\w-])_)auth)(?:\\?["'])?[ \t]{0,8}[:=][ \t]{0,8}(?:\\?["'])?(?<secret>[A-Za-z0-9+/]{6,1024}={0,2})(?![A-Za-z0-9+/=])`,
     maxLength: 1052,
+    maxLookbehind: 2,
     verify: basicCredentials
   },
   {
+    name: "docker-config-json",
+    description:
+      "a whole Docker config in base64 under a Kubernetes `.dockerconfigjson` or `.dockercfg` key (checked by decoding)",
+    pattern: r`\.docker(?:configjson|cfg)(?:\\?["'])?[ \t]{0,8}[:=][ \t]{0,8}(?:\\?["'])?(?<secret>[A-Za-z0-9+/]{16,16384}={0,2})(?![A-Za-z0-9+/=])`,
+    maxLength: 16440,
+    verify: dockerConfigJson
+  },
+  {
     name: "cli-user-password",
-    description: "user:password given to -u/--user (curl, wget and friends)",
-    pattern: r`(?<![\w-])(?:-u|--user|--proxy-user|--http-user)(?:[ \t]{1,8}|=)["']?[^\s:"']{1,128}:(?<secret>[^\s"']{1,256})`,
+    description:
+      "user:password given to -u/--user (curl, wget and friends), the user maybe empty, the whole or the password quoted",
+    // `"user:pw"` and `'user:pw'` quoted whole; `user:pw`, `user:'pw'` and `:pw` unquoted or with the password quoted.
+    pattern: r`(?:-u|--user|--proxy-user|--http-user|--ftp-user)(?<=(?<![\w-])-[\w-]{1,16})(?:[ \t]{1,8}|=)(?:(?<uq>["'])[^:"'\n\r]{0,128}:(?<secret>(?:(?!\k<uq>)[^\n\r]){1,256})\k<uq>|[^\s:"']{0,128}:${argument("secret2", "secret3", "u")})`,
     maxLength: 410,
+    maxLookbehind: 18,
     verify: (value) => !/^\d+$/.test(value) && !notALiteral(value, true)
+  },
+  {
+    name: "cli-password-option",
+    description:
+      "passwords given to -p of mysql, mariadb and their tools (attached, `-pSECRET`), to -p of sshpass and of docker, podman or helm registry login, and to -a or --pass of redis-cli",
+    // Found at the command; the arguments before the option are skipped, and none of them is the option itself.
+    pattern: r`\b(?:(?:mysql(?:dump|admin|import|show|check|sh|binlog|slap|pump)?|mariadb(?:-(?:dump|admin|import|check|show|slap|binlog))?)${argumentsBefore("-p", 16)}[ \t]{1,8}-p${argument("secret", "secret2", "m")}|sshpass${argumentsBefore("-p", 8)}[ \t]{1,8}-p[ \t]{0,8}${argument("secret3", "secret4", "s")}|redis-cli${argumentsBefore("-a|--pass", 16)}[ \t]{1,8}(?:-a|--pass)[ \t]{1,8}${argument("secret5", "secret6", "r")}|(?:docker|podman|buildah|nerdctl|skopeo|oras|helm[ \t]{1,8}registry)[ \t]{1,8}login${argumentsBefore("-p", 16)}[ \t]{1,8}-p[ \t]{1,8}${argument("secret7", "secret8", "l")})`,
+    maxLength: 4600,
+    verify: (value) => !notALiteral(value, true)
   },
   {
     name: "bearer-token",
@@ -463,11 +608,25 @@ export const rules: ReadonlyArray<RuleData> = [
   },
   {
     name: "authorization-header",
-    description: "the credential of an Authorization header with the Token or ApiKey scheme, or none",
-    pattern: r`\bauthorization\b(?:\\?["'])?[ \t]{0,8}[:=][ \t]{0,8}(?:\\?["'])?(?:(?:token|apikey|api-key|key|sso-key)[ \t]{1,8})?(?!AWS4-)(?<secret>[A-Za-z0-9._~+/:-]{8,1024}={0,8})(?![A-Za-z0-9._~+/:=-])`,
+    description:
+      "the credential of an Authorization header after any scheme (Token, Api-Token, ApiKey, SSWS, Negotiate, ...) or none, but AWS4 signatures",
+    // The scheme is any word; a credential without one ends its line: `Api-Token $REF` is a scheme and a reference.
+    pattern: r`\bauthorization\b(?:\\?["'])?[ \t]{0,8}[:=][ \t]{0,8}(?:\\?["'])?(?:(?!AWS4-)[A-Za-z][A-Za-z0-9_-]{0,31}[ \t]{1,8}(?<secret>${credential})|(?!AWS4-)(?<secret2>${credential})(?![ \t]{1,8}[^\s"'\\,;]))`,
     flags: "i",
-    maxLength: 1100,
+    // The name, quotes and operator (35), a scheme and its spaces (40), the credential (1032) and the lookaheads (10).
+    maxLength: 1120,
     verify: looksGenerated
+  },
+  {
+    name: "connection-string-password",
+    description:
+      "passwords in JDBC, ODBC and ADO.NET connection strings after `;` (`;password=`, `;pwd=`), up to the next `;`, also `{braced}`",
+    // Found at the keyword (a `;` is everywhere in code); the lookbehind after it checks the `;` before.
+    pattern: r`(?:password|pwd)(?<=;[ \t]{0,8}(?:password|pwd))[ \t]{0,8}=[ \t]{0,8}(?:\{(?<secret>(?:[^}\r\n]|\}\}){1,256})\}|(?<secret2>(?![ \t{])(?:[^;\r\n"'\\]|${literalBackslashes}){1,256}?))(?=[ \t]{0,8}(?:[;\r\n"']|${jsonEscape}|$))`,
+    flags: "i",
+    maxLength: 560,
+    maxLookbehind: 9,
+    verify: passwordValue
   },
   {
     name: "netrc-password",
@@ -477,11 +636,13 @@ export const rules: ReadonlyArray<RuleData> = [
   },
   {
     name: "cli-secret-flag",
-    description: "values of --password, --token, --secret, --api-key style command-line flags given after a space",
-    pattern: r`--(?:[a-z0-9]{1,32}-){0,4}(?:password|passwd|passphrase|token|secret|api-key|apikey|access-key|secret-key)[ \t]{1,8}${netrcOrFlagValue}`,
+    description:
+      "values of --password, --token, --secret, --api-key style command-line flags, after a space or `=`, quoted or not (not pagination tokens such as --starting-token)",
+    pattern: r`--(?:[a-z0-9]{1,32}-){0,4}(?:password|passwd|passphrase|token(?<!${notCredentialTokens}-token)|secret|api-key|apikey|access-key|secret-key)(?:[ \t]{1,8}|=)${argument("secret", "secret2", "f")}`,
     flags: "i",
     maxLength: 420,
-    verify: passwordValue
+    // A flag's value is a literal even when it reads like an identifier, but `id=...,src=...` is a specification.
+    verify: (value) => !notALiteral(value, true) && !flagSpecification(value)
   },
   {
     name: "xml-secret-element",
@@ -513,5 +674,17 @@ export const rules: ReadonlyArray<RuleData> = [
     "a generated-looking literal (8+ characters, varied, high entropy) assigned to a name ending in secret, token, api key, private key, access key, credentials and similar",
     secretNames,
     generatedValue
-  )
+  ),
+  {
+    name: "config-secret-assignment",
+    description:
+      'any literal assigned at the start of a line to a name ending in password, secret, token, credentials or api key, in .env (TOKEN=abc), YAML (token: abc) and HCL, TOML or INI (secret = "abc") lines, also JSON-escaped; not numbers, settings, references, placeholders or names',
+    pattern: configAssignment,
+    flags: "i",
+    maxLength: 1100,
+    // The line-start check reads a line break (2), indentation (32), a dash and a quote (10), `declare -x` and its
+    // spaces (25) and up to 96 name characters: 165.
+    maxLookbehind: 170,
+    verify: (value, group) => configLiteral(value, configForm.get(group) ?? "quoted")
+  }
 ]

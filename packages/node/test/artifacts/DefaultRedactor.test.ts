@@ -210,6 +210,30 @@ describe("DefaultRedactor", () => {
     assert.include(run({ ...own, context: 0 }), "S3cr3t-pw")
   })
 
+  it("a chunk boundary inside the name of a line-start assignment: the stream sees back to the line's start, so it redacts what whole-body redaction does and nothing else; negative control: a stream that keeps no released text takes the cut for a line start", () => {
+    const own = DefaultRedactor.make({
+      rules: DefaultRedactor.defaultRules.filter((rule) => rule.name === "config-secret-assignment")
+    })
+    assert.isAtLeast(own.context, 100, "the rule declares how far back it reads")
+    const lead = "x ".repeat(own.window)
+    // The release point falls right before TOKEN: whether GITHUB_TOKEN starts its line is decided before it.
+    const chunksFor = (line: string) => {
+      const cutAt = lead.length + line.indexOf("TOKEN")
+      return [`${lead}${line}`.padEnd(cutAt + own.window, "y"), " the end"]
+    }
+    const run = (redactor: DefaultRedactor.DefaultRedactor, chunks: ReadonlyArray<string>) => {
+      const stream = DefaultRedactor.streaming(redactor)
+      return chunks.map((chunk) => stream.push(chunk)).join("") + stream.end()
+    }
+    const starting = chunksFor("\n  export GITHUB_TOKEN=opensesame\n")
+    const inside = chunksFor("\nrun it with GITHUB_TOKEN=opensesame later\n")
+    assert.notInclude(run(own, starting), "opensesame")
+    assert.strictEqual(run(own, starting), own.redactText(starting.join("")))
+    assert.include(own.redactText(inside.join("")), "opensesame")
+    assert.strictEqual(run(own, inside), own.redactText(inside.join("")))
+    assert.notStrictEqual(run({ ...own, context: 0 }, inside), own.redactText(inside.join("")))
+  })
+
   it.effect(
     "property: a secret from each family of rule, placed at every offset across a chunk boundary, never reaches the file, the abstract, the journal record or an error message",
     () =>

@@ -4,26 +4,12 @@ import { assert, describe, it } from "@effect/vitest"
 import { ArtifactRedactor, DefaultRedactor } from "@tessera/artifacts"
 import { Effect, Exit } from "effect"
 import * as fc from "fast-check"
-import { type Positive, ruleExamples } from "./utils/ruleExamples.ts"
+import { markerViolation } from "./utils/markers.ts"
+import { ruleExamples } from "./utils/ruleExamples.ts"
 
 const rules = DefaultRedactor.defaultRules
 const alone = new Map(rules.map((rule) => [rule.name, DefaultRedactor.make({ rules: [rule] })]))
 const all = DefaultRedactor.make()
-const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
-
-/**
- * Why `redactor` did not replace exactly the example's value with one marker
- * (undefined when it did): the text before and after the value must come
- * back byte for byte, so no byte of the value survives beside the marker,
- * and nothing else is replaced.
- */
-const markerViolation = (redactor: DefaultRedactor.DefaultRedactor, example: Positive, rule?: string) => {
-  const output = redactor.redactText(`${example.before}${example.secret}${example.after}`)
-  const marker = rule === undefined ? "\\[REDACTED:[a-z0-9-]+\\]" : escapeRegExp(DefaultRedactor.replacementFor(rule))
-  return new RegExp(`^${escapeRegExp(example.before)}${marker}${escapeRegExp(example.after)}$`).test(output)
-    ? undefined
-    : `expected only the value replaced, got ${JSON.stringify(output)}`
-}
 
 describe("default redaction rules", () => {
   it("there are at least 45 kinds, each rule has a unique name, a description, and true-positive and true-negative examples", () => {

@@ -1,12 +1,15 @@
 /**
  * Ordinary text for measuring false positives: source code, type
  * declarations, prose, a lockfile (all read from this repository and its
- * pinned dependencies), and generated logs, UUIDs, git SHAs, git output and
- * base64 images (seeded, so the same on every run).
+ * pinned dependencies), and generated logs, UUIDs, git SHAs, git output,
+ * base64 images, agent tool output (`agentOutput.ts`) and lines where a
+ * secret-like name holds no secret (pagination tokens, counters, settings,
+ * references, placeholders), all seeded, so the same on every run.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import { agentOutput } from "./agentOutput.ts"
 import { ALNUM, BASE64, DIGITS, generator, HEX, LOWER } from "./ruleExamples.ts"
 
 const root = fileURLToPath(new URL("../../../../..", import.meta.url))
@@ -96,8 +99,42 @@ const generated = (): ReadonlyArray<Document> => [
     name: "generated: UUIDs and git SHAs",
     text: Array.from({ length: 5_000 }, () => `${uuid()} ${sha()} ${chars(ALNUM, 7)}`).join("\n")
   },
-  { name: "generated: base64 images", text: Array.from({ length: 60 }, () => base64Image(3_000)).join("\n") }
+  { name: "generated: base64 images", text: Array.from({ length: 60 }, () => base64Image(3_000)).join("\n") },
+  { name: "generated: names that hold no secret", text: notSecrets(3_000) },
+  ...agentOutput().map((family) => ({ name: `generated: agent output, ${family.name}`, text: family.lines.join("\n") }))
 ]
+
+/**
+ * Lines where a secret-like name holds no secret: the false-positive families
+ * the rules exclude on purpose (pagination and idempotency tokens of cloud
+ * CLIs, counters and counting names, settings, references, masks,
+ * placeholders, names of secrets, types), each with fresh values.
+ */
+const notSecrets = (count: number): string =>
+  Array.from({ length: count }, () =>
+    pick([
+      () =>
+        `aws s3api list-objects-v2 --bucket b --starting-token ${btoa(`{"NextToken": null, "n": ${chars(DIGITS, 3)}}`)}`,
+      () => `aws ec2 describe-instances --next-token ${chars(ALNUM, 96)}`,
+      () => `aws s3api list-objects-v2 --continuation-token=${chars(BASE64, 76)}=`,
+      () => `gcloud compute instances list --page-token=${chars(ALNUM, 40)}`,
+      () => `    "NextToken": "${chars(ALNUM, 120)}",`,
+      () => `{"nextToken": "${chars(ALNUM, 64)}", "items": []}`,
+      () => `NextToken: ${chars(ALNUM, 80)}`,
+      () => `    "nextForwardToken": "f/${chars(DIGITS, 56)}/s",`,
+      () => `token: ${chars(DIGITS, 1)}`,
+      () => `tokens: ${chars(DIGITS, 4)}`,
+      () => `max_tokens: ${pick(["256", "512", "4096"])}`,
+      () => `token_count: ${chars(DIGITS, 3)}`,
+      () => `secret: ${pick(["false", "true", "null", "off"])}`,
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell reference, not a template
+      () => `token: ${pick(["${TOKEN}", "<token>", "***", "$API_TOKEN", "changeme"])}`,
+      () => `  secretName: ${pick(["db-credentials", "api-token"])}`,
+      () => `existingSecret: ${pick(["postgres-creds", "redis-auth"])}`,
+      () => `  privateKey: ${pick(["Buffer", "KeyObject", "Uint8Array"])}`,
+      () => `{"ARN": "arn:aws:secretsmanager:eu-west-1:${chars(DIGITS, 12)}:secret:prod/db-${chars(ALNUM, 6)}"}`
+    ])()
+  ).join("\n")
 
 /** Every document of the corpus. */
 export const ordinaryText = (): ReadonlyArray<Document> => [

@@ -490,7 +490,7 @@ export const derBase64 = (opening: string, total: number, from = h): string => {
 export const derOpenings = {
   rsaPkcs8: ["308204bd020100300d06092a864886f70d0101010500048204a7", 1217],
   rsaPkcs1: ["308204a40201000282010100", 1192],
-  ecSec1: ["307702010104200", 121],
+  ecSec1: ["30770201010420", 121],
   ed25519Pkcs8: ["302e020100300506032b657004220420", 48],
   encryptedPkcs8: ["30820530305a06092a864886f70d01050d304d", 1332],
   pkcs12: ["30820a41020103308209ff06092a864886f70d010701", 2629],
@@ -500,8 +500,10 @@ export const derOpenings = {
 } as const
 
 const der = (kind: keyof typeof derOpenings) => derBase64(derOpenings[kind][0], derOpenings[kind][1])
-const wrap = (text: string, width: number, join: string) => text.match(new RegExp(`.{1,${width}}`, "g"))?.join(join) ?? ""
-const word = () => `${h.pick(["hunter", "Sommer", "opensesame", "letmein", "Tr0ub4dor", "blue-Moon"])}${h.chars(DIGITS, 2)}`
+const wrap = (text: string, width: number, join: string) =>
+  text.match(new RegExp(`.{1,${width}}`, "g"))?.join(join) ?? ""
+const word = () =>
+  `${h.pick(["hunter", "Sommer", "opensesame", "letmein", "Tr0ub4dor", "blue-Moon"])}${h.chars(DIGITS, 2)}`
 const pw = () => `${word()}!${h.chars(ALNUM, 4)}`
 const dockerAuth = () => btoa(`${h.pick(["ci", "deploy", "robot$svc"])}:${h.chars(ALNUM, 24)}`)
 
@@ -553,7 +555,8 @@ const addedExamples: Readonly<Record<string, RuleExamples>> = {
     positives: [
       p(String.raw`{\"auths\":{\"ghcr.io\":{\"auth\":\"`, dockerAuth(), String.raw`\"}}}`),
       p("auths:\n  registry.example.com:\n    auth: ", dockerAuth(), "\n"),
-      p('{"https://index.docker.io/v1/": {"auth": "', dockerAuth(), '", "email": "ci@example.com"}}')
+      p('{"https://index.docker.io/v1/": {"auth": "', dockerAuth(), '", "email": "ci@example.com"}}'),
+      p("//registry.npmjs.org/:_auth=", dockerAuth(), "\n")
     ],
     negatives: ["auth: basic", `oauth: ${dockerAuth()}`, '"auth": "none"']
   },
@@ -565,7 +568,11 @@ const addedExamples: Readonly<Record<string, RuleExamples>> = {
       p('curl --proxy-user bob:"', pw(), '" https://x'),
       p("curl --user=kevin:", pw(), " https://x")
     ],
-    negatives: ['curl -u "${USER}:${PASS}" https://x', "chown -R 1000:1000 /data && docker run -u 0:0 img"]
+    negatives: [
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: shell references, not a template
+      'curl -u "${USER}:${PASS}" https://x',
+      "chown -R 1000:1000 /data && docker run -u 0:0 img"
+    ]
   },
   "cli-password-option": {
     positives: [
@@ -573,14 +580,17 @@ const addedExamples: Readonly<Record<string, RuleExamples>> = {
       p("mysqldump -h db.internal -P 3306 -uadmin -p'", `${word()} x`, "' --all-databases > dump.sql"),
       p('mariadb -p"', pw(), '" -e "SHOW DATABASES"'),
       p("sshpass -p ", pw(), " ssh deploy@10.0.0.5"),
-      p("redis-cli -h cache.internal -p 6379 -a ", pw(), " ping")
+      p("redis-cli -h cache.internal -p 6379 -a ", pw(), " ping"),
+      p("docker login -u ci -p ", pw(), " registry.example.com"),
+      p("helm registry login registry.example.com --username ci -p '", pw(), "'")
     ],
     negatives: [
       "mysql -u root -p app_db",
       "mysql -u root -p$MYSQL_ROOT_PASSWORD app_db",
       "mysql -h db -P 3306 -u app",
       "sshpass -f ~/.pw ssh deploy@host",
-      "redis-cli -h cache -p 6379 ping"
+      "redis-cli -h cache -p 6379 ping",
+      "docker login -u ci --password-stdin registry.example.com"
     ]
   },
   "authorization-header": {
@@ -638,7 +648,9 @@ const addedExamples: Readonly<Record<string, RuleExamples>> = {
       `{"nextForwardToken": "f/${h.chars(DIGITS, 56)}/s", "nextBackwardToken": "b/${h.chars(DIGITS, 56)}/s"}`,
       `{"PaginationToken": "${h.chars(ALNUM, 48)}", "StartingToken": "${h.chars(ALNUM, 48)}"}`,
       `{"ClientRequestToken": "Console-CreateStack-${h.chars(HEX, 8)}", "IdempotencyToken": "${h.chars(ALNUM, 24)}"}`,
-      `https://graph.microsoft.com/v1.0/users?$skiptoken=${h.chars(URLSAFE, 60)}`
+      `https://graph.microsoft.com/v1.0/users?$skiptoken=${h.chars(URLSAFE, 60)}`,
+      `{"ARN": "arn:aws:secretsmanager:us-east-1:${h.chars(DIGITS, 12)}:secret:prod/db-${h.chars(ALNUM, 6)}"}`,
+      "  privateKey: Uint8Array"
     ]
   },
   "config-secret-assignment": {
