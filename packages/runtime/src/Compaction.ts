@@ -170,10 +170,10 @@ export interface CompactionPlan {
 }
 
 /**
- * Whether the newest of `rounds` ends with tool results. Those answer the
- * model's latest calls and came after its latest answer, so no request has
- * carried them yet (a request that failed may have; carrying them again
- * costs nothing).
+ * Whether the newest of `rounds` ends with tool results: the round-position
+ * reading of "not seen by the model", which misses results followed by a
+ * queued message (a steering message lands in a round of its own). Kept
+ * for callers that test it; {@link plan} decides by {@link unseenFrom}.
  *
  * @since 0.1.0
  * @category planning
@@ -182,17 +182,84 @@ export const endsWithUnseenResults = (rounds: ReadonlyArray<ReadonlyArray<Part>>
   rounds.at(-1)?.at(-1)?._tag === "ToolResult"
 
 /**
+ * The parts of the last request the model was sent (and answered), for
+ * {@link plan}'s rule that no tool result is summarized before the model
+ * saw it.
+ *
+ * @since 0.5.0
+ * @category planning
+ */
+export interface SentRequest {
+  readonly parts: ReadonlyArray<Part>
+}
+
+/**
+ * The index of the first of `rounds` holding a tool result the model has
+ * not seen (`rounds.length` when there is none). With `sent`, a result is
+ * seen when that request carried it (the same part, or a result of the same
+ * call with the same content: adapters rebuild their parts for every
+ * request); whatever was queued after it (a user's steering message) does
+ * not change that. Without `sent` (no request answered yet where these
+ * hooks can tell), every result after the model's latest output (its text
+ * or a tool call) is unseen: that output answered the last request it
+ * received, and the results came after it. A request that failed may have
+ * carried a result counted unseen here; carrying it again costs nothing.
+ *
+ * @since 0.5.0
+ * @category planning
+ */
+export const unseenFrom = (rounds: ReadonlyArray<ReadonlyArray<Part>>, sent?: SentRequest): number => {
+  const seen = sent === undefined ? undefined : sentResults(sent.parts)
+  let afterOutput = true
+  let first = rounds.length
+  for (let index = rounds.length - 1; index >= 0; index--) {
+    const round = rounds[index] ?? []
+    for (let at = round.length - 1; at >= 0; at--) {
+      const part = round[at] as Part
+      if (part._tag === "ToolCall" || (part._tag === "Text" && part.role === "assistant")) afterOutput = false
+      if (part._tag !== "ToolResult") continue
+      const unseen = seen === undefined ? afterOutput : !carried(seen, part)
+      if (unseen) first = index
+    }
+  }
+  return first
+}
+
+/** The tool results a request carried: the parts themselves, and each call's contents. */
+interface SentResults {
+  readonly parts: ReadonlySet<Part>
+  readonly contents: ReadonlyMap<string, ReadonlySet<string>>
+}
+
+const sentResults = (parts: ReadonlyArray<Part>): SentResults => {
+  const own = new Set<Part>()
+  const contents = new Map<string, Set<string>>()
+  for (const part of parts) {
+    if (part._tag !== "ToolResult") continue
+    own.add(part)
+    const known = contents.get(part.callId)
+    if (known === undefined) contents.set(part.callId, new Set([part.content]))
+    else known.add(part.content)
+  }
+  return { parts: own, contents }
+}
+
+const carried = (sent: SentResults, part: Extract<Part, { readonly _tag: "ToolResult" }>): boolean =>
+  sent.parts.has(part) || sent.contents.get(part.callId)?.has(part.content) === true
+
+/**
  * Decides whether the request `history` would produce crosses the policy's
  * limit and, if so, which rounds to summarize: all but the longest run of
- * most recent whole rounds that measures at most `keepRecent`, and never
- * the newest round when it ends with tool results the model has not seen
- * ({@link endsWithUnseenResults}): those are kept whatever their size, so
- * every tool result is in at least one request (whole, as an offload
- * pointer, or cut to the inline limit) before a summary replaces it. Its
- * size counts against `keepRecent`. `None` when under the limit or when
- * there is nothing older than the kept rounds. The request is measured by
- * {@link measureRequestParts} (with `reported`, the provider's count of the
- * previous request, under `reportedTokens`).
+ * most recent whole rounds that measures at most `keepRecent`, and never a
+ * round holding a tool result the model has not seen ({@link unseenFrom}:
+ * by `sent`, the last request the model was sent, when given), nor any
+ * round after it: those are kept whatever their size, so every tool result
+ * is in at least one request (whole, as an offload pointer, or cut to the
+ * inline limit) before a summary replaces it, even when a queued message
+ * followed it. Their size counts against `keepRecent`. `None` when under
+ * the limit or when there is nothing older than the kept rounds. The
+ * request is measured by {@link measureRequestParts} (with `reported`, the
+ * provider's count of the previous request, under `reportedTokens`).
  *
  * @since 0.1.0
  * @category planning
@@ -200,14 +267,15 @@ export const endsWithUnseenResults = (rounds: ReadonlyArray<ReadonlyArray<Part>>
 export const plan = (
   history: History.History,
   policy: CompactionPolicy.Threshold,
-  reported?: ReportedInput
+  reported?: ReportedInput,
+  sent?: SentRequest
 ): Option.Option<CompactionPlan> => {
   if (measureRequestParts(policy.measure, History.toParts(history), reported) <= policy.limit) return Option.none()
   const all = History.rounds(history)
-  const unseen = endsWithUnseenResults(all) ? 1 : 0
-  let kept = unseen
-  let keptSize = unseen === 1 ? measureParts(policy.measure, all.at(-1) ?? []) : 0
-  for (let index = all.length - 1 - unseen; index >= 0; index--) {
+  const firstUnseen = unseenFrom(all, sent)
+  let kept = all.length - firstUnseen
+  let keptSize = measureParts(policy.measure, all.slice(firstUnseen).flat())
+  for (let index = firstUnseen - 1; index >= 0; index--) {
     const size = measureParts(policy.measure, all[index] ?? [])
     if (keptSize + size > policy.keepRecent) break
     keptSize += size
@@ -667,6 +735,8 @@ export interface CompactOptions {
   readonly turn?: number
   /** The provider's count for the previous request, used under `reportedTokens` (see {@link plan}). */
   readonly reported?: ReportedInput
+  /** The last request the model was sent: no tool result it did not carry is summarized (see {@link plan}). */
+  readonly sent?: SentRequest
 }
 
 /**
@@ -681,7 +751,7 @@ export interface CompactOptions {
  * @category compacting
  */
 export const compact = (options: CompactOptions) => {
-  const planned = plan(options.history, options.policy, options.reported)
+  const planned = plan(options.history, options.policy, options.reported, options.sent)
   return Option.isNone(planned) ? Effect.succeed(options.history) : compactPlanned(options, planned.value)
 }
 

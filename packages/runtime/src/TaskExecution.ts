@@ -24,14 +24,16 @@ import * as Compaction from "./Compaction.ts"
 import * as CompactionPolicy from "./CompactionPolicy.ts"
 import * as EntryGate from "./EntryGate.ts"
 import * as Executor from "./Executor.ts"
-import type * as History from "./History.ts"
+import * as History from "./History.ts"
 import * as InlineLimit from "./InlineLimit.ts"
+import { measureRequest } from "./internal/digest.ts"
 import { JournalTap } from "./internal/journalTap.ts"
 import { summarySession } from "./internal/summarySession.ts"
 import { checkExecution } from "./internal/turnConfig.ts"
 import type { JournalIOError, JournalSequenceError } from "./Journal.ts"
 import { awaitingApproval, Journal, NoOpenTurn, openTurn, readEntries } from "./Journal.ts"
-import type { ToolCallPart } from "./Model.ts"
+import type { Entry } from "./JournalEntry.ts"
+import type { ToolCallPart, ToolSpec } from "./Model.ts"
 import * as Observability from "./Observability.ts"
 import * as PrivateStaging from "./PrivateStaging.ts"
 import * as PrivateSummaries from "./PrivateSummaries.ts"
@@ -78,13 +80,45 @@ export type CompactionRequirements = Exclude<
 >
 
 /**
+ * Options of {@link compactionHooks}.
+ *
+ * @since 0.5.0
+ * @category hooks
+ */
+export interface CompactionHooksOptions {
+  /**
+   * The tool specs the turn's requests carry. With them, hooks made for a
+   * turn that already has answered requests (a resume, or a fresh set of
+   * hooks mid-turn) read the provider's count from the journal under
+   * `reportedTokens`; without them they estimate until the provider
+   * reports again.
+   */
+  readonly tools?: ReadonlyArray<ToolSpec>
+}
+
+/**
  * The hooks that compact history before every model step (mid-turn too)
- * under a `Threshold` policy, publishing through `capability`. Under the
- * `reportedTokens` measure they keep the input tokens the provider reported
- * for the previous request of the turn and measure the next one from it. The
+ * under a `Threshold` policy, publishing through `capability`. The
  * capability is admitted against `journal` when the hooks are made (minted,
  * minted for the journal's task on its store, volume unchanged), so a
  * foreign capability is refused before the turn sends anything.
+ *
+ * They remember the last request the model answered: no tool result it did
+ * not carry is summarized (see `Compaction.plan`), whatever was queued after
+ * the result. Under the `reportedTokens` measure they keep the input tokens
+ * the provider reported for it and measure the next request from it. Hooks
+ * made for a turn that already has answered requests (a resume, durable or
+ * with the caller's own history; a fresh set of hooks mid-turn) take that
+ * count from the journal when `options.tools` is given: the last answered
+ * request's `ResponseReceived.usage.inputTokens`, applied to the prefix of
+ * the history they are first handed whose digest, with `options.tools`, is
+ * that request's `RequestDispatched.sha256` (the very parts it covered, so
+ * the count is used exactly where the uninterrupted turn used it). When no
+ * prefix has that digest (a caller's history that differs from what was
+ * sent, a durable turn whose records the redactor changed, a journal
+ * written before bodies were measured on their own) or the journal cannot
+ * be read, the request is estimated, as it is when the provider reports
+ * nothing.
  *
  * @since 0.1.0
  * @category hooks
@@ -92,23 +126,38 @@ export type CompactionRequirements = Exclude<
 export const compactionHooks = (
   policy: CompactionPolicy.Threshold,
   capability: PrivateSummaries.PrivateWriterCapability,
-  journal: Journal["Service"]
+  journal: Journal["Service"],
+  options: CompactionHooksOptions = {}
 ): Effect.Effect<Executor.Hooks<CompactionError, CompactionRequirements>, PrivateSummaries.ResolveError, Path.Path> =>
   PrivateSummaries.admit("TaskExecution.compactionHooks", Option.some(journal)).pipe(
     PrivateSummaries.provide(capability),
     Effect.map((admitted) => {
       const warn = Compaction.warnTaskOverLimit(journal, policy)
-      // The provider's count for the previous request of these hooks' turn (see `reportedTokens`).
+      // The last request of these hooks' turn the model answered, and the provider's count for it.
+      let sent: Compaction.SentRequest | undefined
       let reported: Compaction.ReportedInput | undefined
+      // Whether the journal was consulted, or a step answered here made it unnecessary.
+      let known = policy.measure !== "reportedTokens" || options.tools === undefined
+      const recall = (history: History.History): Effect.Effect<void, never, CompactionRequirements> =>
+        known || options.tools === undefined
+          ? Effect.void
+          : Effect.map(journaledReport(journal, history, options.tools), (found) => {
+              known = true
+              if (found === undefined) return
+              reported = found
+              sent = { parts: found.parts }
+            })
       const hooks: Executor.Hooks<CompactionError, CompactionRequirements> = {
         afterModelStep: (_context, outcome) =>
           Effect.sync(() => {
+            known = true
+            sent = { parts: outcome.request.parts }
             const inputTokens = outcome.response.usage?.inputTokens
             reported = inputTokens === undefined ? undefined : { parts: outcome.request.parts, inputTokens }
           }),
         beforeModelStep: (context, history) =>
           Effect.andThen(
-            warn(history, context),
+            Effect.andThen(recall(history), warn(history, context)),
             Effect.flatMap(turnOperation(context.task, context.turn), (operation) =>
               Compaction.compact({
                 history,
@@ -117,7 +166,8 @@ export const compactionHooks = (
                 step: context.step,
                 journal: Option.some(journal),
                 turn: context.turn,
-                ...(reported === undefined ? {} : { reported })
+                ...(reported === undefined ? {} : { reported }),
+                ...(sent === undefined ? {} : { sent })
               })
             )
           ).pipe(PrivateSummaries.provide(admitted))
@@ -125,6 +175,47 @@ export const compactionHooks = (
       return hooks
     })
   )
+
+/**
+ * The provider's count for the open turn's last answered request, from the
+ * journal, with the prefix of `history` it covered: the prefix whose digest
+ * (sent with `tools`) is the one `RequestDispatched` recorded. `undefined`
+ * when the turn has no answered request, that answer reported no input
+ * tokens, no prefix has that digest, or the journal cannot be read (the
+ * estimate is the fallback, and the journal's next append reports a broken
+ * journal).
+ */
+const journaledReport = (
+  journal: Journal["Service"],
+  history: History.History,
+  tools: ReadonlyArray<ToolSpec>
+): Effect.Effect<Compaction.ReportedInput | undefined, never, CompactionRequirements> =>
+  Effect.gen(function* () {
+    const open = openTurn(yield* journal.state)
+    if (Option.isNone(open) || open.value.steps === 0) return undefined
+    const path = yield* Path.Path
+    const entries = yield* readEntries({ folder: path.dirname(journal.file), task: journal.task })
+    let dispatched: Extract<Entry, { readonly _tag: "RequestDispatched" }> | undefined
+    let answered: { readonly parts: number; readonly sha256: string; readonly inputTokens?: number } | undefined
+    for (const entry of entries) {
+      if (!("turn" in entry) || entry.turn !== open.value.turn) continue
+      if (entry._tag === "RequestDispatched") dispatched = entry
+      else if (entry._tag === "ResponseReceived" && dispatched !== undefined && dispatched.step === entry.step) {
+        const inputTokens = entry.usage?.inputTokens
+        answered = {
+          parts: dispatched.parts,
+          sha256: dispatched.sha256,
+          ...(inputTokens === undefined ? {} : { inputTokens })
+        }
+      }
+    }
+    if (answered?.inputTokens === undefined) return undefined
+    const parts = History.toParts(history)
+    if (parts.length < answered.parts) return undefined
+    const prefix = parts.slice(0, answered.parts)
+    const measured = yield* measureRequest({ parts: prefix, tools })
+    return measured.sha256 === answered.sha256 ? { parts: prefix, inputTokens: answered.inputTokens } : undefined
+  }).pipe(Effect.catch(() => Effect.succeed(undefined)))
 
 /**
  * A turn's configuration: the stock executor's, plus optional offload of
@@ -252,15 +343,20 @@ const gate = Effect.fnUntraced(function* <E, R>(
     config.durable === true ? Option.some(yield* transcriptOf(binding, entry, capability)) : Option.none()
   const journal = yield* Journal
   const hooks: Array<Executor.Hooks<E | GatedError, R | GatedRequirements>> = []
-  if (binding.policy._tag === "Threshold" && Option.isSome(capability)) {
-    hooks.push(yield* compactionHooks(binding.policy, capability.value, journal))
-  }
   const readTool =
     config.offload !== undefined &&
     config.offload.registerReadTool !== false &&
     !config.tools.tools.has(config.offload.readTool)
       ? Option.some(ArtifactReadTool.make(binding.context, { name: config.offload.readTool }))
       : Option.none()
+  // Pointers name `readTool`; unless the host opts out, the turn offers a tool of that name (the host's own wins).
+  const tools = Option.isSome(readTool)
+    ? ArtifactReadTool.registerUnlessNamed(config.tools, readTool.value)
+    : config.tools
+  if (binding.policy._tag === "Threshold" && Option.isSome(capability)) {
+    // The specs the turn's requests carry: hooks made mid-turn find the provider's last count by its digest.
+    hooks.push(yield* compactionHooks(binding.policy, capability.value, journal, { tools: tools.specs }))
+  }
   if (config.offload !== undefined && Option.isSome(target)) {
     const offload = yield* ToolResultOffload.offloadHooks(config.offload, target.value, journal)
     hooks.push(Option.isSome(readTool) ? ArtifactReadTool.sparing(offload, readTool.value.name) : offload)
@@ -269,10 +365,6 @@ const gate = Effect.fnUntraced(function* <E, R>(
   // Last, so the limit holds for whatever offload and the harness's hooks leave inline.
   const inlineBytes = config.inlineLimit ?? InlineLimit.defaultBytes(binding.policy)
   if (inlineBytes !== undefined) hooks.push(InlineLimit.inlineLimitHooks(inlineBytes))
-  // Pointers name `readTool`; unless the host opts out, the turn offers a tool of that name (the host's own wins).
-  const tools = Option.isSome(readTool)
-    ? ArtifactReadTool.registerUnlessNamed(config.tools, readTool.value)
-    : config.tools
   const gated: Executor.TurnConfig<E | GatedError, R | GatedRequirements> = {
     tools,
     maxSteps: config.maxSteps,
