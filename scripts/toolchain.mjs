@@ -124,6 +124,7 @@ const tasks = {
   demo: ["demo"],
   check: ["check"],
   bench: ["bench"],
+  mutation: ["mutation"],
   inspect: ["inspect"],
   setup: []
 }

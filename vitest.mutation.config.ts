@@ -1,0 +1,67 @@
+/**
+ * The Vitest configuration StrykerJS runs (`npm run mutation`, see
+ * `stryker.config.mjs`): the `node` and `runtime` projects of
+ * `vitest.workspace.ts`, narrowed to the tests that exercise the trust and
+ * containment guards, so each mutant is judged by the tests written for it
+ * and the dry run stays short on a two-core machine.
+ */
+import { fileURLToPath } from "node:url"
+import { defineConfig, type UserWorkspaceConfig } from "vitest/config"
+import projects from "./vitest.workspace.ts"
+
+/** Guard tests per project, relative to the project's root. */
+const guardTests: Readonly<Record<string, ReadonlyArray<string>>> = {
+  node: [
+    "test/HostileCaller.test.ts",
+    "test/ApprovalBinding.test.ts",
+    "test/PlatformContract.test.ts",
+    "test/ArtifactReadTool.test.ts",
+    "test/ArtifactReadBounds.test.ts",
+    "test/artifacts/ArtifactPath.test.ts",
+    "test/artifacts/ArtifactOffload.test.ts",
+    "test/TranscriptTamper.test.ts",
+    "test/runtime/PrivateStaging.test.ts",
+    "test/runtime/PrivateSummaries.test.ts",
+    "test/runtime/SummaryEntries.test.ts"
+  ],
+  runtime: ["test/FilesystemTaskRuntime.test.ts"]
+}
+
+// This file's folder: the repository, or the StrykerJS sandbox copy of it.
+const root = fileURLToPath(new URL(".", import.meta.url))
+
+// Stryker symlinks each package's node_modules into its sandbox, and pnpm's
+// `@tessera/*` links in there are relative, so they would resolve to the
+// ORIGINAL packages and no test would ever see a mutant. The aliases point
+// the workspace packages at the sources next to this file instead, with the
+// same mapping as their `exports` (`.` -> src/index.ts, `./*` -> src/*.ts).
+const workspacePackages = [
+  { find: /^@tessera\/([\w-]+)$/, replacement: `${root}packages/$1/src/index.ts` },
+  { find: /^@tessera\/([\w-]+)\/(?!internal\/)(.+)$/, replacement: `${root}packages/$1/src/$2.ts` }
+]
+
+const narrowed = (project: UserWorkspaceConfig): UserWorkspaceConfig | undefined => {
+  const name = project.test?.name
+  const include = typeof name === "string" ? guardTests[name] : undefined
+  if (include === undefined) return undefined
+  return {
+    ...project,
+    resolve: { alias: workspacePackages },
+    test: { ...project.test, include: [...include] }
+  }
+}
+
+const guardProjects = projects.flatMap((project) => narrowed(project) ?? [])
+
+const missing = Object.keys(guardTests).filter((name) => !guardProjects.some((project) => project.test?.name === name))
+if (missing.length > 0) {
+  throw new Error(`vitest.mutation.config.ts: vitest.workspace.ts has no project named ${missing.join(", ")}`)
+}
+
+export default defineConfig({
+  test: {
+    projects: guardProjects,
+    testTimeout: 60_000,
+    hookTimeout: 60_000
+  }
+})
