@@ -1079,3 +1079,18 @@ describe("hostile caller: stores and hosts are the library's, and a runtime hono
       })
     ))
 })
+
+describe("hostile caller: a binding is admitted only to its own task's journal", () => {
+  it("task_mismatch: a genuine binding run against another task's journal is Unauthorized TaskMismatch: zero requests, nothing journaled, store unchanged", () =>
+    inArena((arena) =>
+      Effect.gen(function* () {
+        const x = yield* arena.taskOn(agentX, "task-x", arena.privX)
+        const binding = yield* EntryGate.bind(x.context, { policy: CompactionPolicy.disabled })
+        const turn = TaskExecution.runTurn(binding, longHistory(1, 10), { tools, maxSteps: 2 })
+        // `cost` puts the journal of the task it is given in scope: another task's.
+        assertRefused(yield* cost(arena, "task-other", turn), "Unauthorized", "TaskMismatch")
+        // Negative control: the binding's own journal admits the same turn, which sends and journals.
+        assertCheckFails(yield* cost(arena, "task-x", turn), "Unauthorized", "TaskMismatch")
+      })
+    ))
+})
