@@ -759,6 +759,14 @@ const journaledInputs = (entries: ReadonlyArray<Entry>, turn: number): ReadonlyM
   return inputs
 }
 
+/** Where a record mismatch was found; each check names the field and both values. */
+type MismatchAt = Omit<ConstructorParameters<typeof TranscriptRecordMismatch>[0], "field" | "journal" | "stored">
+
+const mismatchAt =
+  (at: MismatchAt) =>
+  (field: string, journal: string, stored: string, callId?: string): TranscriptRecordMismatch =>
+    new TranscriptRecordMismatch({ ...at, ...(callId === undefined ? {} : { callId }), field, journal, stored })
+
 /**
  * Checks a `Resulted` record against the `ToolResulted` entry naming it:
  * the call, the tool and the error flag, and its content against what the
@@ -773,19 +781,15 @@ const checkResulted = Effect.fnUntraced(function* (
   pointer: string,
   record: ResultedRecord
 ): Effect.fn.Return<void, TranscriptRecordMismatch> {
-  const mismatch = (field: string, journal: string, stored: string) =>
-    new TranscriptRecordMismatch({
-      task,
-      turn: entry.turn,
-      step: entry.step,
-      entry: "ToolResulted",
-      kind: "Resulted",
-      record: pointer,
-      callId: entry.callId,
-      field,
-      journal,
-      stored
-    })
+  const mismatch = mismatchAt({
+    task,
+    turn: entry.turn,
+    step: entry.step,
+    entry: "ToolResulted",
+    kind: "Resulted",
+    record: pointer,
+    callId: entry.callId
+  })
   const result = record.result
   if (result.callId !== entry.callId) return yield* mismatch("call id", entry.callId, result.callId)
   if (result.name !== entry.name) return yield* mismatch("tool name", entry.name, result.name)
@@ -815,19 +819,14 @@ const checkResponded = Effect.fnUntraced(function* (
   record: RespondedRecord,
   inputs: ReadonlyMap<string, ReadonlyArray<string>>
 ): Effect.fn.Return<void, TranscriptRecordMismatch> {
-  const mismatch = (field: string, journal: string, stored: string, callId?: string) =>
-    new TranscriptRecordMismatch({
-      task,
-      turn: entry.turn,
-      step: entry.step,
-      entry: "ResponseReceived",
-      kind: "Responded",
-      record: pointer,
-      ...(callId === undefined ? {} : { callId }),
-      field,
-      journal,
-      stored
-    })
+  const mismatch = mismatchAt({
+    task,
+    turn: entry.turn,
+    step: entry.step,
+    entry: "ResponseReceived",
+    kind: "Responded",
+    record: pointer
+  })
   const journalCalls = entry.toolCalls.map((call) => `${call.callId}:${call.name}`).join(", ")
   const storedCalls = record.toolCalls.map((call) => `${call.id}:${call.name}`).join(", ")
   if (
@@ -872,17 +871,7 @@ const checkHistoryRecord = (
 ): Effect.Effect<void, TranscriptRecordMismatch> => {
   const mismatch = (field: string, journal: string, stored: string) =>
     Effect.fail(
-      new TranscriptRecordMismatch({
-        task,
-        turn,
-        step,
-        entry: entry._tag,
-        kind: record._tag,
-        record: pointer,
-        field,
-        journal,
-        stored
-      })
+      mismatchAt({ task, turn, step, entry: entry._tag, kind: record._tag, record: pointer })(field, journal, stored)
     )
   if (entry.storedSha256 !== undefined && entry.storedSha256 !== pointer) {
     return mismatch("digest", entry.storedSha256, pointer)
