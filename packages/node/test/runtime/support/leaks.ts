@@ -6,73 +6,19 @@
  *
  * The adapters' test projects load this module by path at run time (their
  * type-check covers only their own folder), so it imports nothing but the
- * corpus.
+ * corpus and the runtime's `everyText`.
  */
+import { everyText } from "../../../../runtime/test/support/everyText.ts"
 import { type CorpusEntry, leaked, secretCorpus } from "./secretCorpus.ts"
 
 export type { CorpusEntry }
-export { secretCorpus }
+export { everyText, secretCorpus }
 
 /** What a provider that echoes the request puts in its error: every corpus entry, one per paragraph. */
 export const corpusText: string = secretCorpus.map((entry) => entry.text).join("\n\n")
 
 /** The provider's error text of the door scenarios. */
 export const providerText = `400 Bad Request: the provider rejected the request, which was:\n${corpusText}`
-
-/**
- * Every text reachable from `value`, the way a caller could reach it: own
- * keys and what each own property holds (getters called), `message`,
- * `stack` and `String(value)` read through the prototype too, map and set
- * entries. Cycles are followed once; at most `limit` objects are visited.
- */
-export const everyText = (value: unknown, limit = 50_000): Array<string> => {
-  const texts: Array<string> = []
-  const seen = new Set<object>()
-  const visit = (item: unknown): void => {
-    if (typeof item === "string") {
-      texts.push(item)
-      return
-    }
-    if ((typeof item !== "object" && typeof item !== "function") || item === null || seen.has(item)) return
-    if (seen.size >= limit) return
-    seen.add(item)
-    const attempt = (read: () => unknown) => {
-      try {
-        visit(read())
-      } catch {
-        // An unreadable property shows nothing.
-      }
-    }
-    if (item instanceof Error) {
-      attempt(() => item.message)
-      attempt(() => item.stack)
-      attempt(() => String(item))
-    }
-    if (item instanceof Map) {
-      for (const [key, entry] of item) {
-        visit(key)
-        visit(entry)
-      }
-    }
-    if (item instanceof Set) for (const entry of item) visit(entry)
-    let keys: Array<string | symbol> = []
-    try {
-      keys = Reflect.ownKeys(item)
-    } catch {
-      return
-    }
-    for (const key of keys) {
-      if (typeof key === "string") texts.push(key)
-      attempt(() => {
-        const descriptor = Object.getOwnPropertyDescriptor(item, key)
-        if (descriptor === undefined) return undefined
-        return "value" in descriptor ? descriptor.value : descriptor.get?.call(item)
-      })
-    }
-  }
-  visit(value)
-  return texts
-}
 
 /** The entries any of `outputs` leaks. */
 export const leakedIn = (outputs: ReadonlyArray<string>): ReadonlyArray<CorpusEntry> =>
