@@ -69,13 +69,16 @@ import { type Converted, outputText, toHistory, toPrompt } from "./internal/prom
  * How the middleware treats a task's requests. `offload` is the runtime's
  * own `ToolResultOffload.OffloadConfig` (threshold, read tool named in the
  * pointer, destination); without it no result is offloaded. Compaction
- * follows the binding's policy.
+ * follows the binding's policy. `inlineLimit` is the most UTF-8 bytes of a
+ * tool result kept inline (by default the policy's piece limit), as in the
+ * stock executor: the middleware's hooks are the executor's.
  *
  * @since 0.1.0
  * @category models
  */
 export interface Options {
   readonly offload?: ToolResultOffload.OffloadConfig
+  readonly inlineLimit?: number
 }
 
 /**
@@ -232,7 +235,8 @@ const renderOutput = (output: unknown): string =>
 export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding, options: Options = {}) {
   const loop = yield* ForeignLoop.make(binding, {
     entry: "TesseraMiddleware.make",
-    ...(options.offload === undefined ? {} : { offload: options.offload })
+    ...(options.offload === undefined ? {} : { offload: options.offload }),
+    ...(options.inlineLimit === undefined ? {} : { inlineLimit: options.inlineLimit })
   })
   // The Tessera request each prepared prompt stands for: what `RequestDispatched` measures, and compaction sees.
   const requests = new WeakMap<LanguageModelV4Prompt, Model.ModelRequest>()

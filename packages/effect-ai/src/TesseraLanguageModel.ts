@@ -72,11 +72,14 @@ import { toolSpecs } from "./internal/toolSpecs.ts"
  * How the wrapper treats a task's requests: `offload` is the runtime's own
  * `ToolResultOffload.OffloadConfig` (threshold, read tool, destination; no
  * offload without it). Compaction follows the binding's policy.
+ * `inlineLimit` is the most UTF-8 bytes of a tool result kept inline (by
+ * default the policy's piece limit), as in the stock executor: the
+ * wrapper's hooks are the executor's.
  *
  * @since 0.1.0
  * @category models
  */
-export type Options = Pick<ForeignLoop.Options, "offload">
+export type Options = Pick<ForeignLoop.Options, "offload" | "inlineLimit">
 
 /**
  * The wrapping `LanguageModel` and what it reports, for one bound task.
@@ -188,7 +191,8 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
   const inner = yield* LanguageModel.LanguageModel
   const loop = yield* ForeignLoop.make(binding, {
     entry: "TesseraLanguageModel.make",
-    ...(options.offload === undefined ? {} : { offload: options.offload })
+    ...(options.offload === undefined ? {} : { offload: options.offload }),
+    ...(options.inlineLimit === undefined ? {} : { inlineLimit: options.inlineLimit })
   })
 
   /**

@@ -86,12 +86,16 @@ import {
  * request and without `systemPrompt` fails, naming the option (pass `""`
  * for an agent without one).
  * `streamFn` is the host's own stream function, if it has one.
+ * `inlineLimit` is the most UTF-8 bytes of a tool result kept inline (by
+ * default the policy's piece limit), as in the stock executor: the hooks
+ * are the executor's.
  *
  * @since 0.2.0
  * @category models
  */
 export interface Options {
   readonly offload?: ToolResultOffload.OffloadConfig
+  readonly inlineLimit?: number
   readonly summaryModel?: PiModel<Api>
   readonly summaryOptions?: SimpleStreamOptions
   readonly systemPrompt?: string
@@ -214,7 +218,8 @@ const failedMessage = (model: PiModel<Api>, detail: string): AssistantMessage =>
 export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding, options: Options = {}) {
   const loop = yield* ForeignLoop.make(binding, {
     entry: "TesseraPi.make",
-    ...(options.offload === undefined ? {} : { offload: options.offload })
+    ...(options.offload === undefined ? {} : { offload: options.offload }),
+    ...(options.inlineLimit === undefined ? {} : { inlineLimit: options.inlineLimit })
   })
   const inner: StreamFn = options.streamFn ?? streamSimple
   let latestModel: PiModel<Api> | undefined

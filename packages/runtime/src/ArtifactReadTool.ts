@@ -749,21 +749,27 @@ export const registerUnlessNamed = <R, R2>(tools: Tool.Registry<R>, tool: Tool.T
 }
 
 /**
- * `hooks` with their `onToolResult` skipped for calls of the tool `name`:
- * what a read returns is already bounded by its output cap, so offloading it
- * again would hand the model a pointer to a copy of what it asked to see.
- * Only for this module's tool, whose output is bounded; a host's own tool of
- * the same name gets no such exemption.
+ * `hooks` with their `onToolResult` skipped for the calls this module's tool
+ * answered: calls of the tool `name` (for a registry where that name is the
+ * library's read tool), or the calls `spared` picks (a foreign loop, which
+ * knows which calls it ran through the library's tool). What a read returns
+ * is already bounded by its output cap, so offloading it again would hand
+ * the model a pointer to a copy of what it asked to see. Only for this
+ * module's tool, whose output is bounded; a host's own tool of the same name
+ * gets no such exemption.
  *
  * @since 0.1.0
  * @category hooks
  */
-export const sparing = <E, R>(hooks: Executor.Hooks<E, R>, name: string): Executor.Hooks<E, R> => {
+export const sparing = <E, R>(
+  hooks: Executor.Hooks<E, R>,
+  spared: string | ((context: Executor.ToolContext) => boolean)
+): Executor.Hooks<E, R> => {
   const onToolResult = hooks.onToolResult
   if (onToolResult === undefined) return hooks
+  const isSpared = typeof spared === "string" ? (context: Executor.ToolContext) => context.call.name === spared : spared
   return {
     ...hooks,
-    onToolResult: (context, result) =>
-      context.call.name === name ? Effect.succeed(result) : onToolResult(context, result)
+    onToolResult: (context, result) => (isSpared(context) ? Effect.succeed(result) : onToolResult(context, result))
   }
 }

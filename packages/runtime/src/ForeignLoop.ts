@@ -56,7 +56,7 @@ import * as Option from "effect/Option"
 import type * as Path from "effect/Path"
 import * as Schema from "effect/Schema"
 import * as Semaphore from "effect/Semaphore"
-import type * as CompactionPolicy from "./CompactionPolicy.ts"
+import * as ArtifactReadTool from "./ArtifactReadTool.ts"
 import * as EntryGate from "./EntryGate.ts"
 import type * as Executor from "./Executor.ts"
 import type * as History from "./History.ts"
@@ -76,20 +76,41 @@ import * as Model from "./Model.ts"
 import * as Observability from "./Observability.ts"
 import type * as PrivateSummaries from "./PrivateSummaries.ts"
 import * as TaskExecution from "./TaskExecution.ts"
-import * as ToolResultOffload from "./ToolResultOffload.ts"
+import type * as ToolResultOffload from "./ToolResultOffload.ts"
 
 /**
  * How a foreign loop treats its task: `offload` is the runtime's own
  * `ToolResultOffload.OffloadConfig` (threshold, read tool named in the
  * pointer, destination; no offload without it); compaction follows the
- * binding's policy. `entry` names the adapter in refusals.
+ * binding's policy. `entry` names the adapter in refusals. The loop's hooks
+ * are the stock executor's (`TaskExecution.gatedHooks`): compaction,
+ * offload, then the inline limit (`inlineLimit`).
  *
  * @since 0.2.0
  * @category models
  */
 export interface Options {
   readonly offload?: ToolResultOffload.OffloadConfig
+  /**
+   * The most UTF-8 bytes of a tool result kept inline, as
+   * `TaskExecution.ExecutionConfig.inlineLimit` (by default the policy's
+   * piece limit, none when compaction is disabled).
+   */
+  readonly inlineLimit?: number
   readonly entry?: string
+}
+
+/**
+ * The library's `ArtifactReadTool` as a foreign loop offers it: `spec` for
+ * the adapter's framework, and `run`, which answers one call with the
+ * tool's bounded output (a refusal becomes an error result naming why).
+ *
+ * @since 0.5.0
+ * @category models
+ */
+export interface ReadTool {
+  readonly spec: Model.ToolSpec
+  readonly run: (call: Model.ToolCallPart) => Effect.Effect<Model.ToolResultPart>
 }
 
 /**
@@ -246,6 +267,15 @@ export interface ForeignLoop {
   readonly summaryUsage: () => SummaryUsage
   /** The pointer each offloaded call id was replaced by (the latest call of that id). */
   readonly offloaded: ReadonlyMap<string, string>
+  /**
+   * The tool the pointers name (`offload.readTool`), when the loop offloads
+   * and `registerReadTool` is not `false`: an adapter offers it to its
+   * framework. A result `run` produced, reported through
+   * {@link toolResult}, is never offloaded again (it is bounded by the
+   * read tool's cap; the inline limit still holds); the result of any
+   * other tool of that name is treated as every tool's.
+   */
+  readonly readTool: Option.Option<ReadTool>
 }
 
 /**
@@ -335,6 +365,16 @@ export const scrubThrown = (
   bounds: Partial<ScrubBounds> = {}
 ): Effect.Effect<unknown> => Scrub.scrubValue(error, scrub, bounds)
 
+// What a hook would meet if it asked for a model before the loop's first prepare: none was handed over yet.
+const unpreparedModel: Model.Model["Service"] = Model.fromGenerate(() =>
+  Effect.fail(
+    new Model.ModelError({
+      reason: "ProviderFailure",
+      detail: "no model was handed to the foreign loop yet (prepare is called before the first request)"
+    })
+  )
+)
+
 /**
  * Makes the loop of a bound task. Runs the gate for `Turn` first (the
  * binding must be one `EntryGate.bind` made, the journal in scope the
@@ -349,24 +389,25 @@ export const scrubThrown = (
  */
 export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding, options: Options = {}) {
   const entry = options.entry ?? "ForeignLoop.make"
-  const capability = yield* EntryGate.verify(binding, "Turn")
+  const offloadConfig = options.offload
+  const offersReadTool = offloadConfig !== undefined && offloadConfig.registerReadTool !== false
+  // The calls the library's read tool answered (see `readTool` below): their results are bounded already.
+  const readByLibrary = new Set<string>()
+  // The stock executor's assembly, so every guarantee of its turns holds through this loop.
+  const { hooks } = yield* TaskExecution.gatedHooks(binding, "Turn", {
+    name: entry,
+    offload: offloadConfig,
+    inlineLimit: options.inlineLimit,
+    readBy: offersReadTool
+      ? (context) => context.call.name === offloadConfig.readTool && readByLibrary.has(context.call.id)
+      : undefined
+  })
+  // Made once the options are known to be well formed: a tool needs a non-empty name.
+  const readTool = offersReadTool
+    ? Option.some(ArtifactReadTool.make(binding.context, { name: offloadConfig.readTool }))
+    : Option.none()
   const journal = yield* Journal
-  const target =
-    options.offload === undefined
-      ? Option.none()
-      : Option.some(yield* ToolResultOffload.targetFor(binding.context, entry, options.offload, capability))
-  const policy: CompactionPolicy.CompactionPolicy = binding.policy
-  const compaction =
-    policy._tag === "Threshold" && Option.isSome(capability)
-      ? Option.some(yield* TaskExecution.compactionHooks(policy, capability.value, journal))
-      : Option.none()
-  const offload =
-    options.offload !== undefined && Option.isSome(target)
-      ? Option.some(yield* ToolResultOffload.offloadHooks(options.offload, target.value, journal))
-      : Option.none()
-  const onToolResult = Option.isSome(offload) ? offload.value.onToolResult : undefined
-  const beforeModelStep = Option.isSome(compaction) ? compaction.value.beforeModelStep : undefined
-  const afterModelStep = Option.isSome(compaction) ? compaction.value.afterModelStep : undefined
+  const { onToolResult, beforeModelStep, afterModelStep } = hooks
   const services = yield* Effect.context<Requirements>()
   const redactor = yield* Effect.serviceOption(ArtifactRedactor.ArtifactRedactor)
   const task = binding.context.task
@@ -392,6 +433,14 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
       : effect
     return Effect.provideContext(redacted, services)
   }
+
+  /**
+   * A hook runs with the task's journal and the model summary requests go to: the one the last {@link prepare}
+   * was given (compaction runs only there and after its answer; a result reported before any prepare of this
+   * loop, on a resumed task, never meets compaction, so no model is needed then).
+   */
+  const withStepServices = <A, E, R>(effect: Effect.Effect<A, E, R>, model: Model.Model["Service"] | undefined) =>
+    effect.pipe(Effect.provideService(Model.Model, model ?? unpreparedModel), Effect.provideService(Journal, journal))
 
   const scrub: Scrub.TextScrub = Option.isNone(redactor) ? Effect.succeed : Scrub.redactWith(redactor.value)
 
@@ -438,7 +487,8 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
         inputSha256: input.sha256
       })
     }
-    const replaced = onToolResult === undefined ? result : yield* onToolResult(context, result)
+    const replaced =
+      onToolResult === undefined ? result : yield* withStepServices(onToolResult(context, result), summaries)
     const measured = yield* Digest.measureText(replaced.content)
     rememberBody(replaced, measured)
     yield* journal.append({
@@ -525,13 +575,7 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
         : { task: history.task, parts }
     const step: Executor.StepContext = { task, turn: turn.turn, step: turn.steps + 1 }
     const model = counted(summaryModel)
-    const after =
-      beforeModelStep === undefined
-        ? before
-        : yield* beforeModelStep(step, before).pipe(
-            Effect.provideService(Model.Model, model),
-            Effect.provideService(Journal, journal)
-          )
+    const after = beforeModelStep === undefined ? before : yield* withStepServices(beforeModelStep(step, before), model)
     if (after.summary !== undefined && after.summary !== before.summary) {
       const covered = base + (before.parts.length - after.parts.length)
       compacted = { covered, lastKey: keyOf(parts[covered - 1] as Model.Part), summary: after.summary }
@@ -580,9 +624,9 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
       ...(response.finishReason === undefined ? {} : { finishReason: response.finishReason })
     })
     if (afterModelStep !== undefined && summaries !== undefined) {
-      yield* afterModelStep(step, { request, response, history: { task: [], parts: request.parts } }).pipe(
-        Effect.provideService(Model.Model, summaries),
-        Effect.provideService(Journal, journal)
+      yield* withStepServices(
+        afterModelStep(step, { request, response, history: { task: [], parts: request.parts } }),
+        summaries
       )
     }
     if (response.toolCalls.length === 0) yield* journal.closeTurn
@@ -612,7 +656,22 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
       return usage
     },
     summaryUsage: () => total,
-    offloaded: pointers
+    offloaded: pointers,
+    readTool: Option.map(readTool, (tool) => ({
+      spec: tool.spec,
+      run: (call) =>
+        captured(
+          Effect.map(tool.run(call.input as Schema.Json), (outcome) => {
+            readByLibrary.add(call.id)
+            return Model.toolResult({
+              callId: call.id,
+              name: tool.name,
+              content: outcome.content,
+              isError: Option.isSome(outcome.failure)
+            })
+          })
+        )
+    }))
   }
   return loop
 }, Observability.withSpan("ForeignLoop.make"))

@@ -29,7 +29,7 @@ import * as InlineLimit from "./InlineLimit.ts"
 import { measureRequest } from "./internal/digest.ts"
 import { JournalTap } from "./internal/journalTap.ts"
 import { summarySession } from "./internal/summarySession.ts"
-import { checkExecution } from "./internal/turnConfig.ts"
+import { checkExecution, checkHooks } from "./internal/turnConfig.ts"
 import type { JournalIOError, JournalSequenceError } from "./Journal.ts"
 import { awaitingApproval, Journal, NoOpenTurn, openTurn, readEntries } from "./Journal.ts"
 import type { Entry } from "./JournalEntry.ts"
@@ -287,13 +287,6 @@ const transcriptOf = Effect.fnUntraced(function* (
   return yield* Transcript.make(Option.some(journal)).pipe(PrivateSummaries.provide(capability))
 })
 
-const offloadTarget = (
-  binding: EntryGate.TaskBinding,
-  entry: EntryGate.EntryPoint,
-  config: ToolResultOffload.OffloadConfig,
-  armed: Option.Option<PrivateSummaries.PrivateWriterCapability>
-) => ToolResultOffload.targetFor(binding.context, entry, config, armed)
-
 /**
  * What the gate's own hooks (compaction, offload) add to a turn's errors.
  *
@@ -322,6 +315,112 @@ const withGate = <E, R>(
   resolved: Option.Option<PrivateSummaries.PrivateWriterCapability> = Option.none()
 ) => Effect.map(gate(binding, entry, config, resolved), (gated) => gated.config)
 
+/**
+ * What {@link gatedHooks} assembles a turn's hooks from, besides the
+ * binding's policy: `offload`, `inlineLimit` and `hooks` as in
+ * {@link ExecutionConfig}; `tools`, the specs the turn's requests carry (so
+ * hooks made mid-turn find the provider's last count, see
+ * {@link CompactionHooksOptions}); `readBy`, which calls the library's own
+ * `ArtifactReadTool` answered (offload leaves their results alone, see
+ * `ArtifactReadTool.sparing`); `name`, the caller named in refusals.
+ *
+ * @since 0.5.0
+ * @category hooks
+ */
+export interface GatedHooksOptions<E = never, R = never> {
+  readonly offload?: ToolResultOffload.OffloadConfig | undefined
+  readonly inlineLimit?: number | undefined
+  readonly hooks?: Executor.Hooks<E, R> | undefined
+  readonly tools?: ReadonlyArray<ToolSpec> | undefined
+  readonly readBy?: ((context: Executor.ToolContext) => boolean) | undefined
+  readonly name?: string | undefined
+}
+
+/**
+ * What the hooks {@link gatedHooks} assembles can fail with, besides the
+ * caller's own hooks' errors: compaction's, offload's and the journal's.
+ *
+ * @since 0.5.0
+ * @category hooks
+ */
+export type GatedHooksError = CompactionError | JournalIOError | JournalSequenceError | PrivateSummaries.ResolveError
+
+/**
+ * A turn's hooks as the gate assembles them, with the private writer the
+ * gate resolved (none when the binding needs none).
+ *
+ * @since 0.5.0
+ * @category hooks
+ */
+export interface GatedHooks<E = never, R = never> {
+  readonly hooks: Executor.Hooks<E | GatedHooksError, R | GatedRequirements>
+  readonly capability: Option.Option<PrivateSummaries.PrivateWriterCapability>
+}
+
+/**
+ * The one assembly of a bound task's hooks, for every door: the stock
+ * executor's entries here and every adapter's foreign loop get their hooks
+ * from it, so what holds for one holds for all. The gate runs first
+ * (`EntryGate.verify` for `entry`: a forged or unarmed binding is refused
+ * `Unauthorized` having sent and written nothing); then, in order,
+ * compaction under a `Threshold` policy (its capability admitted against
+ * the task's journal), offload when `offload` is given (its target resolved
+ * and admitted; results `readBy` answered are left alone), the caller's
+ * `hooks`, and last the inline limit (`inlineLimit`, by default
+ * `InlineLimit.defaultBytes` of the policy), so the limit holds for whatever
+ * offload and the caller's hooks leave inline. Before anything, `offload`
+ * and `inlineLimit` are checked as {@link ExecutionConfig}'s are
+ * (`InvalidInput` naming the field).
+ *
+ * @since 0.5.0
+ * @category hooks
+ */
+export const gatedHooks = <E = never, R = never>(
+  binding: EntryGate.TaskBinding,
+  entry: EntryGate.EntryPoint,
+  options: GatedHooksOptions<E, R> = {}
+) =>
+  Effect.andThen(
+    // Before the gate: a door handing in the wrong shape (plain JavaScript) is named here, not mid-turn.
+    Effect.fromResult(checkHooks(options.name ?? `TaskExecution.gatedHooks (${entry} entry)`, options)),
+    Effect.flatMap(EntryGate.verify(binding, entry), (capability) =>
+      assembleHooks(binding, options.name ?? entry, capability, options)
+    )
+  )
+
+const assembleHooks = Effect.fnUntraced(function* <E, R>(
+  binding: EntryGate.TaskBinding,
+  name: string,
+  capability: Option.Option<PrivateSummaries.PrivateWriterCapability>,
+  options: GatedHooksOptions<E, R>
+) {
+  const journal = yield* Journal
+  const target =
+    options.offload === undefined
+      ? Option.none()
+      : Option.some(yield* ToolResultOffload.targetFor(binding.context, name, options.offload, capability))
+  const hooks: Array<Executor.Hooks<E | GatedHooksError, R | GatedRequirements>> = []
+  if (binding.policy._tag === "Threshold" && Option.isSome(capability)) {
+    hooks.push(
+      yield* compactionHooks(
+        binding.policy,
+        capability.value,
+        journal,
+        options.tools === undefined ? {} : { tools: options.tools }
+      )
+    )
+  }
+  if (options.offload !== undefined && Option.isSome(target)) {
+    const offload = yield* ToolResultOffload.offloadHooks(options.offload, target.value, journal)
+    hooks.push(options.readBy === undefined ? offload : ArtifactReadTool.sparing(offload, options.readBy))
+  }
+  if (options.hooks !== undefined) hooks.push(options.hooks)
+  const inlineBytes = options.inlineLimit ?? InlineLimit.defaultBytes(binding.policy)
+  if (inlineBytes !== undefined) hooks.push(InlineLimit.inlineLimitHooks(inlineBytes))
+  const gated: GatedHooks<E, R> = { hooks: Executor.composeHooks(...hooks), capability }
+  return gated
+})
+
 const gate = Effect.fnUntraced(function* <E, R>(
   binding: EntryGate.TaskBinding,
   entry: EntryGate.EntryPoint,
@@ -335,14 +434,6 @@ const gate = Effect.fnUntraced(function* <E, R>(
     Option.isSome(resolved) && binding.policy._tag === "Threshold"
       ? yield* Effect.as(EntryGate.admitBinding(binding, entry), resolved)
       : yield* EntryGate.verify(binding, entry)
-  const target =
-    config.offload === undefined
-      ? Option.none()
-      : Option.some(yield* offloadTarget(binding, entry, config.offload, capability))
-  const transcript =
-    config.durable === true ? Option.some(yield* transcriptOf(binding, entry, capability)) : Option.none()
-  const journal = yield* Journal
-  const hooks: Array<Executor.Hooks<E | GatedError, R | GatedRequirements>> = []
   const readTool =
     config.offload !== undefined &&
     config.offload.registerReadTool !== false &&
@@ -353,22 +444,20 @@ const gate = Effect.fnUntraced(function* <E, R>(
   const tools = Option.isSome(readTool)
     ? ArtifactReadTool.registerUnlessNamed(config.tools, readTool.value)
     : config.tools
-  if (binding.policy._tag === "Threshold" && Option.isSome(capability)) {
-    // The specs the turn's requests carry: hooks made mid-turn find the provider's last count by its digest.
-    hooks.push(yield* compactionHooks(binding.policy, capability.value, journal, { tools: tools.specs }))
-  }
-  if (config.offload !== undefined && Option.isSome(target)) {
-    const offload = yield* ToolResultOffload.offloadHooks(config.offload, target.value, journal)
-    hooks.push(Option.isSome(readTool) ? ArtifactReadTool.sparing(offload, readTool.value.name) : offload)
-  }
-  if (config.hooks !== undefined) hooks.push(config.hooks)
-  // Last, so the limit holds for whatever offload and the harness's hooks leave inline.
-  const inlineBytes = config.inlineLimit ?? InlineLimit.defaultBytes(binding.policy)
-  if (inlineBytes !== undefined) hooks.push(InlineLimit.inlineLimitHooks(inlineBytes))
+  const { hooks } = yield* assembleHooks(binding, entry, capability, {
+    offload: config.offload,
+    inlineLimit: config.inlineLimit,
+    hooks: config.hooks,
+    tools: tools.specs,
+    // Every call of that name is the library's tool: the registry holds no other under it.
+    readBy: Option.isSome(readTool) ? (context) => context.call.name === readTool.value.name : undefined
+  })
+  const transcript =
+    config.durable === true ? Option.some(yield* transcriptOf(binding, entry, capability)) : Option.none()
   const gated: Executor.TurnConfig<E | GatedError, R | GatedRequirements> = {
     tools,
     maxSteps: config.maxSteps,
-    hooks: Executor.composeHooks(...hooks),
+    hooks,
     ...(config.timeouts === undefined ? {} : { timeouts: config.timeouts }),
     ...(config.onEvent === undefined ? {} : { onEvent: config.onEvent }),
     ...(Option.isSome(transcript)

@@ -119,6 +119,27 @@ const checkOffload = (entry: string, offload: unknown): Check => {
   return undefined
 }
 
+const checkHookFields = (
+  entry: string,
+  options: { readonly offload?: unknown; readonly inlineLimit?: unknown }
+): Check =>
+  checkOffload(entry, options.offload) ??
+  (options.inlineLimit === undefined || isCount(options.inlineLimit, 0)
+    ? undefined
+    : refuse(entry, "inlineLimit", options.inlineLimit, "expected an integer number of bytes >= 0"))
+
+/**
+ * Checks what the one assembly of a task's hooks (`TaskExecution.gatedHooks`)
+ * is given by a door: the offload and the inline limit.
+ */
+export const checkHooks = (
+  entry: string,
+  options: { readonly offload?: unknown; readonly inlineLimit?: unknown }
+): Result.Result<void, InvalidInput.InvalidInput> => {
+  const invalid = checkHookFields(entry, options)
+  return invalid === undefined ? Result.void : Result.fail(invalid)
+}
+
 /**
  * Checks the configuration of a gated entry (`TaskExecution`): the turn's
  * own fields, and the offload, inline limit and durability it adds.
@@ -133,10 +154,7 @@ export const checkExecution = <E, R>(
 ): Result.Result<void, InvalidInput.InvalidInput> => {
   const invalid =
     checkConfig(entry, config) ??
-    checkOffload(entry, config.offload) ??
-    (config.inlineLimit === undefined || isCount(config.inlineLimit, 0)
-      ? undefined
-      : refuse(entry, "inlineLimit", config.inlineLimit, "expected an integer number of bytes >= 0")) ??
+    checkHookFields(entry, config) ??
     (config.durable === undefined || typeof config.durable === "boolean"
       ? undefined
       : refuse(entry, "durable", config.durable, "expected a boolean"))
