@@ -25,6 +25,9 @@
  *   boundaries), so it compacts too;
  * - the newest tool results reach the model before any summary replaces
  *   them, whatever `keepRecent` says (see {@link plan});
+ * - the summarized history's images and files (its `Media` parts) reach the
+ *   summary request that covers them as those very parts, beside the text
+ *   placeholder that marks where each was (see {@link summaryHistoryPieces});
  * - a summary is at most the policy's summary limit long: a longer answer is
  *   cut, with a note, never kept whole;
  * - a task that alone measures over the limit is reported once, as a
@@ -54,7 +57,7 @@ import { cutPieces, cutWithNote, type SizedPiece } from "./internal/boundedText.
 import { measureRequest, rememberedBodySize } from "./internal/digest.ts"
 import { scrubFailures } from "./internal/scrub.ts"
 import { type Journal, type JournalIOError, type JournalSequenceError, summaryKey } from "./Journal.ts"
-import type { ModelError, ModelRequest, ModelResponse, Part } from "./Model.ts"
+import type { MediaPart, ModelError, ModelRequest, ModelResponse, Part } from "./Model.ts"
 import { fileReference, Model, text } from "./Model.ts"
 import * as Observability from "./Observability.ts"
 import * as PrivateStaging from "./PrivateStaging.ts"
@@ -63,7 +66,9 @@ import * as PrivateSummaries from "./PrivateSummaries.ts"
 /**
  * The text a part contributes to a request's size, and to a summary
  * request's history. Media data is not rendered (only its type), and the
- * size of media is that rendering's: providers meter media separately.
+ * size of media is that rendering's: providers meter media separately. In a
+ * summary request that rendering is a placeholder: the part itself travels
+ * beside the piece of history holding it ({@link summaryHistoryPieces}).
  *
  * @since 0.1.0
  * @category measuring
@@ -329,11 +334,52 @@ export const pieces = (rounds: ReadonlyArray<ReadonlyArray<Part>>, maxBytes: num
  * So a round costs at most a few pieces per part, whatever the model put in
  * it: a 50 MB argument no more than a result cut to the inline limit.
  *
+ * These are the texts of {@link summaryHistoryPieces}, which also says which
+ * media each piece's request carries.
+ *
  * @since 0.3.0
  * @category planning
  */
 export const summaryPieces = (rounds: ReadonlyArray<ReadonlyArray<Part>>, maxBytes: number): ReadonlyArray<string> =>
   sizedPieces(rounds, maxBytes, summaryRendering(maxBytes)).map((piece) => piece.text)
+
+/**
+ * One summary request's share of the history: its piece of text, the
+ * piece's UTF-8 size, and the history's `Media` parts whose placeholders
+ * (`[media <type>]`, {@link renderPart}) the piece holds.
+ *
+ * @since 0.6.0
+ * @category planning
+ */
+export interface SummaryHistoryPiece {
+  readonly text: string
+  readonly bytes: number
+  /** The very part objects of the history, in the order of their placeholders. */
+  readonly media: ReadonlyArray<MediaPart>
+}
+
+/**
+ * The pieces summary requests carry ({@link summaryPieces}: the same texts,
+ * in the same order), each with the media of the history it covers, so that
+ * the summarizer sees an image or a file the conversation held rather than
+ * only its placeholder. Every `Media` part of `rounds` is in exactly one
+ * piece's `media`, as the same object: the piece holding its placeholder,
+ * or, for a round cut across pieces, the piece where its placeholder starts.
+ * Media are not counted in `bytes` (only their placeholders are, as
+ * {@link measureParts} counts them): providers meter media apart from text,
+ * so a piece's media are bounded by what the history held, not by
+ * `maxBytes`. File references (`FileReference`) stay text: what they point
+ * to is not read. The same rounds and `maxBytes` give the same pieces and
+ * the same media, so a resumed summary sends the requests the uninterrupted
+ * one would have.
+ *
+ * @since 0.6.0
+ * @category planning
+ */
+export const summaryHistoryPieces = (
+  rounds: ReadonlyArray<ReadonlyArray<Part>>,
+  maxBytes: number
+): ReadonlyArray<SummaryHistoryPiece> => sizedPieces(rounds, maxBytes, summaryRendering(maxBytes))
 
 /** How the grouping renders a part, with the rendering's UTF-8 size. */
 type PartRendering = (part: Part) => SizedPiece
@@ -369,41 +415,77 @@ const heldTo =
     }
   }
 
+/** A media part of a round, and where its placeholder starts in the round's rendering (a UTF-16 index). */
+interface PlacedMedia {
+  readonly part: MediaPart
+  readonly at: number
+}
+
+/**
+ * The pieces a round too large for one piece was cut into, each with the
+ * media whose placeholder starts in it: the pieces join back to the round's
+ * rendering, so a placeholder's index falls in exactly one of them.
+ */
+const withPlacedMedia = (
+  cut: ReadonlyArray<SizedPiece>,
+  media: ReadonlyArray<PlacedMedia>
+): Array<SummaryHistoryPiece> => {
+  const out: Array<SummaryHistoryPiece> = []
+  let start = 0
+  let next = 0
+  for (const piece of cut) {
+    const end = start + piece.text.length
+    const own: Array<MediaPart> = []
+    while (next < media.length && (media[next] as PlacedMedia).at < end) own.push((media[next++] as PlacedMedia).part)
+    out.push({ text: piece.text, bytes: piece.bytes, media: own })
+    start = end
+  }
+  return out
+}
+
 // {@link pieces} with each piece's UTF-8 length, which the grouping counts anyway: a summary request's span reports
-// it without walking the piece again (hundreds of kilobytes of text per request).
+// it without walking the piece again (hundreds of kilobytes of text per request). And with each piece's media
+// (see {@link summaryHistoryPieces}), found while rendering: the parts are walked once either way.
 const sizedPieces = (
   rounds: ReadonlyArray<ReadonlyArray<Part>>,
   maxBytes: number,
   render: PartRendering
-): Array<SizedPiece> => {
-  const out: Array<SizedPiece> = []
+): Array<SummaryHistoryPiece> => {
+  const out: Array<SummaryHistoryPiece> = []
   let current = ""
   let currentBytes = 0
+  let currentMedia: Array<MediaPart> = []
   for (const round of rounds) {
     // Concatenated, not joined: a join copies every result into a new string, which for history that a
     // tool built as a tree of concatenations means walking that tree; the request's reader flattens it once.
     let rendered = ""
     // The parts' sizes come with their renderings, plus one newline after each: no need to count them again.
     let bytes = 0
+    const media: Array<PlacedMedia> = []
     for (const part of round) {
       const rendering = render(part)
+      // A string's length is known without flattening it: placing a placeholder costs nothing.
+      if (part._tag === "Media") media.push({ part, at: rendered.length })
       rendered += `${rendering.text}\n`
       bytes += rendering.bytes + 1
     }
     if (currentBytes + bytes <= maxBytes) {
       current += rendered
       currentBytes += bytes
+      for (const placed of media) currentMedia.push(placed.part)
       continue
     }
-    if (current.length > 0) out.push({ text: current, bytes: currentBytes })
+    if (current.length > 0) out.push({ text: current, bytes: currentBytes, media: currentMedia })
     current = ""
     currentBytes = 0
+    currentMedia = []
     if (bytes <= maxBytes) {
       current = rendered
       currentBytes = bytes
-    } else out.push(...cutPieces(rendered, maxBytes))
+      currentMedia = media.map((placed) => placed.part)
+    } else out.push(...withPlacedMedia(cutPieces(rendered, maxBytes), media))
   }
-  if (current.length > 0) out.push({ text: current, bytes: currentBytes })
+  if (current.length > 0) out.push({ text: current, bytes: currentBytes, media: currentMedia })
   return out
 }
 
@@ -432,7 +514,11 @@ export const isSummaryRequest = (request: ModelRequest): boolean => {
 
 /**
  * One summary request: the instruction, the user's original task, the
- * previous summary (if any) and one piece of history.
+ * previous summary (if any) and one piece of history, last. With `media`
+ * (the piece's own, {@link summaryHistoryPieces}), those parts, as given,
+ * come just before the piece, whose opening line then says how many there
+ * are and that they follow its `[media <type>]` placeholders in order;
+ * without (or with none), the request is the one it always was.
  *
  * @since 0.1.0
  * @category requests
@@ -443,18 +529,36 @@ export const summaryRequest = (options: {
   readonly piece: string
   readonly index: number
   readonly count: number
-}): ModelRequest => ({
-  parts: [
-    text("system", summaryInstruction),
-    ...options.task,
-    ...Option.match(options.previousSummary, {
-      onNone: () => [],
-      onSome: (summary) => [text("user", `Previous summary:\n${summary}`)]
-    }),
-    text("user", `History to summarize (part ${options.index + 1} of ${options.count}):\n${options.piece}`)
-  ],
-  tools: []
-})
+  /** The media the piece's placeholders stand for, sent as native parts (since 0.6.0). */
+  readonly media?: ReadonlyArray<MediaPart>
+}): ModelRequest => {
+  const media = options.media ?? []
+  return {
+    parts: [
+      text("system", summaryInstruction),
+      ...options.task,
+      ...Option.match(options.previousSummary, {
+        onNone: () => [],
+        onSome: (summary) => [text("user", `Previous summary:\n${summary}`)]
+      }),
+      ...media,
+      text(
+        "user",
+        `History to summarize (part ${options.index + 1} of ${options.count}${attachedNote(media.length)}):\n${options.piece}`
+      )
+    ],
+    tools: []
+  }
+}
+
+// The task's own media may come just before the piece's (when there is no previous summary): the count tells
+// the summarizer which of them the placeholders stand for.
+const attachedNote = (count: number): string =>
+  count === 0
+    ? ""
+    : count === 1
+      ? ", with the 1 media item its [media ...] placeholder stands for attached just before this text"
+      : `, with its ${count} media items attached just before this text, in the order of its [media ...] placeholders`
 
 /**
  * What a summary is made of: the task, the summary so far, the rounds to
@@ -553,8 +657,10 @@ export const journaledSummaryRequests =
  * model). Sends exactly one request per piece, in order, each building on
  * the summary so far (starting from `previousSummary`); returns the final
  * summary text and how many requests were sent. The pieces are
- * {@link summaryPieces}: what the model wrote is held to the piece limit, so
- * it costs a few requests per part at most, whatever its size. With
+ * {@link summaryHistoryPieces} (the texts of {@link summaryPieces}): what
+ * the model wrote is held to the piece limit, so it costs a few requests per
+ * part at most, whatever its size, and each request carries its piece's
+ * media as the history's own parts ({@link summaryRequest}). With
  * `summaryBytes`, every answer is bounded ({@link boundSummary}) before the
  * next request builds on it, so the previous summary a request carries is
  * never longer than that.
@@ -613,6 +719,7 @@ const summarizing = Effect.fnUntraced(function* <E, R>(
   let summary = input.previousSummary
   for (let index = 0; index < all.length; index++) {
     const piece = all[index]?.text ?? ""
+    const media = all[index]?.media ?? []
     const response = yield* summaryRequestSpan(
       index,
       all.length,
@@ -626,7 +733,8 @@ const summarizing = Effect.fnUntraced(function* <E, R>(
             previousSummary: summary,
             piece,
             index,
-            count: all.length
+            count: all.length,
+            media
           }),
           { index, count: all.length }
         )
