@@ -12,6 +12,10 @@ import projects from "./vitest.workspace.ts"
 /** Guard tests per project, relative to the project's root. */
 const guardTests: Readonly<Record<string, ReadonlyArray<string>>> = {
   node: [
+    "test/TranscriptMutants.test.ts",
+    "test/TranscriptPolicy.test.ts",
+    "test/Approvals.test.ts",
+    "test/ArtifactReadMutants.test.ts",
     "test/HostileCaller.test.ts",
     "test/ApprovalBinding.test.ts",
     "test/PlatformContract.test.ts",
@@ -22,7 +26,11 @@ const guardTests: Readonly<Record<string, ReadonlyArray<string>>> = {
     "test/TranscriptTamper.test.ts",
     "test/runtime/PrivateStaging.test.ts",
     "test/runtime/PrivateSummaries.test.ts",
-    "test/runtime/SummaryEntries.test.ts"
+    "test/TrustMutants.test.ts",
+    "test/runtime/SummaryEntries.test.ts",
+    "test/artifacts/PathMutants.test.ts",
+    "test/runtime/ToolResultOffload.test.ts",
+    "test/runtime/OffloadMutants.test.ts"
   ],
   runtime: ["test/FilesystemTaskRuntime.test.ts"]
 }

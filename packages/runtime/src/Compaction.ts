@@ -348,7 +348,7 @@ export const summaryPieces = (rounds: ReadonlyArray<ReadonlyArray<Part>>, maxByt
  * piece's UTF-8 size, and the history's `Media` parts whose placeholders
  * (`[media <type>]`, {@link renderPart}) the piece holds.
  *
- * @since 0.6.0
+ * @since 0.5.0
  * @category planning
  */
 export interface SummaryHistoryPiece {
@@ -373,7 +373,7 @@ export interface SummaryHistoryPiece {
  * the same media, so a resumed summary sends the requests the uninterrupted
  * one would have.
  *
- * @since 0.6.0
+ * @since 0.5.0
  * @category planning
  */
 export const summaryHistoryPieces = (
