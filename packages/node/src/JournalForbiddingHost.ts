@@ -98,8 +98,21 @@ export interface JournalForbiddingHostService extends HostTasks {
   readonly bindTask: HostTasks["bindTask"]
   /** The task's journal on the journal volume, written by the host. */
   readonly journalLayer: HostTasks["journalLayer"]
-  /** Binds `task` (refusals fail before the journal is opened) and runs `body` with its journal. */
+  /**
+   * Binds `task` (refusals fail before the journal is opened) and runs `body`
+   * with its journal, under the host's `durability`: every reader `body`
+   * runs (`Journal.readEntries`, `TaskExecution.restoreHistory`, `resume`)
+   * finds the journal where that choice keeps it.
+   */
   readonly withTask: HostTasks["withTask"]
+  /** Repairs the task's journal under its lock (`Journal.repair`), under the host's durability. */
+  readonly repairJournal: HostTasks["repairJournal"]
+  /**
+   * Every entry of the task's journal (`Journal.readEntries`), read where the
+   * host's durability keeps it (a memory-only host's journals in this
+   * process, also after the task's scope closed).
+   */
+  readonly readEntries: HostTasks["readEntries"]
 }
 
 /**

@@ -43,8 +43,7 @@ import * as Ids from "@tessera/core/Ids"
 import * as InvalidInput from "@tessera/core/InvalidInput"
 import * as Volume from "@tessera/core/Volume"
 import * as FilesystemTaskRuntime from "@tessera/runtime/FilesystemTaskRuntime"
-import * as Journal from "@tessera/runtime/Journal"
-import * as JournalDurability from "@tessera/runtime/JournalDurability"
+import type * as JournalDurability from "@tessera/runtime/JournalDurability"
 import * as StoreLayout from "@tessera/runtime/StoreLayout"
 import type * as TaskHost from "@tessera/runtime/TaskHost"
 import type * as VolumeStore from "@tessera/runtime/VolumeStore"
@@ -158,13 +157,7 @@ export interface LocalHarnessService extends HostTasks {
    * harness's durability keeps it: a memory-only harness's journals are read
    * from its store, in this process, also after the task's scope closed.
    */
-  readonly readEntries: (
-    task: Ids.TaskId
-  ) => Effect.Effect<
-    ReadonlyArray<Journal.Entry>,
-    Journal.JournalCorrupt | Journal.JournalNotRecognized | Journal.JournalIOError | InvalidInput.InvalidInput,
-    FileSystem.FileSystem | Path.Path
-  >
+  readonly readEntries: HostTasks["readEntries"]
   /**
    * Binds `task` and runs `body` with the task's `Journal` (written with the
    * blocking `NodeJournalFile`), the harness's `ArtifactPathPolicy`, the
@@ -356,12 +349,8 @@ export const open = Effect.fnUntraced(function* (
     taskLocks: opened.taskLocks,
     ...(options.durability === undefined ? {} : { durability: options.durability })
   })
-  const durable = underDurability(options.durability)
   const harness: LocalHarnessService = {
     ...tasks,
-    withTask: (task, body, taskOptions) => tasks.withTask(task, (binding) => durable(body(binding)), taskOptions),
-    repairJournal: (task) => durable(tasks.repairJournal(task)),
-    readEntries: (task) => durable(Journal.readEntries({ folder: journalFolder, task })),
     namespace: opened.namespace,
     agent,
     stateDir: opened.stateDir,
@@ -375,17 +364,6 @@ export const open = Effect.fnUntraced(function* (
   }
   return harness
 })
-
-/**
- * Runs an effect under the harness's durability: the one its journals are
- * opened with, so a reader resolves each journal where it lives. Without a
- * choice the caller's `JournalDurability` stays in force, as it does for the
- * journals.
- */
-const underDurability =
-  (durability: JournalDurability.Durability | undefined) =>
-  <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-    durability === undefined ? effect : Effect.provideService(effect, JournalDurability.JournalDurability, durability)
 
 /**
  * The harness as a layer: opened when the layer is built, released (the

@@ -91,6 +91,13 @@ export interface HostTasks {
     E | TaskBindError | TaskJournalError,
     Exclude<R, Journal.Journal | ArtifactPathPolicy.ArtifactPathPolicy> | FileSystem.FileSystem | Path.Path
   >
+  readonly readEntries: (
+    task: Ids.TaskId
+  ) => Effect.Effect<
+    ReadonlyArray<Journal.Entry>,
+    Journal.JournalCorrupt | Journal.JournalNotRecognized | Journal.JournalIOError | InvalidInput.InvalidInput,
+    FileSystem.FileSystem | Path.Path
+  >
 }
 
 /** The agent-private scratch volume a task creates for itself. */
@@ -169,8 +176,15 @@ export const makeHostTasks = (input: HostTasksInput): HostTasks => {
           : Layer.merge(NodeJournalFile.layer, JournalDurability.layer(input.durability))
       )
     )
+  // The host's durability reaches every reader of its journals, not only the journals it opens for writing.
+  const durable = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    input.durability === undefined
+      ? effect
+      : Effect.provideService(effect, JournalDurability.JournalDurability, input.durability)
   const repairJournal = (task: Ids.TaskId) =>
-    Effect.scoped(lockTask(task).pipe(Effect.andThen(Journal.repair({ folder: input.journalFolder, task }))))
+    durable(Effect.scoped(lockTask(task).pipe(Effect.andThen(Journal.repair({ folder: input.journalFolder, task })))))
+  const readEntries = (given: Ids.TaskId) =>
+    Effect.flatMap(decodeTask(given), (task) => durable(Journal.readEntries({ folder: input.journalFolder, task })))
   const withTask = <A, E, R>(
     task: Ids.TaskId,
     body: (binding: EntryGate.TaskBinding) => Effect.Effect<A, E, R>,
@@ -180,7 +194,7 @@ export const makeHostTasks = (input: HostTasksInput): HostTasks => {
     // journal file is created only by its first entry anyway).
     bindTask(task, options).pipe(
       Effect.flatMap((binding) =>
-        body(binding).pipe(
+        durable(body(binding)).pipe(
           Effect.provide(
             Layer.mergeAll(
               journalLayer(binding.context.task),
@@ -191,5 +205,5 @@ export const makeHostTasks = (input: HostTasksInput): HostTasks => {
         )
       )
     )
-  return { bindTask, journalLayer, repairJournal, withTask }
+  return { bindTask, journalLayer, repairJournal, withTask, readEntries }
 }
