@@ -17,7 +17,16 @@ import {
   TaskExecution
 } from "@tessera/runtime"
 import { Effect, Option } from "effect"
-import { journalBytes, journalFolder, requests, start, taskParts, tools, turnLayer } from "./support/turns.ts"
+import {
+  bindPrivate,
+  journalBytes,
+  journalFolder,
+  requests,
+  start,
+  taskParts,
+  tools,
+  turnLayer
+} from "./support/turns.ts"
 import { runInWorld, task, taskId, type World } from "./support/world.ts"
 
 const body = (fill: string) => fill.repeat(6_000)
@@ -37,13 +46,6 @@ const tags = (journal: string): Array<string> =>
     .split("\n")
     .filter((line) => line.length > 0)
     .map((line) => (JSON.parse(line) as { _tag: string })._tag)
-
-const bindWith = (world: World, policy: CompactionPolicy.CompactionPolicy) =>
-  Effect.gen(function* () {
-    const runtime = yield* world.openRuntime(Option.some(world.privateRef))
-    const context = yield* runtime.bindTask({ scope: yield* world.scopeFor([world.privateRef]), output: Option.none() })
-    return yield* EntryGate.bind(context, { policy })
-  })
 
 const offload = { threshold: 2_000, readTool: "read_artifact", destination: "Private" as const }
 
@@ -73,7 +75,7 @@ describe("ForeignLoop", () => {
   it("foreign_loop_journal_as_executor: a hand-driven loop journals the same entries, in the same order, as the stock executor's turn", () =>
     runInWorld((world) =>
       Effect.gen(function* () {
-        const binding = yield* bindWith(world, CompactionPolicy.disabled)
+        const binding = yield* bindPrivate(world, CompactionPolicy.disabled)
         const folder = yield* journalFolder(world)
         yield* Effect.gen(function* () {
           const loop = yield* ForeignLoop.make(binding, { offload })
@@ -95,7 +97,7 @@ describe("ForeignLoop", () => {
   it("control: the executor's journal without offload differs from the loop's with it (the comparison sees a missing entry)", () =>
     runInWorld((world) =>
       Effect.gen(function* () {
-        const binding = yield* bindWith(world, CompactionPolicy.disabled)
+        const binding = yield* bindPrivate(world, CompactionPolicy.disabled)
         const folder = yield* journalFolder(world)
         yield* Effect.gen(function* () {
           yield* drive(yield* ForeignLoop.make(binding, { offload }), 2)
@@ -111,7 +113,7 @@ describe("ForeignLoop", () => {
   it("foreign_loop_summary_resumed: the whole history handed over again is compacted from the remembered summary, without a new summary request", () =>
     runInWorld((world) =>
       Effect.gen(function* () {
-        const binding = yield* bindWith(
+        const binding = yield* bindPrivate(
           world,
           CompactionPolicy.threshold({ measure: "bytes", limit: 20_000, keepRecent: 1_000, pieceLimit: 200_000 })
         )
@@ -165,7 +167,7 @@ describe("ForeignLoop", () => {
   it("control: a loop with no memory (made anew for each request) asks for a summary every time", () =>
     runInWorld((world) =>
       Effect.gen(function* () {
-        const binding = yield* bindWith(
+        const binding = yield* bindPrivate(
           world,
           CompactionPolicy.threshold({ measure: "bytes", limit: 20_000, keepRecent: 1_000, pieceLimit: 200_000 })
         )
@@ -203,7 +205,7 @@ describe("ForeignLoop", () => {
   it("foreign_loop_out_of_order: a dispatch nothing prepared, a second prepare before the dispatch, or a result no answer asked for, is refused before the journal gets it", () =>
     runInWorld((world) =>
       Effect.gen(function* () {
-        const binding = yield* bindWith(world, CompactionPolicy.disabled)
+        const binding = yield* bindPrivate(world, CompactionPolicy.disabled)
         const folder = yield* journalFolder(world)
         yield* Effect.gen(function* () {
           const loop = yield* ForeignLoop.make(binding)
@@ -236,7 +238,7 @@ describe("ForeignLoop", () => {
   it("foreign_loop_lost_request_resumed: a request left without an answer (the process died) is counted as lost by a new loop on the task, and the turn goes on", () =>
     runInWorld((world) =>
       Effect.gen(function* () {
-        const binding = yield* bindWith(world, CompactionPolicy.disabled)
+        const binding = yield* bindPrivate(world, CompactionPolicy.disabled)
         const folder = yield* journalFolder(world)
         yield* Effect.gen(function* () {
           const model = yield* Model.Model
@@ -266,7 +268,7 @@ describe("ForeignLoop", () => {
   it("control: on that journal, a request dispatched without resuming the turn is refused", () =>
     runInWorld((world) =>
       Effect.gen(function* () {
-        const binding = yield* bindWith(world, CompactionPolicy.disabled)
+        const binding = yield* bindPrivate(world, CompactionPolicy.disabled)
         const folder = yield* journalFolder(world)
         yield* Effect.gen(function* () {
           const model = yield* Model.Model

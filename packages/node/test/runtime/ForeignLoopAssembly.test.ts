@@ -7,17 +7,10 @@ import { assert, describe, it } from "@effect/vitest"
 import { ArtifactPointer } from "@tessera/artifacts"
 import { CompactionPolicy, EntryGate, ForeignLoop, History, Journal, Model, TaskExecution } from "@tessera/runtime"
 import { Effect, Option } from "effect"
-import { journalBytes, journalFolder, taskParts, tools, turnLayer } from "./support/turns.ts"
+import { bindPrivate, foreignStep, journalBytes, journalFolder, taskParts, turnLayer } from "./support/turns.ts"
 import { runInWorld, task, type World } from "./support/world.ts"
 
 const offload = { threshold: 2_000, readTool: "read_artifact", destination: "Private" as const }
-
-const bindWith = (world: World, policy: CompactionPolicy.CompactionPolicy) =>
-  Effect.gen(function* () {
-    const runtime = yield* world.openRuntime(Option.some(world.privateRef))
-    const context = yield* runtime.bindTask({ scope: yield* world.scopeFor([world.privateRef]), output: Option.none() })
-    return yield* EntryGate.bind(context, { policy })
-  })
 
 const produced = Model.toolCall("c1", "produce", { size: 6_000, fill: "r" })
 const producedResult = Model.toolResult({ callId: "c1", name: "produce", content: "r".repeat(6_000), isError: false })
@@ -33,20 +26,11 @@ const offloads = (journal: string): number =>
  */
 const readBack = (world: World, throughLibrary: boolean) =>
   Effect.gen(function* () {
-    const binding = yield* bindWith(world, CompactionPolicy.disabled)
+    const binding = yield* bindPrivate(world, CompactionPolicy.disabled)
     const folder = yield* journalFolder(world)
     const kept = yield* Effect.gen(function* () {
       const loop = yield* ForeignLoop.make(binding, { offload })
-      const model = yield* Model.Model
-      const step = (history: History.History) =>
-        Effect.gen(function* () {
-          const prepared = yield* loop.prepare(history, model)
-          const request: Model.ModelRequest = { parts: History.toParts(prepared), tools: tools.specs }
-          const where = yield* loop.dispatch(request)
-          const response = yield* model.generate(request)
-          yield* loop.receive(where, request, response)
-          return response
-        })
+      const step = (history: History.History) => foreignStep(loop, history)
       let history = History.make(taskParts)
       yield* step(history)
       const pointer = yield* loop.toolResult(produced, producedResult)
@@ -107,15 +91,10 @@ describe("ForeignLoop gets the executor's hooks", () => {
       Effect.gen(function* () {
         const pieceLimit = 1_500
         const policy = CompactionPolicy.threshold({ measure: "bytes", limit: 1_000_000, keepRecent: 4, pieceLimit })
-        const binding = yield* bindWith(world, policy)
+        const binding = yield* bindPrivate(world, policy)
         const kept = yield* Effect.gen(function* () {
           const loop = yield* ForeignLoop.make(binding)
-          const model = yield* Model.Model
-          const history = History.make(taskParts)
-          const prepared = yield* loop.prepare(history, model)
-          const request: Model.ModelRequest = { parts: History.toParts(prepared), tools: tools.specs }
-          const where = yield* loop.dispatch(request)
-          yield* loop.receive(where, request, yield* model.generate(request))
+          yield* foreignStep(loop, History.make(taskParts))
           return yield* loop.toolResult(produced, producedResult)
         }).pipe(Effect.provide(turnLayer(world, task, [Model.response({ toolCalls: [produced] })])))
         assert.isAtMost(ArtifactPointer.utf8Length(kept.content), pieceLimit)
@@ -132,7 +111,7 @@ describe("ForeignLoop gets the executor's hooks", () => {
           keepRecent: 4,
           pieceLimit: 1_500
         })
-        const binding = yield* bindWith(world, policy)
+        const binding = yield* bindPrivate(world, policy)
         const kept = yield* Effect.gen(function* () {
           const capability = yield* EntryGate.verify(binding, "Turn")
           if (Option.isNone(capability)) return undefined
@@ -147,7 +126,7 @@ describe("ForeignLoop gets the executor's hooks", () => {
   it("foreign_loop_options_decoded: an inline limit or offload of the wrong shape is InvalidInput naming the field, before any journal byte", () =>
     runInWorld((world) =>
       Effect.gen(function* () {
-        const binding = yield* bindWith(world, CompactionPolicy.disabled)
+        const binding = yield* bindPrivate(world, CompactionPolicy.disabled)
         const folder = yield* journalFolder(world)
         const refused = yield* Effect.gen(function* () {
           const limit = yield* Effect.flip(ForeignLoop.make(binding, { inlineLimit: -1 }))

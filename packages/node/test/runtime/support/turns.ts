@@ -6,8 +6,18 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import type { Ids } from "@tessera/core"
-import { Compaction, History, Journal, Model, ScriptedModel, Tool } from "@tessera/runtime"
-import { Effect, Layer, Schema } from "effect"
+import {
+  Compaction,
+  type CompactionPolicy,
+  EntryGate,
+  type ForeignLoop,
+  History,
+  Journal,
+  Model,
+  ScriptedModel,
+  Tool
+} from "@tessera/runtime"
+import { Effect, Layer, Option, Schema } from "effect"
 import { platformLayer, type World } from "./world.ts"
 
 export const produce = Tool.make({
@@ -49,3 +59,23 @@ export const journalBytes = (folder: string, task: Ids.TaskId): string => {
   const file = path.join(folder, Journal.fileName(task))
   return fs.existsSync(file) ? fs.readFileSync(file, "utf8") : ""
 }
+
+/** The world's task bound under `policy`, with its agent's private volume granted and the runtime's. */
+export const bindPrivate = (world: World, policy: CompactionPolicy.CompactionPolicy) =>
+  Effect.gen(function* () {
+    const runtime = yield* world.openRuntime(Option.some(world.privateRef))
+    const context = yield* runtime.bindTask({ scope: yield* world.scopeFor([world.privateRef]), output: Option.none() })
+    return yield* EntryGate.bind(context, { policy })
+  })
+
+/** One step of a foreign loop as an adapter drives it: prepare, dispatch, the model's answer, receive. */
+export const foreignStep = (loop: ForeignLoop.ForeignLoop, history: History.History) =>
+  Effect.gen(function* () {
+    const model = yield* Model.Model
+    const prepared = yield* loop.prepare(history, model)
+    const request: Model.ModelRequest = { parts: History.toParts(prepared), tools: tools.specs }
+    const where = yield* loop.dispatch(request)
+    const response = yield* model.generate(request)
+    yield* loop.receive(where, request, response)
+    return { request, response }
+  })
