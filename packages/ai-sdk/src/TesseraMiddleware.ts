@@ -269,12 +269,16 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
   const prepare = (params: LanguageModelV4CallOptions, inner: LanguageModelV4) =>
     Effect.suspend(() => {
       const converted = toHistory(params.prompt)
-      return Effect.map(loop.prepare(converted.history, summaryModel(inner, params, converted.origins)), (history) => {
-        const request: Model.ModelRequest = { parts: History.toParts(history), tools: toolSpecs(params) }
-        const prompt = toPrompt(request.parts, converted.origins)
-        requests.set(prompt, request)
-        return prompt
-      })
+      const tools = toolSpecs(params)
+      return Effect.map(
+        loop.prepare(converted.history, summaryModel(inner, params, converted.origins), tools),
+        (history) => {
+          const request: Model.ModelRequest = { parts: History.toParts(history), tools }
+          const prompt = toPrompt(request.parts, converted.origins)
+          requests.set(prompt, request)
+          return prompt
+        }
+      )
     })
 
   /** The Tessera request of a prepared prompt (the prompt itself, read back, if another middleware replaced it). */

@@ -219,7 +219,7 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
       const converted = toHistory(Prompt.make(raw))
       // Summary requests carry the task as the caller's prompt gave it: its files reach the provider as files.
       const summaryModel = fromLanguageModel(inner, (parts) => toPrompt(parts, converted.origins))
-      const history = yield* loop.prepare(converted.history, summaryModel)
+      const history = yield* loop.prepare(converted.history, summaryModel, tools)
       const request: Model.ModelRequest = { parts: History.toParts(history), tools }
       const prompt = toPrompt(request.parts, converted.origins)
       const step = yield* loop.dispatch(request)

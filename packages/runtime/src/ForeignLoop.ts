@@ -212,11 +212,17 @@ export interface ForeignLoop {
    * summary requests sent to `summaryModel` (and counted). Returns the
    * history to send (`History.toParts` gives its parts in order). Unchanged
    * parts are the very objects of `history`, so adapters may map them back
-   * to their originals by identity.
+   * to their originals by identity. `tools`, the specs the request will
+   * carry, when the adapter knows them here: with them a loop made for a
+   * turn already under way (a new process after a crash) measures under
+   * `reportedTokens` from the provider's last count in the journal, as the
+   * uninterrupted loop would; without them it estimates until the provider
+   * reports again.
    */
   readonly prepare: (
     history: History.History,
-    summaryModel: Model.Model["Service"]
+    summaryModel: Model.Model["Service"],
+    tools?: ReadonlyArray<Model.ToolSpec>
   ) => Effect.Effect<History.History, LoopError>
   /**
    * Journals `RequestDispatched` for the request {@link prepare} made, just
@@ -393,9 +399,13 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
   const offersReadTool = offloadConfig !== undefined && offloadConfig.registerReadTool !== false
   // The calls the library's read tool answered (see `readTool` below): their results are bounded already.
   const readByLibrary = new Set<string>()
+  // The tools the request being prepared will carry, as the adapter said: hooks made mid-turn find the
+  // provider's last count by the digest of the request it answered, which covers them.
+  let requestTools: ReadonlyArray<Model.ToolSpec> | undefined
   // The stock executor's assembly, so every guarantee of its turns holds through this loop.
   const { hooks } = yield* TaskExecution.gatedHooks(binding, "Turn", {
     name: entry,
+    tools: () => requestTools,
     offload: offloadConfig,
     inlineLimit: options.inlineLimit,
     readBy: offersReadTool
@@ -548,8 +558,13 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
     return part
   })
 
-  const prepare = Effect.fnUntraced(function* (history: History.History, summaryModel: Model.Model["Service"]) {
+  const prepare = Effect.fnUntraced(function* (
+    history: History.History,
+    summaryModel: Model.Model["Service"],
+    tools?: ReadonlyArray<Model.ToolSpec>
+  ) {
     yield* EntryGate.admitBinding(binding, "ModelStep")
+    requestTools = tools
     // Before the first dispatch, a second prepare means the request hook is missing; after it, the
     // loop gave up on a prepared request (its own conversion failed, say) and this one replaces it.
     if (prepared !== undefined && !wired) {
@@ -643,7 +658,7 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
   const loop: ForeignLoop = {
     task,
     binding,
-    prepare: (history, summaryModel) => captured(prepare(history, summaryModel)),
+    prepare: (history, summaryModel, tools) => captured(prepare(history, summaryModel, tools)),
     dispatch: (request) => captured(dispatch(request)),
     receive: (step, request, response) => captured(receive(step, request, response)),
     fail,

@@ -91,9 +91,11 @@ export interface CompactionHooksOptions {
    * turn that already has answered requests (a resume, or a fresh set of
    * hooks mid-turn) read the provider's count from the journal under
    * `reportedTokens`; without them they estimate until the provider
-   * reports again.
+   * reports again. A function is asked when the hooks first need them (a
+   * foreign loop learns its tools request by request); `undefined` from it
+   * means not known yet.
    */
-  readonly tools?: ReadonlyArray<ToolSpec>
+  readonly tools?: ReadonlyArray<ToolSpec> | (() => ReadonlyArray<ToolSpec> | undefined) | undefined
 }
 
 /**
@@ -138,15 +140,19 @@ export const compactionHooks = (
       let reported: Compaction.ReportedInput | undefined
       // Whether the journal was consulted, or a step answered here made it unnecessary.
       let known = policy.measure !== "reportedTokens" || options.tools === undefined
-      const recall = (history: History.History): Effect.Effect<void, never, CompactionRequirements> =>
-        known || options.tools === undefined
+      const specs = options.tools
+      const toolsNow = typeof specs === "function" ? specs : () => specs
+      const recall = (history: History.History): Effect.Effect<void, never, CompactionRequirements> => {
+        const tools = known ? undefined : toolsNow()
+        return tools === undefined
           ? Effect.void
-          : Effect.map(journaledReport(journal, history, options.tools), (found) => {
+          : Effect.map(journaledReport(journal, history, tools), (found) => {
               known = true
               if (found === undefined) return
               reported = found
               sent = { parts: found.parts }
             })
+      }
       const hooks: Executor.Hooks<CompactionError, CompactionRequirements> = {
         afterModelStep: (_context, outcome) =>
           Effect.sync(() => {
@@ -331,7 +337,7 @@ export interface GatedHooksOptions<E = never, R = never> {
   readonly offload?: ToolResultOffload.OffloadConfig | undefined
   readonly inlineLimit?: number | undefined
   readonly hooks?: Executor.Hooks<E, R> | undefined
-  readonly tools?: ReadonlyArray<ToolSpec> | undefined
+  readonly tools?: CompactionHooksOptions["tools"]
   readonly readBy?: ((context: Executor.ToolContext) => boolean) | undefined
   readonly name?: string | undefined
 }

@@ -10,6 +10,8 @@ import { assert, describe, it } from "@effect/vitest"
 import {
   CompactionPolicy,
   EntryGate,
+  ForeignLoop,
+  History,
   Journal,
   Model,
   PrivateSummaries,
@@ -17,7 +19,16 @@ import {
   TaskExecution
 } from "@tessera/runtime"
 import { Effect, Option } from "effect"
-import { isSummaryRequest, journalFolder, requests, requestText, start, tools, turnLayer } from "./support/turns.ts"
+import {
+  foreignStep,
+  isSummaryRequest,
+  journalFolder,
+  requests,
+  requestText,
+  start,
+  tools,
+  turnLayer
+} from "./support/turns.ts"
 import { runInWorld, task, type World } from "./support/world.ts"
 
 // Small history, large reported counts: only the provider's count crosses the limit.
@@ -127,7 +138,70 @@ const interruptedThenResumed = (oldHooks: boolean) =>
     })
   )
 
+/**
+ * The same turn driven through foreign loops, as an adapter drives them:
+ * each step prepared with the request's tools (or, `withTools: false`,
+ * without them, as Pi's context hook must), the history growing by each
+ * response's calls and their results. With `failSummary`, the first loop
+ * fails inside its summary request and a fresh loop (a new process's)
+ * carries the turn on from the same history.
+ */
+const throughLoops = (failSummary: boolean, withTools: boolean) =>
+  runInWorld((world) =>
+    Effect.gen(function* () {
+      const binding = yield* bound(world, policy)
+      // The history as the adapter's loop holds it: a failing step leaves it where that step began.
+      let held = start
+      const drive = (loop: ForeignLoop.ForeignLoop, from: History.History) =>
+        Effect.gen(function* () {
+          let history = from
+          for (let step = 0; step < 4; step++) {
+            held = history
+            const { response } = yield* foreignStep(loop, history, withTools ? tools.specs : undefined)
+            if (response.toolCalls.length === 0) return
+            const results = response.toolCalls.map((call) =>
+              Model.toolResult({ callId: call.id, name: call.name, content: "x".repeat(40), isError: false })
+            )
+            history = History.append(history, [...response.toolCalls, ...results])
+          }
+        })
+      const first = yield* Effect.gen(function* () {
+        const outcome = yield* Effect.exit(drive(yield* ForeignLoop.make(binding), start))
+        return { failed: outcome._tag === "Failure", texts: textsOf(yield* requests) }
+      }).pipe(Effect.provide(turnLayer(world, task, scriptOf(failSummary))))
+      const after = first.failed
+        ? yield* Effect.gen(function* () {
+            yield* drive(yield* ForeignLoop.make(yield* bound(world, policy)), held)
+            return textsOf(yield* requests)
+          }).pipe(Effect.provide(turnLayer(world, task, scriptOf(false))))
+        : []
+      return { failed: first.failed, before: first.texts, after, dispatched: yield* dispatchedOf(world) }
+    })
+  )
+
 describe("reportedTokens across a resume", () => {
+  it("foreign_loop_reported_tokens_resume: a fresh foreign loop given the request's tools carries on a turn that failed inside a summary request with the journal's count, sending the uninterrupted loop's requests; without the tools (control) it estimates and sends another request", async () => {
+    const reference = await throughLoops(false, true)
+    assert.isFalse(reference.failed)
+    assert.deepStrictEqual(
+      reference.before.map((text) => text.split(":")[0]),
+      ["turn", "turn", "summary", "turn"]
+    )
+    const resumed = await throughLoops(true, true)
+    assert.isTrue(resumed.failed)
+    assert.deepStrictEqual(resumed.before, reference.before.slice(0, 3))
+    assert.deepStrictEqual([...resumed.before.slice(0, 2), ...resumed.after], reference.before)
+    assert.deepStrictEqual(resumed.dispatched, reference.dispatched)
+
+    const control = await throughLoops(true, false)
+    assert.deepStrictEqual(control.before, reference.before.slice(0, 3))
+    assert.isFalse(
+      control.after.some((text) => text.startsWith("summary")),
+      "control: no summary request"
+    )
+    assert.notDeepEqual([...control.before.slice(0, 2), ...control.after], reference.before)
+  })
+
   it("reported_tokens_resume: a durable turn that failed inside a summary request resumes with the journal's count and sends the uninterrupted turn's requests; hooks that keep the count in memory only (control) send another request", async () => {
     const reference = await uninterrupted()
     // The uninterrupted turn compacted before its third request, on the provider's count alone.

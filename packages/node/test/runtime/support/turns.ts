@@ -68,11 +68,19 @@ export const bindPrivate = (world: World, policy: CompactionPolicy.CompactionPol
     return yield* EntryGate.bind(context, { policy })
   })
 
-/** One step of a foreign loop as an adapter drives it: prepare, dispatch, the model's answer, receive. */
-export const foreignStep = (loop: ForeignLoop.ForeignLoop, history: History.History) =>
+/**
+ * One step of a foreign loop as an adapter drives it: prepare (told the
+ * request's tools when `toldTools` is given), dispatch, the model's answer,
+ * receive.
+ */
+export const foreignStep = (
+  loop: ForeignLoop.ForeignLoop,
+  history: History.History,
+  toldTools?: ReadonlyArray<Model.ToolSpec>
+) =>
   Effect.gen(function* () {
     const model = yield* Model.Model
-    const prepared = yield* loop.prepare(history, model)
+    const prepared = yield* loop.prepare(history, model, toldTools)
     const request: Model.ModelRequest = { parts: History.toParts(prepared), tools: tools.specs }
     const where = yield* loop.dispatch(request)
     const response = yield* model.generate(request)
