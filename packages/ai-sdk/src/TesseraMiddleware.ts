@@ -249,8 +249,9 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
 
   /**
    * Summary requests borrow how the request they precede reaches the provider, never its tools or format. The
-   * task they carry is rendered from that request's own prompt parts (`origins`), so its files and images reach
-   * the provider as given, not as the text that stands for them in the history.
+   * task and the history's media they carry are rendered from that request's own prompt parts (`origins`), so
+   * inline files and images reach the provider as the caller gave them (a URL-referenced file stays its text
+   * stand-in, as in the history).
    */
   const summaryModel = (inner: LanguageModelV4, params: LanguageModelV4CallOptions, origins: Converted["origins"]) =>
     Model.fromGenerate((request) =>

@@ -7,7 +7,7 @@
 import type { LanguageModelV4FilePart, LanguageModelV4Middleware, LanguageModelV4Prompt } from "@ai-sdk/provider"
 import { assert, describe, it } from "@effect/vitest"
 import { TesseraMiddleware } from "@tessera/ai-sdk"
-import { Compaction, CompactionPolicy, History } from "@tessera/runtime"
+import { Compaction, CompactionPolicy, History, Model } from "@tessera/runtime"
 import { generateText, type ModelMessage, stepCountIs, wrapLanguageModel } from "ai"
 import { MockLanguageModelV4 } from "ai/test"
 import { Effect } from "effect"
@@ -79,15 +79,24 @@ const mediaProblems = (
 
 /**
  * Deliberately broken wiring: summary requests re-rendered the way the
- * middleware rendered them before (its parts converted to a history and
- * rendered without the prompt's origins), which turns the task's file into
- * its text stand-in.
+ * middleware rendered them before (its parts converted to a history, files
+ * made the text stand-ins the conversion once made of them, and rendered
+ * without the prompt's origins), which turns the task's file into its text
+ * stand-in.
  */
 const flattening: LanguageModelV4Middleware = {
   specificationVersion: "v4",
   transformParams: async ({ params }) =>
     isSummaryPrompt(params.prompt)
-      ? { ...params, prompt: toPrompt(History.toParts(toHistory(params.prompt).history), new WeakMap()) }
+      ? {
+          ...params,
+          prompt: toPrompt(
+            History.toParts(toHistory(params.prompt).history).map((part) =>
+              part._tag === "Media" ? Model.text(part.role, `[file ${part.mediaType}]`) : part
+            ),
+            new WeakMap()
+          )
+        }
       : params
 }
 

@@ -7,7 +7,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { TesseraLanguageModel } from "@tessera/effect-ai"
-import { Compaction, CompactionPolicy, History } from "@tessera/runtime"
+import { Compaction, CompactionPolicy, History, Model } from "@tessera/runtime"
 import { Effect, Layer, Stream } from "effect"
 import { LanguageModel, Prompt, type Response } from "effect/ai"
 import * as fc from "fast-check"
@@ -74,15 +74,23 @@ const mediaProblems = (
 /**
  * Deliberately broken wiring, when `broken`: the provider re-renders each
  * summary request the way the adapter rendered it before (its parts read as
- * a history and rendered without the prompt's origins), which turns the
- * task's file into its text stand-in.
+ * a history, files made the text stand-ins the conversion once made of
+ * them, and rendered without the prompt's origins), which turns the task's
+ * file into its text stand-in.
  */
+const flattened = (prompt: Prompt.Prompt): Prompt.Prompt =>
+  partsToPrompt(
+    History.toParts(toHistory(prompt).history).map((part) =>
+      part._tag === "Media" ? Model.text(part.role, `[file ${part.mediaType}]`) : part
+    )
+  )
+
 const provider = (broken: boolean) => {
   const summaries: Array<Prompt.Prompt> = []
   const turns: Array<Prompt.Prompt> = []
   const respond = (options: LanguageModel.ProviderOptions): Array<Response.PartEncoded> => {
     if (isSummaryPrompt(options.prompt)) {
-      summaries.push(broken ? partsToPrompt(History.toParts(toHistory(options.prompt).history)) : options.prompt)
+      summaries.push(broken ? flattened(options.prompt) : options.prompt)
       return answer(`summary number ${summaries.length}: the reports so far are filler`)
     }
     turns.push(options.prompt)

@@ -5,8 +5,18 @@
  * came from, and a part that comes back unchanged is rendered as the very
  * original (provider options, file data and reasoning included): only what
  * Tessera replaced (an offloaded result, a summary) is rendered anew.
+ *
+ * Files with inline data (`{ type: "data" }`: bytes or base64) become
+ * Tessera `Media` parts, so that compaction hands them to the summary
+ * request covering them, where they are rendered as the caller's own file
+ * parts: a user message's files, and the files of a `content` output of a
+ * result in a tool message. Files given by URL, by provider reference or as
+ * inline text, the assistant's own files (and a provider-run result's), stay
+ * text stand-ins (`[file <type>]` or the result's text): a summary request
+ * carries only that text for them.
  */
 import type {
+  LanguageModelV4FilePart,
   LanguageModelV4Message,
   LanguageModelV4Prompt,
   LanguageModelV4ToolResultOutput,
@@ -15,6 +25,7 @@ import type {
 import * as Compaction from "@tessera/runtime/Compaction"
 import * as History from "@tessera/runtime/History"
 import * as Model from "@tessera/runtime/Model"
+import * as Base64 from "effect/encoding/Base64"
 import type * as Schema from "effect/Schema"
 
 type MessageRole = LanguageModelV4Message["role"]
@@ -23,7 +34,10 @@ type ContentPart = Exclude<LanguageModelV4Message["content"], string>[number]
 interface Origin {
   readonly role: MessageRole
   readonly part: ContentPart | string
-  readonly message: LanguageModelV4Message
+  /** None for a tool result's file: it is rendered in a user message of its own (see {@link toPrompt}). */
+  readonly message: LanguageModelV4Message | undefined
+  /** For a tool result's file, the call whose result carries it. */
+  readonly carriedBy?: string
 }
 
 /** A prompt as a history, with the origin of each part made from it. */
@@ -59,45 +73,106 @@ const toolResultPart = (part: LanguageModelV4ToolResultPart): Model.ToolResultPa
     isError: isErrorOutput(part.output)
   })
 
+type FileData = LanguageModelV4FilePart["data"]
+
+/** A file's inline data as Tessera media data; none for a file the provider fetches or reads otherwise. */
+const inlineData = (data: FileData): Model.MediaData | undefined =>
+  data.type === "data"
+    ? { _tag: "Base64", base64: typeof data.data === "string" ? data.data : Base64.encode(data.data) }
+    : undefined
+
+/** A file with inline data as a `Media` part (measured by its `[media <type>]` rendering, like any media). */
+const mediaPart = (
+  role: Model.Role,
+  file: Pick<LanguageModelV4FilePart, "data" | "mediaType" | "providerOptions">
+): Model.MediaPart | undefined => {
+  const data = inlineData(file.data)
+  return data === undefined
+    ? undefined
+    : { _tag: "Media", role, mediaType: file.mediaType, data, providerOptions: file.providerOptions ?? {} }
+}
+
 const describeOther = (part: ContentPart): string =>
   part.type === "file" || part.type === "reasoning-file" ? `[${part.type} ${part.mediaType}]` : `[${part.type}]`
+
+const speakerOf = (role: MessageRole): Model.Role => (role === "assistant" ? "assistant" : "user")
 
 const convertPart = (role: MessageRole, part: ContentPart): Model.Part => {
   switch (part.type) {
     case "text":
     case "reasoning":
-      return Model.text(role === "assistant" ? "assistant" : "user", part.text)
+      return Model.text(speakerOf(role), part.text)
     case "tool-call":
       return Model.toolCall(part.toolCallId, part.toolName, part.input as Schema.Json)
     case "tool-result":
       return toolResultPart(part)
+    case "file":
+      return (role === "user" ? mediaPart("user", part) : undefined) ?? Model.text(speakerOf(role), describeOther(part))
     default:
-      return Model.text(role === "assistant" ? "assistant" : "user", describeOther(part))
+      return Model.text(speakerOf(role), describeOther(part))
   }
+}
+
+/**
+ * The files of a tool message's results, as `Media` parts remembering the
+ * call that carries them. Only a file with inline data; the result's own
+ * part still carries every item, so these are rendered only where that
+ * result is not (see {@link toPrompt}).
+ */
+const carriedMedia = (message: LanguageModelV4Message, origins: WeakMap<Model.Part, Origin>): Array<Model.Part> => {
+  if (message.role !== "tool") return []
+  const out: Array<Model.Part> = []
+  for (const content of message.content) {
+    if (content.type !== "tool-result" || content.output.type !== "content") continue
+    for (const item of content.output.value) {
+      if (item.type !== "file") continue
+      const part = mediaPart("user", item)
+      if (part === undefined) continue
+      origins.set(part, { role: "user", part: item, message: undefined, carriedBy: content.toolCallId })
+      out.push(part)
+    }
+  }
+  return out
+}
+
+const convertMessage = (message: LanguageModelV4Message, origins: WeakMap<Model.Part, Origin>): Array<Model.Part> => {
+  if (message.role === "system") {
+    const part = Model.text("system", message.content)
+    origins.set(part, { role: "system", part: message.content, message })
+    return [part]
+  }
+  return message.content.map((content) => {
+    const part = convertPart(message.role, content)
+    origins.set(part, { role: message.role, part: content, message })
+    return part
+  })
 }
 
 /**
  * The prompt as a history: the leading system messages and the first user
  * message are the task (they open every request and are never summarized);
- * everything after them is history.
+ * everything after them is history. The files of tool results follow the
+ * run of tool messages holding them: a `Media` part among the results
+ * would open a round of its own, separating the calls after it from their
+ * results.
  */
 export const toHistory = (prompt: LanguageModelV4Prompt): Converted => {
   const origins = new WeakMap<Model.Part, Origin>()
-  const history = History.fromMessages(
-    prompt,
-    (message) => message.role === "user",
-    (message) => {
-      if (message.role === "system") {
-        const part = Model.text("system", message.content)
-        origins.set(part, { role: "system", part: message.content, message })
-        return [part]
-      }
-      return message.content.map((content) => {
-        const part = convertPart(message.role, content)
-        origins.set(part, { role: message.role, part: content, message })
-        return part
-      })
+  const units: Array<{ readonly user: boolean; readonly parts: ReadonlyArray<Model.Part> }> = []
+  let carried: Array<Model.Part> = []
+  for (const message of prompt) {
+    if (message.role !== "tool" && carried.length > 0) {
+      units.push({ user: false, parts: carried })
+      carried = []
     }
+    units.push({ user: message.role === "user", parts: convertMessage(message, origins) })
+    carried.push(...carriedMedia(message, origins))
+  }
+  if (carried.length > 0) units.push({ user: false, parts: carried })
+  const history = History.fromMessages(
+    units,
+    (unit) => unit.user,
+    (unit) => unit.parts
   )
   return { history, origins }
 }
@@ -139,12 +214,17 @@ const rendered = (part: Model.Part): ContentPart | string => {
  * The parts of a history as a prompt. A part that came from the prompt
  * unchanged is its original, in a message of its own origin (messages are
  * never merged or split); parts Tessera made (a summary reference, an
- * offloaded result) form messages of their role.
+ * offloaded result) form messages of their role. A tool result's file is
+ * left out while `parts` hold a result of its call (the result, or what
+ * replaced it, is how the prompt carried it); without one (a summary
+ * request) it is the caller's own file item, in a user message.
  */
 export const toPrompt = (
   parts: ReadonlyArray<Model.Part>,
   origins: WeakMap<Model.Part, Origin>
 ): LanguageModelV4Prompt => {
+  const results = new Set<string>()
+  for (const part of parts) if (part._tag === "ToolResult") results.add(part.callId)
   const prompt: Array<LanguageModelV4Message> = []
   let group:
     | { role: MessageRole; content: Array<ContentPart | string>; source: LanguageModelV4Message | undefined }
@@ -162,6 +242,7 @@ export const toPrompt = (
   }
   for (const part of parts) {
     const origin = origins.get(part)
+    if (origin?.carriedBy !== undefined && results.has(origin.carriedBy)) continue
     const role = origin?.role ?? roleOf(part)
     const content = origin?.part ?? rendered(part)
     // An offloaded result stays in its original tool message when that message is still open.

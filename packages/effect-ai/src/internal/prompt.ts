@@ -6,6 +6,13 @@
  *   back unchanged is rendered as the very original (its provider options,
  *   file data and reasoning included): only what Tessera replaced (an
  *   offloaded result, a summary reference) is rendered anew ({@link toPrompt}).
+ *   Files with inline data (bytes, or a base64 string) become Tessera
+ *   `Media` parts, so that compaction hands them to the summary request
+ *   covering them, where they are rendered as the caller's own file parts:
+ *   a user message's files, and the files of the `modelOutput` of a result
+ *   in a tool message. Files given by URL, the assistant's own files (and a
+ *   provider-run result's) stay text stand-ins (`[file <type>]` or the
+ *   result's text): a summary request carries only that text for them.
  * - {@link partsToPrompt}: the parts of a Tessera request as a prompt, for a
  *   Tessera model served by an Effect AI `LanguageModel`.
  */
@@ -13,6 +20,7 @@ import * as Compaction from "@tessera/runtime/Compaction"
 import * as History from "@tessera/runtime/History"
 import * as Model from "@tessera/runtime/Model"
 import * as Prompt from "effect/ai/Prompt"
+import * as Base64 from "effect/encoding/Base64"
 import type * as Schema from "effect/Schema"
 
 type Role = Prompt.Message["role"]
@@ -21,7 +29,10 @@ type ContentPart = Exclude<Prompt.Message["content"], string>[number]
 interface Origin {
   readonly role: Role
   readonly part: ContentPart | string
-  readonly message: Prompt.Message
+  /** None for a tool result's file: it is rendered in a user message of its own (see {@link toPrompt}). */
+  readonly message: Prompt.Message | undefined
+  /** For a tool result's file, the call whose result carries it. */
+  readonly carriedBy?: string
 }
 
 /** A prompt as a history, with the origin of each part made from it. */
@@ -41,6 +52,19 @@ export const resultText = (part: Prompt.ToolResultPart): string =>
 const describeOther = (part: ContentPart): string =>
   part.type === "file" ? `[file ${part.mediaType}]` : `[${part.type}]`
 
+/** A file with inline data as a `Media` part (measured by its `[media <type>]` rendering, like any media). */
+const mediaPart = (role: Model.Role, file: Prompt.FilePart): Model.MediaPart | undefined =>
+  file.data instanceof URL
+    ? undefined
+    : {
+        _tag: "Media",
+        role,
+        mediaType: file.mediaType,
+        data: { _tag: "Base64", base64: typeof file.data === "string" ? file.data : Base64.encode(file.data) },
+        // A part built by hand (not decoded by `Prompt.make`) may lack its options.
+        providerOptions: file.options ?? {}
+      }
+
 const convertPart = (role: Role, part: ContentPart): Model.Part => {
   const speaker = role === "assistant" ? "assistant" : "user"
   switch (part.type) {
@@ -56,33 +80,73 @@ const convertPart = (role: Role, part: ContentPart): Model.Part => {
         content: resultText(part),
         isError: part.isFailure
       })
+    case "file":
+      return (role === "user" ? mediaPart("user", part) : undefined) ?? Model.text(speaker, describeOther(part))
     default:
       return Model.text(speaker, describeOther(part))
   }
 }
 
 /**
+ * The files of a tool message's results (their `modelOutput`), as `Media`
+ * parts remembering the call that carries them. Only a file with inline
+ * data; the result's own part still carries every item, so these are
+ * rendered only where that result is not (see {@link toPrompt}).
+ */
+const carriedMedia = (message: Prompt.Message, origins: WeakMap<Model.Part, Origin>): Array<Model.Part> => {
+  if (message.role !== "tool") return []
+  const out: Array<Model.Part> = []
+  for (const content of message.content) {
+    if (content.type !== "tool-result") continue
+    for (const item of content.modelOutput ?? []) {
+      if (item.type !== "file") continue
+      const part = mediaPart("user", item)
+      if (part === undefined) continue
+      origins.set(part, { role: "user", part: item, message: undefined, carriedBy: content.id })
+      out.push(part)
+    }
+  }
+  return out
+}
+
+const convertMessage = (message: Prompt.Message, origins: WeakMap<Model.Part, Origin>): Array<Model.Part> => {
+  if (message.role === "system") {
+    const part = Model.text("system", message.content)
+    origins.set(part, { role: "system", part: message.content, message })
+    return [part]
+  }
+  return message.content.map((content) => {
+    const part = convertPart(message.role, content)
+    origins.set(part, { role: message.role, part: content, message })
+    return part
+  })
+}
+
+/**
  * The prompt as a history: the leading system messages and the first user
  * message are the task (they open every request and are never summarized);
- * everything after them is history.
+ * everything after them is history. The files of tool results follow the
+ * run of tool messages holding them: a `Media` part among the results
+ * would open a round of its own, separating the calls after it from their
+ * results.
  */
 export const toHistory = (prompt: Prompt.Prompt): Converted => {
   const origins = new WeakMap<Model.Part, Origin>()
-  const history = History.fromMessages(
-    prompt.content,
-    (message) => message.role === "user",
-    (message) => {
-      if (message.role === "system") {
-        const part = Model.text("system", message.content)
-        origins.set(part, { role: "system", part: message.content, message })
-        return [part]
-      }
-      return message.content.map((content) => {
-        const part = convertPart(message.role, content)
-        origins.set(part, { role: message.role, part: content, message })
-        return part
-      })
+  const units: Array<{ readonly user: boolean; readonly parts: ReadonlyArray<Model.Part> }> = []
+  let carried: Array<Model.Part> = []
+  for (const message of prompt.content) {
+    if (message.role !== "tool" && carried.length > 0) {
+      units.push({ user: false, parts: carried })
+      carried = []
     }
+    units.push({ user: message.role === "user", parts: convertMessage(message, origins) })
+    carried.push(...carriedMedia(message, origins))
+  }
+  if (carried.length > 0) units.push({ user: false, parts: carried })
+  const history = History.fromMessages(
+    units,
+    (unit) => unit.user,
+    (unit) => unit.parts
   )
   return { history, origins }
 }
@@ -156,9 +220,14 @@ const message = (
  * original, in a message of its own origin (messages are never merged or
  * split); parts Tessera made (a summary reference, an offloaded result)
  * form messages of their role, an offloaded result joining its original
- * tool message when that message is still open.
+ * tool message when that message is still open. A tool result's file is
+ * left out while `parts` hold a result of its call (the result, or what
+ * replaced it, is how the prompt carried it); without one (a summary
+ * request) it is the caller's own file part, in a user message.
  */
 export const toPrompt = (parts: ReadonlyArray<Model.Part>, origins: WeakMap<Model.Part, Origin>): Prompt.Prompt => {
+  const results = new Set<string>()
+  for (const part of parts) if (part._tag === "ToolResult") results.add(part.callId)
   const messages: Array<Prompt.Message> = []
   let group: { role: Role; content: Array<ContentPart | string>; source: Prompt.Message | undefined } | undefined
   const flush = () => {
@@ -168,6 +237,7 @@ export const toPrompt = (parts: ReadonlyArray<Model.Part>, origins: WeakMap<Mode
   }
   for (const part of parts) {
     const origin = origins.get(part)
+    if (origin?.carriedBy !== undefined && results.has(origin.carriedBy)) continue
     const role = origin?.role ?? roleOf(part)
     const content = origin?.part ?? rendered(part)
     const source = origin?.message
