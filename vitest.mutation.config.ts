@@ -30,7 +30,10 @@ const guardTests: Readonly<Record<string, ReadonlyArray<string>>> = {
     "test/runtime/SummaryEntries.test.ts",
     "test/artifacts/PathMutants.test.ts",
     "test/runtime/ToolResultOffload.test.ts",
-    "test/runtime/OffloadMutants.test.ts"
+    "test/runtime/OffloadMutants.test.ts",
+    "test/artifacts/SecretRuleClasses.test.ts",
+    "test/artifacts/RealFormatCorpus.test.ts",
+    "test/artifacts/SecretRuleMutants.test.ts"
   ],
   runtime: ["test/FilesystemTaskRuntime.test.ts"]
 }
