@@ -512,9 +512,11 @@ const at = Effect.fnUntraced(function* (location: {
     return files.writeNewFile(temp, bytes, { within: folder, createFolders: true, syncFolder: false }).pipe(
       Effect.andThen(
         files.publishOnce(temp, finalPath).pipe(
+          // A publish that lost (`AlreadyExists`) leaves its temporary file to the caller: removed before the
+          // loss is forgiven, or every later store writing a record already there would leave one behind.
+          Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : fs.remove(temp).pipe(Effect.ignore))),
           // Named by its digest: a file already there holds these bytes (a read checks it).
-          Effect.catchTag("AlreadyExists", () => Effect.void),
-          Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : fs.remove(temp).pipe(Effect.ignore)))
+          Effect.catchTag("AlreadyExists", () => Effect.void)
         )
       ),
       Effect.mapError(failure("write", finalPath))
