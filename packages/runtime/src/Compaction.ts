@@ -529,7 +529,7 @@ export const summaryRequest = (options: {
   readonly piece: string
   readonly index: number
   readonly count: number
-  /** The media the piece's placeholders stand for, sent as native parts (since 0.6.0). */
+  /** The media the piece's placeholders stand for, sent as native parts (since 0.5.0). */
   readonly media?: ReadonlyArray<MediaPart>
 }): ModelRequest => {
   const media = options.media ?? []

@@ -73,22 +73,40 @@ export const append = (history: History, parts: ReadonlyArray<Part>): History =>
  * never summarized; everything after it is history. The rule every adapter
  * follows, stated here once; `partsOf` converts one message.
  *
+ * `carried`, when given, names parts a message carries besides its own
+ * (`of`, such as the files inside tool results): they are placed after the
+ * run of messages `within` holds for (the tool messages), never among them,
+ * so they cannot open a round that separates later calls from their
+ * results.
+ *
  * @since 0.3.0
  * @category constructors
  */
 export const fromMessages = <M>(
   messages: Iterable<M>,
   isUser: (message: M) => boolean,
-  partsOf: (message: M) => ReadonlyArray<Part>
+  partsOf: (message: M) => ReadonlyArray<Part>,
+  carried?: {
+    readonly of: (message: M) => ReadonlyArray<Part>
+    readonly within: (message: M) => boolean
+  }
 ): History => {
   const task: Array<Part> = []
   const parts: Array<Part> = []
   let taskDone = false
+  let held: Array<Part> = []
+  const release = () => {
+    for (const part of held) (taskDone ? parts : task).push(part)
+    held = []
+  }
   for (const message of messages) {
+    if (carried !== undefined && held.length > 0 && !carried.within(message)) release()
     const target = taskDone ? parts : task
     for (const part of partsOf(message)) target.push(part)
+    if (carried !== undefined) held.push(...carried.of(message))
     if (isUser(message)) taskDone = true
   }
+  release()
   return append(make(task), parts)
 }
 

@@ -158,21 +158,11 @@ const convertMessage = (message: LanguageModelV4Message, origins: WeakMap<Model.
  */
 export const toHistory = (prompt: LanguageModelV4Prompt): Converted => {
   const origins = new WeakMap<Model.Part, Origin>()
-  const units: Array<{ readonly user: boolean; readonly parts: ReadonlyArray<Model.Part> }> = []
-  let carried: Array<Model.Part> = []
-  for (const message of prompt) {
-    if (message.role !== "tool" && carried.length > 0) {
-      units.push({ user: false, parts: carried })
-      carried = []
-    }
-    units.push({ user: message.role === "user", parts: convertMessage(message, origins) })
-    carried.push(...carriedMedia(message, origins))
-  }
-  if (carried.length > 0) units.push({ user: false, parts: carried })
   const history = History.fromMessages(
-    units,
-    (unit) => unit.user,
-    (unit) => unit.parts
+    prompt,
+    (message) => message.role === "user",
+    (message) => convertMessage(message, origins),
+    { of: (message) => carriedMedia(message, origins), within: (message) => message.role === "tool" }
   )
   return { history, origins }
 }

@@ -132,21 +132,11 @@ const convertMessage = (message: Prompt.Message, origins: WeakMap<Model.Part, Or
  */
 export const toHistory = (prompt: Prompt.Prompt): Converted => {
   const origins = new WeakMap<Model.Part, Origin>()
-  const units: Array<{ readonly user: boolean; readonly parts: ReadonlyArray<Model.Part> }> = []
-  let carried: Array<Model.Part> = []
-  for (const message of prompt.content) {
-    if (message.role !== "tool" && carried.length > 0) {
-      units.push({ user: false, parts: carried })
-      carried = []
-    }
-    units.push({ user: message.role === "user", parts: convertMessage(message, origins) })
-    carried.push(...carriedMedia(message, origins))
-  }
-  if (carried.length > 0) units.push({ user: false, parts: carried })
   const history = History.fromMessages(
-    units,
-    (unit) => unit.user,
-    (unit) => unit.parts
+    prompt.content,
+    (message) => message.role === "user",
+    (message) => convertMessage(message, origins),
+    { of: (message) => carriedMedia(message, origins), within: (message) => message.role === "tool" }
   )
   return { history, origins }
 }
