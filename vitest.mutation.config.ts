@@ -12,7 +12,7 @@ import projects from "./vitest.workspace.ts"
 /** Guard tests per project, relative to the project's root. */
 const guardTests: Readonly<Record<string, ReadonlyArray<string>>> = {
   node: [
-    "test/TranscriptMutants.test.ts",
+    "test/runtime/TranscriptMutants.test.ts",
     "test/TranscriptPolicy.test.ts",
     "test/Approvals.test.ts",
     "test/ArtifactReadMutants.test.ts",

@@ -28,8 +28,8 @@ import {
 } from "@tessera/runtime"
 import { Effect, Layer, Option } from "effect"
 // The measures are internal (the package blocks `./internal/*`); the test reaches them by path, as the journal does.
-import { legacyRequestSha256, measureJson, measureRequest, measureText } from "../../runtime/src/internal/digest.js"
-import { agentId, nodeLayer, taskId, tempDir } from "./support/temp.ts"
+import { legacyRequestSha256, measureJson, measureRequest, measureText } from "../../../runtime/src/internal/digest.js"
+import { agentId, nodeLayer, taskId, tempDir } from "../support/temp.ts"
 
 const agent = agentId("scribe")
 const task = taskId("transcript-task")
