@@ -297,10 +297,6 @@ export const readableVolumes = Effect.fnUntraced(function* (context: TaskContext
     // `folderOf` hands out no agent-private folder; the task's own agent's volume, read-granted, is located here.
     const folder =
       descriptor.kind === "AgentPrivate" ? dataFolder(store, grant.volume) : yield* store.folderOf(grant.volume)
-    if (folder === undefined) {
-      passedOver.push(`${name}: not a store the library opened`)
-      continue
-    }
     volumes.push({ ref: grant.volume, folder, source: "Grant" })
   }
   return { volumes: volumes as ReadonlyArray<ReadableVolume>, passedOver: passedOver as ReadonlyArray<string> }

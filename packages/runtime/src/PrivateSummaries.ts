@@ -25,7 +25,7 @@ import { isRecordOf } from "./internal/journalIdentity.ts"
 import type { Capability, CapabilitySource } from "./internal/privateSummaries.ts"
 import { isMinted, mint } from "./internal/privateSummaries.ts"
 import { dataFolder } from "./internal/storeFolders.ts"
-import { contexts, requireIssued, runtimes } from "./internal/storeRuntime.ts"
+import { contexts } from "./internal/storeRuntime.ts"
 import type { JournalService } from "./Journal.ts"
 import * as Observability from "./Observability.ts"
 import type { TaskContext } from "./TaskContext.ts"
@@ -114,10 +114,11 @@ const candidates = Effect.fnUntraced(function* (context: TaskContext) {
 })
 
 /**
- * Checks that `context` is one a runtime minted, on a runtime the library
- * bound, with a scope the runtime's host issued: the three objects
- * resolution trusts. A copied or hand-built one fails `Unauthorized`
- * (`NotMinted` or `ScopeNotIssued`).
+ * Checks that `context` is one a runtime minted; a copied or hand-built one
+ * fails `Unauthorized` `NotMinted`. Identity is the whole check: only a
+ * bound runtime's `bindTask` mints a context, after refusing a scope its
+ * host did not issue (`ScopeNotIssued`), and the context is frozen, so a
+ * minted context's runtime and scope are the ones that were checked.
  *
  * @since 0.1.0
  * @category resolution
@@ -125,11 +126,7 @@ const candidates = Effect.fnUntraced(function* (context: TaskContext) {
 export const requireContext = (
   context: TaskContext,
   entry: string
-): Effect.Effect<TaskContext, Unauthorized.Unauthorized> =>
-  contexts.require(context, { entry }).pipe(
-    Effect.tap((minted) => runtimes.require(minted.runtime, { entry })),
-    Effect.tap((minted) => requireIssued(minted.runtime.host, minted.scope))
-  )
+): Effect.Effect<TaskContext, Unauthorized.Unauthorized> => contexts.require(context, { entry })
 
 /**
  * Resolves the task's private writer, in this order: the task's created
@@ -153,14 +150,14 @@ export const resolve = Effect.fnUntraced(function* (
   for (const candidate of found) {
     if (Result.isSuccess(candidate.verdict)) {
       const folder = dataFolder(context.runtime.host.store, candidate.ref)
-      if (folder === undefined) break
       return mint({ writer: candidate.verdict.success, folder, source: candidate.source, runtime: context.runtime })
     }
   }
-  const refusals = found.map((candidate) =>
+  // Every candidate here was refused: the first accepted one returned above.
+  const refusals = found.flatMap((candidate) =>
     Result.isFailure(candidate.verdict)
-      ? `${candidate.source} ${candidate.ref.store}/${candidate.ref.volume}: ${candidate.verdict.failure.reason}`
-      : `${candidate.source}: accepted`
+      ? [`${candidate.source} ${candidate.ref.store}/${candidate.ref.volume}: ${candidate.verdict.failure.reason}`]
+      : []
   )
   return yield* new Unauthorized.Unauthorized({
     reason: "NoPrivateWriter",

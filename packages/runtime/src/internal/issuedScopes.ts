@@ -23,5 +23,4 @@ export const recordIssued = (scope: Grant.Scope, host: TaskHost): void => {
 }
 
 /** The host that issued `scope`, by identity; `undefined` for anything else (a cast, a copy, a non-object). */
-export const issuerOf = (scope: unknown): TaskHost | undefined =>
-  typeof scope === "object" && scope !== null ? issuers.get(scope as Grant.Scope) : undefined
+export const issuerOf = (scope: unknown): TaskHost | undefined => issuers.get(scope as Grant.Scope)

@@ -12,5 +12,13 @@ export const registerFolders = (store: VolumeStore, folderOf: (ref: Volume.Volum
   folders.set(store, folderOf)
 }
 
-/** `undefined` for a store the library did not open. */
-export const dataFolder = (store: VolumeStore, ref: Volume.VolumeRef): string | undefined => folders.get(store)?.(ref)
+/**
+ * Callers reach `store` only through a minted context's host, whose store
+ * `VolumeStore.open` registered here before handing it out; a store missing
+ * from the table is a library bug, so it is a defect, not a refusal.
+ */
+export const dataFolder = (store: VolumeStore, ref: Volume.VolumeRef): string => {
+  const folderOf = folders.get(store)
+  if (folderOf === undefined) throw new Error("library invariant broken: a minted store has no registered folders")
+  return folderOf(ref)
+}

@@ -20,7 +20,8 @@ export interface Registry<A extends object> {
 
 export const makeRegistry = <A extends object>(what: string): Registry<A> => {
   const minted = new WeakSet<object>()
-  const has = (value: unknown): value is A => typeof value === "object" && value !== null && minted.has(value)
+  // A WeakSet answers `false` for a primitive, so no shape test comes first.
+  const has = (value: unknown): value is A => minted.has(value as object)
   return {
     mint: (value) => {
       const frozen = Object.freeze(value)
