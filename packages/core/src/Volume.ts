@@ -80,6 +80,16 @@ export const agentOwner = (agent: AgentId): Owner => AgentOwner.make({ agent })
 export const hostOwner: Owner = HostOwner.make({})
 
 /**
+ * Whether two owners are the same owner: the same agent, or both the host.
+ * Derived from {@link Owner}'s schema, so a field added to an owner is
+ * compared without this function changing.
+ *
+ * @since 0.1.0
+ * @category equivalence
+ */
+export const sameOwner: (self: Owner, that: Owner) => boolean = Schema.toEquivalence(Owner)
+
+/**
  * Names one volume of one store. A reference says nothing about the volume's
  * kind or owner: those are facts the store holds, so a caller cannot forge
  * them by building a reference by hand.

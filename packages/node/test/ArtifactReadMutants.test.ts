@@ -16,7 +16,7 @@ import { ArtifactPath } from "@tessera/artifacts"
 import { DurableFiles, type Volume } from "@tessera/core"
 import { NodeDurableFiles } from "@tessera/node"
 import type { TaskContext } from "@tessera/runtime"
-import { ArtifactReadTool, FilesystemTaskRuntime, Model, Tool } from "@tessera/runtime"
+import { ArtifactReadTool, type Executor, FilesystemTaskRuntime, Model, Tool } from "@tessera/runtime"
 import { Effect, Layer, Option, Schema } from "effect"
 import * as fc from "fast-check"
 import { plant, platformLayer, type ReadWorld, reviewer, runInReadWorld, task } from "./support/readWorld.ts"
@@ -830,7 +830,12 @@ describe("a byte cut measures what the decoder shows", () => {
           [0xf4, 0x90, 0x80, 0x80],
           [0xf5, 0x80, 0x80, 0x80],
           [0xf7, 0xbf, 0xbf, 0xbf],
-          [0xff, 0x80]
+          [0xff, 0x80],
+          // A whole character followed by a stray continuation byte: the character ends where its class says.
+          [0xdf, 0xbf, 0x80],
+          [0xe2, 0x82, 0xac, 0x80],
+          [0xef, 0xbf, 0xbf, 0xbf],
+          [0xf0, 0x9f, 0x98, 0x80, 0x80]
         ]
         for (const sequence of sequences) {
           const repeated = Array.from({ length: 12 }, () => sequence).flat()
@@ -962,4 +967,53 @@ describe("the tool and the registry", () => {
         assert.strictEqual(added.specs[1], tool.spec)
       })
     ))
+
+  it("sparing_skips_only_the_read_tool: the tool's own calls keep their result, every other call goes through onToolResult", () =>
+    Effect.gen(function* () {
+      const seen: Array<string> = []
+      const hooks: Executor.Hooks = {
+        beforeTurn: () => Effect.void,
+        onToolResult: (context, result) =>
+          Effect.sync(() => {
+            seen.push(context.call.name)
+            return { ...result, content: `offloaded ${context.call.name}` }
+          })
+      }
+      // Casts stand in for the executor's contexts: sparing reads the call's name only.
+      const contextOf = (name: string, id: string) => ({ call: { name, id } }) as unknown as Executor.ToolContext
+      const result = { content: "raw" } as unknown as Parameters<NonNullable<Executor.Hooks["onToolResult"]>>[1]
+      const contentOf = (part: typeof result) => (part as unknown as { content: string }).content
+
+      const byName = ArtifactReadTool.sparing(hooks, "read_artifact")
+      assert.strictEqual(byName.beforeTurn, hooks.beforeTurn)
+      const onToolResult = byName.onToolResult
+      assert.isDefined(onToolResult)
+      if (onToolResult === undefined) return
+      assert.strictEqual(yield* onToolResult(contextOf("read_artifact", "c1"), result), result)
+      assert.strictEqual(contentOf(yield* onToolResult(contextOf("grep", "c2"), result)), "offloaded grep")
+      assert.deepStrictEqual(seen, ["grep"])
+
+      const byCall = ArtifactReadTool.sparing(hooks, (context) => context.call.id === "c9")
+      const picked = byCall.onToolResult
+      if (picked === undefined) return assert.fail("the spared hooks lost onToolResult")
+      assert.strictEqual(yield* picked(contextOf("read_artifact", "c9"), result), result)
+      // A call of the tool's name that the predicate does not pick is offloaded: the predicate alone decides.
+      assert.strictEqual(contentOf(yield* picked(contextOf("read_artifact", "c8"), result)), "offloaded read_artifact")
+      assert.deepStrictEqual(seen, ["grep", "read_artifact"])
+
+      const observers: Executor.Hooks = { beforeTurn: () => Effect.void }
+      assert.strictEqual(ArtifactReadTool.sparing(observers, "read_artifact"), observers)
+
+      // Control: a sparing that keys on the wrong field (the call id) lets the read tool's result be offloaded again.
+      const wrong: Executor.Hooks = {
+        ...hooks,
+        onToolResult: (context, part) =>
+          context.call.id === "read_artifact"
+            ? Effect.succeed(part)
+            : (hooks.onToolResult?.(context, part) ?? Effect.succeed(part))
+      }
+      const wrongResult = yield* wrong.onToolResult?.(contextOf("read_artifact", "c1"), result) ??
+        Effect.succeed(result)
+      assert.notStrictEqual(wrongResult, result)
+    }).pipe(Effect.runPromise))
 })

@@ -250,9 +250,6 @@ const storeFailed = (path: string) => (error: { readonly _tag: string; readonly 
     detail: error._tag === "Unauthorized" ? error.message : `the volume store failed (${error._tag})`
   })
 
-const grantReadable = (scope: Grant.Scope, grant: Grant.Grant): boolean =>
-  Grant.holds(scope, grant.volume, "read") || Grant.holds(scope, grant.volume, "write")
-
 /**
  * The volumes `context` may read artifacts from, in the order a read tries
  * them (see the module comment), with each granted volume that was passed
@@ -272,8 +269,10 @@ export const readableVolumes = Effect.fnUntraced(function* (context: TaskContext
   if (Option.isSome(capability)) {
     volumes.push({ ref: capability.value.volume, folder: capability.value.folder, source: "PrivateWriter" })
   }
+  // An issued scope holds only its own task's grants, each with read or write access (TaskHost.issueScope):
+  // every grant lets the task read what it names.
   for (const grant of context.scope.grants) {
-    if (!grantReadable(context.scope, grant) || listed(grant.volume)) continue
+    if (listed(grant.volume)) continue
     const name = Volume.formatVolumeRef(grant.volume)
     const custody = yield* store.custody(grant.volume)
     if (Option.isNone(custody)) {
@@ -285,19 +284,15 @@ export const readableVolumes = Effect.fnUntraced(function* (context: TaskContext
       passedOver.push(`${name}: a journal volume holds no artifacts`)
       continue
     }
-    if (
-      descriptor.kind === "AgentPrivate" &&
-      !(descriptor.owner._tag === "Agent" && descriptor.owner.agent === context.agent)
-    ) {
+    if (descriptor.kind === "AgentPrivate" && !Volume.sameOwner(descriptor.owner, Volume.agentOwner(context.agent))) {
       passedOver.push(
         `${name}: private to ${Volume.formatOwner(descriptor.owner)}, not to the task's agent ${context.agent}`
       )
       continue
     }
-    // `folderOf` hands out no agent-private folder; the task's own agent's volume, read-granted, is located here.
-    const folder =
-      descriptor.kind === "AgentPrivate" ? dataFolder(store, grant.volume) : yield* store.folderOf(grant.volume)
-    volumes.push({ ref: grant.volume, folder, source: "Grant" })
+    // Located here, not by `folderOf`: custody was read just above, and `folderOf` hands out no agent-private
+    // folder, where the task's own agent's volume, read-granted, is readable.
+    volumes.push({ ref: grant.volume, folder: dataFolder(store, grant.volume), source: "Grant" })
   }
   return { volumes: volumes as ReadonlyArray<ReadableVolume>, passedOver: passedOver as ReadonlyArray<string> }
 }, Observability.withSpan("ArtifactReadTool.readableVolumes"))
@@ -342,7 +337,7 @@ const checkSelection = (request: ReadRequest): Result.Result<Selection, Artifact
   }
   if (request.pattern !== undefined) {
     if (request.pattern === "") return refuse("pattern is empty")
-    const patternBytes = request.pattern.length * 3 <= maxPatternBytes ? 0 : utf8Length(request.pattern)
+    const patternBytes = utf8Length(request.pattern)
     if (patternBytes > maxPatternBytes) {
       return refuse(
         `pattern is ${patternBytes} bytes, over the ${maxPatternBytes}-byte limit; search for a shorter part`
@@ -373,18 +368,14 @@ const decodablePrefix = (bytes: Uint8Array, most: number): number => {
     const low = lead === 0xe0 ? 0xa0 : lead === 0xf0 ? 0x90 : 0x80
     const high = lead === 0xed ? 0x9f : lead === 0xf4 ? 0x8f : 0xbf
     let end = at + 1
-    let valid = needed === 0
-    if (needed > 0) {
-      let seen = 0
-      while (seen < needed && end < bytes.byteLength) {
-        const next = bytes[end] ?? 0
-        if (seen === 0 ? next < low || next > high : (next & 0xc0) !== 0x80) break
-        seen++
-        end++
-      }
-      valid = seen === needed
+    let seen = 0
+    while (seen < needed) {
+      const next = bytes[end]
+      if (next === undefined || (seen === 0 ? next < low || next > high : (next & 0xc0) !== 0x80)) break
+      seen++
+      end++
     }
-    const size = valid ? end - at : 3
+    const size = seen === needed ? end - at : 3
     if (decoded + size > most) break
     decoded += size
     at = end
@@ -606,21 +597,24 @@ const readLines = Effect.fnUntraced(function* (
   scan: number
 ) {
   const pathEcho = quotedWithin(path, echoBytes)
-  const patternEcho = selection._tag === "Pattern" ? quotedWithin(selection.text, echoBytes) : ""
   const widestTotal = `at least ${widest}`
-  // The room is what the largest header and notes this selection can have leave of the cap.
+  // The room is what the largest header and notes this selection can have leave of the cap. Of a lines read's
+  // two cut notes the continuation is the longer for any cap: it names the widest line number twice.
   const room =
     selection._tag === "Lines"
       ? contentRoom(cap, header(pathEcho, widest, linesSelection(widest, widest, widestTotal)), [
-          [lineAloneNote(widest, cap), linesCutNote(cap, widest, widest)].reduce((a, b) =>
-            utf8Length(a) >= utf8Length(b) ? a : b
+          linesCutNote(cap, widest, widest),
+          scanNote(widest, widest)
+        ])
+      : contentRoom(
+          cap,
+          header(
+            pathEcho,
+            widest,
+            patternSelection(quotedWithin(selection.text, echoBytes), widest, widest, widestTotal)
           ),
-          scanNote(widest, widest)
-        ])
-      : contentRoom(cap, header(pathEcho, widest, patternSelection(patternEcho, widest, widest, widestTotal)), [
-          patternCutNote(cap, widest, widest, widest),
-          scanNote(widest, widest)
-        ])
+          [patternCutNote(cap, widest, widest, widest), scanNote(widest, widest)]
+        )
   const found = yield* open(context, path, segments, { offset: 0, maxBytes: scan })
   const scannedAll = found.bytes.byteLength >= found.size
   const all = decoder.decode(found.bytes).split("\n")
@@ -660,7 +654,7 @@ const readLines = Effect.fnUntraced(function* (
       truncated = true
       notes.push(patternCutNote(cap, shown, matches, lastShown))
     }
-    selectionText = patternSelection(patternEcho, matches, shown, total)
+    selectionText = patternSelection(quotedWithin(selection.text, echoBytes), matches, shown, total)
   }
   if (!scannedAll) notes.push(scanNote(found.bytes.byteLength, found.size))
   const result: ReadResult = {

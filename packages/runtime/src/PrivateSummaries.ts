@@ -14,7 +14,7 @@
 
 import * as PrivateWriter from "@tessera/core/PrivateWriter"
 import * as Unauthorized from "@tessera/core/Unauthorized"
-import type * as Volume from "@tessera/core/Volume"
+import * as Volume from "@tessera/core/Volume"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import { dual } from "effect/Function"
@@ -147,18 +147,17 @@ export const resolve = Effect.fnUntraced(function* (
 ): Effect.fn.Return<PrivateWriterCapability, ResolveError> {
   yield* requireContext(context, "PrivateSummaries.resolve")
   const found = yield* candidates(context)
+  // The first accepted candidate wins; the refusals before it are reported only if none is accepted.
+  const refusals: Array<string> = []
   for (const candidate of found) {
     if (Result.isSuccess(candidate.verdict)) {
       const folder = dataFolder(context.runtime.host.store, candidate.ref)
       return mint({ writer: candidate.verdict.success, folder, source: candidate.source, runtime: context.runtime })
     }
+    refusals.push(
+      `${candidate.source} ${candidate.ref.store}/${candidate.ref.volume}: ${candidate.verdict.failure.reason}`
+    )
   }
-  // Every candidate here was refused: the first accepted one returned above.
-  const refusals = found.flatMap((candidate) =>
-    Result.isFailure(candidate.verdict)
-      ? [`${candidate.source} ${candidate.ref.store}/${candidate.ref.volume}: ${candidate.verdict.failure.reason}`]
-      : []
-  )
   return yield* new Unauthorized.Unauthorized({
     reason: "NoPrivateWriter",
     detail: `task has no owner-bound private writer (${refusals.length === 0 ? "no candidate volume" : refusals.join("; ")})`,
@@ -231,12 +230,7 @@ export const admit = Effect.fnUntraced(function* (
   const capability = yield* admitBinding(entry, journal)
   const now = yield* capability.runtime.host.store.custody(capability.volume)
   const then = capability.writer.descriptor
-  if (
-    Option.isNone(now) ||
-    now.value.kind !== then.kind ||
-    now.value.owner._tag !== then.owner._tag ||
-    (now.value.owner._tag === "Agent" && then.owner._tag === "Agent" && now.value.owner.agent !== then.owner.agent)
-  ) {
+  if (Option.isNone(now) || now.value.kind !== then.kind || !Volume.sameOwner(now.value.owner, then.owner)) {
     return yield* refuse(
       "VolumeChanged",
       `${entry}: volume ${capability.volume.store}/${capability.volume.volume} is no longer registered as it was when the capability was minted`,

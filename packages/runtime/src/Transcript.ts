@@ -41,7 +41,7 @@
  * record the redactor changed, of what was stored: `storedSha256`), before
  * anything is rebuilt on it ({@link TranscriptRecordMismatch} otherwise).
  *
- * @since 0.3.0
+ * @since 0.1.0
  */
 import * as ArtifactRedactor from "@tessera/artifacts/ArtifactRedactor"
 import * as DurableFiles from "@tessera/core/DurableFiles"
@@ -55,7 +55,14 @@ import * as Path from "effect/Path"
 import * as Schema from "effect/Schema"
 import { summaryParts } from "./Compaction.ts"
 import * as History from "./History.ts"
-import { legacyRequestSha256, measureJson, measureRequest, measureText, sha256Bytes } from "./internal/digest.ts"
+import {
+  legacyRequestSha256,
+  makeRequestChain,
+  measureJson,
+  measureRequest,
+  measureText,
+  sha256Bytes
+} from "./internal/digest.ts"
 import type { JournalService } from "./Journal.ts"
 import type { Entry } from "./JournalEntry.ts"
 import type { Part, ToolResultPart, ToolSpec } from "./Model.ts"
@@ -75,7 +82,7 @@ const Count = Schema.Number.check(
  * transcript's own volume (read back and checked against `sha256`), or,
  * for a summary a harness built otherwise, its parts and text.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category records
  */
 export const StoredSummary = Schema.Union([
@@ -83,7 +90,7 @@ export const StoredSummary = Schema.Union([
   Schema.TaggedStruct("SummaryInline", { parts: Schema.Array(PartSchema), text: Schema.String })
 ])
 /**
- * @since 0.3.0
+ * @since 0.1.0
  * @category records
  */
 export type StoredSummary = typeof StoredSummary.Type
@@ -91,7 +98,7 @@ export type StoredSummary = typeof StoredSummary.Type
 /**
  * A history as a record stores it (see {@link StoredSummary}).
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category records
  */
 export const StoredHistory = Schema.Struct({
@@ -100,7 +107,7 @@ export const StoredHistory = Schema.Struct({
   summary: Schema.optionalKey(StoredSummary)
 })
 /**
- * @since 0.3.0
+ * @since 0.1.0
  * @category records
  */
 export type StoredHistory = typeof StoredHistory.Type
@@ -108,7 +115,7 @@ export type StoredHistory = typeof StoredHistory.Type
 /**
  * The history a turn starts from.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category records
  */
 export const Opened = Schema.TaggedStruct("Opened", { history: StoredHistory, redacted: Schema.Boolean })
@@ -118,7 +125,7 @@ export const Opened = Schema.TaggedStruct("Opened", { history: StoredHistory, re
  * the task went, and (when present) `summary` replaced the summary. A
  * rewrite of another shape is stored whole, as {@link Replaced}.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category records
  */
 export const Rewritten = Schema.TaggedStruct("Rewritten", {
@@ -131,7 +138,7 @@ export const Rewritten = Schema.TaggedStruct("Rewritten", {
  * Hooks replaced the history before a request by one that is not the old
  * one with leading parts dropped: stored whole.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category records
  */
 export const Replaced = Schema.TaggedStruct("Replaced", { history: StoredHistory, redacted: Schema.Boolean })
@@ -139,7 +146,7 @@ export const Replaced = Schema.TaggedStruct("Replaced", { history: StoredHistory
 /**
  * The model's response as the history holds it: its text and its calls.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category records
  */
 export const Responded = Schema.TaggedStruct("Responded", {
@@ -151,19 +158,19 @@ export const Responded = Schema.TaggedStruct("Responded", {
 /**
  * A tool result as the history holds it.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category records
  */
 export const Resulted = Schema.TaggedStruct("Resulted", { result: ToolResultSchema, redacted: Schema.Boolean })
 
 /**
- * @since 0.5.0
+ * @since 0.1.0
  * @category records
  */
 export type RespondedRecord = typeof Responded.Type
 
 /**
- * @since 0.5.0
+ * @since 0.1.0
  * @category records
  */
 export type ResultedRecord = typeof Resulted.Type
@@ -171,12 +178,12 @@ export type ResultedRecord = typeof Resulted.Type
 /**
  * Any transcript record.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category records
  */
 export const TranscriptRecord = Schema.Union([Opened, Rewritten, Replaced, Responded, Resulted])
 /**
- * @since 0.3.0
+ * @since 0.1.0
  * @category records
  */
 export type TranscriptRecord = typeof TranscriptRecord.Type
@@ -185,7 +192,7 @@ export type TranscriptRecord = typeof TranscriptRecord.Type
  * A record as the bytes of its file: the record's JSON. A record's file
  * name is the SHA-256 of these bytes.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category records
  */
 export const TranscriptRecordJson = Schema.fromJsonString(TranscriptRecord)
@@ -197,7 +204,7 @@ const decodeRecord = Schema.decodeUnknownEffect(TranscriptRecordJson)
  * its name says (its bytes do not have the digest it is named by, it does
  * not decode, or the journal names a record that is not there).
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category errors
  */
 export class TranscriptError extends Schema.TaggedError<TranscriptError>()("TranscriptError", {
@@ -215,7 +222,7 @@ export class TranscriptError extends Schema.TaggedError<TranscriptError>()("Tran
  * turn was not run durably (see `TaskExecution.ExecutionConfig.durable`), so
  * it cannot be rebuilt from disk. Nothing was sent or written.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category errors
  */
 export class TranscriptMissing extends Schema.TaggedError<TranscriptMissing>()("TranscriptMissing", {
@@ -234,7 +241,7 @@ export class TranscriptMissing extends Schema.TaggedError<TranscriptMissing>()("
  * configuration) differs from the one `RequestDispatched` holds. A resume
  * fails with it before it sends anything or writes a journal entry.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category errors
  */
 export class TranscriptMismatch extends Schema.TaggedError<TranscriptMismatch>()("TranscriptMismatch", {
@@ -258,7 +265,7 @@ export class TranscriptMismatch extends Schema.TaggedError<TranscriptMismatch>()
  * entry's pointer rewritten to it fails here, redacted or not. A resume
  * fails with it before it sends anything or writes a journal entry.
  *
- * @since 0.5.0
+ * @since 0.1.0
  * @category errors
  */
 export class TranscriptRecordMismatch extends Schema.TaggedError<TranscriptRecordMismatch>()(
@@ -294,7 +301,7 @@ export class TranscriptRecordMismatch extends Schema.TaggedError<TranscriptRecor
  *   of the record as decoded from its file (the text and every call, inputs
  *   included, since the redactor scrubs both).
  *
- * @since 0.5.0
+ * @since 0.1.0
  * @category records
  */
 export const storedBodySha256 = (record: RespondedRecord | ResultedRecord): Effect.Effect<string> =>
@@ -311,7 +318,7 @@ export const storedBodySha256 = (record: RespondedRecord | ResultedRecord): Effe
  * the digest of its stored body ({@link storedBodySha256}) for the entry's
  * `storedSha256`.
  *
- * @since 0.5.0
+ * @since 0.1.0
  * @category models
  */
 export interface WrittenBody {
@@ -323,7 +330,7 @@ export interface WrittenBody {
  * Reads and writes the transcript records of one task on the volume of an
  * admitted private-summaries capability.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category models
  */
 export interface TranscriptStore extends TranscriptReader {
@@ -347,7 +354,7 @@ export interface TranscriptStore extends TranscriptReader {
  * Reads the transcript records of one task on one volume (what
  * {@link rebuild} needs); writes nothing.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category models
  */
 export interface TranscriptReader {
@@ -447,7 +454,7 @@ const scrubRecord = (redact: Redact, record: TranscriptRecord): Effect.Effect<Tr
  * unchanged), once for the store's lifetime (a turn): a refused capability
  * reads and writes nothing.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category constructors
  */
 export const make = Effect.fnUntraced(function* (
@@ -463,7 +470,7 @@ export const make = Effect.fnUntraced(function* (
  * Every read goes through `DurableFiles.readFile` (no symlink followed) and
  * is checked against the digest it is named by.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category constructors
  */
 export const reader = (location: {
@@ -678,7 +685,7 @@ const samePartsJson = (a: ReadonlyArray<Part>, b: ReadonlyArray<Part>): boolean 
  * returned): leading parts dropped and maybe a new summary, or the whole
  * history when it is not of that shape.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category records
  */
 export const rewriteRecord = (
@@ -708,7 +715,7 @@ export const rewriteRecord = (
  * One request of a rebuilt turn: its step, the parts rebuilt for it, and
  * the digest the journal recorded.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category rebuilding
  */
 export interface RebuiltRequest {
@@ -727,7 +734,7 @@ export interface RebuiltRequest {
  * `Opened` or rewrite record so marked, or a response or result record whose
  * entry journaled `storedSha256`).
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category rebuilding
  */
 export interface RebuiltTurn {
@@ -903,7 +910,7 @@ const checkHistoryRecord = (
  * before 0.5.0 has no `storedSha256` and is refused: nothing in the
  * journal vouches for it.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category rebuilding
  */
 export const rebuild = Effect.fnUntraced(function* (
@@ -945,11 +952,18 @@ export const rebuild = Effect.fnUntraced(function* (
         if (history === undefined) return yield* missing("TurnOpened")
         if (entry.transcript !== undefined) {
           const record = yield* transcript.read(entry.transcript)
-          if (record._tag === "Rewritten" || record._tag === "Replaced") {
-            yield* checkHistoryRecord(transcript.task, turn, entry.step, entry, entry.transcript, record)
+          if (record._tag !== "Rewritten" && record._tag !== "Replaced") {
+            return yield* new TranscriptError({
+              operation: "rebuild",
+              path: entry.transcript,
+              detail: `the journal names a ${record._tag} record where a rewrite belongs`
+            })
           }
+          yield* checkHistoryRecord(transcript.task, turn, entry.step, entry, entry.transcript, record)
           redacted = redacted || entry.storedSha256 !== undefined
-          if (record._tag === "Rewritten") {
+          if (record._tag === "Replaced") {
+            history = yield* transcript.restore(record.history)
+          } else {
             const dropped = { ...history, parts: history.parts.slice(record.drop) }
             history =
               record.summary === undefined
@@ -959,14 +973,6 @@ export const rebuild = Effect.fnUntraced(function* (
                     parts: dropped.parts,
                     summary: yield* transcript.restoreSummary(record.summary)
                   }
-          } else if (record._tag === "Replaced") {
-            history = yield* transcript.restore(record.history)
-          } else {
-            return yield* new TranscriptError({
-              operation: "rebuild",
-              path: entry.transcript,
-              detail: `the journal names a ${record._tag} record where a rewrite belongs`
-            })
           }
         }
         requests.push({ step: entry.step, parts: History.toParts(history), sha256: entry.sha256, answered: false })
@@ -1023,7 +1029,7 @@ export const rebuild = Effect.fnUntraced(function* (
  * each response and result record against the journal's digests of what
  * was sent, or of what was stored where the redactor changed it.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category rebuilding
  */
 export const verify = Effect.fnUntraced(function* (
@@ -1032,9 +1038,10 @@ export const verify = Effect.fnUntraced(function* (
   tools: ReadonlyArray<ToolSpec>
 ): Effect.fn.Return<number, TranscriptMismatch> {
   if (rebuilt.redacted) return 0
+  const chain = makeRequestChain()
   for (const request of rebuilt.requests) {
     const rebuiltRequest = { parts: request.parts, tools }
-    const measured = yield* measureRequest(rebuiltRequest)
+    const measured = yield* measureRequest(rebuiltRequest, chain)
     // A journal written before bodies were measured on their own records the earlier digest.
     if (measured.sha256 !== request.sha256 && (yield* legacyRequestSha256(rebuiltRequest)) !== request.sha256) {
       return yield* new TranscriptMismatch({

@@ -953,6 +953,24 @@ describe("rebuild: the turn from its entries and records", () => {
           ]
           const second = yield* refuse(twice)
           assert.strictEqual(second.journal, "a".repeat(64))
+          // Nor does a later agreeing digest excuse an earlier one (the approval asked for another input than ran).
+          const calledAt = turn.entries.findIndex(isTag("ToolCalled", 1, "c1"))
+          const earlier = [
+            ...turn.entries.slice(0, calledAt),
+            entry({
+              _tag: "ApprovalRequested",
+              turn: 1,
+              step: 1,
+              callId: "c1",
+              name: "fetch",
+              inputSize: 1,
+              inputSha256: "b".repeat(64),
+              reason: "RequiresApproval"
+            }),
+            ...turn.entries.slice(calledAt)
+          ]
+          const approvedOther = yield* refuse(earlier)
+          assert.deepStrictEqual([approvedOther.field, approvedOther.journal], ["input digest", "b".repeat(64)])
           // Digests journaled for another step or another turn are not this call's.
           const elsewhere = [
             ...turn.entries,
@@ -1070,6 +1088,27 @@ describe("rebuild: the turn from its entries and records", () => {
             1
           )
           assert.isTrue(rewriteVouched.redacted)
+          // And for a whole-history replacement.
+          const markedReplaced = yield* store.write({
+            _tag: "Replaced",
+            history: yield* store.store(History.make([Model.text("user", "edited on disk")])),
+            redacted: true
+          })
+          const replacedUnvouched = yield* refuse(
+            replacing(turn.entries, isTag("RequestDispatched", 2), (one) => ({ ...one, transcript: markedReplaced }))
+          )
+          assert.deepStrictEqual(
+            [replacedUnvouched.field, replacedUnvouched.kind, replacedUnvouched.entry, replacedUnvouched.record],
+            ["redacted", "Replaced", "RequestDispatched", markedReplaced]
+          )
+          const replacedWrong = yield* refuse(
+            replacing(turn.entries, isTag("RequestDispatched", 2), (one) => ({
+              ...one,
+              transcript: markedReplaced,
+              storedSha256: "c".repeat(64)
+            }))
+          )
+          assert.deepStrictEqual([replacedWrong.field, replacedWrong.kind], ["digest", "Replaced"])
           // Control: the untouched turn is not redacted.
           assert.isFalse((yield* Transcript.rebuild(store, turn.entries, 1)).redacted)
         })
