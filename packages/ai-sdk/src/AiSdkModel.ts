@@ -31,7 +31,7 @@
  *   `APICallError`; it is not copied). The executor scrubs the detail with
  *   the host's redactor before it is journaled, as for every model.
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 import {
   APICallError,
@@ -64,7 +64,7 @@ import * as Stream from "effect/Stream"
  * caller will get, the HTTP status when there was a response, and the delay
  * the server asked for (`retry-after-ms` or `Retry-After`), if any.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export class ProviderFailure extends Schema.TaggedError<ProviderFailure>()("ProviderFailure", {
@@ -82,7 +82,7 @@ export class ProviderFailure extends Schema.TaggedError<ProviderFailure>()("Prov
  * backoff from 1 second (jittered), at most 2 retries. A server's stated
  * delay is honoured on top (see {@link Config.retry}).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category configuration
  */
 export const defaultRetry: Schedule.Schedule<unknown, ProviderFailure> = Schedule.exponential("1 second").pipe(
@@ -105,7 +105,7 @@ export const defaultRetry: Schedule.Schedule<unknown, ProviderFailure> = Schedul
  *   `maxOutputTokens`, `providerOptions`, headers...), except the prompt,
  *   tools and abort signal, which the adapter sets.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category configuration
  */
 export interface Config {
@@ -140,7 +140,7 @@ const filePart = (part: Model.MediaPart): LanguageModelV4FilePart => ({
  * is rendered as text (the runtime's rendering); a media part is a file
  * part carrying its `providerOptions` object as it is.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category requests
  */
 export const toPrompt = (parts: ReadonlyArray<Model.Part>): LanguageModelV4Prompt => {
@@ -192,7 +192,7 @@ export const toPrompt = (parts: ReadonlyArray<Model.Part>): LanguageModelV4Promp
 /**
  * A tool as an AI SDK function tool.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category requests
  */
 export const toFunctionTool = (spec: Model.ToolSpec): LanguageModelV4FunctionTool => ({
@@ -221,7 +221,7 @@ const callOptions = (
  * `cachedInputTokens`) and output (with `reasoningTokens`); a count the
  * provider left undefined is absent.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category responses
  */
 export const toUsage = (usage: LanguageModelV4Usage): Model.Usage => {
@@ -237,7 +237,7 @@ export const toUsage = (usage: LanguageModelV4Usage): Model.Usage => {
 /**
  * The provider's finish reason as Tessera's (`interrupted` becomes `other`).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category responses
  */
 export const toFinishReason = (reason: LanguageModelV4FinishReason): Model.FinishReason =>
@@ -262,7 +262,7 @@ const toolCallOf = (part: Extract<LanguageModelV4Content, { type: "tool-call" }>
  * concatenated in order, the tool calls the provider did not run itself,
  * usage, finish reason and metadata.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category responses
  */
 export const fromGenerateResult = Effect.fnUntraced(function* (result: {
@@ -296,7 +296,7 @@ export const fromGenerateResult = Effect.fnUntraced(function* (result: {
  * (create one per request): it remembers each streamed call's tool name
  * for its deltas and skips calls the provider runs itself.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category responses
  */
 export const streamPartMapper = () => {
@@ -383,7 +383,7 @@ const headerOf = (headers: Record<string, string> | undefined, name: string): st
  * (milliseconds), else `Retry-After` (seconds, or an HTTP date, measured
  * from `now`). Unparseable or negative values are ignored.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export const retryAfter = (
@@ -420,7 +420,7 @@ const errorName = (error: unknown): string =>
  * unparseable response) is not. The detail is the error's name, its status
  * and its message (at most 500 characters), never the request body.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export const classify = (error: unknown, now: number = Date.now()): ProviderFailure => {
@@ -509,7 +509,7 @@ const attemptPromise = <A>(run: (signal: AbortSignal) => PromiseLike<A>) =>
 /**
  * The `Model` service for a provider model (see the module's guarantees).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const make = (model: LanguageModelV4, config: Config = {}): Model.Model["Service"] => {
@@ -569,7 +569,7 @@ export const make = (model: LanguageModelV4, config: Config = {}): Model.Model["
 /**
  * A layer providing the `Model` service for a provider model.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category layers
  */
 export const layer = (model: LanguageModelV4, config: Config = {}): Layer.Layer<Model.Model> =>

@@ -3,7 +3,7 @@
  */
 
 /**
- * @since 0.2.0
+ * @since 0.1.0
  */
 export * as AiSdkModel from "./AiSdkModel.ts"
 

@@ -88,7 +88,7 @@ const callOf = (request: Model.ModelRequest, promptOf: (parts: ReadonlyArray<Mod
 /**
  * Effect AI's finish reason as Tessera's (`pause` becomes `other`).
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category responses
  */
 export const toFinishReason = (reason: Response.FinishReason): Model.FinishReason =>
@@ -98,7 +98,7 @@ export const toFinishReason = (reason: Response.FinishReason): Model.FinishReaso
  * Effect AI's usage as Tessera's: input and output totals, cache reads and
  * reasoning tokens; a count Effect AI left undefined stays absent.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category responses
  */
 export const toUsage = (usage: Response.Usage): Model.Usage => ({

@@ -36,7 +36,7 @@
  * here and become file names only through `ToolResultOffload.callIdSegment`,
  * which encodes every byte outside `[A-Za-z0-9_]`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 import type { AgentOptions, StreamFn } from "@mariozechner/pi-agent-core"
 import {
@@ -90,7 +90,7 @@ import {
  * default the policy's piece limit), as in the stock executor: the hooks
  * are the executor's.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface Options {
@@ -105,7 +105,7 @@ export interface Options {
 /**
  * What the summary requests cost so far, in Pi's counts.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface SummaryUsage {
@@ -121,7 +121,7 @@ export interface SummaryUsage {
 /**
  * The hooks of one bound task.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface TesseraPi {
@@ -144,7 +144,7 @@ export interface TesseraPi {
  * What {@link make} needs: the bound task's journal, and the platform the
  * runtime writes through.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type Requirements = ForeignLoop.Requirements
@@ -212,7 +212,7 @@ const failedMessage = (model: PiModel<Api>, detail: string): AssistantMessage =>
  * must resolve and is admitted. Any refusal is `Unauthorized` here, before
  * the hooks exist: no model request, no journal entry.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding, options: Options = {}) {

@@ -1,8 +1,8 @@
 /**
- * @since 0.2.0
+ * @since 0.1.0
  */
 
 /**
- * @since 0.2.0
+ * @since 0.1.0
  */
 export * as TesseraPi from "./TesseraPi.ts"

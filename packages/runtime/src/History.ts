@@ -12,6 +12,20 @@ import * as InvalidInput from "@tessera/core/InvalidInput"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import {
+  carriedParts,
+  type ForeignCarried,
+  type ForeignContent,
+  type ForeignFile,
+  type ForeignItem,
+  type ForeignMessage,
+  type ForeignOrigin,
+  type ForeignRole,
+  type ForeignRun,
+  messageParts,
+  foreignRuns as runsOf,
+  withoutAnsweredCarries as unansweredCarries
+} from "./internal/foreignMessages.ts"
 import type { ModelResponse, Part, ToolCallPart } from "./Model.ts"
 import { Part as PartSchema, text } from "./Model.ts"
 
@@ -79,7 +93,7 @@ export const append = (history: History, parts: ReadonlyArray<Part>): History =>
  * so they cannot open a round that separates later calls from their
  * results.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category constructors
  */
 export const fromMessages = <M>(
@@ -111,11 +125,180 @@ export const fromMessages = <M>(
 }
 
 /**
+ * Who sent a foreign message: `custom` is a message kind the library's core
+ * does not know (an app's own), read as the user's without ending the task.
+ *
+ * @since 0.1.0
+ * @category foreign messages
+ */
+/**
+ * What one item of a foreign message says: text (a text, reasoning or
+ * thinking block, or the stand-in of anything else), a tool call, a tool
+ * result (its text as the model reads it), or a file with the text that
+ * stands in for it where it cannot be media.
+ *
+ * @since 0.1.0
+ * @category foreign messages
+ */
+/**
+ * A file in a foreign message: its media type, its inline data as base64
+ * (`undefined` when the provider fetches or reads it otherwise) and the
+ * library's provider options object.
+ *
+ * @since 0.1.0
+ * @category foreign messages
+ */
+/**
+ * One item of a foreign message: the library's own object and what it says.
+ *
+ * @since 0.1.0
+ * @category foreign messages
+ */
+/**
+ * A file inside a tool result's output, with the call whose result carries it.
+ *
+ * @since 0.1.0
+ * @category foreign messages
+ */
+/**
+ * A message of another library in the neutral shape {@link fromForeign}
+ * reads: the library's own message, its role, its items in order and the
+ * files its tool results carry. An adapter's converter is only the mapping
+ * from its library's message to this shape.
+ *
+ * @since 0.1.0
+ * @category foreign messages
+ */
+/**
+ * Where a part made by {@link fromForeign} came from: the message's role
+ * (`user` for a carried file), the library's own item, its message (none
+ * for a carried file) and, for a carried file, the call carrying it.
+ *
+ * @since 0.1.0
+ * @category foreign messages
+ */
+/**
+ * One foreign message {@link foreignRuns} renders: its role, the message it
+ * came from (none for parts Tessera made), and its items in order.
+ *
+ * @since 0.1.0
+ * @category foreign messages
+ */
+export type {
+  ForeignCarried,
+  ForeignContent,
+  ForeignFile,
+  ForeignItem,
+  ForeignMessage,
+  ForeignOrigin,
+  ForeignRole,
+  ForeignRun
+}
+
+/**
+ * A conversation another library keeps, as a history, with the origin of
+ * every part made from it and the own parts of each message.
+ *
+ * @since 0.1.0
+ * @category foreign messages
+ */
+export interface ForeignHistory<M, I> {
+  readonly history: History
+  readonly origins: WeakMap<Part, ForeignOrigin<M, I>>
+  /** Each message's own parts (not the files its results carry), in order. */
+  readonly messageParts: ReadonlyMap<M, ReadonlyArray<Part>>
+}
+
+/**
+ * The one bridge from another library's conversation (mapped to
+ * {@link ForeignMessage}s) to a history, every adapter's:
+ *
+ * - the task is every message up to and including the first `user` one
+ *   ({@link fromMessages});
+ * - a text item is a `Text` part of the message's speaker (`assistant` for
+ *   the assistant's, `system` for a system message's, `user` for every
+ *   other), a call a `ToolCall`, a result a `ToolResult`;
+ * - a file is a `Media` part (role `user`, base64 data, the library's own
+ *   provider options object) only in a user message and only with inline
+ *   data; any other file is its stand-in text, of the message's speaker;
+ * - the files a tool message's results carry (inline data only) are user
+ *   `Media` parts placed after the run of tool messages, never among them
+ *   (see {@link fromMessages}'s `carried`);
+ * - every part made remembers its origin (the item as the library's own
+ *   object), so {@link foreignRuns} renders it as the very original.
+ *
+ * @since 0.1.0
+ * @category foreign messages
+ */
+export const fromForeign = <M, I>(messages: Iterable<ForeignMessage<M, I>>): ForeignHistory<M, I> => {
+  const origins = new WeakMap<Part, ForeignOrigin<M, I>>()
+  const ownParts = new Map<M, ReadonlyArray<Part>>()
+  const history = fromMessages(
+    messages,
+    (message) => message.role === "user",
+    (message) => {
+      const own = messageParts(message, origins)
+      ownParts.set(message.message, own)
+      return own
+    },
+    { of: (message) => carriedParts(message, origins), within: (message) => message.role === "tool" }
+  )
+  return { history, origins, messageParts: ownParts }
+}
+
+/**
+ * One foreign message's parts as the library sends them: its own parts
+ * (as {@link fromForeign} makes them), then the files its results carry,
+ * in place. For measuring a request as it is sent, not for a history.
+ *
+ * @since 0.1.0
+ * @category foreign messages
+ */
+export const foreignParts = <M, I>(message: ForeignMessage<M, I>): ReadonlyArray<Part> => {
+  const origins = new WeakMap<Part, ForeignOrigin<M, I>>()
+  return [...messageParts(message, origins), ...carriedParts(message, origins)]
+}
+
+/**
+ * `parts` without the carried files (from {@link fromForeign}) whose call
+ * has a result among them: that result, or what replaced it, is how the
+ * conversation carries them.
+ *
+ * @since 0.1.0
+ * @category foreign messages
+ */
+export const withoutAnsweredCarries: <M, I>(
+  parts: ReadonlyArray<Part>,
+  origins: WeakMap<Part, ForeignOrigin<M, I>>
+) => ReadonlyArray<Part> = unansweredCarries
+
+/**
+ * Parts (a history's, or a summary request's) as runs of foreign messages,
+ * the way back of {@link fromForeign}. A part that came from a message is
+ * its original item, in a run of that message: messages are never merged,
+ * so a conversation nothing was replaced in comes back as the same
+ * messages and items. A part Tessera made (a summary reference, an
+ * offloaded result) is `render`ed into a run of its role (a result's is
+ * `tool`, a call's `assistant`, any other part's its own role) with the
+ * made parts next to it; an offloaded result joins the open tool run. A
+ * carried file is left out while its call has a result among `parts`;
+ * without one (a summary request) it is its original item, in a user run.
+ *
+ * @since 0.1.0
+ * @category foreign messages
+ */
+export const foreignRuns: <M, I>(
+  parts: ReadonlyArray<Part>,
+  origins: WeakMap<Part, ForeignOrigin<M, I>>,
+  render: (part: Part) => I
+) => Array<ForeignRun<M, I>> = runsOf
+
+/**
  * The parts a model response adds to a history: its text (when not empty)
  * as the assistant's, then its tool calls. The executor appends exactly
  * these after each step, and a transcript rebuilds a step from them.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category combinators
  */
 export const responseParts = (response: Pick<ModelResponse, "text" | "toolCalls">): ReadonlyArray<Part> =>
@@ -238,7 +421,7 @@ export const unansweredCalls = (history: History): ReadonlyArray<ToolCallPart> =
 /**
  * The Schema of a {@link HistorySummary}.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category codec
  */
 export const HistorySummarySchema = Schema.Struct({ parts: Schema.Array(PartSchema), text: Schema.String })
@@ -249,7 +432,7 @@ export const HistorySummarySchema = Schema.Struct({ parts: Schema.Array(PartSche
  * yields a history equal to the one encoded (same parts, same order, same
  * fields), so a request built from it has the same digest.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category codec
  */
 export const HistorySchema = Schema.Struct({
@@ -262,7 +445,7 @@ export const HistorySchema = Schema.Struct({
  * A history as JSON text, for a host that exports a conversation and
  * imports it later (or elsewhere).
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category codec
  */
 export const HistoryJson = Schema.fromJsonString(HistorySchema)
@@ -275,7 +458,7 @@ const decodeJson = Schema.decodeUnknownEffect(HistoryJson)
  * `InvalidInput` (field `history`) when a part is not what `Model.Part`
  * describes (for example provider options JSON cannot hold).
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category codec
  */
 export const toJson = (history: History): Effect.Effect<string, InvalidInput.InvalidInput> =>
@@ -295,7 +478,7 @@ export const toJson = (history: History): Effect.Effect<string, InvalidInput.Inv
  * Imports a history exported by {@link toJson}. Fails `InvalidInput` (field
  * `json`) naming what does not decode.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category codec
  */
 export const fromJson = (json: string): Effect.Effect<History, InvalidInput.InvalidInput> =>

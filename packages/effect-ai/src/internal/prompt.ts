@@ -18,28 +18,18 @@
  */
 import * as Compaction from "@tessera/runtime/Compaction"
 import * as History from "@tessera/runtime/History"
-import * as Model from "@tessera/runtime/Model"
+import type * as Model from "@tessera/runtime/Model"
 import * as Prompt from "effect/ai/Prompt"
 import * as Base64 from "effect/encoding/Base64"
 import type * as Schema from "effect/Schema"
 
 type Role = Prompt.Message["role"]
 type ContentPart = Exclude<Prompt.Message["content"], string>[number]
-
-interface Origin {
-  readonly role: Role
-  readonly part: ContentPart | string
-  /** None for a tool result's file: it is rendered in a user message of its own (see {@link toPrompt}). */
-  readonly message: Prompt.Message | undefined
-  /** For a tool result's file, the call whose result carries it. */
-  readonly carriedBy?: string
-}
+/** A message's item: a content part, or a system message's text. */
+type Item = ContentPart | string
 
 /** A prompt as a history, with the origin of each part made from it. */
-export interface Converted {
-  readonly history: History.History
-  readonly origins: WeakMap<Model.Part, Origin>
-}
+export type Converted = History.ForeignHistory<Prompt.Message, Item>
 
 /** The text a tool result stands for: what the model reads of it. */
 export const resultText = (part: Prompt.ToolResultPart): string =>
@@ -49,112 +39,68 @@ export const resultText = (part: Prompt.ToolResultPart): string =>
       ? part.result
       : (JSON.stringify(part.result) ?? "null")
 
-const describeOther = (part: ContentPart): string =>
-  part.type === "file" ? `[file ${part.mediaType}]` : `[${part.type}]`
+/** A file as the bridge reads it: inline data (bytes, or a base64 string) as base64; none for a URL. */
+const fileOf = (file: Prompt.FilePart): History.ForeignFile => ({
+  mediaType: file.mediaType,
+  base64: file.data instanceof URL ? undefined : typeof file.data === "string" ? file.data : Base64.encode(file.data),
+  // A part built by hand (not decoded by `Prompt.make`) may lack its options.
+  providerOptions: file.options ?? {}
+})
 
-/** A file with inline data as a `Media` part (measured by its `[media <type>]` rendering, like any media). */
-const mediaPart = (role: Model.Role, file: Prompt.FilePart): Model.MediaPart | undefined =>
-  file.data instanceof URL
-    ? undefined
-    : {
-        _tag: "Media",
-        role,
-        mediaType: file.mediaType,
-        data: { _tag: "Base64", base64: typeof file.data === "string" ? file.data : Base64.encode(file.data) },
-        // A part built by hand (not decoded by `Prompt.make`) may lack its options.
-        providerOptions: file.options ?? {}
-      }
-
-const convertPart = (role: Role, part: ContentPart): Model.Part => {
-  const speaker = role === "assistant" ? "assistant" : "user"
+const contentOf = (part: ContentPart): History.ForeignContent => {
   switch (part.type) {
     case "text":
     case "reasoning":
-      return Model.text(speaker, part.text)
+      return { _tag: "Text", text: part.text }
     case "tool-call":
-      return Model.toolCall(part.id, part.name, (part.params ?? null) as Schema.Json)
+      return { _tag: "ToolCall", id: part.id, name: part.name, input: (part.params ?? null) as Schema.Json }
     case "tool-result":
-      return Model.toolResult({
+      return {
+        _tag: "ToolResult",
         callId: part.id,
         name: part.name,
         content: resultText(part),
         isError: part.isFailure
-      })
+      }
     case "file":
-      return (role === "user" ? mediaPart("user", part) : undefined) ?? Model.text(speaker, describeOther(part))
+      return { _tag: "File", file: fileOf(part), standIn: `[file ${part.mediaType}]` }
     default:
-      return Model.text(speaker, describeOther(part))
+      return { _tag: "Text", text: `[${part.type}]` }
   }
 }
 
-/**
- * The files of a tool message's results (their `modelOutput`), as `Media`
- * parts remembering the call that carries them. Only a file with inline
- * data; the result's own part still carries every item, so these are
- * rendered only where that result is not (see {@link toPrompt}).
- */
-const carriedMedia = (message: Prompt.Message, origins: WeakMap<Model.Part, Origin>): Array<Model.Part> => {
+/** The files of a tool message's results (their `modelOutput`; the result's own part still carries every item). */
+const carriedOf = (message: Prompt.Message): Array<History.ForeignCarried<Item>> => {
   if (message.role !== "tool") return []
-  const out: Array<Model.Part> = []
+  const out: Array<History.ForeignCarried<Item>> = []
   for (const content of message.content) {
     if (content.type !== "tool-result") continue
     for (const item of content.modelOutput ?? []) {
-      if (item.type !== "file") continue
-      const part = mediaPart("user", item)
-      if (part === undefined) continue
-      origins.set(part, { role: "user", part: item, message: undefined, carriedBy: content.id })
-      out.push(part)
+      if (item.type === "file") out.push({ item, callId: content.id, file: fileOf(item) })
     }
   }
   return out
 }
 
-const convertMessage = (message: Prompt.Message, origins: WeakMap<Model.Part, Origin>): Array<Model.Part> => {
-  if (message.role === "system") {
-    const part = Model.text("system", message.content)
-    origins.set(part, { role: "system", part: message.content, message })
-    return [part]
-  }
-  return message.content.map((content) => {
-    const part = convertPart(message.role, content)
-    origins.set(part, { role: message.role, part: content, message })
-    return part
-  })
-}
+const foreignOf = (message: Prompt.Message): History.ForeignMessage<Prompt.Message, Item> =>
+  message.role === "system"
+    ? { message, role: "system", items: [{ item: message.content, content: { _tag: "Text", text: message.content } }] }
+    : {
+        message,
+        role: message.role,
+        items: message.content.map((item: ContentPart) => ({ item, content: contentOf(item) })),
+        carried: carriedOf(message)
+      }
 
 /**
- * The prompt as a history: the leading system messages and the first user
- * message are the task (they open every request and are never summarized);
- * everything after them is history. The files of tool results follow the
- * run of tool messages holding them: a `Media` part among the results
- * would open a round of its own, separating the calls after it from their
- * results.
+ * The prompt as a history (`History.fromForeign`): the leading system
+ * messages and the first user message are the task; the files of tool
+ * results follow the run of tool messages holding them.
  */
-export const toHistory = (prompt: Prompt.Prompt): Converted => {
-  const origins = new WeakMap<Model.Part, Origin>()
-  const history = History.fromMessages(
-    prompt.content,
-    (message) => message.role === "user",
-    (message) => convertMessage(message, origins),
-    { of: (message) => carriedMedia(message, origins), within: (message) => message.role === "tool" }
-  )
-  return { history, origins }
-}
+export const toHistory = (prompt: Prompt.Prompt): Converted => History.fromForeign(prompt.content.map(foreignOf))
 
-const roleOf = (part: Model.Part): Role => {
-  switch (part._tag) {
-    case "ToolResult":
-      return "tool"
-    case "ToolCall":
-      return "assistant"
-    case "Text":
-    case "Media":
-    case "FileReference":
-      return part.role
-  }
-}
-
-const rendered = (part: Model.Part): ContentPart | string => {
+/** A part Tessera made, as prompt content: a system message takes text only. */
+const rendered = (part: Model.Part): Item => {
   switch (part._tag) {
     case "Text":
       return part.role === "system" ? part.text : Prompt.makePart("text", { text: part.text })
@@ -188,11 +134,7 @@ const rendered = (part: Model.Part): ContentPart | string => {
   }
 }
 
-const message = (
-  role: Role,
-  content: Array<ContentPart | string>,
-  options: Prompt.ProviderOptions
-): Array<Prompt.Message> => {
+const message = (role: Role, content: ReadonlyArray<Item>, options: Prompt.ProviderOptions): Array<Prompt.Message> => {
   switch (role) {
     case "system":
       return content.map((text) => Prompt.makeMessage("system", { content: text as string, options }))
@@ -206,46 +148,22 @@ const message = (
 }
 
 /**
- * Parts as a prompt. A part that came from a prompt unchanged is its
- * original, in a message of its own origin (messages are never merged or
- * split); parts Tessera made (a summary reference, an offloaded result)
- * form messages of their role, an offloaded result joining its original
- * tool message when that message is still open. A tool result's file is
- * left out while `parts` hold a result of its call (the result, or what
- * replaced it, is how the prompt carried it); without one (a summary
- * request) it is the caller's own file part, in a user message.
+ * Parts as a prompt (`History.foreignRuns`). A part that came from a prompt
+ * unchanged is its original, in a message of its own origin (with that
+ * message's options); parts Tessera made (a summary reference, an
+ * offloaded result) form messages of their role, an offloaded result
+ * joining its original tool message when that message is still open. A
+ * tool result's file is left out while `parts` hold a result of its call;
+ * without one (a summary request) it is the caller's own file part, in a
+ * user message.
  */
-export const toPrompt = (parts: ReadonlyArray<Model.Part>, origins: WeakMap<Model.Part, Origin>): Prompt.Prompt => {
-  const results = new Set<string>()
-  for (const part of parts) if (part._tag === "ToolResult") results.add(part.callId)
-  const messages: Array<Prompt.Message> = []
-  let group: { role: Role; content: Array<ContentPart | string>; source: Prompt.Message | undefined } | undefined
-  const flush = () => {
-    if (group === undefined) return
-    messages.push(...message(group.role, group.content, group.source?.options ?? {}))
-    group = undefined
-  }
-  for (const part of parts) {
-    const origin = origins.get(part)
-    if (origin?.carriedBy !== undefined && results.has(origin.carriedBy)) continue
-    const role = origin?.role ?? roleOf(part)
-    const content = origin?.part ?? rendered(part)
-    const source = origin?.message
-    const joins =
-      group !== undefined &&
-      group.role === role &&
-      (group.source === source ||
-        (source === undefined && role === "tool") ||
-        (group.source === undefined && origin === undefined))
-    if (!joins) {
-      flush()
-      group = { role, content: [], source }
-    }
-    group?.content.push(content)
-  }
-  flush()
-  return Prompt.fromMessages(messages)
-}
+export const toPrompt = (parts: ReadonlyArray<Model.Part>, origins: Converted["origins"]): Prompt.Prompt =>
+  Prompt.fromMessages(
+    History.foreignRuns(parts, origins, rendered).flatMap((run) =>
+      // Only the prompt's own roles reach the runs: every origin is one of its messages, every made part's role is.
+      message(run.role as Role, run.items, run.source?.options ?? {})
+    )
+  )
 
 /** The parts of a Tessera request as a prompt (no origins: every part rendered). */
 export const partsToPrompt = (parts: ReadonlyArray<Model.Part>): Prompt.Prompt => toPrompt(parts, new WeakMap())

@@ -4,12 +4,14 @@
  *
  * Pi's media are text and base64 images only: a text block is a `Text` part
  * (a tool result's text blocks together are its `ToolResult` content), an
- * image block is a `Media` part with `Base64` data, in the same place. A
- * message Pi's core does not know (an app's custom message) is one opaque
- * part. Every part made from a message remembers where it came from, and a
- * message whose parts all come back unchanged is rendered as the very
- * original object; only what Tessera replaced (an offloaded result, a
- * summary) is rendered anew.
+ * image block is a `Media` part with `Base64` data, in its place in a user
+ * message and after the run of tool results for a result's image (the
+ * runtime's bridge, `History.fromForeign`, says where). A message Pi's core
+ * does not know (an app's custom message) is one opaque part. Every part
+ * made from a message remembers where it came from, and a message whose
+ * parts all come back unchanged is rendered as the very original object;
+ * only what Tessera replaced (an offloaded result, a summary) is rendered
+ * anew.
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core"
 import type {
@@ -28,19 +30,11 @@ import * as Model from "@tessera/runtime/Model"
 import type * as Schema from "effect/Schema"
 
 type Block = AssistantMessage["content"][number] | TextContent | ImageContent
+/** The block a part stands for; `undefined` for a part standing for a whole message (a result, a string). */
+type Item = Block | undefined
 
-interface Origin {
-  readonly message: AgentMessage
-  /** The block the part stands for; `undefined` for a part standing for a whole message. */
-  readonly block: Block | undefined
-}
-
-/** Parts with the origin of each part made from a message. */
-export interface Converted {
-  readonly history: History.History
-  readonly origins: WeakMap<Model.Part, Origin>
-  /** The parts made from each message, in order. */
-  readonly partsOf: Map<AgentMessage, ReadonlyArray<Model.Part>>
+/** Pi's messages as a history, with the origin of each part made from a message. */
+export interface Converted extends History.ForeignHistory<AgentMessage, Item> {
   /** Each tool result message, by call id. */
   readonly results: Map<string, ToolResultMessage>
 }
@@ -54,116 +48,127 @@ export const resultText = (content: ReadonlyArray<TextContent | ImageContent>): 
     .map((block) => block.text)
     .join("\n")
 
-const image = (role: Model.Role, block: ImageContent): Model.MediaPart => ({
-  _tag: "Media",
-  role,
-  mediaType: block.mimeType,
-  data: { _tag: "Base64", base64: block.data },
-  providerOptions: {}
-})
-
 /** A tool call block as a Tessera call. */
 export const toolCallPart = (block: { readonly id: string; readonly name: string; readonly arguments: unknown }) =>
   Model.toolCall(block.id, block.name, (block.arguments ?? {}) as Schema.Json)
 
-const convertMessage = (message: AgentMessage, origins: WeakMap<Model.Part, Origin>): Array<Model.Part> => {
-  const out: Array<Model.Part> = []
-  const add = (part: Model.Part, block: Block | undefined) => {
-    origins.set(part, { message, block })
-    out.push(part)
-  }
-  switch (roleOf(message)) {
-    case "user": {
-      const user = message as UserMessage
-      if (typeof user.content === "string") add(Model.text("user", user.content), undefined)
-      else {
-        for (const block of user.content) {
-          add(block.type === "text" ? Model.text("user", block.text) : image("user", block), block)
+const imageFile = (block: ImageContent): History.ForeignFile => ({
+  mediaType: block.mimeType,
+  base64: block.data,
+  providerOptions: {}
+})
+
+const blockItem = (block: TextContent | ImageContent): History.ForeignItem<Item> => ({
+  item: block,
+  content:
+    block.type === "text"
+      ? { _tag: "Text", text: block.text }
+      : { _tag: "File", file: imageFile(block), standIn: `[image ${block.mimeType}]` }
+})
+
+const foreignOf = (message: AgentMessage): History.ForeignMessage<AgentMessage, Item> => {
+  const neutral = ((): History.ForeignMessage<AgentMessage, Item> => {
+    switch (roleOf(message)) {
+      case "user": {
+        const user = message as UserMessage
+        const items =
+          typeof user.content === "string"
+            ? [{ item: undefined, content: { _tag: "Text", text: user.content } } as const]
+            : user.content.map(blockItem)
+        return { message, role: "user", items }
+      }
+      case "assistant":
+        return {
+          message,
+          role: "assistant",
+          items: (message as AssistantMessage).content.map(
+            (block): History.ForeignItem<Item> => ({
+              item: block,
+              content:
+                block.type === "text"
+                  ? { _tag: "Text", text: block.text }
+                  : block.type === "thinking"
+                    ? { _tag: "Text", text: block.thinking }
+                    : { _tag: "ToolCall", id: block.id, name: block.name, input: toolCallPart(block).input }
+            })
+          )
+        }
+      case "toolResult": {
+        const result = message as ToolResultMessage
+        return {
+          message,
+          role: "tool",
+          items: [
+            {
+              item: undefined,
+              content: {
+                _tag: "ToolResult",
+                callId: result.toolCallId,
+                name: result.toolName,
+                content: resultText(result.content),
+                isError: result.isError
+              }
+            }
+          ],
+          // Its images follow the run of results (History.fromForeign), so they never split a round.
+          carried: result.content.flatMap((block) =>
+            block.type === "image" ? [{ item: block, callId: result.toolCallId, file: imageFile(block) }] : []
+          )
         }
       }
-      return out
-    }
-    case "assistant": {
-      for (const block of (message as AssistantMessage).content) {
-        switch (block.type) {
-          case "text":
-            add(Model.text("assistant", block.text), block)
-            break
-          case "thinking":
-            add(Model.text("assistant", block.thinking), block)
-            break
-          case "toolCall":
-            add(toolCallPart(block), block)
-            break
+      default:
+        // An app's own message: opaque, measured by its JSON, rendered back as it was.
+        return {
+          message,
+          role: "custom",
+          items: [
+            { item: undefined, content: { _tag: "Text", text: `[${roleOf(message)}] ${JSON.stringify(message)}` } }
+          ]
         }
-      }
-      return out
     }
-    case "toolResult": {
-      const result = message as ToolResultMessage
-      add(
-        Model.toolResult({
-          callId: result.toolCallId,
-          name: result.toolName,
-          content: resultText(result.content),
-          isError: result.isError
-        }),
-        undefined
-      )
-      for (const block of result.content) if (block.type === "image") add(image("user", block), block)
-      return out
-    }
-    default:
-      // An app's own message: opaque, measured by its JSON, rendered back as it was.
-      add(Model.text("user", `[${roleOf(message)}] ${JSON.stringify(message)}`), undefined)
-      return out
-  }
+  })()
+  // A message without content (an errored answer) keeps its place: one empty part stands for it.
+  return neutral.items.length > 0
+    ? neutral
+    : { ...neutral, items: [{ item: undefined, content: { _tag: "Text", text: "" } }] }
 }
 
 /**
- * The messages as a history: everything up to and including the first user
- * message is the task (it opens every request and is never summarized);
- * everything after is history.
+ * The messages as a history (`History.fromForeign`): everything up to and
+ * including the first user message is the task (it opens every request and
+ * is never summarized); everything after is history. A tool result's
+ * images follow the run of tool results they came with.
  */
 export const toHistory = (messages: ReadonlyArray<AgentMessage>): Converted => {
-  const origins = new WeakMap<Model.Part, Origin>()
-  const partsOf = new Map<AgentMessage, ReadonlyArray<Model.Part>>()
   const results = new Map<string, ToolResultMessage>()
-  const history = History.fromMessages(
-    messages,
-    (message) => roleOf(message) === "user",
-    (message) => {
-      const converted = convertMessage(message, origins)
-      // A message without content (an errored answer) keeps its place: one empty part stands for it.
-      if (converted.length === 0) {
-        const empty = Model.text(roleOf(message) === "assistant" ? "assistant" : "user", "")
-        origins.set(empty, { message, block: undefined })
-        converted.push(empty)
-      }
-      partsOf.set(message, converted)
-      if (roleOf(message) === "toolResult")
-        results.set((message as ToolResultMessage).toolCallId, message as ToolResultMessage)
-      return converted
-    }
-  )
-  return { history, origins, partsOf, results }
+  for (const message of messages) {
+    if (roleOf(message) === "toolResult")
+      results.set((message as ToolResultMessage).toolCallId, message as ToolResultMessage)
+  }
+  return { ...History.fromForeign(messages.map(foreignOf)), results }
 }
 
 const textBlock = (text: string): TextContent => ({ type: "text", text })
 
+/** A part Tessera made as a Pi block: base64 media as an image, anything else as text. */
 const rendered = (part: Model.Part): TextContent | ImageContent =>
   part._tag === "Media" && part.data._tag === "Base64"
     ? { type: "image", data: part.data.base64, mimeType: part.mediaType }
     : textBlock(part._tag === "Text" ? part.text : Compaction.renderPart(part))
 
+const imagesOf = (message: ToolResultMessage): Array<TextContent | ImageContent> =>
+  message.content.filter((block) => block.type === "image")
+
 /**
  * The parts of a history as Pi messages. A message all of whose parts come
  * back unchanged is the original object; a tool result whose content
  * Tessera replaced keeps its message (id, name, images, details) with the
- * new text; parts Tessera made (a summary) form a user message.
+ * new text; parts Tessera made (a summary) form a user message. A result's
+ * images are left out while `parts` hold a result of its call (that
+ * result's message carries them); without one they form a user message.
  */
 export const toMessages = (parts: ReadonlyArray<Model.Part>, converted: Converted): Array<AgentMessage> => {
-  const { origins, partsOf, results } = converted
+  const { messageParts, origins, results } = converted
   const out: Array<AgentMessage> = []
   const sourceOf = (part: Model.Part): AgentMessage | undefined => {
     const origin = origins.get(part)
@@ -171,27 +176,30 @@ export const toMessages = (parts: ReadonlyArray<Model.Part>, converted: Converte
     // A replaced tool result stays in its own message (its images, its details).
     return part._tag === "ToolResult" ? results.get(part.callId) : undefined
   }
+  const blockOf = (part: Model.Part) => origins.get(part)?.part
   const emit = (source: AgentMessage | undefined, grouped: ReadonlyArray<Model.Part>) => {
     if (source === undefined) {
-      out.push({ role: "user", content: grouped.map(rendered), timestamp: 0 } satisfies UserMessage)
+      out.push({
+        role: "user",
+        content: grouped.map((part) => (blockOf(part) as TextContent | ImageContent | undefined) ?? rendered(part)),
+        timestamp: 0
+      } satisfies UserMessage)
       return
     }
-    const all = partsOf.get(source)
+    const all = messageParts.get(source)
     if (all !== undefined && all.length === grouped.length && grouped.every((part, i) => part === all[i])) {
       out.push(source)
       return
     }
-    const blockOf = (part: Model.Part) => origins.get(part)?.block
     switch (roleOf(source)) {
       case "toolResult": {
+        const result = source as ToolResultMessage
         const content = grouped.flatMap((part): Array<TextContent | ImageContent> => {
           if (part._tag !== "ToolResult")
             return [(blockOf(part) as TextContent | ImageContent | undefined) ?? rendered(part)]
-          return origins.has(part)
-            ? (source as ToolResultMessage).content.filter((block) => block.type === "text")
-            : [textBlock(part.content)]
+          return origins.has(part) ? result.content : [textBlock(part.content), ...imagesOf(result)]
         })
-        out.push({ ...(source as ToolResultMessage), content })
+        out.push({ ...result, content })
         return
       }
       case "assistant":
@@ -216,7 +224,7 @@ export const toMessages = (parts: ReadonlyArray<Model.Part>, converted: Converte
   }
   let current: AgentMessage | undefined
   let grouped: Array<Model.Part> = []
-  for (const part of parts) {
+  for (const part of History.withoutAnsweredCarries(parts, origins)) {
     const source = sourceOf(part)
     if (grouped.length > 0 && source !== current) {
       emit(current, grouped)
@@ -231,12 +239,12 @@ export const toMessages = (parts: ReadonlyArray<Model.Part>, converted: Converte
 
 /** The request Pi sends (system prompt, messages, tools) as Tessera measures and journals it. */
 export const toRequest = (context: Context): Model.ModelRequest => {
-  const origins = new WeakMap<Model.Part, Origin>()
   const parts: Array<Model.Part> = []
   if (context.systemPrompt !== undefined && context.systemPrompt.length > 0) {
     parts.push(Model.text("system", context.systemPrompt))
   }
-  for (const message of context.messages) parts.push(...convertMessage(message, origins))
+  // As Pi sends them: a result's images in place.
+  for (const message of context.messages) parts.push(...History.foreignParts(foreignOf(message)))
   return {
     parts,
     tools: (context.tools ?? []).map((tool) => ({
