@@ -201,7 +201,31 @@ export const layer = (policy: ArtifactPathPolicyShape): Layer.Layer<ArtifactPath
  * Provides the policy {@link fromLocations} makes, failing the layer with
  * its `InvalidInput` when a location is refused.
  *
- * @since 0.4.0
+ * @example
+ * ```ts
+ * import * as path from "node:path"
+ * import { ArtifactPathPolicy } from "@tessera/artifacts"
+ * import { Effect, Layer } from "effect"
+ *
+ * const hostState = "/srv/app/host-state"
+ *
+ * // No offload writes under the host's state folder; its credentials file is internal state besides.
+ * export const pathPolicy = ArtifactPathPolicy.layerFromLocations({
+ *   internalRoot: hostState,
+ *   stateLocations: [path.join(hostState, "credentials.json")]
+ * })
+ *
+ * // A relative location would match no target and refuse nothing: the layer fails, naming the field.
+ * export const refused = Layer.build(
+ *   ArtifactPathPolicy.layerFromLocations({ internalRoot: "host-state", stateLocations: [] })
+ * ).pipe(
+ *   Effect.flip,
+ *   Effect.map((error) => error.field), // "internalRoot"
+ *   Effect.scoped
+ * )
+ * ```
+ *
+ * @since 0.1.0
  * @category layers
  */
 export const layerFromLocations = (locations: InternalLocations): Layer.Layer<ArtifactPathPolicy, InvalidInput> =>

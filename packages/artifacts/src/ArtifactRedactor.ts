@@ -41,6 +41,10 @@ export class ArtifactRedactionFailed extends Schema.TaggedError<ArtifactRedactio
 }
 
 /**
+ * What a redactor does: maps a body to the body that is stored in its place.
+ * The offload stores only what `redact` returns, and stores nothing when it
+ * fails.
+ *
  * @since 0.1.0
  * @category models
  */

@@ -62,6 +62,17 @@ export interface RedactionRule {
  * The default rules, one per kind of secret; `docs/security-model.md` lists
  * them with what each catches and what none does.
  *
+ * @example
+ * ```ts
+ * import { DefaultRedactor } from "@tessera/artifacts"
+ *
+ * const redactor = DefaultRedactor.make({ rules: DefaultRedactor.defaultRules })
+ *
+ * console.log(redactor.redactText("key AKIAIOSFODNN7EXAMPLE, db postgres://app:hunter2pass@db.internal/app"))
+ * // "key [REDACTED:aws-access-key-id], db postgres://app:[REDACTED:url-credentials]@db.internal/app"
+ * console.log(redactor.redactText("password=hunter2-pass-2026")) // "password=[REDACTED:password-assignment]"
+ * ```
+ *
  * @since 0.1.0
  * @category rules
  */
@@ -408,6 +419,25 @@ export const streaming = (redactor: DefaultRedactor): StreamingRedactor => {
 /**
  * Provides the default redactor as the host's `ArtifactRedactor`. Fails with
  * {@link InvalidRedactionRule} when a host rule cannot be used.
+ *
+ * @example
+ * ```ts
+ * import { DefaultRedactor } from "@tessera/artifacts"
+ * import { Effect, Layer, Redacted } from "effect"
+ *
+ * // Tessera's rules, the host's own pattern, and a secret the host knows by value.
+ * export const redactor = DefaultRedactor.layer({
+ *   rules: [...DefaultRedactor.defaultRules, { name: "internal-ticket-token", pattern: "TKT-[0-9]{6}", maxLength: 10 }],
+ *   secrets: [Redacted.make("s3cret-db-pass-2026")]
+ * })
+ *
+ * // A rule that matches the empty string cannot be used: the layer fails instead of redacting nothing.
+ * export const refused = Layer.build(DefaultRedactor.layer({ rules: [{ name: "empty", pattern: "x*", maxLength: 10 }] })).pipe(
+ *   Effect.flip,
+ *   Effect.map((error) => error.reason),
+ *   Effect.scoped
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category layers

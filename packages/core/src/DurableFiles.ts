@@ -309,7 +309,7 @@ export const temporaryName = (finalName: string, token: string = temporaryToken(
  * bytes with `getRandomValues` for each name took 10 to 70 µs between two
  * file writes of an offload.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category temporary names
  */
 export const temporaryToken = (): string => globalThis.crypto.randomUUID()

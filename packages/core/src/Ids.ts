@@ -24,6 +24,18 @@ const identifierText = Schema.String.check(
 /**
  * The agent that owns private content (summaries, offloaded artifacts).
  *
+ * @example
+ * ```ts
+ * import { Ids } from "@tessera/core"
+ * import { Exit, Schema } from "effect"
+ *
+ * // Decoding is the only way to an AgentId: the value passed the identifier check.
+ * export const agent: Ids.AgentId = Schema.decodeUnknownSync(Ids.AgentId)("researcher")
+ *
+ * // A separator, a leading dot, a NUL or more than 128 characters is refused.
+ * console.log(Exit.isFailure(Schema.decodeUnknownExit(Ids.AgentId)("../researcher"))) // true
+ * ```
+ *
  * @since 0.1.0
  * @category identifiers
  */
@@ -37,6 +49,17 @@ export type AgentId = typeof AgentId.Type
 /**
  * One task run by a runtime; journals and summaries are keyed by it.
  *
+ * @example
+ * ```ts
+ * import { Ids } from "@tessera/core"
+ * import { Schema } from "effect"
+ *
+ * export const task: Ids.TaskId = Schema.decodeUnknownSync(Ids.TaskId)("survey-1")
+ *
+ * // @ts-expect-error a plain string is not a TaskId: it has not been checked
+ * export const unchecked: Ids.TaskId = "survey-1"
+ * ```
+ *
  * @since 0.1.0
  * @category identifiers
  */
@@ -49,6 +72,21 @@ export type TaskId = typeof TaskId.Type
 
 /**
  * A volume within one store; also the volume's folder name on disk.
+ *
+ * @example
+ * ```ts
+ * import { Ids, Volume } from "@tessera/core"
+ * import { TaskHost } from "@tessera/runtime"
+ * import { Effect, Schema } from "effect"
+ *
+ * const volumeId = Schema.decodeUnknownSync(Ids.VolumeId)
+ *
+ * export const createJournal = Effect.gen(function* () {
+ *   const host = yield* TaskHost.open({ root: "/srv/tessera/store" })
+ *   // The volume's data lives in a folder named by its id, under the store's root.
+ *   return yield* host.store.create({ id: volumeId("journal"), kind: "Journal", owner: Volume.hostOwner })
+ * })
+ * ```
  *
  * @since 0.1.0
  * @category identifiers

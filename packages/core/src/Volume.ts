@@ -68,12 +68,49 @@ export const Owner = Schema.Union([AgentOwner, HostOwner])
 export type Owner = typeof Owner.Type
 
 /**
+ * An agent as a volume's owner. Only an `AgentPrivate` volume owned by the
+ * task's own agent receives the task's private content
+ * (`PrivateWriter.checkPrivateWriter` refuses any other owner with
+ * `NotAgentOwned` or `NotOwnerBound`).
+ *
+ * @example
+ * ```ts
+ * import { Ids, Volume } from "@tessera/core"
+ * import { Schema } from "effect"
+ *
+ * const researcher = Volume.agentOwner(Schema.decodeUnknownSync(Ids.AgentId)("researcher"))
+ * const reviewer = Volume.agentOwner(Schema.decodeUnknownSync(Ids.AgentId)("reviewer"))
+ *
+ * console.log(Volume.formatOwner(researcher)) // "agent researcher"
+ * console.log(Volume.sameOwner(researcher, reviewer)) // false
+ * ```
+ *
  * @since 0.1.0
  * @category constructors
  */
 export const agentOwner = (agent: AgentId): Owner => AgentOwner.make({ agent })
 
 /**
+ * The host as a volume's owner: for the volumes no agent owns (the journal,
+ * the output, the host's scratch space). A host-owned volume never receives
+ * an agent's private content.
+ *
+ * @example
+ * ```ts
+ * import { Ids, Volume } from "@tessera/core"
+ * import { TaskHost } from "@tessera/runtime"
+ * import { Effect, Schema } from "effect"
+ *
+ * export const createOutput = Effect.gen(function* () {
+ *   const host = yield* TaskHost.open({ root: "/srv/tessera/store" })
+ *   return yield* host.store.create({
+ *     id: Schema.decodeUnknownSync(Ids.VolumeId)("output"),
+ *     kind: "Output",
+ *     owner: Volume.hostOwner
+ *   })
+ * })
+ * ```
+ *
  * @since 0.1.0
  * @category constructors
  */

@@ -164,7 +164,7 @@ export interface JournalReport {
  * host's approval and those in flight at a crash (both only while the turn
  * is open), and the conversation as the model last saw it.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category models
  */
 export interface ResumableState {
@@ -179,7 +179,7 @@ export interface ResumableState {
  * (`Rebuilt`, with the volume it was read from), not recorded (the turn was
  * not run durably, or the task has no turn), or unreadable (why).
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category models
  */
 export type Conversation =
@@ -240,7 +240,7 @@ const isTranscript = (descriptor: Volume.VolumeDescriptor, file: string): boolea
  * (`npm run inspect` runs it from the repository root, and npm and pnpm set
  * `INIT_CWD` to where the command was typed), else the process's own.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category reading
  */
 export const resolveFolder = (
@@ -481,7 +481,7 @@ const short = (digest: string): string => digest.slice(0, 12)
  * Token counts as `in=… out=… cached=… reasoning=…`, the counts a provider
  * did not report left out (`none reported` when it reported none).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category rendering
  */
 export const formatUsage = (usage: JournalEntry.UsageTotal["usage"]): string => {
@@ -659,7 +659,7 @@ const callLine = (call: Journal.OwedCall): string =>
  * one line per part. Summaries are shown as their file, artifact pointers
  * as pointers; bodies only when `bodies` is true.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category rendering
  */
 export const renderResumable = (task: Ids.TaskId, state: ResumableState, bodies: boolean): ReadonlyArray<string> => {

@@ -203,12 +203,18 @@ const decodeTaskId = Schema.decodeUnknownSync(Ids.TaskId)
 export const scratchVolumeId = (agent: Ids.AgentId): Ids.VolumeId => decodeVolumeId(`${agent.slice(0, 100)}-scratch`)
 
 /**
+ * The journal volume's id: `journal` (`Journal`, owned by the host), where
+ * the tasks' journals live. The harness grants no task access to it.
+ *
  * @since 0.1.0
  * @category naming
  */
 export const journalVolumeId: Ids.VolumeId = decodeVolumeId("journal")
 
 /**
+ * The output volume's id: `output` (`Output`, owned by the host), where the
+ * tasks write their public results.
+ *
  * @since 0.1.0
  * @category naming
  */
@@ -237,6 +243,9 @@ export const ensureHostVolumes = Effect.fnUntraced(function* (store: VolumeStore
 })
 
 /**
+ * The task the runtime's own scope is issued to when {@link OpenOptions}
+ * names none: `harness`.
+ *
  * @since 0.1.0
  * @category naming
  */
@@ -303,6 +312,39 @@ const decodeOpenOptions = (options: OpenOptions): Result.Result<OpenOptions, Inv
  * The options are checked first: a field of the wrong shape fails
  * `InvalidInput` naming it, before the namespace is locked or anything is
  * created.
+ *
+ * @example
+ * ```ts
+ * import { Ids } from "@tessera/core"
+ * import { LocalHarness, NodeTessera } from "@tessera/node"
+ * import { History, Model, ScriptedModel, TaskExecution, Tool } from "@tessera/runtime"
+ * import { Effect, Schema } from "effect"
+ *
+ * const agent = Schema.decodeUnknownSync(Ids.AgentId)("researcher")
+ *
+ * const fetchReport = Tool.make({
+ *   name: "fetch_report",
+ *   description: "Fetches a report by name",
+ *   input: Schema.Struct({ name: Schema.String }),
+ *   handler: ({ name }) => Effect.succeed(`Report ${name}: all systems nominal`)
+ * })
+ *
+ * const program = Effect.gen(function* () {
+ *   // Holds the namespace until the scope closes: a second open fails NamespaceInUse meanwhile.
+ *   const harness = yield* LocalHarness.open({ stateDir: "/tmp/tessera-state", namespace: "research", agent })
+ *   const busy = yield* Effect.flip(LocalHarness.open({ stateDir: "/tmp/tessera-state", namespace: "research", agent }))
+ *   console.log(busy._tag) // "NamespaceInUse"
+ *   // `withTask` binds the task (its journal, the harness's path policy) and runs the body.
+ *   return yield* harness.withTask(Schema.decodeUnknownSync(Ids.TaskId)("survey-1"), (binding) =>
+ *     TaskExecution.runTurn(binding, History.make([Model.text("user", "Summarize the north report.")]), {
+ *       tools: Tool.registry(fetchReport),
+ *       maxSteps: 4
+ *     }).pipe(Effect.provide(ScriptedModel.layer([Model.response({ text: "All systems nominal." })])))
+ *   )
+ * })
+ *
+ * Effect.runPromise(Effect.scoped(program).pipe(Effect.provide(NodeTessera.layer)))
+ * ```
  *
  * @since 0.1.0
  * @category constructors

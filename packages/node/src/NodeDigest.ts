@@ -12,26 +12,18 @@ import { hash } from "node:crypto"
 import * as Digest from "@tessera/core/Digest"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { convertFrom, encodedInScratch, holdsBeyondLatin1, transcoded } from "./internal/utf8.ts"
 
-// A long text is hashed and sized from its UTF-8, converted once (see `internal/utf8.ts`): two to three times faster
-// than `hash` and `Buffer.byteLength` on a text beyond Latin-1, about a fifth faster on ASCII.
-const measureTextSync = (text: string): Digest.Measure => {
-  if (text.length >= convertFrom) {
-    const bytes = holdsBeyondLatin1(text) ? transcoded(text) : encodedInScratch(text)
-    if (bytes !== undefined) return { size: bytes.length, sha256: hash("sha256", bytes, "hex") }
-  }
-  return { size: Buffer.byteLength(text, "utf8"), sha256: hash("sha256", text, "hex") }
-}
+const measureTextSync = (text: string): Digest.Measure => ({
+  size: Buffer.byteLength(text, "utf8"),
+  sha256: hash("sha256", text, "hex")
+})
 
 /**
  * The `node:crypto` implementation. Texts are hashed and sized without
- * first copying them into a byte array, with the one-shot `hash` (on the
- * short texts a step measures, parts and chain links, it costs about half of
- * `createHash().update().digest()`); a long text is converted to UTF-8 once
- * (through `transcode` when it holds a character beyond Latin-1,
- * with `encodeInto` otherwise), and that is hashed and sized. Either way the
- * measure is the UTF-8 one, a lone surrogate counted as U+FFFD.
+ * first copying them into a byte array: hashed with the one-shot `hash` (on
+ * the short texts a step measures, parts and chain links, it costs about
+ * half of `createHash().update().digest()`), sized with `Buffer.byteLength`.
+ * The measure is the UTF-8 one, a lone surrogate counted as U+FFFD.
  *
  * @since 0.1.0
  * @category implementations

@@ -26,7 +26,7 @@
  * writes the same bytes; it is slower: about 3 ms more per model step on
  * this repository's benchmark machine (docs/performance.md).
  *
- * @since 0.3.0
+ * @since 0.1.0
  */
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodePath from "@effect/platform-node/NodePath"
@@ -41,7 +41,7 @@ import * as NodeJournalFile from "./NodeJournalFile.ts"
 /**
  * What the layers provide.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category models
  */
 export type Services = FileSystem.FileSystem | Path.Path | DurableFiles.DurableFiles
@@ -57,7 +57,25 @@ const platform: Layer.Layer<Services> = Layer.mergeAll(
  * The fast wiring for a process that runs one task at a time: the platform,
  * durable files, the `node:crypto` digest and blocking journal appends.
  *
- * @since 0.3.0
+ * @example
+ * ```ts
+ * import { Ids } from "@tessera/core"
+ * import { LocalHarness, NodeTessera } from "@tessera/node"
+ * import { Effect, Schema } from "effect"
+ *
+ * const program = Effect.gen(function* () {
+ *   const harness = yield* LocalHarness.open({
+ *     namespace: "research",
+ *     agent: Schema.decodeUnknownSync(Ids.AgentId)("researcher")
+ *   })
+ *   console.log(`namespace ${harness.namespace} at ${harness.folder}`)
+ * })
+ *
+ * // The one layer a Node process that runs one task at a time provides.
+ * Effect.runPromise(Effect.scoped(program).pipe(Effect.provide(NodeTessera.layer)))
+ * ```
+ *
+ * @since 0.1.0
  * @category layers
  */
 export const layer: Layer.Layer<Services> = Layer.merge(platform, NodeJournalFile.layer)
@@ -67,7 +85,46 @@ export const layer: Layer.Layer<Services> = Layer.merge(platform, NodeJournalFil
  * on worker threads), for a process that serves many tasks at once and must
  * not stall while one of them syncs.
  *
- * @since 0.3.0
+ * @example
+ * ```ts
+ * import { Ids } from "@tessera/core"
+ * import { LocalHarness, NodeTessera } from "@tessera/node"
+ * import { History, Model, ScriptedModel, TaskExecution, Tool } from "@tessera/runtime"
+ * import { Effect, Schema } from "effect"
+ *
+ * const decodeTask = Schema.decodeUnknownSync(Ids.TaskId)
+ *
+ * const lookUp = Tool.make({
+ *   name: "look_up",
+ *   description: "Looks a ticket up",
+ *   input: Schema.Struct({ ticket: Schema.String }),
+ *   handler: ({ ticket }) => Effect.succeed(`${ticket}: open`)
+ * })
+ *
+ * // Several tasks at once, each under its own journal lock; one task's fsync does not stall the others.
+ * const serve = (tasks: ReadonlyArray<string>) =>
+ *   Effect.gen(function* () {
+ *     const harness = yield* LocalHarness.open({
+ *       namespace: "service",
+ *       agent: Schema.decodeUnknownSync(Ids.AgentId)("assistant")
+ *     })
+ *     return yield* Effect.forEach(
+ *       tasks,
+ *       (task) =>
+ *         harness.withTask(decodeTask(task), (binding) =>
+ *           TaskExecution.runTurn(binding, History.make([Model.text("user", `Handle ${task}.`)]), {
+ *             tools: Tool.registry(lookUp),
+ *             maxSteps: 2
+ *           }).pipe(Effect.provide(ScriptedModel.layer([Model.response({ text: `${task} handled.` })])))
+ *         ),
+ *       { concurrency: "unbounded" }
+ *     )
+ *   })
+ *
+ * Effect.runPromise(Effect.scoped(serve(["ticket-1", "ticket-2"])).pipe(Effect.provide(NodeTessera.layerConcurrent)))
+ * ```
+ *
+ * @since 0.1.0
  * @category layers
  */
 export const layerConcurrent: Layer.Layer<Services> = platform

@@ -32,7 +32,7 @@ export * as NodeDurableFiles from "./NodeDurableFiles.ts"
 export * as NodeJournalFile from "./NodeJournalFile.ts"
 
 /**
- * @since 0.3.0
+ * @since 0.1.0
  */
 export * as NodeTessera from "./NodeTessera.ts"
 /**

@@ -112,7 +112,7 @@ export const measureParts = (measure: CompactionPolicy.SizeMeasure, parts: Reado
  * The provider's input-token count for one request: the request's parts
  * (the very objects sent) and the count it reported for them.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category measuring
  */
 export interface ReportedInput {
@@ -127,7 +127,7 @@ export interface ReportedInput {
  * reported it and only the rest is estimated; otherwise every part is
  * estimated ({@link measureParts}).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category measuring
  */
 export const measureRequestParts = (
@@ -191,7 +191,7 @@ export const endsWithUnseenResults = (rounds: ReadonlyArray<ReadonlyArray<Part>>
  * {@link plan}'s rule that no tool result is summarized before the model
  * saw it.
  *
- * @since 0.5.0
+ * @since 0.1.0
  * @category planning
  */
 export interface SentRequest {
@@ -210,7 +210,7 @@ export interface SentRequest {
  * received, and the results came after it. A request that failed may have
  * carried a result counted unseen here; carrying it again costs nothing.
  *
- * @since 0.5.0
+ * @since 0.1.0
  * @category planning
  */
 export const unseenFrom = (rounds: ReadonlyArray<ReadonlyArray<Part>>, sent?: SentRequest): number => {
@@ -337,7 +337,7 @@ export const pieces = (rounds: ReadonlyArray<ReadonlyArray<Part>>, maxBytes: num
  * These are the texts of {@link summaryHistoryPieces}, which also says which
  * media each piece's request carries.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category planning
  */
 export const summaryPieces = (rounds: ReadonlyArray<ReadonlyArray<Part>>, maxBytes: number): ReadonlyArray<string> =>
@@ -348,7 +348,7 @@ export const summaryPieces = (rounds: ReadonlyArray<ReadonlyArray<Part>>, maxByt
  * piece's UTF-8 size, and the history's `Media` parts whose placeholders
  * (`[media <type>]`, {@link renderPart}) the piece holds.
  *
- * @since 0.5.0
+ * @since 0.1.0
  * @category planning
  */
 export interface SummaryHistoryPiece {
@@ -373,7 +373,7 @@ export interface SummaryHistoryPiece {
  * the same media, so a resumed summary sends the requests the uninterrupted
  * one would have.
  *
- * @since 0.5.0
+ * @since 0.1.0
  * @category planning
  */
 export const summaryHistoryPieces = (
@@ -611,7 +611,7 @@ export interface SummaryOutcome {
 /**
  * Which summary request of a summary this is: zero-based `index` of `count`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category summarizing
  */
 export interface SummaryPiece {
@@ -625,7 +625,7 @@ export interface SummaryPiece {
  * and finish reason), so a task's token total counts summary requests too.
  * A request that fails is not journaled (it has no usage to account).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category summarizing
  */
 export const journaledSummaryRequests =
@@ -685,7 +685,7 @@ export const summarizeWith = <E, R>(
 const timeSummaryRequest = Observability.timeModelRequest("summary")
 
 // One span per summary request, beside the model step's own: sizes, never the piece or the answer. The piece's
-// size stands for the request's: measuring the whole request would hash it, and replace the step's measure memo.
+// size stands for the request's: measuring the whole request would hash it.
 const summaryRequestSpan = <E, R>(
   index: number,
   count: number,
@@ -1012,7 +1012,6 @@ const summaryInputsDigest = (
 ): Effect.Effect<string> =>
   Effect.map(
     measureRequest({
-      // A fresh first part, so this measure never takes over the conversation's own memo.
       parts: [
         text("system", `summary inputs, pieces of ${pieceBytes} bytes`),
         ...task,
@@ -1089,7 +1088,7 @@ const recoverLeftover = Effect.fnUntraced(function* (
  * summary file, then its (scrubbed) text. A transcript stores a summary of
  * this shape as its reference and rebuilds the parts with this function.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category publishing
  */
 export const summaryParts = (

@@ -45,7 +45,14 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as History from "./History.ts"
-import { measureJson, measureRequest, measureText, rememberBody } from "./internal/digest.ts"
+import {
+  makeRequestChain,
+  measureJson,
+  measureRequest,
+  measureText,
+  type RequestChain,
+  rememberBody
+} from "./internal/digest.ts"
 import { scrubError } from "./internal/scrub.ts"
 import { checkTurn } from "./internal/turnConfig.ts"
 import type {
@@ -177,7 +184,7 @@ export const composeHooks = <E, R>(...all: ReadonlyArray<Hooks<E, R>>): Hooks<E,
  * Deltas are for display; the history and the journal are built from the
  * completed response, as without streaming.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category events
  */
 export type TurnEvent =
@@ -256,7 +263,7 @@ export interface TurnConfig<E = never, R = never> {
  *
  * `TaskExecution` builds one over the task's transcript (see `Transcript`).
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category models
  */
 export interface TurnRecorder<E = never, R = never> {
@@ -271,7 +278,7 @@ export interface TurnRecorder<E = never, R = never> {
  * digest (the entry's `transcript`) and, when the stored body differs from
  * the one sent, the stored body's digest (the entry's `storedSha256`).
  *
- * @since 0.5.0
+ * @since 0.1.0
  * @category models
  */
 export interface RecordedBody {
@@ -294,7 +301,7 @@ const recordedFields = (
 /**
  * The reason `TurnAbandoned` records for a turn whose fiber was interrupted.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category turns
  */
 export const interruptedReason = "interrupted"
@@ -340,7 +347,7 @@ export class ResumeMismatch extends Schema.TaggedError<ResumeMismatch>()("Resume
  * host approved (the digest journaled with `ApprovalRequested`): the history
  * it came from was changed since. Nothing ran and nothing was written.
  *
- * @since 0.5.0
+ * @since 0.1.0
  * @category errors
  */
 export class ApprovalInputMismatch extends Schema.TaggedError<ApprovalInputMismatch>()("ApprovalInputMismatch", {
@@ -371,7 +378,7 @@ export type TurnOutcome = TurnAnswered | TurnAwaitingApproval
  * The model answered without tool calls and the turn was closed: `text`
  * is the answer.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category models
  */
 export interface TurnAnswered {
@@ -388,7 +395,7 @@ export interface TurnAnswered {
  * call (`TaskExecution.decide`), then resume it. `text` is the text of the
  * response that asked for the calls.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category models
  */
 export interface TurnAwaitingApproval {
@@ -404,7 +411,7 @@ export interface TurnAwaitingApproval {
  * A call waiting for the host's approval: the call itself (its input
  * included) and why it waits.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category models
  */
 export interface PendingApproval {
@@ -483,7 +490,7 @@ export const modelStep = <E = never, R = never>(
   context: StepContext,
   history: History.History
 ): Effect.Effect<ModelStepOutcome, ModelError | JournalIOError | JournalSequenceError | E, Model | Journal | R> =>
-  modelStepBody(config, context, history, false).pipe(modelStepSpan(context))
+  modelStepBody(config, context, history, false, undefined).pipe(modelStepSpan(context))
 
 const modelStepSpan = (context: StepContext) =>
   Observability.withSpan("tessera.modelStep", () => ({
@@ -504,7 +511,9 @@ const modelStepBody = Effect.fnUntraced(function* <E, R>(
   context: StepContext,
   history: History.History,
   // The history is the one a lost request was built from: the hooks already ran on it.
-  prepared: boolean
+  prepared: boolean,
+  // The turn's request chain, when its loop keeps one: a step then hashes only the parts its history added.
+  chain: RequestChain | undefined
 ): Effect.fn.Return<ModelStepOutcome, ModelError | JournalIOError | JournalSequenceError | E, Model | Journal | R> {
   const journal = yield* Journal
   const model = yield* Model
@@ -520,7 +529,7 @@ const modelStepBody = Effect.fnUntraced(function* <E, R>(
   const rewrite =
     recorder === undefined || current === history ? undefined : yield* recorder.rewritten(history, current)
   const request: ModelRequest = { parts: History.toParts(current), tools: config.tools.specs }
-  const measured = yield* measureRequest(request)
+  const measured = yield* measureRequest(request, chain)
   yield* Observability.annotate({
     "tessera.request.parts": request.parts.length,
     "tessera.request.size": measured.size
@@ -751,7 +760,7 @@ const lastAssistantText = (history: History.History): string => {
  * The text of the error result a rejected call receives: who rejected it and
  * why, so the model can act on it (ask, choose another way, give up).
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category approvals
  */
 export const rejectionText = (call: ToolCallPart, approval: Pick<OwedCall, "approval">["approval"]): string => {
@@ -799,7 +808,7 @@ const rejectOne = Effect.fnUntraced(function* <E, R>(
  * What dispatching a step's calls under approvals gave: their results, or
  * the calls that wait for the host's decision (nothing ran).
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category pieces
  */
 export type StepDispatch =
@@ -831,7 +840,7 @@ export type StepDispatch =
  * Calls that already have a result are skipped (their results are in the
  * history).
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category pieces
  */
 export const dispatchStep = Effect.fnUntraced(function* <E = never, R = never>(
@@ -916,6 +925,7 @@ export const continueTurn = <E = never, R = never>(
 ): Effect.Effect<TurnOutcome, ExecutorError | E, Model | Journal | R> =>
   Effect.gen(function* () {
     const journal = yield* Journal
+    const chain = makeRequestChain()
     let current = history
     for (let step = context.firstStep; ; step++) {
       if (step > config.maxSteps) {
@@ -923,9 +933,9 @@ export const continueTurn = <E = never, R = never>(
       }
       const stepContext: StepContext = { task: context.task, turn: context.turn, step }
       const prepared = context.prepared === true && step === context.firstStep
-      const outcome = prepared
-        ? yield* modelStepBody(config, stepContext, current, true).pipe(modelStepSpan(stepContext))
-        : yield* modelStep(config, stepContext, current)
+      const outcome = yield* modelStepBody(config, stepContext, current, prepared, chain).pipe(
+        modelStepSpan(stepContext)
+      )
       current = outcome.history
       if (outcome.response.toolCalls.length === 0) {
         yield* journal.closeTurn
@@ -1146,7 +1156,7 @@ const continueOpen = <E, R>(
  * whether the resume runs it again (its tool is declared idempotent) or
  * asks the host first (an `InFlight` approval).
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category turns
  */
 export interface InFlightCall {
@@ -1159,7 +1169,7 @@ export interface InFlightCall {
  * What {@link resumeRebuilt} did: how the turn went on, and the calls that
  * were in flight when the process died.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category turns
  */
 export interface Resumed {
@@ -1181,7 +1191,7 @@ export interface Resumed {
  * {@link resumeTurn} does after its check. The calls in flight at the crash
  * (called, no result) are reported in {@link Resumed.inFlight}.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category turns
  */
 export const resumeRebuilt = <E = never, R = never>(

@@ -43,7 +43,7 @@
  *   result of a call no journaled response asked for) is refused
  *   ({@link LoopOutOfOrder}) before the request or the result is journaled.
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 import * as ArtifactRedactor from "@tessera/artifacts/ArtifactRedactor"
 import * as Digest from "@tessera/core/Digest"
@@ -60,7 +60,7 @@ import * as ArtifactReadTool from "./ArtifactReadTool.ts"
 import * as EntryGate from "./EntryGate.ts"
 import type * as Executor from "./Executor.ts"
 import type * as History from "./History.ts"
-import { measureRequest, rememberBody } from "./internal/digest.ts"
+import { makeRequestChain, measureRequest, rememberBody } from "./internal/digest.ts"
 import * as Scrub from "./internal/scrub.ts"
 import {
   Journal,
@@ -86,7 +86,7 @@ import type * as ToolResultOffload from "./ToolResultOffload.ts"
  * are the stock executor's (`TaskExecution.gatedHooks`): compaction,
  * offload, then the inline limit (`inlineLimit`).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface Options {
@@ -105,7 +105,7 @@ export interface Options {
  * the adapter's framework, and `run`, which answers one call with the
  * tool's bounded output (a refusal becomes an error result naming why).
  *
- * @since 0.5.0
+ * @since 0.1.0
  * @category models
  */
 export interface ReadTool {
@@ -117,7 +117,7 @@ export interface ReadTool {
  * What summary requests cost: how many were sent, and the input and output
  * tokens their responses reported (0 when a response reported none).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface SummaryUsage {
@@ -129,7 +129,7 @@ export interface SummaryUsage {
 /**
  * No summary request.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export const noSummaryUsage: SummaryUsage = { requests: 0, inputTokens: 0, outputTokens: 0 }
@@ -145,7 +145,7 @@ export const noSummaryUsage: SummaryUsage = { requests: 0, inputTokens: 0, outpu
  * loop gave up on (its own conversion failed) is simply replaced by the
  * next one.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export class LoopOutOfOrder extends Schema.TaggedError<LoopOutOfOrder>()("LoopOutOfOrder", {
@@ -160,7 +160,7 @@ export class LoopOutOfOrder extends Schema.TaggedError<LoopOutOfOrder>()("LoopOu
 /**
  * The journal refused an entry.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export type JournalError = JournalIOError | JournalSequenceError
@@ -169,7 +169,7 @@ export type JournalError = JournalIOError | JournalSequenceError
  * What a foreign loop's steps can fail with: the gate's refusal, the
  * journal's errors, compaction's and offload's, and {@link LoopOutOfOrder}.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export type LoopError =
@@ -188,7 +188,7 @@ export type LoopError =
  * and the files the runtime writes through. They are captured once; the
  * loop's members need nothing.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type Requirements = Journal | FileSystem.FileSystem | Path.Path | DurableFiles.DurableFiles
@@ -196,7 +196,7 @@ export type Requirements = Journal | FileSystem.FileSystem | Path.Path | Durable
 /**
  * One task's foreign loop.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface ForeignLoop {
@@ -333,7 +333,7 @@ const addUsage = (usage: SummaryUsage, response: Model.ModelResponse): SummaryUs
 /**
  * How much of a thrown value {@link scrubThrown} reads (see its bounds).
  *
- * @since 0.5.0
+ * @since 0.1.0
  * @category redaction
  */
 export type ScrubBounds = Scrub.ScrubBounds
@@ -362,7 +362,7 @@ export type ScrubBounds = Scrub.ScrubBounds
  * `Compaction.summarize`, the adapters' summary models) and what adapters
  * rethrow to their caller all go through it.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category redaction
  */
 export const scrubThrown = (
@@ -390,7 +390,7 @@ const unpreparedModel: Model.Model["Service"] = Model.fromGenerate(() =>
  * journal, the platform and the host's `ArtifactRedactor` (if any) are
  * taken from the context here, once.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding, options: Options = {}) {
@@ -435,6 +435,8 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
   let summaries: Model.Model["Service"] | undefined
   let pending = noSummaryUsage
   let total = noSummaryUsage
+  // The loop's requests are one conversation: each is measured from the hash chain of the one before.
+  const requests = makeRequestChain()
 
   /** Runs a member with what {@link make} captured: the platform, and the host's redactor for what reaches disk. */
   const captured = <A, E>(effect: Effect.Effect<A, E, Requirements>): Effect.Effect<A, E> => {
@@ -610,7 +612,7 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
     }
     prepared = undefined
     wired = true
-    const measured = yield* measureRequest(request)
+    const measured = yield* measureRequest(request, requests)
     yield* journal.append({
       _tag: "RequestDispatched",
       turn: step.turn,

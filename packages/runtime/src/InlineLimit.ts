@@ -76,7 +76,7 @@ export const limitResult = (maxBytes: number, result: ToolResultPart): ToolResul
  * model wrote (a tool call, its own text) and the header of a tool result,
  * which echoes the call's id and name.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category rendering
  */
 export type RenderedKind = "tool call" | "assistant text" | "tool result header"
@@ -85,7 +85,7 @@ export type RenderedKind = "tool call" | "assistant text" | "tool result header"
  * The note that follows a part's rendering cut for a summary request. It
  * says that only the rendering was cut: the history keeps the part whole.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category rendering
  */
 export const renderedNote = (kind: RenderedKind, keptBytes: number, totalBytes: number, limit: number): string =>
@@ -100,7 +100,7 @@ export const renderedNote = (kind: RenderedKind, keptBytes: number, totalBytes: 
  * Costs the kept prefix and one count of `rendered`, however long it is.
  *
  * @throws InvalidInput when `maxBytes` is not an integer of at least 0.
- * @since 0.3.0
+ * @since 0.1.0
  * @category limiting
  */
 export const limitRendered = (

@@ -61,9 +61,18 @@ import * as Semaphore from "effect/Semaphore"
 import { sha256Bytes } from "./internal/digest.ts"
 import { eachLine } from "./internal/journalLines.ts"
 import { absentHere, heldMedium, holdMedium, journalMedium, type MediumFailure } from "./internal/journalMedium.ts"
-import { advance, emptyState, summaryKey as internalSummaryKey, makeReplay } from "./internal/journalState.ts"
+import {
+  advance,
+  type CallApproval,
+  emptyState,
+  summaryKey as internalSummaryKey,
+  type JournalState,
+  makeReplay,
+  type OwedCall,
+  type SummaryRecord,
+  type TurnState
+} from "./internal/journalState.ts"
 import { JournalTap, tapped } from "./internal/journalTap.ts"
-import { plainValueCheck, plainValueCopy } from "./internal/plainValue.ts"
 import * as JournalDurability from "./JournalDurability.ts"
 import * as JournalFile from "./JournalFile.ts"
 import * as StoreLayout from "./StoreLayout.ts"
@@ -79,118 +88,24 @@ export * from "./JournalEntry.ts"
 import { Entry, type EntryInput } from "./JournalEntry.ts"
 
 /**
- * A call the model asked for that has no result yet. `called` is true once a
- * `ToolCalled` entry was written for it.
+ * The state a journal rebuilds: {@link JournalState}, its turns ({@link TurnState}), the calls
+ * they owe ({@link OwedCall}) with their approvals ({@link CallApproval}), and its summary
+ * records ({@link SummaryRecord}). Declared with the journal's transition function, in the
+ * package's internals.
  *
  * @since 0.1.0
  * @category state
  */
-export interface OwedCall {
-  readonly callId: string
-  readonly name: string
-  readonly called: boolean
-  /** Present once the call was put to the host for approval (`ApprovalRequested`), with the decision when made. */
-  readonly approval?: CallApproval
-}
-
-/**
- * Where a call stands with the host's approval: `Requested` (waiting),
- * `Approved` (it runs when the turn continues) or `Rejected` (the model gets
- * an error result saying so); why it was asked (`reason`), the sequence
- * number of the request entry, and who decided, with their note.
- *
- * @since 0.3.0
- * @category state
- */
-export interface CallApproval {
-  readonly status: "Requested" | "Approved" | "Rejected"
-  readonly reason: "Tool" | "InFlight"
-  readonly requestedSeq: number
-  /** The digest of the input the host was asked about: an approved call runs with this input or not at all. */
-  readonly inputSha256: string
-  /**
-   * The approval was spent: the call was called (`ToolCalled`) after it was
-   * approved. A spent approval covers no second run: if no result
-   * followed, the call is in flight like any other.
-   */
-  readonly spent: boolean
-  readonly by?: string
-  readonly note?: string
-}
+export type { CallApproval, JournalState, OwedCall, SummaryRecord, TurnState }
 
 /**
  * The calls of a turn that wait for the host's decision.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category state
  */
 export const awaitingApproval = (turn: TurnState): ReadonlyArray<OwedCall> =>
   turn.owedCalls.filter((call) => call.approval?.status === "Requested")
-
-/**
- * What the journal knows about one turn.
- *
- * - `steps`: the turn's current step: model requests dispatched in it, less
- *   the lost requests a durable resume sent again under their own step.
- * - `awaitingResponse`: a request was dispatched and neither a response nor a failure followed.
- * - `owedCalls`: calls of the last response still without a result.
- * - `answered`: the last response asked for no tool calls.
- *
- * @since 0.1.0
- * @category state
- */
-export interface TurnState {
-  readonly turn: number
-  readonly status: "Open" | "Closed" | "Abandoned"
-  readonly steps: number
-  readonly awaitingResponse: boolean
-  readonly owedCalls: ReadonlyArray<OwedCall>
-  readonly answered: boolean
-  readonly toolResults: number
-  readonly toolErrors: number
-  readonly modelFailures: number
-  readonly resumptions: number
-  /** The current step, when its request failed (`ModelFailed`) and no request or resume followed yet. */
-  readonly failedStep?: number
-}
-
-/**
- * The state rebuilt from a journal: every turn in order (only the last may
- * be open), how many entries the file holds, the last one, and every cut
- * recovered on reopen.
- *
- * @since 0.1.0
- * @category state
- */
-export interface JournalState {
-  readonly task: Ids.TaskId
-  /**
-   * The agent the task runs for: recorded by the first turn opened through
-   * the gate (`TurnOpened.agent`), `undefined` before that and in journals
-   * written before 0.5. Once recorded, only a binding of this agent is
-   * admitted to the journal (`Unauthorized` `AgentMismatch`).
-   */
-  readonly agent: Ids.AgentId | undefined
-  readonly entries: number
-  readonly lastEntry: Option.Option<Entry>
-  readonly turns: ReadonlyArray<TurnState>
-  readonly truncations: ReadonlyArray<{ readonly line: number; readonly droppedBytes: number }>
-  /** What the journal records about each summary key, by {@link summaryKey}. */
-  readonly summaries: ReadonlyMap<string, SummaryRecord>
-}
-
-/**
- * What the journal records about one summary key: the inputs of the last
- * summary started for it, and the file staged for it, if any (both cleared
- * by a supersede).
- *
- * @since 0.1.0
- * @category state
- */
-export interface SummaryRecord {
-  readonly inputsSha256: string | undefined
-  readonly staged: { readonly path: string; readonly size: number; readonly sha256: string } | undefined
-}
 
 /**
  * The key of {@link JournalState.summaries} for an operation and step.
@@ -456,22 +371,8 @@ const decodeTask = InvalidInput.decode(Ids.TaskId, "Journal", "task")
 
 const newline = 0x0a
 const decodeAnyEntry = Schema.decodeUnknownResult(Entry)
-// Every line names its entry's kind first (`_tag`). A line that is already exactly an entry of that kind (the
-// case of every line this journal wrote) is accepted as it was parsed, after a check compiled from that kind's
-// Schema; anything else goes to the union's decoder, which decides and names what was wrong.
-const plainEntry: ReadonlyMap<string, (input: unknown) => boolean> = new Map(
-  Entry.members.map((member) => [member.fields._tag.schema.literal, plainValueCheck(member.ast)] as const)
-)
-// An entry that is plain (every entry this library appends) is written from a copy in the Schema's key order,
-// the bytes the Schema's encoding gives, without running the encoder; anything else is encoded by the Schema.
-const plainLine: ReadonlyMap<string, (input: unknown) => unknown> = new Map(
-  Entry.members.map((member) => [member.fields._tag.schema.literal, plainValueCopy(member.ast)] as const)
-)
 /** The entry a parsed line is, or why it is not one. */
 const decodeEntry = (json: unknown): Entry | Schema.SchemaError => {
-  const tag = typeof json === "object" && json !== null ? (json as { readonly _tag?: unknown })._tag : undefined
-  const plain = typeof tag === "string" ? plainEntry.get(tag) : undefined
-  if (plain?.(json) === true) return json as Entry
   const decoded = decodeAnyEntry(json)
   return Result.isSuccess(decoded) ? decoded.success : decoded.failure
 }
@@ -643,7 +544,7 @@ export const readEntries = Effect.fnUntraced(function* (
  * they describe. Fails with why the first entry that does not follow
  * cannot (the reason {@link JournalCorrupt} would give).
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category reading
  */
 export const stateOf = (task: Ids.TaskId, entries: Iterable<Entry>): Result.Result<JournalState, string> => {
@@ -836,8 +737,7 @@ export const open = Effect.fnUntraced(function* (
     if (Result.isFailure(next)) {
       return Result.fail(new JournalSequenceError({ file, entry: entry._tag, detail: next.failure }))
     }
-    const plain = plainLine.get(entry._tag)?.(entry)
-    const encoded = plain === undefined ? encodeEntry(entry) : Result.succeed(plain)
+    const encoded = encodeEntry(entry)
     if (Result.isFailure(encoded)) {
       return Result.fail(
         new JournalSequenceError({

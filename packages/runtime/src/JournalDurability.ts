@@ -38,16 +38,16 @@
  *
  * Provide it with {@link layer}, next to the host's other services.
  *
- * @since 0.4.0
+ * @since 0.1.0
  */
 import * as Context from "effect/Context"
 import * as Layer from "effect/Layer"
-import { makeMemoryJournals } from "./internal/memoryJournals.ts"
+import { type MemoryJournals, makeMemoryJournals } from "./internal/memoryJournals.ts"
 
 /**
  * Every append written and synced before it returns.
  *
- * @since 0.4.0
+ * @since 0.1.0
  * @category models
  */
 export interface PerEntry {
@@ -57,7 +57,7 @@ export interface PerEntry {
 /**
  * The entries of a step synced together (see the module's description).
  *
- * @since 0.4.0
+ * @since 0.1.0
  * @category models
  */
 export interface GroupCommit {
@@ -67,7 +67,7 @@ export interface GroupCommit {
 /**
  * Journals kept in `journals`, in this process only.
  *
- * @since 0.4.0
+ * @since 0.1.0
  * @category models
  */
 export interface MemoryOnly {
@@ -78,31 +78,24 @@ export interface MemoryOnly {
 /**
  * The choice.
  *
- * @since 0.4.0
+ * @since 0.1.0
  * @category models
  */
 export type Durability = PerEntry | GroupCommit | MemoryOnly
 
 /**
- * The journals of a {@link memoryOnly} choice: each journal's text, by its
- * absolute file path. The store is the only place the lines exist; every
- * journal opened under the same choice shares it, so a task reopened in this
- * process finds its entries.
+ * The journals of a {@link memoryOnly} choice (declared with the store's
+ * constructor, in the package's internals).
  *
- * @since 0.4.0
+ * @since 0.1.0
  * @category models
  */
-export interface MemoryJournals {
-  /** The journal files the store holds. */
-  readonly files: () => ReadonlyArray<string>
-  /** The UTF-8 bytes of one journal, as the file would hold them; `undefined` when there is none. */
-  readonly bytes: (file: string) => Uint8Array | undefined
-}
+export type { MemoryJournals }
 
 /**
  * The default.
  *
- * @since 0.4.0
+ * @since 0.1.0
  * @category constructors
  */
 export const perEntry: Durability = Object.freeze({ _tag: "PerEntry" })
@@ -110,7 +103,7 @@ export const perEntry: Durability = Object.freeze({ _tag: "PerEntry" })
 /**
  * Group commit.
  *
- * @since 0.4.0
+ * @since 0.1.0
  * @category constructors
  */
 export const groupCommit: Durability = Object.freeze({ _tag: "GroupCommit" })
@@ -118,7 +111,7 @@ export const groupCommit: Durability = Object.freeze({ _tag: "GroupCommit" })
 /**
  * A memory-only choice with a new, empty store.
  *
- * @since 0.4.0
+ * @since 0.1.0
  * @category constructors
  */
 export const memoryOnly = (): MemoryOnly => Object.freeze({ _tag: "MemoryOnly", journals: makeMemoryJournals() })
@@ -126,7 +119,7 @@ export const memoryOnly = (): MemoryOnly => Object.freeze({ _tag: "MemoryOnly", 
 /**
  * The durability in use; {@link perEntry} unless a host provides another.
  *
- * @since 0.4.0
+ * @since 0.1.0
  * @category services
  */
 export const JournalDurability: Context.Reference<Durability> = Context.Reference<Durability>(
@@ -138,7 +131,7 @@ export const JournalDurability: Context.Reference<Durability> = Context.Referenc
  * Provides `durability` as the {@link JournalDurability} of every journal
  * opened within. Adds no requirement.
  *
- * @since 0.4.0
+ * @since 0.1.0
  * @category layers
  */
 export const layer = (durability: Durability): Layer.Layer<never> => Layer.succeed(JournalDurability)(durability)

@@ -12,7 +12,6 @@
 import * as Ids from "@tessera/core/Ids"
 import * as Volume from "@tessera/core/Volume"
 import * as Schema from "effect/Schema"
-import { predicateFilter } from "./internal/plainValue.ts"
 import { addUsage, FinishReason, Usage } from "./Model.ts"
 import { ToolFailure } from "./Tool.ts"
 
@@ -22,7 +21,7 @@ import { ToolFailure } from "./Tool.ts"
 // a reopen's decoding).
 const integerAtLeast = (minimum: number) =>
   Schema.Number.check(
-    predicateFilter((n: number) => Number.isSafeInteger(n) && n >= minimum, {
+    Schema.makeFilter((n: number) => Number.isSafeInteger(n) && n >= minimum, {
       expected: `an integer >= ${minimum}`
     })
   )
@@ -42,7 +41,7 @@ const isSha256Hex = (text: string): boolean => {
   }
   return true
 }
-const Sha256 = Schema.String.check(predicateFilter(isSha256Hex, { expected: "a lowercase hex SHA-256 digest" }))
+const Sha256 = Schema.String.check(Schema.makeFilter(isSha256Hex, { expected: "a lowercase hex SHA-256 digest" }))
 
 /** Fields every entry carries: its position in the file and when it was written. */
 const header = {
@@ -201,7 +200,7 @@ export const ResponseReceived = Schema.TaggedStruct("ResponseReceived", {
  * which piece of how many, the size of the answer, and the provider's usage
  * and finish reason when it reported them. Never the text, which is private.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category entries
  */
 export const SummaryRequestAnswered = Schema.TaggedStruct("SummaryRequestAnswered", {
@@ -468,12 +467,12 @@ export const CompactionWarning = Schema.TaggedStruct("CompactionWarning", {
  * not declared idempotent, so running it again is the host's decision
  * (`InFlight`).
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category entries
  */
 export const ApprovalReason = Schema.Literals(["Tool", "InFlight"])
 /**
- * @since 0.3.0
+ * @since 0.1.0
  * @category entries
  */
 export type ApprovalReason = typeof ApprovalReason.Type
@@ -486,7 +485,7 @@ export type ApprovalReason = typeof ApprovalReason.Type
  * (nor {@link ApprovalDecided}) and refuses a journal holding one as
  * corrupt, loudly; journals without approvals stay readable by it.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category entries
  */
 export const ApprovalRequested = Schema.TaggedStruct("ApprovalRequested", {
@@ -505,7 +504,7 @@ export const ApprovalRequested = Schema.TaggedStruct("ApprovalRequested", {
  * turn continues) or rejected (the model receives an error result saying
  * so, with `note`), and who or what decided (`by`).
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category entries
  */
 export const ApprovalDecided = Schema.TaggedStruct("ApprovalDecided", {
@@ -577,7 +576,7 @@ export const EntryLine = Schema.fromJsonString(Entry)
  * {@link SummaryRequestAnswered} entries; a count is absent when no entry
  * reported it).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category usage
  */
 export interface UsageTotal {
@@ -589,7 +588,7 @@ export interface UsageTotal {
 /**
  * The {@link UsageTotal} of a journal's entries.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category usage
  */
 export const totalUsage = (entries: Iterable<Entry>): UsageTotal => {

@@ -227,7 +227,7 @@ export const isJson = (value: unknown): boolean => Option.isNone(findNotJson(val
  * property is read once, so the text is of the very values that were
  * checked.
  *
- * @since 0.4.0
+ * @since 0.1.0
  * @category writing
  */
 export const stringify = (value: unknown, root = "$"): Result.Result<string, NotJson> => walk(value, root, true)

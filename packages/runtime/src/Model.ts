@@ -218,7 +218,7 @@ const TokenCount = Schema.Number.check(
  * `cachedInputTokens` and `reasoningTokens` are parts of `inputTokens` and
  * `outputTokens` respectively, as providers report them.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category usage
  */
 export const Usage = Schema.Struct({
@@ -228,7 +228,7 @@ export const Usage = Schema.Struct({
   reasoningTokens: Schema.optionalKey(TokenCount)
 })
 /**
- * @since 0.2.0
+ * @since 0.1.0
  * @category usage
  */
 export type Usage = typeof Usage.Type
@@ -239,7 +239,7 @@ const usageKeys = ["inputTokens", "outputTokens", "cachedInputTokens", "reasonin
  * Sums usages count by count. A count is present in the sum when it is
  * present in at least one operand (absent counts add nothing).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category usage
  */
 export const addUsage = (self: Usage, that: Usage): Usage => {
@@ -258,7 +258,7 @@ export const addUsage = (self: Usage, that: Usage): Usage => {
  * (`content-filter`), failed (`error`), or something the provider names
  * otherwise (`other`, `unknown`).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export const FinishReason = Schema.Literals([
@@ -271,7 +271,7 @@ export const FinishReason = Schema.Literals([
   "unknown"
 ])
 /**
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type FinishReason = typeof FinishReason.Type
@@ -311,7 +311,7 @@ export type ModelResponse = typeof ModelResponse.Type
  * - `Usage`: token counts (a later report replaces an earlier one);
  * - `Finish`: why the model stopped, and the provider's metadata.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category streaming
  */
 export type ModelStreamEvent =
@@ -411,7 +411,7 @@ export class Model extends Context.Service<
  * a finish reason comes back with one (`tool-calls` when the response has
  * calls, else `stop`), since metadata travels with the finish event.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category streaming
  */
 export const responseEvents = (response: ModelResponse): ReadonlyArray<ModelStreamEvent> => {
@@ -436,7 +436,7 @@ export const responseEvents = (response: ModelResponse): ReadonlyArray<ModelStre
  * Accumulates stream events into a response. Create one per request, feed
  * it every event in order, then read the result with {@link Collector.done}.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category streaming
  */
 export interface Collector {
@@ -450,7 +450,7 @@ export interface Collector {
  * order, completed calls in order, the last usage report, the finish reason
  * and metadata.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category streaming
  */
 export const collector = (): Collector => {
@@ -509,7 +509,7 @@ export const collector = (): Collector => {
  * {@link collector}). `onEvent` sees every event as it arrives, before the
  * next one is pulled.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category streaming
  */
 export const collect = <E, R, E2 = never, R2 = never>(
@@ -535,7 +535,7 @@ export const collect = <E, R, E2 = never, R2 = never>(
 /**
  * A model from a streaming adapter; `generate` collects the stream.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const fromStream = (
@@ -546,7 +546,7 @@ export const fromStream = (
  * A model from a non-streaming adapter; `stream` emits the whole response as
  * one chunk once `generate` succeeds.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const fromGenerate = (
@@ -573,7 +573,7 @@ export const layerFromGenerate = (
  * A layer for a streaming adapter written as one function (see
  * {@link fromStream}).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category layers
  */
 export const layerFromStream = (

@@ -86,7 +86,7 @@ const traced = (context: Context.Context<never>): boolean =>
  * attributes say where it ran. The success, failure and interruption of
  * `self` are unchanged either way.
  *
- * @since 0.4.0
+ * @since 0.1.0
  * @category tracing
  */
 export const withSpan =
@@ -102,7 +102,7 @@ export const withSpan =
  * the runtime's attributes never land on a span of the caller's that Effect's
  * default tracer keeps in memory.
  *
- * @since 0.4.0
+ * @since 0.1.0
  * @category tracing
  */
 export const annotate: {

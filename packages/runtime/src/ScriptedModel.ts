@@ -89,7 +89,7 @@ const textDeltas = 3
  * `tool-calls` or `stop`). Collecting them ({@link Model.collect}) gives the
  * reply back.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category streaming
  */
 export const streamEvents = (response: ModelResponse): ReadonlyArray<ModelStreamEvent> => {

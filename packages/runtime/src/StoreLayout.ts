@@ -126,7 +126,7 @@ export const artifactFolder = "artifacts"
  * The folder of transcripts inside an agent-private volume: one folder per
  * task, holding that task's transcript records (see `Transcript`).
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category layout
  */
 export const transcriptsFolder = "transcripts"
@@ -135,7 +135,7 @@ export const transcriptsFolder = "transcripts"
  * A transcript record's path relative to its volume: named by the SHA-256
  * of its bytes, so a name says what the file holds and is written once.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category layout
  */
 export const transcriptPath = (task: Ids.TaskId, sha256: string): string =>

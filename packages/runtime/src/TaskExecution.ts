@@ -82,7 +82,7 @@ export type CompactionRequirements = Exclude<
 /**
  * Options of {@link compactionHooks}.
  *
- * @since 0.5.0
+ * @since 0.1.0
  * @category hooks
  */
 export interface CompactionHooksOptions {
@@ -330,7 +330,7 @@ const withGate = <E, R>(
  * `ArtifactReadTool` answered (offload leaves their results alone, see
  * `ArtifactReadTool.sparing`); `name`, the caller named in refusals.
  *
- * @since 0.5.0
+ * @since 0.1.0
  * @category hooks
  */
 export interface GatedHooksOptions<E = never, R = never> {
@@ -346,7 +346,7 @@ export interface GatedHooksOptions<E = never, R = never> {
  * What the hooks {@link gatedHooks} assembles can fail with, besides the
  * caller's own hooks' errors: compaction's, offload's and the journal's.
  *
- * @since 0.5.0
+ * @since 0.1.0
  * @category hooks
  */
 export type GatedHooksError = CompactionError | JournalIOError | JournalSequenceError | PrivateSummaries.ResolveError
@@ -355,7 +355,7 @@ export type GatedHooksError = CompactionError | JournalIOError | JournalSequence
  * A turn's hooks as the gate assembles them, with the private writer the
  * gate resolved (none when the binding needs none).
  *
- * @since 0.5.0
+ * @since 0.1.0
  * @category hooks
  */
 export interface GatedHooks<E = never, R = never> {
@@ -378,7 +378,7 @@ export interface GatedHooks<E = never, R = never> {
  * and `inlineLimit` are checked as {@link ExecutionConfig}'s are
  * (`InvalidInput` naming the field).
  *
- * @since 0.5.0
+ * @since 0.1.0
  * @category hooks
  */
 export const gatedHooks = <E = never, R = never>(
@@ -506,7 +506,7 @@ const withJournalEvents =
 /**
  * Options of {@link streamTurn}.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface StreamOptions {
@@ -525,7 +525,7 @@ export interface StreamOptions {
  * streamed turn, against the same turn observed without a buffer). Still a
  * bound: a slow consumer holds the turn at 256 events.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export const defaultStreamBuffer = 256
@@ -555,7 +555,7 @@ const decodeBufferSize = InvalidInput.decode(
  * so the next turn can open. A `config.onEvent` of the host's own sees
  * every event first.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category entries
  */
 export const streamTurn = <E = never, R = never>(
@@ -598,7 +598,7 @@ export const streamTurn = <E = never, R = never>(
  * open. Fails `NoOpenTurn` when no turn is open, and `InvalidInput` (field
  * `reason`) when the reason is not a non-empty string.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category entries
  */
 export const abandonTurn = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding, reason: string) {
@@ -637,7 +637,7 @@ export const resumeTurn = Effect.fnUntraced(function* <E = never, R = never>(
  * were rebuilt and checked byte for byte against the journal's digests
  * (0 when redaction changed a record: see `Transcript`).
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category models
  */
 export interface Resumed extends Executor.Resumed {
@@ -660,7 +660,7 @@ export interface Resumed extends Executor.Resumed {
  * (`config.durable` is implied). Fails `NoOpenTurn` when no turn is open,
  * `TranscriptMissing` when the turn was not run durably.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category entries
  */
 export const resume = Effect.fnUntraced(function* <E = never, R = never>(
@@ -690,7 +690,7 @@ export const resume = Effect.fnUntraced(function* <E = never, R = never>(
  * private writer (read under the same capability that writes); sends and
  * writes nothing.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category entries
  */
 export const restoreHistory = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding) {
@@ -711,7 +711,7 @@ export const restoreHistory = Effect.fnUntraced(function* (binding: EntryGate.Ta
  * (`by`, a non-empty text), approved or not, and an optional note (a
  * rejection's note reaches the model in the call's error result).
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category models
  */
 export interface Decision {
@@ -736,7 +736,7 @@ const decodeDecision = InvalidInput.decode(
  * The call is not awaiting approval in the task's open turn (no turn is
  * open, the id is unknown, or it was decided already). Nothing was written.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category errors
  */
 export class NotAwaitingApproval extends Schema.TaggedError<NotAwaitingApproval>()("NotAwaitingApproval", {
@@ -760,7 +760,7 @@ export class NotAwaitingApproval extends Schema.TaggedError<NotAwaitingApproval>
  * {@link NotAwaitingApproval} for a call that is not waiting, having
  * written nothing.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category entries
  */
 export const decide = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding, decision: Decision) {
@@ -828,7 +828,7 @@ export const dispatchTools = Effect.fnUntraced(function* <E = never, R = never>(
  * error result). For hosts that drive steps themselves and honour approvals,
  * as the task workflow does.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category entries
  */
 export const dispatchStep = Effect.fnUntraced(function* <E = never, R = never>(
@@ -899,7 +899,7 @@ export const summarize = Effect.fnUntraced(function* (
  * summary, does not exist yet, so nothing was staged. The turn stays open:
  * decide the calls, then resume it.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category errors
  */
 export class SummaryFileTurnAwaitingApproval extends Schema.TaggedError<SummaryFileTurnAwaitingApproval>()(

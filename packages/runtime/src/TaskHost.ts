@@ -8,50 +8,21 @@ import type * as Grant from "@tessera/core/Grant"
 import { Capability } from "@tessera/core/Grant"
 import { HostAuthority } from "@tessera/core/HostAuthority"
 import * as Ids from "@tessera/core/Ids"
-import { decode, type InvalidInput } from "@tessera/core/InvalidInput"
+import { decode } from "@tessera/core/InvalidInput"
 import { Unauthorized } from "@tessera/core/Unauthorized"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { hosts, issuerOf, recordIssued, stores } from "./internal/issuedScopes.ts"
+import { hosts, issuerOf, recordIssued, stores, type TaskHost } from "./internal/issuedScopes.ts"
 import * as VolumeStore from "./VolumeStore.ts"
 
 /**
- * A store and its authority, able to issue scopes.
+ * A store and its authority, able to issue scopes; declared in the package's internals with the scopes it issued.
  *
  * @since 0.1.0
  * @category models
  */
-export interface TaskHost {
-  readonly store: VolumeStore.VolumeStore
-  readonly authority: HostAuthority["Service"]
-  /**
-   * Issues `task`, running for `agent`, one grant per requested capability.
-   *
-   * Every requested volume must be in the store's custody (else
-   * `Unauthorized` `OutOfCustody`), and the authority must allow every
-   * requested access (else `Unauthorized` `GrantForbidden`, with the
-   * authority's reason as detail). Nothing is issued unless everything is.
-   * A capability that asks for no access grants nothing, though its volume
-   * is still checked. The task, agent and capabilities are decoded first
-   * (`InvalidInput` naming the field).
-   */
-  readonly issueScope: (
-    task: Ids.TaskId,
-    capabilities: ReadonlyArray<Grant.Capability>,
-    agent: Ids.AgentId
-  ) => Effect.Effect<
-    Grant.Scope,
-    Unauthorized | InvalidInput | VolumeStore.VolumeMetadataInvalid | VolumeStore.StoreIoError
-  >
-  /**
-   * Whether this host issued `scope` (the very value its `issueScope`
-   * returned). Its runtimes accept no other scope: not one built by hand,
-   * and not one issued by another host over the same store, whose
-   * authority may allow what this one forbids.
-   */
-  readonly issued: (scope: Grant.Scope) => boolean
-}
+export type { TaskHost }
 
 const decodeTask = decode(Ids.TaskId, "issueScope", "task")
 const decodeAgent = decode(Ids.AgentId, "issueScope", "agent")

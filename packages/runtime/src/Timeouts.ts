@@ -72,7 +72,7 @@ const limitOf = (entry: string, field: string, value: unknown): InvalidInput.Inv
  * first: a wrong one is `InvalidInput` naming it (`timeouts.tools["read"]`)
  * before anything is journaled, not a defect in the middle of a turn.
  *
- * @since 0.4.0
+ * @since 0.1.0
  * @category decoding
  */
 export const decode =
@@ -150,7 +150,7 @@ const timeoutError = (limit: Duration.Duration) =>
  * the first pull, over the whole stream), the stream is interrupted and
  * fails with `ModelError` reason `Timeout`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category running
  */
 export const limitModelStream = <A, E, R>(

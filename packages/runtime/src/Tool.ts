@@ -116,7 +116,7 @@ const jsonValueText =
  * found there (`an instance of Date`, `undefined`, `a bigint (10n)`, a
  * cycle). {@link make} turns that refusal into the call's error result.
  *
- * @since 0.4.0
+ * @since 0.1.0
  * @category rendering
  */
 export const resultText = (name: string, output: unknown): Result.Result<string, InvalidInput.InvalidInput> => {
@@ -338,7 +338,7 @@ export const registry = <const Tools extends ReadonlyArray<Tool<unknown>>>(
  * shape is an `InvalidInput` naming the field rather than a `TypeError`
  * at the first tool call.
  *
- * @since 0.4.0
+ * @since 0.1.0
  * @category decoding
  */
 export const decodeRegistry =
@@ -431,7 +431,7 @@ export const run = <R>(tools: Registry<R>, call: ToolCallPart): Effect.Effect<To
  * approval ({@link Tool.needsApproval}) and holds for this input. An unknown
  * tool needs none (the call becomes an `UnknownTool` result).
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category approvals
  */
 export const needsApproval = <R>(tools: Registry<R>, call: ToolCallPart): Effect.Effect<boolean, never, R> => {
@@ -442,7 +442,7 @@ export const needsApproval = <R>(tools: Registry<R>, call: ToolCallPart): Effect
 /**
  * Whether the tool named `name` is declared idempotent.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category approvals
  */
 export const isIdempotent = <R>(tools: Registry<R>, name: string): boolean => tools.tools.get(name)?.idempotent === true
@@ -454,7 +454,7 @@ const declaresApproval = new WeakMap<object, boolean>()
  * registry). A turn whose tools declare none dispatches a fresh step's
  * calls without looking for approvals.
  *
- * @since 0.3.0
+ * @since 0.1.0
  * @category approvals
  */
 export const anyNeedsApproval = <R>(tools: Registry<R>): boolean => {

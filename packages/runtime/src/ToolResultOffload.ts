@@ -148,7 +148,7 @@ export const outputTarget = Effect.fnUntraced(function* (
  * with no private writer fails `Unauthorized`, its detail naming `entry`,
  * before anything is written.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category targets
  */
 export const targetFor = Effect.fnUntraced(function* (

@@ -33,6 +33,13 @@ import { readPublished } from "./internal/durableRead.ts"
 import { stores } from "./internal/issuedScopes.ts"
 import { registerFolders } from "./internal/storeFolders.ts"
 import { decodeJsonText, describePlatformError, publishExclusive, readTextIfExists } from "./internal/storeJson.ts"
+import {
+  type CreateVolume,
+  StoreIoError,
+  VolumeAlreadyExists,
+  VolumeMetadataInvalid,
+  type VolumeStore
+} from "./internal/storeModel.ts"
 import * as Observability from "./Observability.ts"
 import * as StoreLayout from "./StoreLayout.ts"
 
@@ -61,39 +68,15 @@ export const StoreManifest = Schema.Struct({
 export type StoreManifest = typeof StoreManifest.Type
 
 /**
- * Creating a volume whose id this store already holds. The existing
- * metadata was left untouched.
+ * What the operations of an opened store fail with: creating a volume that exists
+ * ({@link VolumeAlreadyExists}), metadata that does not decode ({@link VolumeMetadataInvalid}),
+ * the file system refusing ({@link StoreIoError}). Declared with the store's interface, in the
+ * package's internals.
  *
  * @since 0.1.0
  * @category errors
  */
-export class VolumeAlreadyExists extends Schema.TaggedError<VolumeAlreadyExists>()("VolumeAlreadyExists", {
-  ref: Volume.VolumeRef
-}) {
-  override get message(): string {
-    return `volume ${Volume.formatVolumeRef(this.ref)} already exists; its metadata was not changed`
-  }
-}
-
-/**
- * A volume's metadata file does not decode (bad JSON, a wrong field type, an
- * unknown kind, a bad owner, or a descriptor that names another volume).
- * `file` is the file's path and `field` the path of the offending field
- * inside it (`(root)` for the document itself). Nothing was deleted or
- * rewritten: the file is left for a person to inspect.
- *
- * @since 0.1.0
- * @category errors
- */
-export class VolumeMetadataInvalid extends Schema.TaggedError<VolumeMetadataInvalid>()("VolumeMetadataInvalid", {
-  file: Schema.String,
-  field: Schema.String,
-  problem: Schema.String
-}) {
-  override get message(): string {
-    return `invalid volume metadata in ${this.file} at ${this.field}: ${this.problem}`
-  }
-}
+export { StoreIoError, VolumeAlreadyExists, VolumeMetadataInvalid }
 
 /**
  * The store's `store.json` does not decode. `file` and `field` name the file
@@ -129,23 +112,6 @@ export class StoreIdMismatch extends Schema.TaggedError<StoreIdMismatch>()("Stor
 }
 
 /**
- * The file system refused an operation of the store. `operation` says what
- * the store was doing, `path` where.
- *
- * @since 0.1.0
- * @category errors
- */
-export class StoreIoError extends Schema.TaggedError<StoreIoError>()("StoreIoError", {
-  operation: Schema.String,
-  path: Schema.String,
-  detail: Schema.String
-}) {
-  override get message(): string {
-    return `volume store could not ${this.operation} ${this.path}: ${this.detail}`
-  }
-}
-
-/**
  * Everything opening a store can fail with.
  *
  * @since 0.1.0
@@ -167,59 +133,14 @@ export interface OpenOptions {
 }
 
 /**
- * What to create: the volume's id within this store, its kind and its owner.
+ * A store opened on a folder ({@link VolumeStore}) and what its `create` takes
+ * ({@link CreateVolume}). Declared in the package's internals, with the errors its
+ * operations fail with.
  *
  * @since 0.1.0
  * @category models
  */
-export interface CreateVolume {
-  readonly id: Ids.VolumeId
-  readonly kind: Volume.VolumeKind
-  readonly owner: Volume.Owner
-}
-
-/**
- * A store opened on a folder.
- *
- * @since 0.1.0
- * @category models
- */
-export interface VolumeStore {
-  /** The store's identity, as recorded in `store.json`. */
-  readonly id: Ids.StoreId
-  /** The store's root folder, absolute. */
-  readonly root: string
-  /**
-   * Registers a volume and creates its data folder. An id that is already
-   * registered fails with {@link VolumeAlreadyExists}; its metadata is never
-   * overwritten, even by a concurrent creator in another process.
-   */
-  readonly create: (
-    volume: CreateVolume
-  ) => Effect.Effect<Volume.VolumeRef, VolumeAlreadyExists | InvalidInput.InvalidInput | StoreIoError>
-  /**
-   * The store's facts about a volume: `None` when the reference names
-   * another store or a volume this store never registered (a data folder
-   * without metadata is not custody), or does not decode as a reference at
-   * all (such a reference names no volume, and no path is built from it).
-   */
-  readonly custody: (
-    ref: Volume.VolumeRef
-  ) => Effect.Effect<Option.Option<Volume.VolumeDescriptor>, VolumeMetadataInvalid | StoreIoError>
-  /**
-   * The data folder of a volume in custody. A volume outside custody fails
-   * `Unauthorized` with reason `OutOfCustody`: no path is ever handed out
-   * for it. An `AgentPrivate` volume fails `Unauthorized`
-   * `CapabilityRequired`: its folder is reached only through the
-   * private-summaries capability (`PrivateSummaries.resolve`), so this is no
-   * way around an agent's grants.
-   */
-  readonly folderOf: (
-    ref: Volume.VolumeRef
-  ) => Effect.Effect<string, Unauthorized.Unauthorized | VolumeMetadataInvalid | StoreIoError>
-  /** Every registered volume, ordered by id. */
-  readonly list: () => Effect.Effect<ReadonlyArray<Volume.VolumeDescriptor>, VolumeMetadataInvalid | StoreIoError>
-}
+export type { CreateVolume, VolumeStore }
 
 const decodeRef = Schema.decodeUnknownOption(Volume.VolumeRef)
 const decodeCreate = InvalidInput.decode(

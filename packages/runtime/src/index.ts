@@ -27,7 +27,7 @@ export * as Executor from "./Executor.ts"
  */
 export * as FilesystemTaskRuntime from "./FilesystemTaskRuntime.ts"
 /**
- * @since 0.2.0
+ * @since 0.1.0
  */
 export * as ForeignLoop from "./ForeignLoop.ts"
 /**
@@ -43,7 +43,7 @@ export * as InlineLimit from "./InlineLimit.ts"
  */
 export * as Journal from "./Journal.ts"
 /**
- * @since 0.4.0
+ * @since 0.1.0
  */
 export * as JournalDurability from "./JournalDurability.ts"
 /**
@@ -113,7 +113,7 @@ export * as ToolResultOffload from "./ToolResultOffload.ts"
  * write-once on the agent-private volume, so a turn can be resumed from
  * disk alone.
  *
- * @since 0.3.0
+ * @since 0.1.0
  */
 export * as Transcript from "./Transcript.ts"
 /**

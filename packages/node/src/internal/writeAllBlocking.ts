@@ -3,7 +3,6 @@
  * the durable files and the journal file.
  */
 import * as fs from "node:fs"
-import { utf8Length } from "./utf8.ts"
 
 /**
  * Writes all of `content` at the descriptor's position (a text as its UTF-8
@@ -15,7 +14,7 @@ export const writeAllBlocking = (fd: number, content: Uint8Array | string): void
   let offset = 0
   if (typeof content === "string") {
     offset = fs.writeSync(fd, content, null, "utf8")
-    if (offset === utf8Length(content)) return
+    if (offset === Buffer.byteLength(content, "utf8")) return
     bytes = Buffer.from(content, "utf8")
   } else {
     bytes = content

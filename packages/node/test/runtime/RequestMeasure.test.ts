@@ -9,7 +9,9 @@ import * as fc from "fast-check"
 import {
   legacyRequestSha256,
   type Measure,
+  makeRequestChain,
   measureRequest,
+  type RequestChain,
   rememberBody
 } from "../../../runtime/src/internal/digest.js"
 import { expectedRequestMeasure, sha256 } from "../support/requestMeasure.ts"
@@ -40,11 +42,13 @@ const makePool = (): ReadonlyArray<Model.Part> => {
 const size = makePool().length
 const tools: Model.ModelRequest["tools"] = []
 
-// NodeDigest has a synchronous measure, so the measure runs in one step (and with runSync); without a
-// host digest it runs on WebCrypto, one effect per digest. The same algorithm drives both.
-const measureSync = (request: Model.ModelRequest) =>
-  Effect.runSync(measureRequest(request).pipe(Effect.provide(NodeDigest.layer)))
-const measureWithEffects = (request: Model.ModelRequest) => Effect.runPromise(measureRequest(request))
+// NodeDigest's measure is synchronous, so the request measure runs with runSync; without a host digest it
+// runs on WebCrypto. The same algorithm runs on both. With a chain, the requests are one conversation's: each
+// is measured from the links of the one before (the prefix they share).
+const measureSync = (request: Model.ModelRequest, chain?: RequestChain) =>
+  Effect.runSync(measureRequest(request, chain).pipe(Effect.provide(NodeDigest.layer)))
+const measureWithEffects = (request: Model.ModelRequest, chain?: RequestChain) =>
+  Effect.runPromise(measureRequest(request, chain))
 
 const requestSequences = fc.array(fc.array(fc.integer({ min: 0, max: size - 1 }), { maxLength: 8 }), {
   minLength: 1,
@@ -81,8 +85,10 @@ describe("request measure", () => {
     fc.assert(
       fc.property(requestSequences, (requests) => {
         const pool = makePool()
+        const chain = makeRequestChain()
         for (const indexes of requests) {
           const request: Model.ModelRequest = { parts: indexes.map((index) => pool[index] as Model.Part), tools }
+          check(request, measureSync(request, chain))
           check(request, measureSync(request))
         }
       }),
@@ -93,9 +99,10 @@ describe("request measure", () => {
     await fc.assert(
       fc.asyncProperty(requestSequences, async (requests) => {
         const pool = makePool()
+        const chain = makeRequestChain()
         for (const indexes of requests) {
           const request: Model.ModelRequest = { parts: indexes.map((index) => pool[index] as Model.Part), tools }
-          check(request, await measureWithEffects(request))
+          check(request, await measureWithEffects(request, chain))
         }
       }),
       { numRuns: 100 }
@@ -105,7 +112,9 @@ describe("request measure", () => {
   it("a memo left under a replaced first part keeps none of its parts alive", async () => {
     // Compaction replaces a conversation's first part (the summary) and drops old results. The old
     // summary part may live on (a harness keeping old histories, or V8's young collections treating it
-    // as live until a full one), and the memo keyed by it must not keep the results it was measured from.
+    // as live until a full one), and the conversation's request chain must not keep the results it was
+    // measured from.
+    const chain = makeRequestChain()
     const task = Model.text("user", "the task")
     const firstSummary = Model.text("user", "summary 1")
     const sendResult = (): WeakRef<Model.Part> => {
@@ -116,19 +125,19 @@ describe("request measure", () => {
         isError: false
       })
       const request: Model.ModelRequest = { parts: [firstSummary, task, result], tools }
-      check(request, measureSync(request))
+      check(request, measureSync(request, chain))
       return new WeakRef(result)
     }
     const dropped = sendResult()
     const compacted: Model.ModelRequest = { parts: [Model.text("user", "summary 2"), task], tools }
-    check(compacted, measureSync(compacted))
+    check(compacted, measureSync(compacted, chain))
     // A WeakRef keeps its target until the current job ends; collect after it.
     await new Promise((resolve) => setTimeout(resolve, 0))
     collectGarbage()
     assert.isTrue(dropped.deref() === undefined, "the dropped tool result was kept by the old summary's memo")
-    // That memo still serves a request that opens with the old summary again.
+    // The chain still serves a request that opens with the old summary again.
     const again: Model.ModelRequest = { parts: [firstSummary, task, Model.text("user", "next")], tools }
-    check(again, measureSync(again))
+    check(again, measureSync(again, chain))
   })
 
   it("a part sent after a prefix that changed is not measured with its old link", () => {
@@ -141,9 +150,10 @@ describe("request measure", () => {
       [x, other],
       [x, y, z]
     ]
+    const chain = makeRequestChain()
     for (const parts of sequence) {
       const request: Model.ModelRequest = { parts, tools }
-      check(request, measureSync(request))
+      check(request, measureSync(request, chain))
     }
   })
 })

@@ -1,7 +1,6 @@
 /**
- * Texts around the threshold from which the Node package converts a text to
- * UTF-8 through its kept buffer (`src/internal/utf8.ts`), for the properties
- * of the digest and of the byte count. A text is built from four generated
+ * Texts of about 8,192 units, of every kind UTF-8 treats apart, for the
+ * properties of the Node digest. A text is built from four generated
  * values, `longText(head, filler, length, tail)`, so that a counterexample
  * shows those values, not thousands of characters.
  */
@@ -32,10 +31,8 @@ export const longText = (head: string, filler: string, length: number, tail: str
 export type ConversionPath = "short" | "latin1" | "beyondLatin1" | "loneSurrogate"
 
 /**
- * How the conversion treats `text`: short (below the threshold: Node's own
- * calls), Latin-1 only (encoded into the kept buffer), a character beyond
- * Latin-1 (converted with ICU), or one with a lone surrogate (refused by ICU,
- * back to Node's own calls).
+ * Which kind `text` is: short (below 8,192 units), Latin-1 only, with a
+ * character beyond Latin-1, or with a lone surrogate.
  */
 export const conversionPath = (text: string): ConversionPath =>
   text.length < 8_192

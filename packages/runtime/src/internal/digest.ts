@@ -50,40 +50,33 @@ const measured = new WeakMap<object, Measure>()
 /** `{"parts":[` and `],"tools":` and `}`: the bytes the request's JSON adds around its parts and tools. */
 const requestFrameBytes = 21
 
-/**
- * The hash chain and byte count (commas included) of a request's parts up to
- * one of them, and that part's own measure (the cached object).
- */
+/** The hash chain and byte count (commas included) of a request's parts up to one of them. */
 interface Link {
   readonly chain: string
   readonly size: number
-  readonly part: Measure
 }
 
 /**
- * The links of the last request measured for a conversation, one per part.
- * Keyed by the request's first part: concurrent tasks start their requests
- * with different parts, so each keeps its own.
- *
- * Only the memo used last keeps the parts its links were made from, so that
- * a conversation measured step after step finds its shared prefix by
- * identity; every other memo finds it through the parts' cached measures
- * (slower: a lookup per part). When every memo kept its parts, a memo left
- * under a first part that compaction had replaced kept that request's parts,
- * tool results included, after the history had dropped them, and in a run
- * that compacts every few steps V8's young collections kept such memos and
- * all they held until the next full collection: about 15 MB surviving each
- * young collection, against about 0.5 MB now (see `bench/NOTES.md`, fifth round).
+ * The hash chain of the last request one conversation measured through it:
+ * that request's parts and the link after each. The conversation's next
+ * request shares a prefix with it (the same part objects, found by
+ * identity), whose links hold and are not hashed again; only the parts
+ * after it are. One chain serves one conversation, made by whoever sends
+ * its requests and kept as long as the conversation is (a turn's loop, a
+ * foreign agent's loop): a measure given no chain computes every link.
  */
-interface Memo {
-  readonly links: Array<Link>
-  parts: ReadonlyArray<object> | undefined
+export interface RequestChain {
+  last: {
+    readonly parts: ReadonlyArray<object>
+    readonly links: Array<Link>
+  }
 }
 
-const memos = new WeakMap<object, Memo>()
+// What a chain holds before its first measure and while a measure has it: shared, so never extended.
+const noLinks: RequestChain["last"] = { parts: [], links: [] }
 
-/** The memo used last: the only one holding its parts. */
-let latest: Memo | undefined
+/** A chain that has measured nothing yet (see {@link RequestChain}). */
+export const makeRequestChain = (): RequestChain => ({ last: noLinks })
 
 /**
  * The measure of a request, composed from the measures of its parts and of
@@ -96,73 +89,56 @@ let latest: Memo | undefined
  * - sha256: a hash chain over the parts' digests in request order, closed by
  *   the tool specs' digest.
  *
- * The chain up to each part of the previous request is kept, so a step
- * hashes only the parts after the prefix it shares (the same part objects)
- * with the previous request of the same conversation.
+ * With the conversation's `chain`, a step hashes only the parts after the
+ * prefix it shares (the same part objects) with the conversation's previous
+ * request, and leaves this request's links in the chain for the next one.
+ * The measure is the same with or without it.
  */
-export const measureRequest = (request: ModelRequest): Effect.Effect<Measure> =>
-  Digest.use((digest) => {
-    const { measureTextSync } = digest
-    return measureTextSync === undefined
-      ? driveWithEffects(requestMeasure(request), digest.measureText)
-      : Effect.sync(() => driveSynchronously(requestMeasure(request), measureTextSync))
-  })
+export const measureRequest = (request: ModelRequest, chain?: RequestChain): Effect.Effect<Measure> =>
+  Digest.use((digest) => requestMeasure(request, chain, digest.measureText))
 
-/** A measure in progress: it yields the texts it needs measured and is resumed with their measures. */
-type Measuring<A> = Generator<string, A, Measure>
-
-/**
- * The algorithm of {@link measureRequest}, written once: it yields each text
- * to measure and is resumed with that text's measure, so the same steps run
- * synchronously with a synchronous digest and through effects otherwise.
- *
- * It takes the conversation's memo over for its duration (and hands back a
- * new one when done), so it may extend the memo's links in place instead of
- * copying them every step; a measure of the same conversation running
- * meanwhile finds no memo and starts from scratch.
- */
-function* requestMeasure(request: ModelRequest): Measuring<Measure> {
+// Defined once rather than as a generator function created per call: this runs at every model step.
+const requestMeasure = Effect.fnUntraced(function* (
+  request: ModelRequest,
+  chain: RequestChain | undefined,
+  measureText: (text: string) => Effect.Effect<Measure>
+) {
   const parts: ReadonlyArray<object> = request.parts
-  const key = parts[0]
-  const memo = key === undefined ? undefined : memos.get(key)
-  if (key !== undefined) memos.delete(key)
-  // The prefix shared with the conversation's previous request: its links still hold. Without the parts
-  // themselves, a part whose cached measure is the one its link was made from is the same part (or one
-  // measuring the same).
-  const links: Array<Link> = memo?.links ?? []
-  const previous = memo?.parts
-  const limit = Math.min(links.length, parts.length)
+  const previous = chain?.last
+  // Taken over for the measure's duration, so its links are extended in place instead of copied (a copy every
+  // step doubled a step's measure on a history of 1,000 parts); a measure of the same conversation meanwhile
+  // starts from an empty chain.
+  if (chain !== undefined) chain.last = noLinks
   let shared = 0
-  if (previous !== undefined) while (shared < limit && previous[shared] === parts[shared]) shared++
-  else while (shared < limit && measured.get(parts[shared] as object) === links[shared]?.part) shared++
+  if (previous !== undefined) {
+    const limit = Math.min(previous.parts.length, parts.length)
+    while (shared < limit && previous.parts[shared] === parts[shared]) shared++
+  }
+  const links: Array<Link> = previous === undefined || previous === noLinks ? [] : previous.links
   links.length = shared
   for (let index = shared; index < parts.length; index++) {
-    const part = yield* measuredOnce(parts[index] as object)
+    const part = yield* measuredOnce(parts[index] as object, measureText)
     const before = links.at(-1)
-    const link = yield `${before?.chain ?? ""}${part.sha256}`
-    links.push({ chain: link.sha256, size: (before === undefined ? 0 : before.size + 1) + part.size, part })
+    const link = yield* measureText(`${before?.chain ?? ""}${part.sha256}`)
+    links.push({ chain: link.sha256, size: (before === undefined ? 0 : before.size + 1) + part.size })
   }
-  if (key !== undefined) {
-    const next: Memo = memo ?? { links, parts: undefined }
-    next.parts = parts
-    if (latest !== undefined && latest !== next) latest.parts = undefined
-    latest = next
-    memos.set(key, next)
-  }
-  const tools = yield* measuredOnce(request.tools)
+  if (chain !== undefined) chain.last = { parts, links }
+  const tools = yield* measuredOnce(request.tools, measureText)
   const last = links.at(-1)
-  const closed = yield `${last?.chain ?? ""}${tools.sha256}`
+  const closed = yield* measureText(`${last?.chain ?? ""}${tools.sha256}`)
   return { size: requestFrameBytes + (last?.size ?? 0) + tools.size, sha256: closed.sha256 }
-}
+})
 
 /** The measure of a part (or tool list) from the cache, or measured now and cached. */
-function* measuredOnce(value: object): Measuring<Measure> {
+const measuredOnce = (value: object, measureText: (text: string) => Effect.Effect<Measure>): Effect.Effect<Measure> => {
   const known = measured.get(value)
-  if (known !== undefined) return known
+  if (known !== undefined) return Effect.succeed(known)
   const field = bodyField(value)
-  const measure = field === undefined ? yield canonicalJson(value) : yield* withBody(value, field)
-  measured.set(value, measure)
-  return measure
+  const measure = field === undefined ? measureText(canonicalJson(value)) : withBody(value, field, measureText)
+  return Effect.map(measure, (taken) => {
+    measured.set(value, taken)
+    return taken
+  })
 }
 
 /**
@@ -186,13 +162,16 @@ const standInBytes = 2 + 7 + 64
  * UTF-8 bytes between quotes. The body's measure comes from {@link
  * rememberBody} when the caller already took it.
  */
-function* withBody(part: object, field: "content" | "text"): Measuring<Measure> {
+const withBody = Effect.fnUntraced(function* (
+  part: object,
+  field: "content" | "text",
+  measureText: (text: string) => Effect.Effect<Measure>
+) {
   const body = (part as Record<typeof field, string>)[field]
-  const known = bodies.get(part)
-  const bodyMeasure = known ?? (yield body)
-  const standIn = yield canonicalJson({ ...part, [field]: `sha256:${bodyMeasure.sha256}` })
+  const bodyMeasure = bodies.get(part) ?? (yield* measureText(body))
+  const standIn = yield* measureText(canonicalJson({ ...part, [field]: `sha256:${bodyMeasure.sha256}` }))
   return { size: standIn.size - standInBytes + 2 + bodyMeasure.size, sha256: standIn.sha256 }
-}
+})
 
 /** Measures of parts' bodies that their producer took already, by part. */
 const bodies = new WeakMap<object, Measure>()
@@ -227,15 +206,3 @@ export const legacyRequestSha256 = (request: ModelRequest): Effect.Effect<string
     const toolsDigest = (yield* measureText(canonicalJson(request.tools))).sha256
     return (yield* measureText(`${chain}${toolsDigest}`)).sha256
   })
-
-const driveSynchronously = (measuring: Measuring<Measure>, measure: (text: string) => Measure): Measure => {
-  let step = measuring.next()
-  while (!step.done) step = measuring.next(measure(step.value))
-  return step.value
-}
-
-const driveWithEffects = (measuring: Measuring<Measure>, measure: (text: string) => Effect.Effect<Measure>) => {
-  const resume = (step: IteratorResult<string, Measure>): Effect.Effect<Measure> =>
-    step.done ? Effect.succeed(step.value) : Effect.flatMap(measure(step.value), (next) => resume(measuring.next(next)))
-  return Effect.suspend(() => resume(measuring.next()))
-}

@@ -12,8 +12,115 @@
 import type * as Ids from "@tessera/core/Ids"
 import * as Option from "effect/Option"
 import * as Result from "effect/Result"
-import type { JournalState, SummaryRecord, TurnState } from "../Journal.ts"
 import type { Entry } from "../JournalEntry.ts"
+
+// The state's types are declared here and re-exported by `Journal` under the same names: the public module
+// imports its internals, never the reverse.
+
+/**
+ * A call the model asked for that has no result yet. `called` is true once a
+ * `ToolCalled` entry was written for it.
+ *
+ * @since 0.1.0
+ * @category state
+ */
+export interface OwedCall {
+  readonly callId: string
+  readonly name: string
+  readonly called: boolean
+  /** Present once the call was put to the host for approval (`ApprovalRequested`), with the decision when made. */
+  readonly approval?: CallApproval
+}
+
+/**
+ * Where a call stands with the host's approval: `Requested` (waiting),
+ * `Approved` (it runs when the turn continues) or `Rejected` (the model gets
+ * an error result saying so); why it was asked (`reason`), the sequence
+ * number of the request entry, and who decided, with their note.
+ *
+ * @since 0.1.0
+ * @category state
+ */
+export interface CallApproval {
+  readonly status: "Requested" | "Approved" | "Rejected"
+  readonly reason: "Tool" | "InFlight"
+  readonly requestedSeq: number
+  /** The digest of the input the host was asked about: an approved call runs with this input or not at all. */
+  readonly inputSha256: string
+  /**
+   * The approval was spent: the call was called (`ToolCalled`) after it was
+   * approved. A spent approval covers no second run: if no result
+   * followed, the call is in flight like any other.
+   */
+  readonly spent: boolean
+  readonly by?: string
+  readonly note?: string
+}
+
+/**
+ * What the journal knows about one turn.
+ *
+ * - `steps`: the turn's current step: model requests dispatched in it, less
+ *   the lost requests a durable resume sent again under their own step.
+ * - `awaitingResponse`: a request was dispatched and neither a response nor a failure followed.
+ * - `owedCalls`: calls of the last response still without a result.
+ * - `answered`: the last response asked for no tool calls.
+ *
+ * @since 0.1.0
+ * @category state
+ */
+export interface TurnState {
+  readonly turn: number
+  readonly status: "Open" | "Closed" | "Abandoned"
+  readonly steps: number
+  readonly awaitingResponse: boolean
+  readonly owedCalls: ReadonlyArray<OwedCall>
+  readonly answered: boolean
+  readonly toolResults: number
+  readonly toolErrors: number
+  readonly modelFailures: number
+  readonly resumptions: number
+  /** The current step, when its request failed (`ModelFailed`) and no request or resume followed yet. */
+  readonly failedStep?: number
+}
+
+/**
+ * The state rebuilt from a journal: every turn in order (only the last may
+ * be open), how many entries the file holds, the last one, and every cut
+ * recovered on reopen.
+ *
+ * @since 0.1.0
+ * @category state
+ */
+export interface JournalState {
+  readonly task: Ids.TaskId
+  /**
+   * The agent the task runs for: recorded by the first turn opened through
+   * the gate (`TurnOpened.agent`), `undefined` before that and in journals
+   * written before 0.5. Once recorded, only a binding of this agent is
+   * admitted to the journal (`Unauthorized` `AgentMismatch`).
+   */
+  readonly agent: Ids.AgentId | undefined
+  readonly entries: number
+  readonly lastEntry: Option.Option<Entry>
+  readonly turns: ReadonlyArray<TurnState>
+  readonly truncations: ReadonlyArray<{ readonly line: number; readonly droppedBytes: number }>
+  /** What the journal records about each summary key, by {@link summaryKey}. */
+  readonly summaries: ReadonlyMap<string, SummaryRecord>
+}
+
+/**
+ * What the journal records about one summary key: the inputs of the last
+ * summary started for it, and the file staged for it, if any (both cleared
+ * by a supersede).
+ *
+ * @since 0.1.0
+ * @category state
+ */
+export interface SummaryRecord {
+  readonly inputsSha256: string | undefined
+  readonly staged: { readonly path: string; readonly size: number; readonly sha256: string } | undefined
+}
 
 /** The key of `JournalState.summaries` for an operation and step. */
 export const summaryKey = (operation: string, step: number): string => `${operation}/${step}`

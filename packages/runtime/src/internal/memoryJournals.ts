@@ -1,4 +1,20 @@
-import type { MemoryJournals } from "../JournalDurability.ts"
+// Declared here and re-exported by `JournalDurability` under the same name: the public module imports its
+// internals, never the reverse.
+/**
+ * The journals of a memory-only choice (`JournalDurability.memoryOnly`):
+ * each journal's text, by its absolute file path. The store is the only
+ * place the lines exist; every journal opened under the same choice shares
+ * it, so a task reopened in this process finds its entries.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface MemoryJournals {
+  /** The journal files the store holds. */
+  readonly files: () => ReadonlyArray<string>
+  /** The UTF-8 bytes of one journal, as the file would hold them; `undefined` when there is none. */
+  readonly bytes: (file: string) => Uint8Array | undefined
+}
 
 // The lines behind each store, by the store object: only a store this package made has any, so a hand-built
 // `MemoryJournals` is recognised as not one.

@@ -6,7 +6,7 @@
 import type * as Ids from "@tessera/core/Ids"
 import type * as PrivateWriter from "@tessera/core/PrivateWriter"
 import type * as Volume from "@tessera/core/Volume"
-import type { FilesystemTaskRuntime } from "../FilesystemTaskRuntime.ts"
+import type { FilesystemTaskRuntime } from "./storeRuntime.ts"
 import { makeRegistry } from "./trusted.ts"
 
 /** Brand key of the capability; a `unique symbol`, so no other value has its type. */

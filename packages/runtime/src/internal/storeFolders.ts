@@ -4,7 +4,7 @@
  * library reaches their folders, and only to mint a capability.
  */
 import type * as Volume from "@tessera/core/Volume"
-import type { VolumeStore } from "../VolumeStore.ts"
+import type { VolumeStore } from "./storeModel.ts"
 
 const folders = new WeakMap<VolumeStore, (ref: Volume.VolumeRef) => string>()
 

@@ -13,13 +13,23 @@
  */
 import * as InvalidInput from "@tessera/core/InvalidInput"
 import * as Result from "effect/Result"
-import type * as Executor from "../Executor.ts"
 import type * as History from "../History.ts"
 import * as Timeouts from "../Timeouts.ts"
 import * as Tool from "../Tool.ts"
-import type * as ToolResultOffload from "../ToolResultOffload.ts"
 
 type Check = InvalidInput.InvalidInput | undefined
+
+/**
+ * The fields of a turn's configuration (`Executor.TurnConfig`) the checks
+ * read. Only the two handed to their own decoders are typed; the rest are
+ * read as unknown values, which is what a check is for. Stated here rather
+ * than imported so that the executor, which imports these checks, is not
+ * imported back.
+ */
+export interface TurnFields<R> {
+  readonly tools: Tool.Registry<R>
+  readonly timeouts?: Timeouts.CallTimeouts
+}
 
 const refuse = (entry: string, field: string, value: unknown, detail: string): InvalidInput.InvalidInput =>
   new InvalidInput.InvalidInput({ entry, field, value: InvalidInput.renderValue(value), detail })
@@ -50,7 +60,7 @@ const isCount = (value: unknown, minimum: number): boolean =>
 const hookNames = ["beforeTurn", "beforeModelStep", "afterModelStep", "onToolResult"]
 const recorderNames = ["opened", "rewritten", "responded", "resulted"]
 
-const checkConfig = <E, R>(entry: string, config: Executor.TurnConfig<E, R>): Check => {
+const checkConfig = <R>(entry: string, config: TurnFields<R>): Check => {
   const unchecked: unknown = config
   if (!isRecord(unchecked)) return refuse(entry, "config", unchecked, "expected an object")
   const tools = Tool.decodeRegistry(entry, "tools")(config.tools)
@@ -87,9 +97,9 @@ const checkHistory = (entry: string, field: string, history: History.History): C
  * Checks a turn's configuration and the history it starts from, for the
  * executor's entry `entry` (`Executor.runTurn`, ...).
  */
-export const checkTurn = <E, R>(
+export const checkTurn = <R>(
   entry: string,
-  config: Executor.TurnConfig<E, R>,
+  config: TurnFields<R>,
   history: ReadonlyArray<readonly [field: string, history: History.History]>
 ): Result.Result<void, InvalidInput.InvalidInput> => {
   let invalid = checkConfig(entry, config)
@@ -144,12 +154,12 @@ export const checkHooks = (
  * Checks the configuration of a gated entry (`TaskExecution`): the turn's
  * own fields, and the offload, inline limit and durability it adds.
  */
-export const checkExecution = <E, R>(
+export const checkExecution = <R>(
   entry: string,
-  config: Executor.TurnConfig<E, R> & {
-    readonly offload?: ToolResultOffload.OffloadConfig
-    readonly inlineLimit?: number
-    readonly durable?: boolean
+  config: TurnFields<R> & {
+    readonly offload?: unknown
+    readonly inlineLimit?: unknown
+    readonly durable?: unknown
   }
 ): Result.Result<void, InvalidInput.InvalidInput> => {
   const invalid =
