@@ -493,7 +493,7 @@ export const modelStep = <E = never, R = never>(
   modelStepBody(config, context, history, false, undefined).pipe(modelStepSpan(context))
 
 const modelStepSpan = (context: StepContext) =>
-  Observability.withSpan("tessera.modelStep", () => ({
+  Observability.withSpan("Executor.modelStep", () => ({
     kind: "client",
     attributes: {
       ...Observability.operation("chat", context.task),
@@ -635,7 +635,7 @@ const dispatchOne = <E, R>(
   context: ToolContext
 ): Effect.Effect<ToolResultPart, JournalIOError | JournalSequenceError | E, R> =>
   dispatchOneBody(journal, config, context).pipe(
-    Observability.withSpan("tessera.toolCall", () => ({
+    Observability.withSpan("Executor.toolCall", () => ({
       attributes: {
         ...Observability.operation("execute_tool", context.task),
         ...Observability.toolAttributes(context.call.name, context.call.id),
@@ -1012,7 +1012,7 @@ export const runTurn = <E = never, R = never>(
     )
     yield* Observability.annotate({ "tessera.steps": outcome.steps })
     return outcome
-  }).pipe(Observability.withSpan("tessera.turn"))
+  }).pipe(Observability.withSpan("Executor.runTurn"))
 
 /** Opens a turn whose starting history is recorded first (refused, having written nothing, when one is open). */
 const openRecorded = <E, R>(journal: JournalService, recorder: TurnRecorder<E, R>, history: History.History) =>
@@ -1066,7 +1066,7 @@ export const resumeTurn = <E = never, R = never>(
       history,
       pending
     ).pipe(abandonOnInterrupt(journal, turn.turn))
-  }).pipe(Observability.withSpan("tessera.resumeTurn"))
+  }).pipe(Observability.withSpan("Executor.resumeTurn"))
 
 /**
  * What a resume checks before it writes anything: the history leaves
@@ -1269,4 +1269,4 @@ export const resumeRebuilt = <E = never, R = never>(
       pending
     ).pipe(abandonOnInterrupt(journal, turn.turn))
     return { outcome, inFlight }
-  }).pipe(Observability.withSpan("tessera.resumeTurn"))
+  }).pipe(Observability.withSpan("Executor.resumeRebuilt"))

@@ -107,7 +107,7 @@ describe("compaction in a stock turn", () => {
           Effect.provide(turnLayer(world, task, script)),
           Effect.withTracer(tracer)
         )
-        const steps = named("tessera.modelStep")
+        const steps = named("Executor.modelStep")
         assert.strictEqual(steps.length, 3, "three model steps; the compaction hook ran before each")
         const compactions = named("Compaction.compact")
         assert.strictEqual(compactions.length, 1, "only the third step compacted")

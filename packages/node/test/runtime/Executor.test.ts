@@ -585,9 +585,9 @@ describe("stock executor", () => {
         ),
         Effect.withTracer(tracer)
       )
-      const [turn] = named("tessera.turn")
+      const [turn] = named("Executor.runTurn")
       assert.deepStrictEqual([turn?.attributes.get("tessera.task"), turn?.attributes.get("tessera.turn")], [task, 1])
-      const steps = named("tessera.modelStep")
+      const steps = named("Executor.modelStep")
       assert.deepStrictEqual(
         steps.map((span) => span.attributes.get("tessera.step")),
         [1, 2]
@@ -597,7 +597,7 @@ describe("stock executor", () => {
         assert.isAbove(Number(span.attributes.get("tessera.request.size")), 0)
         assert.strictEqual(Option.getOrUndefined(span.parent)?.spanId, turn?.spanId)
       }
-      const [toolSpan] = named("tessera.toolCall")
+      const [toolSpan] = named("Executor.toolCall")
       assert.deepStrictEqual(
         ["tessera.tool.name", "tessera.tool.callId", "tessera.step", "tessera.tool.result.size"].map((key) =>
           toolSpan?.attributes.get(key)
@@ -681,10 +681,10 @@ describe("spans only when traced", () => {
         Effect.withTracer(traced.tracer)
       )
       assert.deepStrictEqual(
-        ["tessera.turn", "tessera.modelStep", "tessera.toolCall"].map((name) => traced.named(name).length),
+        ["Executor.runTurn", "Executor.modelStep", "Executor.toolCall"].map((name) => traced.named(name).length),
         [1, 2, 1]
       )
-      assert.deepStrictEqual(seen, ["tessera.toolCall"])
+      assert.deepStrictEqual(seen, ["Executor.toolCall"])
       const off = recordSpans()
       const { names } = yield* countDefaultSpans(
         Executor.runTurn({ tools, maxSteps: 3 }, start).pipe(
@@ -694,7 +694,7 @@ describe("spans only when traced", () => {
         )
       )
       assert.deepStrictEqual(
-        [off.named("tessera.turn").length, off.named("tessera.modelStep").length, names],
+        [off.named("Executor.runTurn").length, off.named("Executor.modelStep").length, names],
         [0, 0, []]
       )
     }).pipe(Effect.provide(NodeServices.layer))
@@ -705,14 +705,14 @@ describe("spans only when traced", () => {
       const folder = yield* tempFolder
       const seen: Array<string> = []
       // The wiring the runtime no longer uses: `Effect.withSpan` whatever the tracer.
-      const plainSpan = (effect: Effect.Effect<void>) => Effect.withSpan(effect, "tessera.toolCall")
+      const plainSpan = (effect: Effect.Effect<void>) => Effect.withSpan(effect, "Executor.toolCall")
       const { names } = yield* countDefaultSpans(
         Executor.runTurn({ tools: Tool.registry(seenByTool(seen, plainSpan)), maxSteps: 3 }, start).pipe(
           Effect.provide(services(folder, script))
         )
       )
-      assert.deepStrictEqual(names, ["tessera.toolCall"])
-      assert.deepStrictEqual(seen, ["tessera.toolCall"])
+      assert.deepStrictEqual(names, ["Executor.toolCall"])
+      assert.deepStrictEqual(seen, ["Executor.toolCall"])
     }).pipe(Effect.provide(NodeServices.layer))
   )
 })

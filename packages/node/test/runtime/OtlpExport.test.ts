@@ -145,11 +145,11 @@ const parentOf = (spans: ReadonlyArray<OtlpSpan>, span: OtlpSpan | undefined) =>
 const treeProblems = (spans: ReadonlyArray<OtlpSpan>): ReadonlyArray<string> => {
   const expected: ReadonlyArray<readonly [child: string, parent: string]> = [
     ["EntryGate.verify", "TaskExecution.runTurn"],
-    ["tessera.turn", "TaskExecution.runTurn"],
-    ["tessera.modelStep", "tessera.turn"],
-    ["tessera.toolCall", "tessera.turn"],
-    ["ToolResultOffload.offloadResult", "tessera.toolCall"],
-    ["Compaction.compact", "tessera.modelStep"],
+    ["Executor.runTurn", "TaskExecution.runTurn"],
+    ["Executor.modelStep", "Executor.runTurn"],
+    ["Executor.toolCall", "Executor.runTurn"],
+    ["ToolResultOffload.offloadResult", "Executor.toolCall"],
+    ["Compaction.compact", "Executor.modelStep"],
     ["Compaction.summarize", "Compaction.compact"],
     ["Compaction.summaryRequest", "Compaction.summarize"],
     ["Compaction.publish", "Compaction.compact"],
@@ -189,10 +189,10 @@ describe("OTLP export of a turn", () => {
         const spans = spansOf(received)
 
         assert.deepStrictEqual(treeProblems(spans), [])
-        const [turn] = byName(spans, "tessera.turn")
-        const steps = byName(spans, "tessera.modelStep")
+        const [turn] = byName(spans, "Executor.runTurn")
+        const steps = byName(spans, "Executor.modelStep")
         assert.deepStrictEqual(steps.map((span) => attributesOf(span)["tessera.step"]).sort(), [1, 2, 3, 4])
-        const toolCalls = byName(spans, "tessera.toolCall")
+        const toolCalls = byName(spans, "Executor.toolCall")
         assert.strictEqual(toolCalls.length, 3)
         const offloads = byName(spans, "ToolResultOffload.offloadResult")
         assert.strictEqual(offloads.length, 3)
@@ -277,8 +277,8 @@ describe("OTLP export of a turn", () => {
       Effect.gen(function* () {
         const { received } = yield* exportTurn(world, produce, "flat")
         const problems = treeProblems(spansOf(received))
-        assert.include(problems, "tessera.modelStep is under nothing, not tessera.turn")
-        assert.include(problems, "ToolResultOffload.offloadResult is under nothing, not tessera.toolCall")
+        assert.include(problems, "Executor.modelStep is under nothing, not Executor.runTurn")
+        assert.include(problems, "ToolResultOffload.offloadResult is under nothing, not Executor.toolCall")
       })
     ))
 

@@ -76,7 +76,7 @@ const failedTurn = (
     )
     assert.isTrue(Exit.isFailure(exit), "the turn fails")
     const journal = journalBytes(yield* journalFolder(world), task)
-    const spans = ["Compaction.summaryRequest", "Compaction.summarize", "Compaction.compact", "tessera.modelStep"]
+    const spans = ["Compaction.summaryRequest", "Compaction.summarize", "Compaction.compact", "Executor.modelStep"]
       .flatMap(named)
       .map((span) => span.status)
     return { exit, journal, spans, outputs: [...everyText(exit), journal, ...everyText(spans)] }
