@@ -33,7 +33,10 @@ const guardTests: Readonly<Record<string, ReadonlyArray<string>>> = {
     "test/runtime/OffloadMutants.test.ts",
     "test/artifacts/SecretRuleClasses.test.ts",
     "test/artifacts/RealFormatCorpus.test.ts",
-    "test/artifacts/SecretRuleMutants.test.ts"
+    "test/artifacts/SecretRuleMutants.test.ts",
+    "test/artifacts/SecretRules.test.ts",
+    "test/artifacts/OrdinaryText.test.ts",
+    "test/artifacts/DefaultRedactor.test.ts"
   ],
   runtime: ["test/FilesystemTaskRuntime.test.ts"]
 }
