@@ -24,7 +24,7 @@ import { TesseraMiddleware } from "@tessera/ai-sdk"
 import { DefaultRedactor } from "@tessera/artifacts"
 import { Ids } from "@tessera/core"
 import { JournalForbiddingHost, LocalHarness, NodeDurableFiles } from "@tessera/node"
-import { CompactionPolicy, type EntryGate } from "@tessera/runtime"
+import { Compaction, type EntryGate } from "@tessera/runtime"
 import { generateText, jsonSchema, type ModelMessage, stepCountIs, streamText, tool, wrapLanguageModel } from "ai"
 import { convertArrayToReadableStream, MockLanguageModelV4 } from "ai/test"
 import { Effect, Layer, Schema } from "effect"
@@ -179,7 +179,7 @@ const program = Effect.gen(function* () {
         )
         return result
       }).pipe(Effect.provide(DefaultRedactor.layer())),
-    { policy: CompactionPolicy.threshold({ measure: "bytes", limit: 12_000, keepRecent: 2_000, pieceLimit: 100_000 }) }
+    { policy: Compaction.threshold({ measure: "bytes", limit: 12_000, keepRecent: 2_000, pieceLimit: 100_000 }) }
   )
   const without = scriptedModel()
   yield* Effect.promise(() =>
@@ -200,7 +200,7 @@ const program = Effect.gen(function* () {
   const stream = yield* harness.withTask(
     Schema.decodeUnknownSync(Ids.TaskId)("ai-sdk-2"),
     (binding) => streamWithTessera(binding, streamed).pipe(Effect.provide(DefaultRedactor.layer())),
-    { policy: CompactionPolicy.threshold({ measure: "bytes", limit: 12_000, keepRecent: 2_000, pieceLimit: 100_000 }) }
+    { policy: Compaction.threshold({ measure: "bytes", limit: 12_000, keepRecent: 2_000, pieceLimit: 100_000 }) }
   )
   const reported = stream.steps.filter((step) => step.providerMetadata?.tessera !== undefined).length
   console.log(

@@ -27,7 +27,8 @@ import * as NodeServices from "@effect/platform-node/NodeServices"
 import { ArtifactPathPolicy } from "@tessera/artifacts"
 import { HostAuthority, Ids } from "@tessera/core"
 import { NodeDigest, NodeDurableFiles } from "@tessera/node"
-import { Compaction, CompactionPolicy, Journal, Model, ScriptedModel, Tool } from "@tessera/runtime"
+import { Compaction, Journal, Model, Tool } from "@tessera/runtime"
+import { ScriptedModel } from "@tessera/runtime/testing"
 import { Cluster, SharedStore, TaskHosting, TaskWorkflow, TemporaryPostgres, ToolCallKey } from "@tessera/workflow"
 import { Effect, Fiber, Layer, Option, Schema } from "effect"
 import type { WorkflowEngine } from "effect/workflow"
@@ -72,7 +73,7 @@ const turnConfig = {
   maxSteps: 20,
   offload: { threshold: 1_024, readTool: "read_artifact", destination: "Private" as const }
 }
-const gate = { policy: CompactionPolicy.threshold({ measure: "bytes", limit: 900, keepRecent: 0, pieceLimit: 20_000 }) }
+const gate = { policy: Compaction.threshold({ measure: "bytes", limit: 900, keepRecent: 0, pieceLimit: 20_000 }) }
 const platform = Layer.mergeAll(NodeServices.layer, NodeDurableFiles.layer, NodeDigest.layer, HostAuthority.permissive)
 
 // #region cluster-runner

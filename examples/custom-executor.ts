@@ -19,8 +19,8 @@ import * as Executor from "@tessera/runtime/Executor"
 import * as History from "@tessera/runtime/History"
 import * as Journal from "@tessera/runtime/Journal"
 import * as Model from "@tessera/runtime/Model"
-import * as ScriptedModel from "@tessera/runtime/ScriptedModel"
 import * as Tool from "@tessera/runtime/Tool"
+import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, FileSystem, Layer, Schema } from "effect"
 
 const task = Schema.decodeUnknownSync(Ids.TaskId)("custom-executor-demo")

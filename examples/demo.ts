@@ -39,18 +39,17 @@ import { Ids, Volume } from "@tessera/core"
 import { Inspector, LocalHarness, NodeTessera } from "@tessera/node"
 import {
   Compaction,
-  CompactionPolicy,
   EntryGate,
   type Executor,
   FilesystemTaskRuntime,
   History,
   Journal,
   Model,
-  ScriptedModel,
   StoreLayout,
   TaskExecution,
   Tool
 } from "@tessera/runtime"
+import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Layer, Option, Path, Schema, Stream } from "effect"
 
 // ---------------------------------------------------------------------------
@@ -210,7 +209,7 @@ const runTurn = (
   harness: LocalHarness.LocalHarnessService,
   task: Ids.TaskId,
   script: ScriptedModel.Script,
-  options: { readonly policy: CompactionPolicy.CompactionPolicy; readonly offload: boolean }
+  options: { readonly policy: Compaction.Policy; readonly offload: boolean }
 ) => {
   const model = recording(Option.isSome(provider) ? provider.value.layer : ScriptedModel.layer(script))
   const config = {
@@ -280,7 +279,7 @@ const fourRequestTurn = (harness: LocalHarness.LocalHarnessService) =>
         // No output volume: the summary must land on the agent-owned private volume.
         const context = yield* harness.runtime.bindTask({ scope: binding.context.scope, output: Option.none() })
         const bare = yield* EntryGate.bind(context, {
-          policy: CompactionPolicy.threshold({
+          policy: Compaction.threshold({
             measure: "bytes",
             limit: 40 * 1024,
             keepRecent: 1024,
@@ -313,10 +312,10 @@ const program = Effect.gen(function* () {
 
   // 1. The research turn, with and without offload + compaction.
   heading("1. A research task: offload and compaction")
-  const policy = CompactionPolicy.threshold({ measure: "bytes", limit: 24 * 1024, keepRecent: 4 * 1024 })
+  const policy = Compaction.threshold({ measure: "bytes", limit: 24 * 1024, keepRecent: 4 * 1024 })
   const bounded = yield* runTurn(harness, taskId("research"), researchScript(), { policy, offload: true })
   const plain = yield* runTurn(harness, taskId("research-plain"), researchScript(), {
-    policy: CompactionPolicy.disabled,
+    policy: Compaction.disabled,
     offload: false
   })
   const plainTurn = plain.sent
@@ -378,7 +377,7 @@ const program = Effect.gen(function* () {
   console.log(`a runtime without a private volume gets the ${byDefault.policy._tag} policy by default`)
   const armed = yield* Effect.gen(function* () {
     const refusal = yield* Effect.flip(
-      TaskExecution.runTurn({ context, policy: CompactionPolicy.threshold() }, researchTask, { tools, maxSteps: 4 })
+      TaskExecution.runTurn({ context, policy: Compaction.threshold() }, researchTask, { tools, maxSteps: 4 })
     )
     const recorder = yield* ScriptedModel.ScriptedModelRecorder
     return { refusal, sent: (yield* recorder.requests).length }

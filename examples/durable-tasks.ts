@@ -25,7 +25,8 @@ import * as path from "node:path"
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Ids } from "@tessera/core"
 import { LocalHarness, NodeDurableFiles } from "@tessera/node"
-import { CompactionPolicy, type EntryGate, History, Model, ScriptedModel, TaskExecution, Tool } from "@tessera/runtime"
+import { Compaction, type EntryGate, History, Model, TaskExecution, Tool } from "@tessera/runtime"
+import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Layer, Option, Schema } from "effect"
 
 const stateDir = process.env.TESSERA_EXAMPLE_DIR ?? fs.mkdtempSync(path.join(os.tmpdir(), "tessera-durable-"))
@@ -45,7 +46,7 @@ const fetchReport = Tool.make({
 const inProcess = <A, E, R>(task: string, body: (binding: EntryGate.TaskBinding) => Effect.Effect<A, E, R>) =>
   Effect.scoped(
     Effect.flatMap(LocalHarness.open({ stateDir, namespace: "durable", agent }), (harness) =>
-      harness.withTask(Schema.decodeUnknownSync(Ids.TaskId)(task), body, { policy: CompactionPolicy.disabled })
+      harness.withTask(Schema.decodeUnknownSync(Ids.TaskId)(task), body, { policy: Compaction.disabled })
     )
   )
 

@@ -30,7 +30,7 @@ import { DefaultRedactor } from "@tessera/artifacts"
 import { Ids } from "@tessera/core"
 import { EffectAiModel, TesseraLanguageModel } from "@tessera/effect-ai"
 import { JournalForbiddingHost, LocalHarness, NodeDurableFiles } from "@tessera/node"
-import { CompactionPolicy, type EntryGate, History, Model, TaskExecution, Tool as TesseraTool } from "@tessera/runtime"
+import { Compaction, type EntryGate, History, Model, TaskExecution, Tool as TesseraTool } from "@tessera/runtime"
 import { Effect, Layer, Ref, Schema, Stream } from "effect"
 import { Chat, LanguageModel, type Response, Tool, Toolkit } from "effect/ai"
 
@@ -120,7 +120,7 @@ const chatLoop = Effect.gen(function* () {
   return { answer, summaryMetadata, historyBytes: history.length, historyHasBodies: history.includes("svc-1 99: ok") }
 })
 
-const policy = CompactionPolicy.threshold({ measure: "bytes", limit: 12_000, keepRecent: 2_000, pieceLimit: 100_000 })
+const policy = Compaction.threshold({ measure: "bytes", limit: 12_000, keepRecent: 2_000, pieceLimit: 100_000 })
 const offload = { threshold: 2_000, readTool: "read_artifact", destination: "Private" } as const
 
 // #region effect-ai-wrapper

@@ -12,17 +12,17 @@ import * as path from "node:path"
 import { HostAuthority, Ids, Volume } from "@tessera/core"
 import { NodeTessera } from "@tessera/node"
 import {
-  CompactionPolicy,
+  Compaction,
   EntryGate,
   FilesystemTaskRuntime,
   History,
   Journal,
   Model,
-  ScriptedModel,
   TaskExecution,
   TaskHost,
   Tool
 } from "@tessera/runtime"
+import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Layer, Option, Schema } from "effect"
 
 // Destructured rather than dotted, so the file also type-checks under `noPropertyAccessFromIndexSignature` (the consumer test).
@@ -68,7 +68,7 @@ const program = Effect.gen(function* () {
   const { host, runtime, scope, journalVolume } = yield* openRuntime
   const context = yield* runtime.bindTask({ scope, output: Option.none() })
   // The entry gate: Threshold compaction is allowed because a private writer resolves.
-  const binding = yield* EntryGate.bind(context, { policy: CompactionPolicy.threshold({ limit: 20_000 }) })
+  const binding = yield* EntryGate.bind(context, { policy: Compaction.threshold({ limit: 20_000 }) })
   const journal = Journal.layer({ folder: yield* host.store.folderOf(journalVolume), task })
   const outcome = yield* TaskExecution.runTurn(
     binding,

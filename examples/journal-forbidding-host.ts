@@ -20,7 +20,8 @@ import * as path from "node:path"
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Ids } from "@tessera/core"
 import { JournalForbiddingHost, NodeDurableFiles } from "@tessera/node"
-import { CompactionPolicy, History, Journal, Model, ScriptedModel, TaskExecution, Tool } from "@tessera/runtime"
+import { Compaction, History, Journal, Model, TaskExecution, Tool } from "@tessera/runtime"
+import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Layer, Option, Schema } from "effect"
 
 const stateDir = process.env.TESSERA_EXAMPLE_DIR ?? fs.mkdtempSync(path.join(os.tmpdir(), "tessera-sealed-"))
@@ -71,7 +72,7 @@ const program = Effect.gen(function* () {
   const refused = yield* Effect.gen(function* () {
     const error = yield* Effect.flip(
       host.withTask(second, (binding) => TaskExecution.runTurn(binding, start, { tools, maxSteps: 8 }), {
-        policy: CompactionPolicy.threshold({ measure: "bytes", limit: 10_000 })
+        policy: Compaction.threshold({ measure: "bytes", limit: 10_000 })
       })
     )
     const recorder = yield* ScriptedModel.ScriptedModelRecorder

@@ -20,7 +20,8 @@ import * as path from "node:path"
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Ids } from "@tessera/core"
 import { Inspector, LocalHarness, NodeDurableFiles } from "@tessera/node"
-import { CompactionPolicy, History, Model, ScriptedModel, TaskExecution, Tool } from "@tessera/runtime"
+import { Compaction, History, Model, TaskExecution, Tool } from "@tessera/runtime"
+import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Layer, Schema } from "effect"
 
 const stateDir = process.env.TESSERA_EXAMPLE_DIR ?? fs.mkdtempSync(path.join(os.tmpdir(), "tessera-harness-"))
@@ -85,7 +86,7 @@ const program = Effect.gen(function* () {
                 }
               )
             }),
-          { policy: CompactionPolicy.threshold({ measure: "bytes", limit: 5_000, keepRecent: 0, pieceLimit: 64_000 }) }
+          { policy: Compaction.threshold({ measure: "bytes", limit: 5_000, keepRecent: 0, pieceLimit: 64_000 }) }
         )
         .pipe(Effect.provide(ScriptedModel.layer(script)))
       console.log(`turn ${outcome.turn} answered in ${outcome.steps} steps: ${outcome.text}`)

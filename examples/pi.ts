@@ -34,7 +34,7 @@ import { DefaultRedactor } from "@tessera/artifacts"
 import { Ids } from "@tessera/core"
 import { JournalForbiddingHost, LocalHarness, NodeDurableFiles } from "@tessera/node"
 import { TesseraPi } from "@tessera/pi"
-import { Compaction, CompactionPolicy, type EntryGate } from "@tessera/runtime"
+import { Compaction, type EntryGate } from "@tessera/runtime"
 import { Effect, Layer, Schema } from "effect"
 
 const stateDir = process.env.TESSERA_EXAMPLE_DIR ?? fs.mkdtempSync(path.join(os.tmpdir(), "tessera-pi-"))
@@ -132,7 +132,7 @@ const program = Effect.gen(function* () {
         )
         return agent
       }).pipe(Effect.provide(DefaultRedactor.layer())),
-    { policy: CompactionPolicy.threshold({ measure: "bytes", limit: 12_000, keepRecent: 2_000, pieceLimit: 100_000 }) }
+    { policy: Compaction.threshold({ measure: "bytes", limit: 12_000, keepRecent: 2_000, pieceLimit: 100_000 }) }
   )
   withTessera.faux.unregister()
   const stored = JSON.stringify(agent.state.messages)

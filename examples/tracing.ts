@@ -19,17 +19,16 @@ import { HostAuthority, Ids, Volume } from "@tessera/core"
 import { NodeTessera } from "@tessera/node"
 import {
   Compaction,
-  CompactionPolicy,
   EntryGate,
   FilesystemTaskRuntime,
   History,
   Journal,
   Model,
-  ScriptedModel,
   TaskExecution,
   TaskHost,
   Tool
 } from "@tessera/runtime"
+import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Layer, Option, Schema } from "effect"
 import { FetchHttpClient } from "effect/http"
 import { OtlpMetrics, OtlpSerialization, OtlpTracer } from "effect/observability"
@@ -86,7 +85,7 @@ const turn = Effect.gen(function* () {
   const runtime = yield* FilesystemTaskRuntime.fromHost(host, { private: Option.some(privateVolume), scope })
   const context = yield* runtime.bindTask({ scope, output: Option.none() })
   const binding = yield* EntryGate.bind(context, {
-    policy: CompactionPolicy.threshold({ measure: "bytes", limit: 9_000, keepRecent: 0 })
+    policy: Compaction.threshold({ measure: "bytes", limit: 9_000, keepRecent: 0 })
   })
   const journal = Journal.layer({ folder: yield* host.store.folderOf(journalVolume), task })
   return yield* TaskExecution.runTurn(binding, History.make([Model.text("user", "Check the three reports.")]), {

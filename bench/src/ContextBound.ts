@@ -11,7 +11,7 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { CompactionPolicy, Journal, Model, TaskExecution, Tool } from "@tessera/runtime"
+import { Compaction, Journal, Model, TaskExecution, Tool } from "@tessera/runtime"
 import { Effect } from "effect"
 import {
   type HeapSizing,
@@ -34,7 +34,7 @@ export const resultSize = 51_200
  * offloaded a round is a few hundred bytes, so the first compaction comes
  * before step 100 and the bound holds from there on.
  */
-export const onPolicy = CompactionPolicy.threshold({
+export const onPolicy = Compaction.threshold({
   measure: "estimatedTokens",
   limit: 8_000,
   keepRecent: 2_000,
@@ -78,11 +78,7 @@ export const run = async (args: ContextBoundArgs): Promise<ContextBoundResult> =
   try {
     const on = args.mode !== "off"
     const policy =
-      args.mode === "on"
-        ? onPolicy
-        : args.mode === "default-policy"
-          ? CompactionPolicy.defaultThreshold
-          : CompactionPolicy.disabled
+      args.mode === "on" ? onPolicy : args.mode === "default-policy" ? Compaction.defaultThreshold : Compaction.disabled
     const tools = Tool.registry(produce(resultBody(logText(resultSize))))
     let modelSteps = 0
     let summaries = 0

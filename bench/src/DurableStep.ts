@@ -14,12 +14,12 @@ import * as NodeServices from "@effect/platform-node/NodeServices"
 import * as Ids from "@tessera/core/Ids"
 import * as LocalHarness from "@tessera/node/LocalHarness"
 import * as NodeDurableFiles from "@tessera/node/NodeDurableFiles"
-import * as CompactionPolicy from "@tessera/runtime/CompactionPolicy"
+import * as Compaction from "@tessera/runtime/Compaction"
 import * as History from "@tessera/runtime/History"
 import * as Model from "@tessera/runtime/Model"
-import * as ScriptedModel from "@tessera/runtime/ScriptedModel"
 import * as TaskExecution from "@tessera/runtime/TaskExecution"
 import * as Tool from "@tessera/runtime/Tool"
+import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Layer, Schema } from "effect"
 
 const steps = Number(process.argv[2] ?? 40)
@@ -69,7 +69,7 @@ const measure = (durable: boolean) =>
                 maxSteps: steps + 1,
                 durable
               }),
-            { policy: CompactionPolicy.disabled }
+            { policy: Compaction.disabled }
           )
           .pipe(Effect.provide(ScriptedModel.layer(script())))
         perStep.push((performance.now() - started) / steps)

@@ -16,7 +16,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { ArtifactPathPolicy } from "@tessera/artifacts"
-import { CompactionPolicy, Journal, Model, TaskExecution, Tool } from "@tessera/runtime"
+import { Compaction, Journal, Model, TaskExecution, Tool } from "@tessera/runtime"
 import { Effect, Layer, Schema } from "effect"
 import { type Medium, makeTempDir, peakRss, removeDir } from "./Harness.ts"
 import { logText } from "./LogText.ts"
@@ -27,7 +27,7 @@ import { isSummaryRequest, makeWorld, platformLayer, start, summaryText, task, t
  * default piece limit of 50,000 tokens, 200 KB) is summarized at the next
  * step; the other numbers are the defaults.
  */
-export const hostilePolicy = CompactionPolicy.threshold({ limit: 40_000 })
+export const hostilePolicy = Compaction.threshold({ limit: 40_000 })
 
 export interface HostileSizeArgs {
   readonly payloadBytes: number

@@ -16,7 +16,7 @@
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { Journal } from "@tessera/runtime"
+import { Journal, JournalEntry } from "@tessera/runtime"
 import { Effect, ManagedRuntime, Result, Schema } from "effect"
 import {
   collectGarbage,
@@ -44,7 +44,7 @@ export interface ReopenResult {
   readonly journalMs: Stats
   readonly rawMs: Stats
   readonly ratio: number
-  /** Decoding every parsed line with `Journal.Entry`, alone. */
+  /** Decoding every parsed line with `JournalEntry.Entry`, alone. */
   readonly schemaCheckMs: Stats
 }
 
@@ -121,7 +121,7 @@ const rawParse = (file: string): number => {
   return parsed
 }
 
-const decodeEntry = Schema.decodeUnknownResult(Journal.Entry)
+const decodeEntry = Schema.decodeUnknownResult(JournalEntry.Entry)
 
 /** Milliseconds to decode every line of `file`, parsed beforehand, with the entry Schema; once per repetition. */
 const schemaCheck = (file: string, plan: Plan): Array<number> => {

@@ -20,7 +20,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { NodeJournalFile } from "@tessera/node"
-import { CompactionPolicy, Journal, JournalFile, Model, TaskExecution, Tool } from "@tessera/runtime"
+import { Compaction, Journal, JournalStorage, Model, TaskExecution, Tool } from "@tessera/runtime"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import {
   busyWait,
@@ -107,7 +107,7 @@ const attributionFile = (standIn: StandIn, lineMs: number, clock: FileCallClock)
         clock.insideMs += performance.now() - started
       }
     }
-  const shape: JournalFile.JournalFileShape =
+  const shape: JournalStorage.JournalFileShape =
     standIn === "real append"
       ? {
           openAppend: (file) =>
@@ -129,11 +129,11 @@ const attributionFile = (standIn: StandIn, lineMs: number, clock: FileCallClock)
             })
           }
         }
-  return Layer.succeed(JournalFile.JournalFile)(shape)
+  return Layer.succeed(JournalStorage.JournalFile)(shape)
 }
 
 const executorTurn = async (root: string, steps: number, journalFile?: Layer.Layer<never>) => {
-  const world = await Effect.runPromise(makeWorld(root, CompactionPolicy.disabled).pipe(Effect.provide(platformLayer)))
+  const world = await Effect.runPromise(makeWorld(root, Compaction.disabled).pipe(Effect.provide(platformLayer)))
   const tools = Tool.registry(produce(resultBody(logText(resultSize))))
   let calls = 0
   const generate = () =>

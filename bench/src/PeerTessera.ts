@@ -4,7 +4,7 @@
  * permissive host authority), with the workload's compaction budget as a
  * `Threshold` policy and no offload. The journal is kept three ways:
  *
- * - `memory-only`: `JournalDurability.memoryOnly()`, the lines kept in the
+ * - `memory-only`: `JournalStorage.memoryOnly()`, the lines kept in the
  *   process (same format, same checks, same replay), like the peers' state
  *   in memory; the agent-private volume (summaries) on tmpfs;
  * - `tmpfs`: journal and private volume on `/dev/shm`, every append
@@ -13,7 +13,7 @@
  */
 import { HostAuthority } from "@tessera/core"
 import { NodeTessera } from "@tessera/node"
-import { CompactionPolicy, History, JournalDurability, Model, TaskExecution, Tool } from "@tessera/runtime"
+import { Compaction, History, JournalStorage, Model, TaskExecution, Tool } from "@tessera/runtime"
 import { Effect, Layer } from "effect"
 import { makeTempDir, removeDir } from "./Harness.ts"
 import { bytesPerChar, finalAnswer, measure, type PeerResult, taskText, type Workload } from "./PeerWorkload.ts"
@@ -35,9 +35,9 @@ export interface TesseraPeerArgs {
  * trigger), like LangChain's single summarization call; the inline limit
  * (the piece limit) is then above every result, so no result is cut.
  */
-export const policyFor = (workload: Workload): CompactionPolicy.Threshold => {
+export const policyFor = (workload: Workload): Compaction.Threshold => {
   const tokens = (chars: number) => Math.ceil((chars * bytesPerChar(workload)) / 4)
-  return CompactionPolicy.threshold({
+  return Compaction.threshold({
     measure: "estimatedTokens",
     limit: tokens(workload.triggerChars),
     keepRecent: tokens(workload.keepChars),
@@ -48,7 +48,7 @@ export const policyFor = (workload: Workload): CompactionPolicy.Threshold => {
 /** What the side runs on: `NodeTessera.layer`, a permissive host authority and, for `memory-only`, that durability. */
 export const platformOf = (journal: JournalMode) => {
   const host = Layer.merge(NodeTessera.layer, HostAuthority.permissive)
-  return journal === "memory-only" ? Layer.merge(host, JournalDurability.layer(JournalDurability.memoryOnly())) : host
+  return journal === "memory-only" ? Layer.merge(host, JournalStorage.layer(JournalStorage.memoryOnly())) : host
 }
 
 export const label = (journal: JournalMode): string =>

@@ -12,7 +12,8 @@ import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import { HostAuthority, Ids } from "@tessera/core"
 import { NodeDigest, NodeDurableFiles } from "@tessera/node"
-import { Compaction, CompactionPolicy, Model, ScriptedModel, Tool } from "@tessera/runtime"
+import { Compaction, Model, Tool } from "@tessera/runtime"
+import { ScriptedModel } from "@tessera/runtime/testing"
 import { Cluster, SharedStore, TaskWorkflow } from "@tessera/workflow"
 import { Effect, Layer, Schema } from "effect"
 
@@ -61,7 +62,7 @@ const runner = (args: { readonly postgres: string; readonly store: string; reado
               offload: { threshold: 1_024, readTool: "read_artifact", destination: "Private" }
             },
             gate: {
-              policy: CompactionPolicy.threshold({ measure: "bytes", limit: 2_000, keepRecent: 0, pieceLimit: 20_000 })
+              policy: Compaction.threshold({ measure: "bytes", limit: 2_000, keepRecent: 0, pieceLimit: 20_000 })
             }
           })
         ),

@@ -11,14 +11,15 @@
  * summarization step is a step during which a summary request was sent.
  */
 import { fileURLToPath } from "node:url"
-import { CompactionPolicy, Model, ScriptedModel, TaskExecution, Tool } from "@tessera/runtime"
+import { Compaction, Model, TaskExecution, Tool } from "@tessera/runtime"
+import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Layer, Stream } from "effect"
 import { type Medium, makeTempDir, observeGc, peakRss, removeDir, retainedHeap, roundOrder, stats } from "./Harness.ts"
 import { body, type SideResult, StepClock, toolResultChars } from "./Scenario.ts"
 import { isSummaryRequest, makeWorld, platformLayer, produce, start, summaryText, turnLayer } from "./World.ts"
 
 /** Our equivalent of LangChain's `trigger: { tokens: 100_000 }, keep: { messages: 6 }`. */
-export const sidePolicy = CompactionPolicy.threshold({
+export const sidePolicy = Compaction.threshold({
   measure: "estimatedTokens",
   limit: 100_000,
   // One round (call + 51,200-character result) measures about 12,820 tokens: 40,000 keeps exactly 3.

@@ -13,7 +13,7 @@
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import { HostAuthority, Ids, Volume } from "@tessera/core"
 import { NodeDigest, NodeDurableFiles, NodeJournalFile, type NodeTessera } from "@tessera/node"
-import type { CompactionPolicy } from "@tessera/runtime"
+import type { Compaction } from "@tessera/runtime"
 import {
   type EntryGate,
   FilesystemTaskRuntime,
@@ -57,7 +57,7 @@ export interface World {
 }
 
 /** Builds the store in `root` and binds the task with `policy` (its private volume resolves the writer). */
-export const makeWorld = Effect.fnUntraced(function* (root: string, policy: CompactionPolicy.CompactionPolicy) {
+export const makeWorld = Effect.fnUntraced(function* (root: string, policy: Compaction.Policy) {
   const host = yield* TaskHost.open({ root })
   const privateRef = yield* host.store.create({
     id: volumeId("researcher-private"),

@@ -572,7 +572,7 @@ md.push("")
 md.push("## Journal reopen")
 md.push("")
 md.push(
-  `A journal of ${reopen.entries.toLocaleString("en")} entries (${formatBytes(reopen.fileBytes)}, turns of 100 tool steps) opened with \`Journal.open\` (read, \`JSON.parse\` every line and check it against its entry kind's Schema, replay the state) against \`readFileSync\` + \`split("\\n")\` + \`JSON.parse\` per line. Both run in every repetition, alternating which goes first, each after a full garbage collection (untimed), so that each pays for collecting its own garbage only; the ratio is the median over repetitions of raw time / journal time. The Schema check alone is every line, parsed beforehand, decoded with \`Journal.Entry\`'s own decoder, once per repetition: what reopening cost before lines that are already exactly an entry were checked by the compiled check instead.`
+  `A journal of ${reopen.entries.toLocaleString("en")} entries (${formatBytes(reopen.fileBytes)}, turns of 100 tool steps) opened with \`Journal.open\` (read, \`JSON.parse\` every line and check it against its entry kind's Schema, replay the state) against \`readFileSync\` + \`split("\\n")\` + \`JSON.parse\` per line. Both run in every repetition, alternating which goes first, each after a full garbage collection (untimed), so that each pays for collecting its own garbage only; the ratio is the median over repetitions of raw time / journal time. The Schema check alone is every line, parsed beforehand, decoded with \`JournalEntry.Entry\`'s own decoder, once per repetition: what reopening cost before lines that are already exactly an entry were checked by the compiled check instead.`
 )
 md.push("")
 md.push("| Reader | Time | Ratio (raw / journal) |")

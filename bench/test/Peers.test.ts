@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { JournalDurability } from "@tessera/runtime"
+import { JournalStorage } from "@tessera/runtime"
 import { Effect } from "effect"
 import * as fc from "fast-check"
 import { runChild } from "../src/Harness.ts"
@@ -117,10 +117,10 @@ describe("peer jobs", () => {
 describe("Tessera's side", () => {
   it.effect("memory-only provides the memory-only durability; tmpfs and disk keep the default (per entry)", () =>
     Effect.gen(function* () {
-      const memory = yield* JournalDurability.JournalDurability.pipe(Effect.provide(platformOf("memory-only")))
+      const memory = yield* JournalStorage.JournalDurability.pipe(Effect.provide(platformOf("memory-only")))
       assert.strictEqual(memory._tag, "MemoryOnly")
       for (const journal of ["tmpfs", "disk"] as const) {
-        const durability = yield* JournalDurability.JournalDurability.pipe(Effect.provide(platformOf(journal)))
+        const durability = yield* JournalStorage.JournalDurability.pipe(Effect.provide(platformOf(journal)))
         assert.strictEqual(durability._tag, "PerEntry")
       }
     })

@@ -290,14 +290,14 @@ describe("examples run as smoke tests", () => {
       })
       assert.strictEqual(result.status, 0, result.stderr)
       const out = result.stdout
-      assert.match(out, /^ {2}tessera\.turn gen_ai\.operation\.name=invoke_agent$/m)
+      assert.match(out, /^ {2}Executor\.runTurn gen_ai\.operation\.name=invoke_agent$/m)
       assert.match(
         out,
-        /^ {4}tessera\.toolCall .*gen_ai\.tool\.name=fetch_report tessera\.step=1\n {6}ToolResultOffload\.offloadResult .*tessera\.offload\.outcome=Written$/m
+        /^ {4}Executor\.toolCall .*gen_ai\.tool\.name=fetch_report tessera\.step=1\n {6}ToolResultOffload\.offloadResult .*tessera\.offload\.outcome=Written$/m
       )
       assert.match(
         out,
-        /^ {4}tessera\.modelStep gen_ai\.operation\.name=chat tessera\.step=4\n {6}Compaction\.compact tessera\.step=4\n {8}Compaction\.summarize\n {10}Compaction\.summaryRequest/m
+        /^ {4}Executor\.modelStep gen_ai\.operation\.name=chat tessera\.step=4\n {6}Compaction\.compact tessera\.step=4\n {8}Compaction\.summarize\n {10}Compaction\.summaryRequest/m
       )
       assert.include(
         out,

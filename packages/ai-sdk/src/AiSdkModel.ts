@@ -569,6 +569,25 @@ export const make = (model: LanguageModelV4, config: Config = {}): Model.Model["
 /**
  * A layer providing the `Model` service for a provider model.
  *
+ * @example
+ * ```ts
+ * import { createOpenAICompatible } from "@ai-sdk/openai-compatible"
+ * import { AiSdkModel } from "@tessera/ai-sdk"
+ * import { Schedule } from "effect"
+ *
+ * const provider = createOpenAICompatible({
+ *   name: "my-server",
+ *   baseURL: "http://127.0.0.1:8080/v1",
+ *   includeUsage: true
+ * })
+ *
+ * // Any AI SDK provider model as Tessera's `Model`: retries on the schedule (honouring Retry-After), a limit per request.
+ * export const model = AiSdkModel.layer(provider.chatModel("my-model"), {
+ *   retry: Schedule.exponential("1 second").pipe(Schedule.jittered, Schedule.upTo({ times: 3 })),
+ *   timeout: "2 minutes"
+ * })
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */

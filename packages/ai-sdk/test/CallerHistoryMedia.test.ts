@@ -14,7 +14,7 @@ import type {
 } from "@ai-sdk/provider"
 import { assert, describe, it } from "@effect/vitest"
 import { TesseraMiddleware } from "@tessera/ai-sdk"
-import { Compaction, CompactionPolicy, History, Model } from "@tessera/runtime"
+import { Compaction, History, Model } from "@tessera/runtime"
 import { generateText, jsonSchema, type ModelMessage, stepCountIs, tool, wrapLanguageModel } from "ai"
 import { MockLanguageModelV4 } from "ai/test"
 import { Effect } from "effect"
@@ -31,9 +31,9 @@ const png = Uint8Array.from(
   )
 )
 
-const policy = CompactionPolicy.threshold({ measure: "bytes", limit: 5_000, keepRecent: 0, pieceLimit: 100_000 })
+const policy = Compaction.threshold({ measure: "bytes", limit: 5_000, keepRecent: 0, pieceLimit: 100_000 })
 /** Never reached by these loops: no summary, so no staged file's path (the store's own random id) in any request. */
-const roomy = CompactionPolicy.threshold({ measure: "bytes", limit: 1_000_000, keepRecent: 0, pieceLimit: 100_000 })
+const roomy = Compaction.threshold({ measure: "bytes", limit: 1_000_000, keepRecent: 0, pieceLimit: 100_000 })
 
 type Where = "user" | "tool"
 

@@ -16,17 +16,7 @@ import { AiSdkModel } from "@tessera/ai-sdk"
 import { DefaultRedactor } from "@tessera/artifacts"
 import { Ids } from "@tessera/core"
 import { LocalHarness, NodeDurableFiles } from "@tessera/node"
-import {
-  Compaction,
-  CompactionPolicy,
-  type Executor,
-  History,
-  Journal,
-  JournalEntry,
-  Model,
-  TaskExecution,
-  Tool
-} from "@tessera/runtime"
+import { Compaction, type Executor, History, Journal, JournalEntry, Model, TaskExecution, Tool } from "@tessera/runtime"
 import { Effect, Exit, Fiber, Layer, Schedule, Schema, Stream } from "effect"
 import * as Loopback from "./support/loopback.ts"
 
@@ -52,7 +42,7 @@ const tools = Tool.registry(produce)
 const taskText = "Produce the three reports and tell me what they say."
 const start = History.make([Model.text("system", "You are a careful assistant."), Model.text("user", taskText)])
 const offload = { threshold: 4_000, readTool: "read_artifact", destination: "Private" } as const
-const policy = CompactionPolicy.threshold({ measure: "bytes", limit: 5_000, keepRecent: 500, pieceLimit: 100_000 })
+const policy = Compaction.threshold({ measure: "bytes", limit: 5_000, keepRecent: 500, pieceLimit: 100_000 })
 
 const { isSummary, summaryMarker } = Loopback
 const finalText = "Report A is all a; reports B and C are all b and c."

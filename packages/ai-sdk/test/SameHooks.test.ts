@@ -8,7 +8,7 @@
 import type { LanguageModelV4Prompt } from "@ai-sdk/provider"
 import { assert, describe, it } from "@effect/vitest"
 import { TesseraMiddleware } from "@tessera/ai-sdk"
-import { CompactionPolicy } from "@tessera/runtime"
+import { Compaction } from "@tessera/runtime"
 import { generateText, stepCountIs, wrapLanguageModel } from "ai"
 import { MockLanguageModelV4 } from "ai/test"
 import { Effect } from "effect"
@@ -16,7 +16,7 @@ import { answer, bindTask, callTool, inWorld, isSummaryRequest, produce, taskTex
 
 const pieceLimit = 2_000
 // No compaction in these turns (the limit is far away): only the inline limit acts on the result.
-const policy = CompactionPolicy.threshold({ measure: "bytes", limit: 1_000_000, keepRecent: 4, pieceLimit })
+const policy = Compaction.threshold({ measure: "bytes", limit: 1_000_000, keepRecent: 4, pieceLimit })
 
 /** The UTF-8 sizes of the tool results a prompt carries (text outputs as they are, any other as its JSON). */
 const resultSizes = (prompt: LanguageModelV4Prompt): Array<number> =>

@@ -17,7 +17,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { AiSdkModel } from "@tessera/ai-sdk"
 import { Ids } from "@tessera/core"
 import { LocalHarness, NodeDurableFiles } from "@tessera/node"
-import { Compaction, CompactionPolicy, History, Model, TaskExecution, Tool } from "@tessera/runtime"
+import { Compaction, History, Model, TaskExecution, Tool } from "@tessera/runtime"
 import { Effect, Layer, Schedule, Schema } from "effect"
 import * as Loopback from "./support/loopback.ts"
 
@@ -53,7 +53,7 @@ const shot: Model.MediaPart = {
 }
 /** The task, then (history, not task) the user's screenshot: summarized at step 3 with the first report. */
 const start = History.append(History.make(taskParts), [Model.text("user", "Here is the failing page:"), shot])
-const policy = CompactionPolicy.threshold({ measure: "bytes", limit: 5_000, keepRecent: 500, pieceLimit: 100_000 })
+const policy = Compaction.threshold({ measure: "bytes", limit: 5_000, keepRecent: 500, pieceLimit: 100_000 })
 
 /** The images a request body carries, in each wire format's own image block. */
 const imagesOn = (format: Format, body: Loopback.Received["body"]): Array<{ mediaType: string; data: string }> => {

@@ -7,7 +7,7 @@
 import type { LanguageModelV4FilePart, LanguageModelV4Middleware, LanguageModelV4Prompt } from "@ai-sdk/provider"
 import { assert, describe, it } from "@effect/vitest"
 import { TesseraMiddleware } from "@tessera/ai-sdk"
-import { Compaction, CompactionPolicy, History, Model } from "@tessera/runtime"
+import { Compaction, History, Model } from "@tessera/runtime"
 import { generateText, type ModelMessage, stepCountIs, wrapLanguageModel } from "ai"
 import { MockLanguageModelV4 } from "ai/test"
 import { Effect } from "effect"
@@ -24,7 +24,7 @@ const png = Uint8Array.from(
   )
 )
 
-const policy = CompactionPolicy.threshold({ measure: "bytes", limit: 5_000, keepRecent: 0, pieceLimit: 100_000 })
+const policy = Compaction.threshold({ measure: "bytes", limit: 5_000, keepRecent: 0, pieceLimit: 100_000 })
 
 const isSummaryPrompt = (prompt: LanguageModelV4Prompt): boolean => {
   const first = prompt[0]

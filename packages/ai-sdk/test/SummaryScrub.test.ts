@@ -9,7 +9,7 @@ import { APICallError, type LanguageModelV4Middleware } from "@ai-sdk/provider"
 import { assert, describe, it } from "@effect/vitest"
 import { TesseraMiddleware } from "@tessera/ai-sdk"
 import { DefaultRedactor } from "@tessera/artifacts"
-import { Compaction, CompactionPolicy, Model } from "@tessera/runtime"
+import { Compaction, Model } from "@tessera/runtime"
 import { generateText, type ModelMessage, stepCountIs, wrapLanguageModel } from "ai"
 import { MockLanguageModelV4 } from "ai/test"
 import { Effect } from "effect"
@@ -42,7 +42,7 @@ const redactedByHost = DefaultRedactor.make().redactText(leaks.providerText)
 
 const tools = { produce }
 const start: Array<ModelMessage> = [{ role: "user", content: taskText }]
-const policy = CompactionPolicy.threshold({ measure: "bytes", limit: 5_000, keepRecent: 0, pieceLimit: 100_000 })
+const policy = Compaction.threshold({ measure: "bytes", limit: 5_000, keepRecent: 0, pieceLimit: 100_000 })
 
 /** The provider's error: its message, response body and echoed request all hold the provider's text. */
 const providerError = () =>

@@ -4,7 +4,7 @@ import { APICallError, type LanguageModelV4CallOptions, type LanguageModelV4Midd
 import { assert, describe, it } from "@effect/vitest"
 import { TesseraMiddleware } from "@tessera/ai-sdk"
 import { DefaultRedactor } from "@tessera/artifacts"
-import { CompactionPolicy } from "@tessera/runtime"
+import { Compaction } from "@tessera/runtime"
 import { generateText, type ModelMessage, stepCountIs, wrapLanguageModel } from "ai"
 import { MockLanguageModelV4 } from "ai/test"
 import { Effect } from "effect"
@@ -42,7 +42,7 @@ const scripted = (calls: number, size: number) => {
   return { model, turnRequests }
 }
 
-const longPolicy = CompactionPolicy.threshold({
+const longPolicy = Compaction.threshold({
   measure: "bytes",
   limit: 8_000,
   keepRecent: 2_000,
@@ -111,7 +111,7 @@ describe("TesseraMiddleware (Vercel AI SDK 7)", () => {
         const binding = yield* bindTask(
           world,
           true,
-          CompactionPolicy.threshold({ measure: "bytes", limit: 30_000, keepRecent: 1_000, pieceLimit: 200_000 })
+          Compaction.threshold({ measure: "bytes", limit: 30_000, keepRecent: 1_000, pieceLimit: 200_000 })
         )
         const tessera = yield* TesseraMiddleware.make(binding)
         const { model } = scripted(2, 20_000)
@@ -171,7 +171,7 @@ describe("TesseraMiddleware (Vercel AI SDK 7)", () => {
           bindTask(
             world,
             false,
-            CompactionPolicy.threshold({ measure: "bytes", limit: 30_000, keepRecent: 0, pieceLimit: 200_000 })
+            Compaction.threshold({ measure: "bytes", limit: 30_000, keepRecent: 0, pieceLimit: 200_000 })
           )
         )
         assert.strictEqual(armed._tag, "Unauthorized")
@@ -567,7 +567,7 @@ describe("TesseraMiddleware (Vercel AI SDK 7)", () => {
         const binding = yield* bindTask(
           world,
           true,
-          CompactionPolicy.threshold({ measure: "bytes", limit: 30_000, keepRecent: 1_000, pieceLimit: 200_000 })
+          Compaction.threshold({ measure: "bytes", limit: 30_000, keepRecent: 1_000, pieceLimit: 200_000 })
         )
         const tessera = yield* TesseraMiddleware.make(binding)
         const { model } = scripted(2, 20_000)

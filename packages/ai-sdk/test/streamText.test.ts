@@ -8,7 +8,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { TesseraMiddleware } from "@tessera/ai-sdk"
 import { DefaultRedactor } from "@tessera/artifacts"
 import { Digest } from "@tessera/core"
-import { CompactionPolicy, Journal } from "@tessera/runtime"
+import { Compaction, Journal } from "@tessera/runtime"
 import { generateText, type ModelMessage, stepCountIs, streamText, wrapLanguageModel } from "ai"
 import { convertArrayToReadableStream, MockLanguageModelV4 } from "ai/test"
 import { Effect, Option } from "effect"
@@ -76,7 +76,7 @@ describe("TesseraMiddleware with streamText (Vercel AI SDK 7)", () => {
           const binding = yield* bindTask(
             world,
             true,
-            CompactionPolicy.threshold({ measure: "bytes", limit: 8_000, keepRecent: 2_000, pieceLimit: 100_000 })
+            Compaction.threshold({ measure: "bytes", limit: 8_000, keepRecent: 2_000, pieceLimit: 100_000 })
           )
           const tessera = yield* TesseraMiddleware.make(binding, { offload })
           const { model } = scripted(199, 6_000)
@@ -115,7 +115,7 @@ describe("TesseraMiddleware with streamText (Vercel AI SDK 7)", () => {
         const binding = yield* bindTask(
           world,
           true,
-          CompactionPolicy.threshold({ measure: "bytes", limit: 30_000, keepRecent: 1_000, pieceLimit: 200_000 })
+          Compaction.threshold({ measure: "bytes", limit: 30_000, keepRecent: 1_000, pieceLimit: 200_000 })
         )
         const tessera = yield* TesseraMiddleware.make(binding)
         const { model, requests } = scripted(2, 20_000)

@@ -9,7 +9,8 @@
 import { DefaultRedactor } from "@tessera/artifacts"
 import { BrowserHarness, BrowserPlatform } from "@tessera/browser"
 import { Ids } from "@tessera/core"
-import { Compaction, CompactionPolicy, History, Model, ScriptedModel, TaskExecution, Tool } from "@tessera/runtime"
+import { Compaction, History, Model, TaskExecution, Tool } from "@tessera/runtime"
+import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, FileSystem, Layer, Path, Schema } from "effect"
 
 /** What the example ran and found, for the page and the tests. */
@@ -93,7 +94,7 @@ export const runExample = (options: { readonly root: string }): Promise<Report> 
               const recorder = yield* ScriptedModel.ScriptedModelRecorder
               return { outcome, sent: yield* recorder.requests }
             }).pipe(Effect.provide(Layer.merge(ScriptedModel.layer(script), DefaultRedactor.layer()))),
-          { policy: CompactionPolicy.threshold({ measure: "bytes", limit: 10 * 1024, keepRecent: 1024 }) }
+          { policy: Compaction.threshold({ measure: "bytes", limit: 10 * 1024, keepRecent: 1024 }) }
         )
         const fs = yield* FileSystem.FileSystem
         const path = yield* Path.Path

@@ -1,5 +1,5 @@
 /**
- * A `JournalFile` (the runtime's append-only journal writer) on the Origin
+ * A `JournalStorage.JournalFile` (the runtime's append-only journal writer) on the Origin
  * Private File System, chosen by where it runs:
  *
  * - In a dedicated worker, a synchronous access handle: the file is locked
@@ -21,16 +21,16 @@
  *
  * @since 0.1.0
  */
-import * as JournalFile from "@tessera/runtime/JournalFile"
+import * as JournalStorage from "@tessera/runtime/JournalStorage"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import { fileAt } from "./internal/opfs.ts"
 
-type Operation = JournalFile.JournalFileError["operation"]
+type Operation = JournalStorage.JournalFileError["operation"]
 
 const journalError = (operation: Operation, error: unknown) =>
-  new JournalFile.JournalFileError({
+  new JournalStorage.JournalFileError({
     operation,
     detail: error instanceof Error ? `${error.name}: ${error.message}` : String(error)
   })
@@ -61,12 +61,12 @@ const blockingCall = <A>(operation: Operation, body: (value: A) => void) => {
       throw journalError(operation, error)
     }
   }
-  const effect = (value: A): Effect.Effect<void, JournalFile.JournalFileError> =>
+  const effect = (value: A): Effect.Effect<void, JournalStorage.JournalFileError> =>
     Effect.try({ try: () => body(value), catch: (error) => journalError(operation, error) })
   return { blocking, effect }
 }
 
-const handleOf = (access: SyncAccessHandle): JournalFile.AppendHandle => {
+const handleOf = (access: SyncAccessHandle): JournalStorage.AppendHandle => {
   const writeLine = (line: string) => {
     const bytes = encoder.encode(line)
     let written = 0
@@ -96,7 +96,9 @@ const handleOf = (access: SyncAccessHandle): JournalFile.AppendHandle => {
   }
 }
 
-const openSync = (file: string): Effect.Effect<JournalFile.AppendHandle, JournalFile.JournalFileError, Scope.Scope> =>
+const openSync = (
+  file: string
+): Effect.Effect<JournalStorage.AppendHandle, JournalStorage.JournalFileError, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.tryPromise({
       try: async () => {
@@ -110,9 +112,9 @@ const openSync = (file: string): Effect.Effect<JournalFile.AppendHandle, Journal
     (access) => Effect.sync(() => access.close())
   ).pipe(Effect.map(handleOf))
 
-const openStreamed = (file: string): Effect.Effect<JournalFile.AppendHandle, JournalFile.JournalFileError> =>
+const openStreamed = (file: string): Effect.Effect<JournalStorage.AppendHandle, JournalStorage.JournalFileError> =>
   Effect.tryPromise({ try: () => fileAt(file, true), catch: (error) => journalError("open", error) }).pipe(
-    Effect.map((handle): JournalFile.AppendHandle => {
+    Effect.map((handle): JournalStorage.AppendHandle => {
       // A writable stream commits its bytes when it closes: every write is as durable as the platform makes it.
       const append = (line: string) =>
         attempt("append", async () => {
@@ -147,15 +149,15 @@ const openStreamed = (file: string): Effect.Effect<JournalFile.AppendHandle, Jou
  * @since 0.1.0
  * @category implementations
  */
-export const opfs: JournalFile.JournalFileShape = {
+export const opfs: JournalStorage.JournalFileShape = {
   openAppend: (file) => (syncHandlesAvailable() ? openSync(file) : openStreamed(file))
 }
 
 /**
- * Provides {@link opfs} as the runtime's `JournalFile`. Adds no requirement
+ * Provides {@link opfs} as the runtime's `JournalStorage.JournalFile`. Adds no requirement
  * and satisfies none.
  *
  * @since 0.1.0
  * @category layers
  */
-export const layer: Layer.Layer<never> = Layer.succeed(JournalFile.JournalFile)(opfs)
+export const layer: Layer.Layer<never> = Layer.succeed(JournalStorage.JournalFile)(opfs)

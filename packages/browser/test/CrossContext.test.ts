@@ -92,7 +92,7 @@ describe("across workers", () => {
         const refused = next(second)
         second.postMessage({ kind: "journal", folder, task: "t1", entries: 1, holdMs: 0 })
         const secondAnswer = await refused
-        assert.match(secondAnswer, /^JournalIOError: .*NoModificationAllowedError/)
+        assert.match(secondAnswer, /^JournalIoError: .*NoModificationAllowedError/)
         assert.strictEqual(await held, "Appended 20")
         const text = await (await (await top.getFileHandle("t1.jsonl")).getFile()).text()
         assert.strictEqual(text.split("\n").filter(Boolean).length, 20)

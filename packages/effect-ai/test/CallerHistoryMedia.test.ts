@@ -8,7 +8,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { TesseraLanguageModel } from "@tessera/effect-ai"
-import { Compaction, CompactionPolicy, History, Model } from "@tessera/runtime"
+import { Compaction, History, Model } from "@tessera/runtime"
 import { Effect, Layer, Schema, Stream } from "effect"
 import { LanguageModel, Prompt, type Response, Tool, Toolkit } from "effect/ai"
 import * as fc from "fast-check"
@@ -33,9 +33,9 @@ const png = Uint8Array.from(
   )
 )
 
-const policy = CompactionPolicy.threshold({ measure: "bytes", limit: 5_000, keepRecent: 0, pieceLimit: 100_000 })
+const policy = Compaction.threshold({ measure: "bytes", limit: 5_000, keepRecent: 0, pieceLimit: 100_000 })
 /** Never reached by these loops: no summary, so no staged file's path (the store's own random id) in any request. */
-const roomy = CompactionPolicy.threshold({ measure: "bytes", limit: 1_000_000, keepRecent: 0, pieceLimit: 100_000 })
+const roomy = Compaction.threshold({ measure: "bytes", limit: 1_000_000, keepRecent: 0, pieceLimit: 100_000 })
 
 type Where = "user" | "tool"
 

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { EffectAiModel } from "@tessera/effect-ai"
-import { CompactionPolicy, History, Model, TaskExecution, Tool as TesseraTool } from "@tessera/runtime"
+import { Compaction, History, Model, TaskExecution, Tool as TesseraTool } from "@tessera/runtime"
 import { Effect, Layer, Schema, Stream } from "effect"
 import { AiError, LanguageModel, Prompt, type Response } from "effect/ai"
 import { bindTask, count, inWorld, journalText, promptText, streamed, taskText } from "./support/world.ts"
@@ -57,7 +57,7 @@ const served = Effect.gen(function* () {
 const turn = (model: Layer.Layer<Model.Model>) =>
   inWorld((world) =>
     Effect.gen(function* () {
-      const binding = yield* bindTask(world, true, CompactionPolicy.threshold({ limit: 20_000 }))
+      const binding = yield* bindTask(world, true, Compaction.threshold({ limit: 20_000 }))
       const outcome = yield* TaskExecution.runTurn(binding, History.make([Model.text("user", taskText)]), {
         tools: TesseraTool.registry(fetchReport),
         maxSteps: 4

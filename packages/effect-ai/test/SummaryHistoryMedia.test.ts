@@ -7,7 +7,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { EffectAiModel } from "@tessera/effect-ai"
-import { Compaction, CompactionPolicy, History, Model, TaskExecution, Tool as TesseraTool } from "@tessera/runtime"
+import { Compaction, History, Model, TaskExecution, Tool as TesseraTool } from "@tessera/runtime"
 import { Effect, Layer, Schema, Stream } from "effect"
 import { LanguageModel, type Prompt, type Response } from "effect/ai"
 import { answer, bindTask, callTool, inWorld, isSummaryRequest, streamed, taskText } from "./support/world.ts"
@@ -34,7 +34,7 @@ const start = History.append(History.make([Model.text("user", taskText)]), [
   Model.text("user", "Here is the failing page:"),
   shot
 ])
-const policy = CompactionPolicy.threshold({ measure: "bytes", limit: 5_000, keepRecent: 500, pieceLimit: 100_000 })
+const policy = Compaction.threshold({ measure: "bytes", limit: 5_000, keepRecent: 500, pieceLimit: 100_000 })
 
 /** A file part's bytes as base64 (its data is raw bytes or base64); none for a URL. */
 const base64Of = (data: Prompt.FilePart["data"]): string | undefined =>

@@ -7,7 +7,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { TesseraLanguageModel } from "@tessera/effect-ai"
-import { Compaction, CompactionPolicy, History, Model } from "@tessera/runtime"
+import { Compaction, History, Model } from "@tessera/runtime"
 import { Effect, Layer, Stream } from "effect"
 import { LanguageModel, Prompt, type Response } from "effect/ai"
 import * as fc from "fast-check"
@@ -23,7 +23,7 @@ const png = Uint8Array.from(
   )
 )
 
-const policy = CompactionPolicy.threshold({ measure: "bytes", limit: 5_000, keepRecent: 0, pieceLimit: 100_000 })
+const policy = Compaction.threshold({ measure: "bytes", limit: 5_000, keepRecent: 0, pieceLimit: 100_000 })
 
 const isSummaryPrompt = (prompt: Prompt.Prompt): boolean => {
   const first = prompt.content[0]

@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
 import { DefaultRedactor } from "@tessera/artifacts"
 import { TesseraLanguageModel } from "@tessera/effect-ai"
-import { Compaction, CompactionPolicy } from "@tessera/runtime"
+import { Compaction } from "@tessera/runtime"
 import { Effect, Layer, Stream } from "effect"
 import { AiError, LanguageModel, Prompt } from "effect/ai"
 import {
@@ -39,7 +39,7 @@ const leaks = (await import(
 )) as Leaks
 const redactedByHost = DefaultRedactor.make().redactText(leaks.providerText)
 
-const policy = CompactionPolicy.threshold({ measure: "bytes", limit: 5_000, keepRecent: 0, pieceLimit: 100_000 })
+const policy = Compaction.threshold({ measure: "bytes", limit: 5_000, keepRecent: 0, pieceLimit: 100_000 })
 
 const providerError = () =>
   AiError.make({

@@ -4,7 +4,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { DefaultRedactor } from "@tessera/artifacts"
 import { Digest } from "@tessera/core"
 import { EffectAiModel, TesseraLanguageModel } from "@tessera/effect-ai"
-import { CompactionPolicy, type EntryGate, ForeignLoop, History, Journal, Model, ScriptedModel } from "@tessera/runtime"
+import { Compaction, type EntryGate, ForeignLoop, History, Journal, Model } from "@tessera/runtime"
+import { ScriptedModel } from "@tessera/runtime/testing"
 import { Context, Effect, Layer, Schema, Stream } from "effect"
 import { AiError, LanguageModel, Prompt, type Response, Tool, Toolkit } from "effect/ai"
 import {
@@ -28,13 +29,13 @@ import {
 } from "./support/world.ts"
 
 const offload = { threshold: 2_000, readTool: "read_artifact", destination: "Private" } as const
-const longPolicy = CompactionPolicy.threshold({
+const longPolicy = Compaction.threshold({
   measure: "bytes",
   limit: 8_000,
   keepRecent: 2_000,
   pieceLimit: 100_000
 })
-const fourPolicy = CompactionPolicy.threshold({
+const fourPolicy = Compaction.threshold({
   measure: "bytes",
   limit: 30_000,
   keepRecent: 1_000,

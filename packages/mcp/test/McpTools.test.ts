@@ -14,12 +14,12 @@ import {
   History,
   Journal,
   Model,
-  ScriptedModel,
   StoreLayout,
   TaskExecution,
   TaskHost,
   Tool
 } from "@tessera/runtime"
+import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Layer, Option, Schema } from "effect"
 import { McpClient, McpProtocol } from "effect/ai"
 import { FetchHttpClient } from "effect/http"

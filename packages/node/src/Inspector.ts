@@ -116,7 +116,7 @@ export type InspectError =
   | VolumeStore.VolumeMetadataInvalid
   | Journal.JournalCorrupt
   | Journal.JournalNotRecognized
-  | Journal.JournalIOError
+  | Journal.JournalIoError
 
 /**
  * A file on a volume: its path relative to the volume's data folder

@@ -10,7 +10,7 @@
  * - the default compaction policy of its tasks is `Disabled`: turns run
  *   without compaction and complete;
  * - arming compaction explicitly (`EntryGate.bind(context, { policy:
- *   CompactionPolicy.threshold(...) })`) is refused at entry with
+ *   Compaction.threshold(...) })`) is refused at entry with
  *   `Unauthorized`, before any model request and before the journal file is
  *   even opened;
  * - issuing any task a grant on the journal volume fails `Unauthorized` with
@@ -34,7 +34,7 @@ import * as HostAuthority from "@tessera/core/HostAuthority"
 import type * as Ids from "@tessera/core/Ids"
 import type * as Volume from "@tessera/core/Volume"
 import * as FilesystemTaskRuntime from "@tessera/runtime/FilesystemTaskRuntime"
-import type * as JournalDurability from "@tessera/runtime/JournalDurability"
+import type * as JournalStorage from "@tessera/runtime/JournalStorage"
 import type * as TaskHost from "@tessera/runtime/TaskHost"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -62,11 +62,11 @@ export interface OpenOptions extends StateNamespace.OpenOptions {
   readonly agent: Ids.AgentId
   readonly runtimeTask?: Ids.TaskId
   /**
-   * When the tasks' journal entries become durable (`JournalDurability`):
+   * When the tasks' journal entries become durable (`JournalStorage.JournalDurability`):
    * every entry (the default), each step's entries together, or in memory
    * only.
    */
-  readonly durability?: JournalDurability.Durability
+  readonly durability?: JournalStorage.Durability
 }
 
 /**

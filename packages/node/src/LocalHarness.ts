@@ -43,7 +43,7 @@ import * as Ids from "@tessera/core/Ids"
 import * as InvalidInput from "@tessera/core/InvalidInput"
 import * as Volume from "@tessera/core/Volume"
 import * as FilesystemTaskRuntime from "@tessera/runtime/FilesystemTaskRuntime"
-import type * as JournalDurability from "@tessera/runtime/JournalDurability"
+import type * as JournalStorage from "@tessera/runtime/JournalStorage"
 import * as StoreLayout from "@tessera/runtime/StoreLayout"
 import type * as TaskHost from "@tessera/runtime/TaskHost"
 import type * as VolumeStore from "@tessera/runtime/VolumeStore"
@@ -81,11 +81,11 @@ export interface OpenOptions extends StateNamespace.OpenOptions {
   readonly authority?: Layer.Layer<HostAuthority.HostAuthority>
   readonly runtimeTask?: Ids.TaskId
   /**
-   * When the tasks' journal entries become durable (`JournalDurability`):
+   * When the tasks' journal entries become durable (`JournalStorage.JournalDurability`):
    * every entry (the default), each step's entries together, or in memory
    * only.
    */
-  readonly durability?: JournalDurability.Durability
+  readonly durability?: JournalStorage.Durability
 }
 
 /**
@@ -161,7 +161,7 @@ export interface LocalHarnessService extends HostTasks {
   /**
    * Binds `task` and runs `body` with the task's `Journal` (written with the
    * blocking `NodeJournalFile`), the harness's `ArtifactPathPolicy`, the
-   * `node:crypto` digest and the harness's `JournalDurability` provided. A
+   * `node:crypto` digest and the harness's `JournalStorage.JournalDurability` provided. A
    * refused binding fails before the journal file is opened.
    */
   readonly withTask: HostTasks["withTask"]
@@ -268,7 +268,7 @@ const durabilityTags: ReadonlyArray<unknown> = ["PerEntry", "GroupCommit", "Memo
  * The options of {@link open} as a JavaScript caller may pass them, checked
  * field by field: the agent and the runtime task are identifiers (they
  * become folder and volume names), the state folder a path, the authority a
- * layer, the durability one of `JournalDurability`'s choices. The namespace
+ * layer, the durability one of `JournalStorage`'s durability choices. The namespace
  * only needs to be a string here: `StateNamespace.open` names a bad one
  * (`InvalidNamespace`).
  */
@@ -294,14 +294,14 @@ const decodeOpenOptions = (options: OpenOptions): Result.Result<OpenOptions, Inv
   }
   if (durability !== undefined) {
     if (!isRecord(durability) || !durabilityTags.includes(durability._tag)) {
-      return refuseOption("durability", durability, "expected JournalDurability.perEntry, groupCommit or memoryOnly()")
+      return refuseOption("durability", durability, "expected JournalStorage.perEntry, groupCommit or memoryOnly()")
     }
     const journals = durability.journals
     if (
       durability._tag === "MemoryOnly" &&
       (!isRecord(journals) || typeof journals.files !== "function" || typeof journals.bytes !== "function")
     ) {
-      return refuseOption("durability.journals", journals, "expected the store of JournalDurability.memoryOnly()")
+      return refuseOption("durability.journals", journals, "expected the store of JournalStorage.memoryOnly()")
     }
   }
   return Result.succeed(options)
@@ -317,7 +317,8 @@ const decodeOpenOptions = (options: OpenOptions): Result.Result<OpenOptions, Inv
  * ```ts
  * import { Ids } from "@tessera/core"
  * import { LocalHarness, NodeTessera } from "@tessera/node"
- * import { History, Model, ScriptedModel, TaskExecution, Tool } from "@tessera/runtime"
+ * import { History, Model, TaskExecution, Tool } from "@tessera/runtime"
+ * import { ScriptedModel } from "@tessera/runtime/testing"
  * import { Effect, Schema } from "effect"
  *
  * const agent = Schema.decodeUnknownSync(Ids.AgentId)("researcher")

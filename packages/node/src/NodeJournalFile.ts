@@ -1,5 +1,5 @@
 /**
- * A `JournalFile` that writes and syncs on the calling thread.
+ * A `JournalStorage.JournalFile` that writes and syncs on the calling thread.
  *
  * An append is one `write` (repeated until every byte is out) and one
  * `fsync`, made with Node's synchronous calls: no worker-thread round trip,
@@ -9,7 +9,7 @@
  * nothing else runs meanwhile: right for a process that drives one task at a
  * time (the local hosts provide it), wrong for a server that must keep
  * answering while tasks journal; such a host leaves the runtime's default
- * (`JournalFile.fileSystem`, worker threads) in place.
+ * (`JournalStorage.fileSystem`, worker threads) in place.
  *
  * The durability contract is the default's: an append succeeds only after
  * the bytes were written and the file synced.
@@ -17,18 +17,18 @@
  * @since 0.1.0
  */
 import * as fs from "node:fs"
-import * as JournalFile from "@tessera/runtime/JournalFile"
+import * as JournalStorage from "@tessera/runtime/JournalStorage"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { writeAllBlocking } from "./internal/writeAllBlocking.ts"
 
-const journalFileError = (operation: JournalFile.JournalFileError["operation"], error: unknown) =>
-  new JournalFile.JournalFileError({ operation, detail: error instanceof Error ? error.message : String(error) })
+const journalFileError = (operation: JournalStorage.JournalFileError["operation"], error: unknown) =>
+  new JournalStorage.JournalFileError({ operation, detail: error instanceof Error ? error.message : String(error) })
 
 /** A blocking file call in both forms a handle offers: throwing its `JournalFileError`, and as an effect. */
 const fileCall = <Args extends ReadonlyArray<unknown>>(
-  operation: JournalFile.JournalFileError["operation"],
+  operation: JournalStorage.JournalFileError["operation"],
   body: (...args: Args) => void
 ) => ({
   blocking: (...args: Args): void => {
@@ -38,7 +38,7 @@ const fileCall = <Args extends ReadonlyArray<unknown>>(
       throw journalFileError(operation, error)
     }
   },
-  effect: (...args: Args): Effect.Effect<void, JournalFile.JournalFileError> =>
+  effect: (...args: Args): Effect.Effect<void, JournalStorage.JournalFileError> =>
     Effect.try({ try: () => body(...args), catch: (error) => journalFileError(operation, error) })
 })
 
@@ -48,7 +48,7 @@ const fileCall = <Args extends ReadonlyArray<unknown>>(
  * @since 0.1.0
  * @category implementations
  */
-export const blocking: JournalFile.JournalFileShape = {
+export const blocking: JournalStorage.JournalFileShape = {
   // One `readFileSync`: Effect's `FileSystem.readFile` streams a file in small chunks, several times slower on a
   // journal of megabytes (docs/performance.md, journal reopen).
   readAll: (file) =>
@@ -70,7 +70,7 @@ export const blocking: JournalFile.JournalFileShape = {
       Effect.try({ try: () => fs.openSync(file, "a"), catch: (error) => journalFileError("open", error) }),
       (fd) => Effect.sync(() => fs.closeSync(fd))
     ).pipe(
-      Effect.map((fd): JournalFile.AppendHandle => {
+      Effect.map((fd): JournalStorage.AppendHandle => {
         const write = fileCall("append", (line: string) => writeAllBlocking(fd, line))
         const sync = fileCall("sync", () => fs.fsyncSync(fd))
         const append = fileCall("append", (line: string) => {
@@ -93,10 +93,10 @@ export const blocking: JournalFile.JournalFileShape = {
 }
 
 /**
- * Provides {@link blocking} as the runtime's `JournalFile`. Adds no
+ * Provides {@link blocking} as the runtime's `JournalStorage.JournalFile`. Adds no
  * requirement and satisfies none.
  *
  * @since 0.1.0
  * @category layers
  */
-export const layer: Layer.Layer<never> = Layer.succeed(JournalFile.JournalFile)(blocking)
+export const layer: Layer.Layer<never> = Layer.succeed(JournalStorage.JournalFile)(blocking)

@@ -17,9 +17,9 @@
  *   while tasks journal.
  *
  * When journal entries become durable is a separate choice
- * (`JournalDurability` in `@tessera/runtime`: per entry by default, group
+ * (`JournalStorage` in `@tessera/runtime`: per entry by default, group
  * commit, memory-only); a host states it by merging
- * `JournalDurability.layer(choice)` beside this layer, or provides it to the
+ * `JournalStorage.layer(choice)` beside this layer, or provides it to the
  * layer that opens its journals.
  *
  * Without the digest and the blocking journal the runtime works the same and
@@ -89,7 +89,8 @@ export const layer: Layer.Layer<Services> = Layer.merge(platform, NodeJournalFil
  * ```ts
  * import { Ids } from "@tessera/core"
  * import { LocalHarness, NodeTessera } from "@tessera/node"
- * import { History, Model, ScriptedModel, TaskExecution, Tool } from "@tessera/runtime"
+ * import { History, Model, TaskExecution, Tool } from "@tessera/runtime"
+ * import { ScriptedModel } from "@tessera/runtime/testing"
  * import { Effect, Schema } from "effect"
  *
  * const decodeTask = Schema.decodeUnknownSync(Ids.TaskId)

@@ -9,16 +9,8 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { LocalHarness } from "@tessera/node"
-import {
-  CompactionPolicy,
-  type EntryGate,
-  History,
-  Journal,
-  Model,
-  ScriptedModel,
-  TaskExecution,
-  Tool
-} from "@tessera/runtime"
+import { Compaction, type EntryGate, History, Journal, Model, TaskExecution, Tool } from "@tessera/runtime"
+import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Schema } from "effect"
 import { agentId, nodeLayer, taskId, tempDir } from "./support/temp.ts"
 
@@ -34,7 +26,7 @@ const withHarness = <A, E, R>(
 ) =>
   Effect.scoped(
     Effect.flatMap(LocalHarness.open({ stateDir, namespace: "approvals", agent }), (harness) =>
-      harness.withTask(task, body, { policy: CompactionPolicy.disabled })
+      harness.withTask(task, body, { policy: Compaction.disabled })
     )
   )
 

@@ -29,7 +29,7 @@ import * as path from "node:path"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { DurableFiles } from "@tessera/core"
-import { Journal } from "@tessera/runtime"
+import { Journal, type JournalEntry } from "@tessera/runtime"
 import { Effect } from "effect"
 import { taskId } from "./support/temp.ts"
 
@@ -133,7 +133,7 @@ const readJournal = (stateDir: string) =>
 /** What a run left for the checker: the journal, and the logs the child kept. */
 interface Evidence {
   readonly turns: number
-  readonly entries: ReadonlyArray<Journal.Entry>
+  readonly entries: ReadonlyArray<JournalEntry.Entry>
   /** `<tool> <call id>`, one line per time a call took effect. */
   readonly effects: ReadonlyArray<string>
   /** `<tool> <call id>`, one line per time a resume started with the call in flight. */
@@ -339,7 +339,7 @@ describe("approved calls under random kills", () => {
       const doubled = violations({ ...evidence, effects: [...evidence.effects, deployed] })
       assert.deepStrictEqual(doubled, [`${deployed} took effect 2 times (allowed 1..1)`])
       const calledAt = evidence.entries.findIndex((entry) => entry._tag === "ToolCalled" && entry.name === "deploy")
-      const called = evidence.entries[calledAt] as Journal.Entry
+      const called = evidence.entries[calledAt] as JournalEntry.Entry
       const silently = violations({
         ...evidence,
         entries: [...evidence.entries.slice(0, calledAt + 1), called, ...evidence.entries.slice(calledAt + 1)]

@@ -7,16 +7,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { LocalHarness } from "@tessera/node"
-import {
-  CompactionPolicy,
-  type EntryGate,
-  History,
-  Journal,
-  Model,
-  ScriptedModel,
-  TaskExecution,
-  Tool
-} from "@tessera/runtime"
+import { Compaction, type EntryGate, History, Journal, Model, TaskExecution, Tool } from "@tessera/runtime"
+import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Schema, Stream } from "effect"
 import { agentId, nodeLayer, taskId, tempDir } from "./support/temp.ts"
 
@@ -27,7 +19,7 @@ const start = History.make([Model.text("user", "Ship the release and clean up.")
 const withHarness = <A, E, R>(stateDir: string, body: (binding: EntryGate.TaskBinding) => Effect.Effect<A, E, R>) =>
   Effect.scoped(
     Effect.flatMap(LocalHarness.open({ stateDir, namespace: "approvals", agent }), (harness) =>
-      harness.withTask(task, body, { policy: CompactionPolicy.disabled })
+      harness.withTask(task, body, { policy: Compaction.disabled })
     )
   )
 

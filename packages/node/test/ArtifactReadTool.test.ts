@@ -15,17 +15,17 @@ import { NodeDurableFiles } from "@tessera/node"
 import type { TaskContext } from "@tessera/runtime"
 import {
   ArtifactReadTool,
-  CompactionPolicy,
+  Compaction,
   EntryGate,
   History,
   Journal,
   Model,
-  ScriptedModel,
   StoreLayout,
   TaskExecution,
   Tool,
   type ToolResultOffload
 } from "@tessera/runtime"
+import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Layer, Option, type Path, Schema } from "effect"
 import * as fc from "fast-check"
 import {
@@ -89,7 +89,7 @@ const runTurn = (
 ) =>
   Effect.gen(function* () {
     const context = yield* world.bind([{ volume: world.mine, access: ["read", "write"] }])
-    const binding = yield* EntryGate.bind(context, { policy: CompactionPolicy.disabled })
+    const binding = yield* EntryGate.bind(context, { policy: Compaction.disabled })
     return yield* Effect.gen(function* () {
       yield* TaskExecution.runTurn(binding, History.make([Model.text("user", "read the report")]), {
         tools: Tool.registry(report),

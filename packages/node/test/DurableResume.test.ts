@@ -23,17 +23,18 @@ import { assert, describe, it } from "@effect/vitest"
 import { DurableFiles } from "@tessera/core"
 import { LocalHarness } from "@tessera/node"
 import {
-  CompactionPolicy,
+  Compaction,
   type EntryGate,
   History,
   Journal,
+  type JournalEntry,
   Model,
   PrivateSummaries,
-  ScriptedModel,
   TaskExecution,
   Tool,
   Transcript
 } from "@tessera/runtime"
+import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Option, Schema } from "effect"
 import { agentId, nodeLayer, taskId, tempDir } from "./support/temp.ts"
 
@@ -79,7 +80,7 @@ const readJournal = (stateDir: string) =>
   )
 
 /** The digests of the turn requests that were answered, in order (a request lost to a kill is not one). */
-const answeredRequests = (entries: ReadonlyArray<Journal.Entry>): ReadonlyArray<string> => {
+const answeredRequests = (entries: ReadonlyArray<JournalEntry.Entry>): ReadonlyArray<string> => {
   const answered: Array<string> = []
   let last: string | undefined
   for (const entry of entries) {
@@ -232,7 +233,7 @@ describe("durable resume", () => {
 
 const agent = agentId("resumer")
 const task = taskId("durable-task")
-const policy = CompactionPolicy.threshold({ measure: "bytes", limit: 2500, keepRecent: 600, pieceLimit: 6000 })
+const policy = Compaction.threshold({ measure: "bytes", limit: 2500, keepRecent: 600, pieceLimit: 6000 })
 const taskParts = [Model.text("system", "You fetch reports."), Model.text("user", "Fetch the reports.")]
 const start = History.append(History.make(taskParts), [Model.text("user", "turn 1: fetch")])
 

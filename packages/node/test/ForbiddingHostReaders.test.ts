@@ -8,7 +8,8 @@
 import * as fs from "node:fs"
 import { assert, describe, it } from "@effect/vitest"
 import { JournalForbiddingHost } from "@tessera/node"
-import { Journal, JournalDurability, ScriptedModel, TaskExecution } from "@tessera/runtime"
+import { Journal, JournalStorage, TaskExecution } from "@tessera/runtime"
+import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Exit, Option } from "effect"
 import { agentId, nodeLayer, taskId, tempDir } from "./support/temp.ts"
 import { start, tools, twoReports } from "./support/turns.ts"
@@ -21,7 +22,7 @@ describe("the journal-forbidding host's durability", () => {
     "forbidding_host_durability_reaches_readers: under memory-only durability, readEntries after the task returns every entry the journal held, repairJournal finds nothing to repair, nothing is on disk; a reader under the default durability does not get them (negative control)",
     () =>
       Effect.gen(function* () {
-        const memory = JournalDurability.memoryOnly()
+        const memory = JournalStorage.memoryOnly()
         const host = yield* JournalForbiddingHost.open({
           stateDir: yield* tempDir,
           namespace: "sealed",
@@ -47,7 +48,7 @@ describe("the journal-forbidding host's durability", () => {
         // Negative control: the reader as it was wired before, under the default durability, misses them.
         const old = yield* Effect.exit(
           Journal.readEntries({ folder: host.journalFolder, task }).pipe(
-            Effect.provideService(JournalDurability.JournalDurability, JournalDurability.perEntry)
+            Effect.provideService(JournalStorage.JournalDurability, JournalStorage.perEntry)
           )
         )
         assert.isFalse(Exit.isSuccess(old) && old.value.length === held.state.entries)

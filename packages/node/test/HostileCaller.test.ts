@@ -24,7 +24,6 @@ import { JournalForbiddingHost, NodeDurableFiles } from "@tessera/node"
 import {
   ArtifactReadTool,
   Compaction,
-  CompactionPolicy,
   EntryGate,
   FilesystemTaskRuntime,
   History,
@@ -146,7 +145,7 @@ const longHistory = (rounds: number, size: number): History.History =>
     History.make([Model.text("user", "Do the work.")])
   )
 
-const policy = CompactionPolicy.threshold({ measure: "bytes", limit: 2_000, keepRecent: 0, pieceLimit: 1_000 })
+const policy = Compaction.threshold({ measure: "bytes", limit: 2_000, keepRecent: 0, pieceLimit: 1_000 })
 
 interface Verdict {
   readonly error:
@@ -613,7 +612,7 @@ describe("hostile caller: what a turn persists or reports is scrubbed", () => {
   const failedTurn = (arena: Arena, redact: boolean) =>
     Effect.gen(function* () {
       const x = yield* arena.taskOn(agentX, "task-x", arena.privX)
-      const binding = yield* EntryGate.bind(x.context, { policy: CompactionPolicy.disabled })
+      const binding = yield* EntryGate.bind(x.context, { policy: Compaction.disabled })
       const turn = TaskExecution.runTurn(binding, History.make([Model.text("user", "go")]), {
         tools,
         maxSteps: 2
@@ -742,7 +741,7 @@ describe("gated entries keep what the turn would get", () => {
     inArena((arena) =>
       Effect.gen(function* () {
         const x = yield* arena.taskOn(agentX, "task-x", arena.privX)
-        const binding = yield* EntryGate.bind(x.context, { policy: CompactionPolicy.disabled })
+        const binding = yield* EntryGate.bind(x.context, { policy: Compaction.disabled })
         const offload = { threshold: 10, readTool: "read_artifact", destination: "Private" as const }
         const run = (config: TaskExecution.ExecutionConfig) =>
           Effect.gen(function* () {
@@ -1085,7 +1084,7 @@ describe("hostile caller: a binding is admitted only to its own task's journal",
     inArena((arena) =>
       Effect.gen(function* () {
         const x = yield* arena.taskOn(agentX, "task-x", arena.privX)
-        const binding = yield* EntryGate.bind(x.context, { policy: CompactionPolicy.disabled })
+        const binding = yield* EntryGate.bind(x.context, { policy: Compaction.disabled })
         const turn = TaskExecution.runTurn(binding, longHistory(1, 10), { tools, maxSteps: 2 })
         // `cost` puts the journal of the task it is given in scope: another task's.
         assertRefused(yield* cost(arena, "task-other", turn), "Unauthorized", "TaskMismatch")

@@ -4,7 +4,8 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
 import { Inspector, LocalHarness } from "@tessera/node"
-import { CompactionPolicy, type Journal, Model, ScriptedModel, StoreLayout, TaskExecution } from "@tessera/runtime"
+import { Compaction, type JournalEntry, Model, StoreLayout, TaskExecution } from "@tessera/runtime"
+import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Path } from "effect"
 import { agentId, nodeLayer, taskId, tempDir } from "./support/temp.ts"
 import { isSummaryRequest, produceCall, start, tools } from "./support/turns.ts"
@@ -43,7 +44,7 @@ const populated = (stateDir: string) =>
               offload: { threshold: 15_000, readTool: "read_artifact", destination: "Private" }
             }),
           {
-            policy: CompactionPolicy.threshold({ measure: "bytes", limit: 10_000, keepRecent: 0, pieceLimit: 100_000 })
+            policy: Compaction.threshold({ measure: "bytes", limit: 10_000, keepRecent: 0, pieceLimit: 100_000 })
           }
         )
         .pipe(Effect.provide(ScriptedModel.layer(script)))
@@ -114,7 +115,7 @@ describe("Inspector on a folder written by real turns", () => {
         }
 
         const staged = first.entries.find(
-          (entry): entry is Journal.Entry & { _tag: "SummaryStaged" } => entry._tag === "SummaryStaged"
+          (entry): entry is JournalEntry.Entry & { _tag: "SummaryStaged" } => entry._tag === "SummaryStaged"
         )
         assert.isDefined(staged)
         if (staged === undefined) return
@@ -258,7 +259,7 @@ describe("Inspector on bad or partial folders", () => {
 describe("formatEntry", () => {
   it("puts seq, ISO time, tag and the entry's key fields on one line", () => {
     const at = Date.UTC(2026, 0, 2, 3, 4, 5)
-    const line = (entry: Journal.Entry) => Inspector.formatEntry(entry)
+    const line = (entry: JournalEntry.Entry) => Inspector.formatEntry(entry)
     const requestLine = line({
       _tag: "RequestDispatched",
       seq: 3,

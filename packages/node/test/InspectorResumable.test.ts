@@ -8,7 +8,8 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
 import { Inspector, LocalHarness } from "@tessera/node"
-import { CompactionPolicy, History, Model, ScriptedModel, TaskExecution, Tool } from "@tessera/runtime"
+import { Compaction, History, Model, TaskExecution, Tool } from "@tessera/runtime"
+import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Option, Path, Schema } from "effect"
 import { agentId, nodeLayer, taskId, tempDir } from "./support/temp.ts"
 
@@ -46,7 +47,7 @@ const paused = (stateDir: string) =>
               durable: true,
               offload: { threshold: 4096, readTool: "read_artifact", destination: "Private" }
             }),
-          { policy: CompactionPolicy.disabled }
+          { policy: Compaction.disabled }
         )
         .pipe(
           Effect.provide(

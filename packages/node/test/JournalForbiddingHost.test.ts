@@ -2,7 +2,8 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { JournalForbiddingHost } from "@tessera/node"
-import { CompactionPolicy, EntryGate, Journal, ScriptedModel, TaskExecution } from "@tessera/runtime"
+import { Compaction, EntryGate, Journal, TaskExecution } from "@tessera/runtime"
+import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Option } from "effect"
 import { agentId, nodeLayer, taskId, tempDir } from "./support/temp.ts"
 import { isSummaryRequest, requests, start, tools, twoReports } from "./support/turns.ts"
@@ -19,7 +20,7 @@ describe("the journal-forbidding host", () => {
       const kinds = (yield* host.host.store.list()).map((volume) => volume.kind)
       assert.notInclude(kinds, "AgentPrivate")
       const binding = yield* host.bindTask(task)
-      assert.deepStrictEqual(binding.policy, CompactionPolicy.disabled)
+      assert.deepStrictEqual(binding.policy, Compaction.disabled)
     }).pipe(Effect.provide(nodeLayer))
   )
 
@@ -48,7 +49,7 @@ describe("the journal-forbidding host", () => {
   it.live("arming compaction explicitly is Unauthorized at entry: zero model requests, no journal file", () =>
     Effect.gen(function* () {
       const host = yield* open(yield* tempDir)
-      const armed = CompactionPolicy.threshold({ measure: "bytes", limit: 5_000, keepRecent: 0 })
+      const armed = Compaction.threshold({ measure: "bytes", limit: 5_000, keepRecent: 0 })
       const { error, count } = yield* Effect.gen(function* () {
         const error = yield* Effect.flip(
           host.withTask(task, (binding) => TaskExecution.runTurn(binding, start, { tools, maxSteps: 8 }), {

@@ -20,14 +20,15 @@ import {
   type EntryGate,
   History,
   Journal,
-  JournalDurability,
+  JournalEntry,
+  JournalStorage,
   Model,
   PrivateSummaries,
-  ScriptedModel,
   TaskExecution,
   Tool,
   Transcript
 } from "@tessera/runtime"
+import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Exit, Option, Schema } from "effect"
 import * as fc from "fast-check"
 import { agentId, nodeLayer, taskId, tempDir } from "./support/temp.ts"
@@ -71,7 +72,7 @@ const configFor = (ran: Array<string>): TaskExecution.ExecutionConfig => ({
 /** Opens a harness on `stateDir` (with `durability`, when given) for the scope of `body`. */
 const withHarness = <A, E, R>(
   stateDir: string,
-  durability: JournalDurability.Durability | undefined,
+  durability: JournalStorage.Durability | undefined,
   body: (harness: LocalHarness.LocalHarnessService) => Effect.Effect<A, E, R>
 ) =>
   Effect.scoped(
@@ -81,14 +82,14 @@ const withHarness = <A, E, R>(
     )
   )
 
-const decodeLine = Schema.decodeUnknownSync(Schema.fromJsonString(Journal.Entry))
+const decodeLine = Schema.decodeUnknownSync(Schema.fromJsonString(JournalEntry.Entry))
 
 /**
  * The old wiring, for the negative controls: a reader that locates the
  * journal under the default durability (per entry: the file on disk)
  * whatever the harness chose, and reads a missing file as no entries.
  */
-const defaultDurabilityReader = (file: string): ReadonlyArray<Journal.Entry> =>
+const defaultDurabilityReader = (file: string): ReadonlyArray<JournalEntry.Entry> =>
   fs.existsSync(file)
     ? fs
         .readFileSync(file, "utf8")
@@ -98,7 +99,7 @@ const defaultDurabilityReader = (file: string): ReadonlyArray<Journal.Entry> =>
     : []
 
 /** What a reader's answer gets wrong about the journal it read: how many entries it holds, which is the last. */
-const disagreements = (read: ReadonlyArray<Journal.Entry>, state: Journal.JournalState): ReadonlyArray<string> => {
+const disagreements = (read: ReadonlyArray<JournalEntry.Entry>, state: Journal.JournalState): ReadonlyArray<string> => {
   const problems: Array<string> = []
   if (read.length !== state.entries) problems.push(`read ${read.length} entries, the journal holds ${state.entries}`)
   const last = Option.getOrUndefined(state.lastEntry)?.seq
@@ -129,7 +130,7 @@ describe("a memory-only harness's journals are read where they live", () => {
     () =>
       Effect.gen(function* () {
         const stateDir = yield* tempDir
-        const memory = JournalDurability.memoryOnly()
+        const memory = JournalStorage.memoryOnly()
         const seen = yield* withHarness(stateDir, memory, (harness) =>
           harness.withTask(task, (binding) =>
             Effect.gen(function* () {
@@ -139,7 +140,7 @@ describe("a memory-only harness's journals are read where they live", () => {
               const location = { folder: harness.journalFolder, task }
               const read = yield* Journal.readEntries(location)
               const readUnderDefault = yield* Journal.readEntries(location).pipe(
-                Effect.provideService(JournalDurability.JournalDurability, JournalDurability.perEntry)
+                Effect.provideService(JournalStorage.JournalDurability, JournalStorage.perEntry)
               )
               const restored = yield* TaskExecution.restoreHistory(binding)
               // The old wiring: the same questions answered from where the default durability keeps journals.
@@ -175,7 +176,7 @@ describe("a memory-only harness's journals are read where they live", () => {
     () =>
       Effect.gen(function* () {
         const stateDir = yield* tempDir
-        const memory = JournalDurability.memoryOnly()
+        const memory = JournalStorage.memoryOnly()
         const ran: Array<string> = []
         const script = scriptOf([2, 1])
         const broken = yield* withHarness(stateDir, memory, (harness) =>
@@ -221,11 +222,11 @@ describe("a memory-only harness's journals are read where they live", () => {
   )
 
   it.live(
-    "memory_only_readers_after_the_scope: the harness's readEntries and repairJournal, and a reader in another task's body, find the closed memory journal; a reader given the default durability or another memory-only store fails JournalIOError naming memory-only instead of reading none, where the old wiring reads 0 entries and Journal.repair finds no journal (negative controls)",
+    "memory_only_readers_after_the_scope: the harness's readEntries and repairJournal, and a reader in another task's body, find the closed memory journal; a reader given the default durability or another memory-only store fails JournalIoError naming memory-only instead of reading none, where the old wiring reads 0 entries and Journal.repair finds no journal (negative controls)",
     () =>
       Effect.gen(function* () {
         const stateDir = yield* tempDir
-        const memory = JournalDurability.memoryOnly()
+        const memory = JournalStorage.memoryOnly()
         const other = taskId("other-task")
         const seen = yield* withHarness(stateDir, memory, (harness) =>
           Effect.gen(function* () {
@@ -248,7 +249,7 @@ describe("a memory-only harness's journals are read where they live", () => {
               underDefault: yield* Effect.exit(Journal.readEntries(location)),
               underAnotherStore: yield* Effect.exit(
                 Journal.readEntries(location).pipe(
-                  Effect.provideService(JournalDurability.JournalDurability, JournalDurability.memoryOnly())
+                  Effect.provideService(JournalStorage.JournalDurability, JournalStorage.memoryOnly())
                 )
               ),
               oldRead: defaultDurabilityReader(`${harness.journalFolder}/${Journal.fileName(task)}`),
@@ -260,18 +261,18 @@ describe("a memory-only harness's journals are read where they live", () => {
         assert.deepStrictEqual(seen.inOtherBody, seen.byHarness)
         assert.isTrue(Option.isNone(seen.repaired), "a healthy memory journal needs no repair")
         for (const refused of [seen.underDefault, seen.underAnotherStore]) {
-          const error = failedWith(refused, "JournalIOError") as Journal.JournalIOError
-          assert.match(error.detail, /memory-only store of this process \(JournalDurability\.memoryOnly\(\)\) holds/)
+          const error = failedWith(refused, "JournalIoError") as Journal.JournalIoError
+          assert.match(error.detail, /memory-only store of this process \(JournalStorage\.memoryOnly\(\)\) holds/)
         }
         assert.match(
-          (failedWith(seen.underDefault, "JournalIOError") as Journal.JournalIOError).detail,
+          (failedWith(seen.underDefault, "JournalIoError") as Journal.JournalIoError).detail,
           /PerEntry: the file/
         )
 
         // Negative controls: the old wiring answers as if the task had never journaled.
         assert.deepStrictEqual(seen.oldRead, [])
         assert.isNotEmpty(disagreements(seen.oldRead, seen.state))
-        const oldRepair = failedWith(seen.oldRepair, "JournalIOError") as Journal.JournalIOError
+        const oldRepair = failedWith(seen.oldRepair, "JournalIoError") as Journal.JournalIoError
         assert.match(oldRepair.detail, /the journal does not exist/)
       }).pipe(Effect.provide(nodeLayer))
   )
@@ -332,9 +333,9 @@ describe("a memory-only harness's journals are read where they live", () => {
 
   it("readers_agree_under_every_durability: for any turn shape and durability, readEntries (inside the task and through the harness afterwards) returns the journal's entries and restoreHistory the turn's history", async () => {
     const durabilities = {
-      PerEntry: () => JournalDurability.perEntry,
-      GroupCommit: () => JournalDurability.groupCommit,
-      MemoryOnly: (): JournalDurability.Durability => JournalDurability.memoryOnly()
+      PerEntry: () => JournalStorage.perEntry,
+      GroupCommit: () => JournalStorage.groupCommit,
+      MemoryOnly: (): JournalStorage.Durability => JournalStorage.memoryOnly()
     }
     await fc.assert(
       fc.asyncProperty(

@@ -15,7 +15,6 @@ import { HostAuthority, Ids, Volume } from "@tessera/core"
 import { NodeDurableFiles } from "@tessera/node"
 import {
   Compaction,
-  CompactionPolicy,
   EntryGate,
   type Executor,
   FilesystemTaskRuntime,
@@ -81,7 +80,7 @@ const runGated = (hooks: Executor.Hooks | undefined) =>
     const runtime = yield* FilesystemTaskRuntime.fromHost(host, { private: Option.some(privateRef), scope })
     const context = yield* runtime.bindTask({ scope })
     const binding = yield* EntryGate.bind(context, {
-      policy: CompactionPolicy.threshold({ measure: "bytes", limit: 8_000, keepRecent: 0 })
+      policy: Compaction.threshold({ measure: "bytes", limit: 8_000, keepRecent: 0 })
     })
     const media = mediaParts()
     const received: Array<Model.ModelRequest> = []

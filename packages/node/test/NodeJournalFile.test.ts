@@ -5,13 +5,13 @@ import { assert, describe, it } from "@effect/vitest"
 import { Ids } from "@tessera/core"
 import * as NodeJournalFile from "@tessera/node/NodeJournalFile"
 import * as Journal from "@tessera/runtime/Journal"
-import * as JournalFile from "@tessera/runtime/JournalFile"
+import * as JournalStorage from "@tessera/runtime/JournalStorage"
 import { Effect, FileSystem, Layer, Schema } from "effect"
 
 const task = Schema.decodeUnknownSync(Ids.TaskId)("task-1")
 
-const implementations: ReadonlyArray<readonly [string, JournalFile.JournalFileShape]> = [
-  ["the default (Effect FileSystem)", JournalFile.fileSystem],
+const implementations: ReadonlyArray<readonly [string, JournalStorage.JournalFileShape]> = [
+  ["the default (Effect FileSystem)", JournalStorage.fileSystem],
   ["the blocking Node implementation", NodeJournalFile.blocking]
 ]
 
@@ -55,7 +55,7 @@ describe.each(implementations)("journal file contract: %s", (_name, implementati
     Effect.gen(function* () {
       const fs = yield* FileSystem.FileSystem
       const folder = yield* fs.makeTempDirectoryScoped({ prefix: "tessera-" })
-      const using = Layer.succeed(JournalFile.JournalFile)(implementation)
+      const using = Layer.succeed(JournalStorage.JournalFile)(implementation)
       const live = yield* Effect.scoped(
         Effect.gen(function* () {
           const journal = yield* Journal.open({ folder, task })
@@ -67,7 +67,7 @@ describe.each(implementations)("journal file contract: %s", (_name, implementati
       ).pipe(Effect.provide(using))
       for (const [, reader] of implementations) {
         const reopened = yield* Effect.scoped(Effect.flatMap(Journal.open({ folder, task }), (j) => j.state)).pipe(
-          Effect.provide(Layer.succeed(JournalFile.JournalFile)(reader))
+          Effect.provide(Layer.succeed(JournalStorage.JournalFile)(reader))
         )
         assert.deepStrictEqual(reopened, live)
       }
@@ -99,7 +99,7 @@ describe("NodeJournalFile.blocking.readAll", () => {
   )
 
   it.effect(
-    "Journal.open reads through it: a reader that fails makes the open fail with JournalIOError read (negative control: the path is taken)",
+    "Journal.open reads through it: a reader that fails makes the open fail with JournalIoError read (negative control: the path is taken)",
     () =>
       Effect.gen(function* () {
         const fs = yield* FileSystem.FileSystem
@@ -107,15 +107,15 @@ describe("NodeJournalFile.blocking.readAll", () => {
         yield* Effect.scoped(Effect.flatMap(Journal.open({ folder, task }), (journal) => journal.openTurn)).pipe(
           Effect.provide(NodeJournalFile.layer)
         )
-        const failing: JournalFile.JournalFileShape = {
+        const failing: JournalStorage.JournalFileShape = {
           ...NodeJournalFile.blocking,
-          readAll: () => Effect.fail(new JournalFile.JournalFileError({ operation: "read", detail: "EIO" }))
+          readAll: () => Effect.fail(new JournalStorage.JournalFileError({ operation: "read", detail: "EIO" }))
         }
         const error = yield* Effect.flip(Effect.scoped(Journal.open({ folder, task }))).pipe(
-          Effect.provide(Layer.succeed(JournalFile.JournalFile)(failing))
+          Effect.provide(Layer.succeed(JournalStorage.JournalFile)(failing))
         )
-        assert.strictEqual(error._tag, "JournalIOError")
-        if (error._tag === "JournalIOError") assert.strictEqual(error.operation, "read")
+        assert.strictEqual(error._tag, "JournalIoError")
+        if (error._tag === "JournalIoError") assert.strictEqual(error.operation, "read")
       }).pipe(Effect.provide(NodeServices.layer))
   )
 })

@@ -2,7 +2,7 @@ import * as NodeServices from "@effect/platform-node/NodeServices"
 import { assert, describe, it } from "@effect/vitest"
 import { Digest, DurableFiles } from "@tessera/core"
 import { NodeDigest, NodeJournalFile, NodeTessera } from "@tessera/node"
-import { JournalFile } from "@tessera/runtime"
+import { JournalStorage } from "@tessera/runtime"
 import { Effect, FileSystem, Layer, Path } from "effect"
 
 /** Which implementations a layer leaves in the context for the services the runtime looks up. */
@@ -12,7 +12,7 @@ const wiring = Effect.gen(function* () {
   const durable = yield* Effect.serviceOption(DurableFiles.DurableFiles)
   return {
     fastDigest: (yield* Digest.Digest) === NodeDigest.nodeCrypto,
-    blockingJournal: (yield* JournalFile.JournalFile) === NodeJournalFile.blocking,
+    blockingJournal: (yield* JournalStorage.JournalFile) === NodeJournalFile.blocking,
     durableFiles: durable._tag === "Some"
   }
 })

@@ -70,7 +70,7 @@ describe.skipIf(unlimited)("writes cut short by a file size limit", () => {
 
   it("a journal append cut short fails with a typed error, its partial line is cut back, and the journal reopens", () => {
     const { journal, probeWritten } = ran()
-    assert.include(journal.failure ?? "every append succeeded", "JournalIOError")
+    assert.include(journal.failure ?? "every append succeeded", "JournalIoError")
     assert.include(journal.failure ?? "", "EFBIG")
     assert.isAbove(journal.entries, 0)
     assert.isTrue(journal.endsWithNewline, "the file ends inside a line")

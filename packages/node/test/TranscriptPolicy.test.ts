@@ -8,16 +8,8 @@ import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { ArtifactRedactor } from "@tessera/artifacts"
 import { JournalForbiddingHost, LocalHarness } from "@tessera/node"
-import {
-  CompactionPolicy,
-  type EntryGate,
-  History,
-  Journal,
-  Model,
-  ScriptedModel,
-  TaskExecution,
-  Tool
-} from "@tessera/runtime"
+import { Compaction, type EntryGate, History, Journal, Model, TaskExecution, Tool } from "@tessera/runtime"
+import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Layer, Schema } from "effect"
 import { agentId, nodeLayer, taskId, tempDir } from "./support/temp.ts"
 
@@ -42,7 +34,7 @@ const redactor = ArtifactRedactor.layer({ redact: (body) => Effect.succeed(body.
 const withHarness = <A, E, R>(stateDir: string, body: (binding: EntryGate.TaskBinding) => Effect.Effect<A, E, R>) =>
   Effect.scoped(
     Effect.flatMap(LocalHarness.open({ stateDir, namespace: "keep", agent }), (harness) =>
-      harness.withTask(task, body, { policy: CompactionPolicy.disabled })
+      harness.withTask(task, body, { policy: Compaction.disabled })
     )
   )
 

@@ -24,7 +24,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { type ArtifactRedactor, DefaultRedactor } from "@tessera/artifacts"
 import { LocalHarness } from "@tessera/node"
 import {
-  CompactionPolicy,
+  Compaction,
   type EntryGate,
   Executor,
   History,
@@ -32,11 +32,11 @@ import {
   type JournalEntry,
   Model,
   PrivateSummaries,
-  ScriptedModel,
   TaskExecution,
   Tool,
   Transcript
 } from "@tessera/runtime"
+import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Layer, Option, Schema } from "effect"
 import * as fc from "fast-check"
 import { agentId, nodeLayer, taskId, tempDir } from "./support/temp.ts"
@@ -68,7 +68,7 @@ const script = [
 const withHarness = <A, E, R>(stateDir: string, body: (binding: EntryGate.TaskBinding) => Effect.Effect<A, E, R>) =>
   Effect.scoped(
     Effect.flatMap(LocalHarness.open({ stateDir, namespace, agent }), (harness) =>
-      harness.withTask(task, body, { policy: CompactionPolicy.disabled })
+      harness.withTask(task, body, { policy: Compaction.disabled })
     )
   )
 

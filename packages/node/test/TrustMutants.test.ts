@@ -16,7 +16,7 @@ import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { DurableFiles, type Grant } from "@tessera/core"
 import {
-  CompactionPolicy,
+  Compaction,
   EntryGate,
   FilesystemTaskRuntime,
   Journal,
@@ -111,7 +111,7 @@ describe("trust guards: a refusal says which check refused", () => {
     runInWorld((world) =>
       Effect.gen(function* () {
         const { runtime, scope, context } = yield* withWriter(world)
-        const binding = yield* EntryGate.bind(context, { policy: CompactionPolicy.disabled })
+        const binding = yield* EntryGate.bind(context, { policy: Compaction.disabled })
         const journal = yield* journalOf(world)
 
         const copiedBinding = yield* failureOf(EntryGate.verify({ ...binding }, "Turn").pipe(Effect.provide(journal)))
@@ -296,17 +296,17 @@ describe("trust guards: a refusal says which check refused", () => {
     runInWorld((world) =>
       Effect.gen(function* () {
         const { context } = yield* withWriter(world)
-        const armed = yield* EntryGate.bind(context, { policy: CompactionPolicy.threshold() })
+        const armed = yield* EntryGate.bind(context, { policy: Compaction.threshold() })
         const journal = yield* journalOf(world)
         const restore = reregister(world, (d) => ({ ...d, kind: 42 }))
         const optional = yield* failureOf(PrivateSummaries.resolveOption(context))
-        const atBind = yield* failureOf(EntryGate.bind(context, { policy: CompactionPolicy.threshold() }))
+        const atBind = yield* failureOf(EntryGate.bind(context, { policy: Compaction.threshold() }))
         const atVerify = yield* failureOf(EntryGate.verify(armed, "Turn").pipe(Effect.provide(journal)))
         restore()
         for (const failure of [optional, atBind, atVerify]) assert.strictEqual(failure._tag, "VolumeMetadataInvalid")
         // Negative control: readable again, each of them resolves the writer.
         assert.isTrue(Option.isSome(yield* PrivateSummaries.resolveOption(context)))
-        yield* EntryGate.bind(context, { policy: CompactionPolicy.threshold() })
+        yield* EntryGate.bind(context, { policy: Compaction.threshold() })
         assert.isTrue(Option.isSome(yield* EntryGate.verify(armed, "Turn").pipe(Effect.provide(journal))))
       })
     ))
@@ -342,10 +342,10 @@ describe("entry gate: the policy a binding carries decides what verify requires"
       Effect.gen(function* () {
         const { context } = yield* withWriter(world)
         const journal = yield* journalOf(world)
-        const disabled = yield* EntryGate.bind(context, { policy: CompactionPolicy.disabled })
-        const armed = yield* EntryGate.bind(context, { policy: CompactionPolicy.threshold({ limit: 5_000 }) })
+        const disabled = yield* EntryGate.bind(context, { policy: Compaction.disabled })
+        const armed = yield* EntryGate.bind(context, { policy: Compaction.threshold({ limit: 5_000 }) })
         assert.strictEqual(armed.policy._tag, "Threshold")
-        assert.strictEqual((armed.policy as CompactionPolicy.Threshold).limit, 5_000)
+        assert.strictEqual((armed.policy as Compaction.Threshold).limit, 5_000)
         assert.isTrue(Option.isNone(yield* EntryGate.verify(disabled, "Turn").pipe(Effect.provide(journal))))
         const writer = yield* EntryGate.verify(armed, "Turn").pipe(Effect.provide(journal))
         assert.strictEqual(Option.getOrThrow(writer).source, "RuntimePrivate")
@@ -370,8 +370,8 @@ describe("entry gate: the policy a binding carries decides what verify requires"
       Effect.gen(function* () {
         const { context } = yield* withWriter(world)
         const byDefault = yield* EntryGate.bind(context)
-        assert.deepStrictEqual(byDefault.policy, CompactionPolicy.defaultThreshold)
-        const given = CompactionPolicy.threshold({ limit: 7_000, keepRecent: 10 })
+        assert.deepStrictEqual(byDefault.policy, Compaction.defaultThreshold)
+        const given = Compaction.threshold({ limit: 7_000, keepRecent: 10 })
         assert.deepStrictEqual((yield* EntryGate.bind(context, { threshold: given })).policy, given)
         assert.strictEqual(byDefault.context, context)
 
@@ -387,7 +387,7 @@ describe("entry gate: the policy a binding carries decides what verify requires"
         )
         // Negative control: Disabled asks for no writer.
         assert.strictEqual(
-          (yield* EntryGate.bind(none.context, { policy: CompactionPolicy.disabled })).policy._tag,
+          (yield* EntryGate.bind(none.context, { policy: Compaction.disabled })).policy._tag,
           "Disabled"
         )
       })
@@ -398,11 +398,11 @@ describe("entry gate: the policy a binding carries decides what verify requires"
       Effect.gen(function* () {
         const { context } = yield* withWriter(world)
         const badPolicy = yield* failureOf(
-          EntryGate.bind(context, { policy: { _tag: "Sometimes" } as unknown as CompactionPolicy.CompactionPolicy })
+          EntryGate.bind(context, { policy: { _tag: "Sometimes" } as unknown as Compaction.Policy })
         )
         const badThreshold = yield* failureOf(
           EntryGate.bind(context, {
-            threshold: { _tag: "Threshold", limit: -1 } as unknown as CompactionPolicy.Threshold
+            threshold: { _tag: "Threshold", limit: -1 } as unknown as Compaction.Threshold
           })
         )
         for (const failure of [badPolicy, badThreshold]) {
@@ -411,7 +411,7 @@ describe("entry gate: the policy a binding carries decides what verify requires"
           assert.strictEqual(failure.field, "policy")
         }
         // Negative control: a well-formed threshold binds.
-        yield* EntryGate.bind(context, { threshold: CompactionPolicy.threshold({ limit: 1 }) })
+        yield* EntryGate.bind(context, { threshold: Compaction.threshold({ limit: 1 }) })
       })
     ))
 
@@ -419,7 +419,7 @@ describe("entry gate: the policy a binding carries decides what verify requires"
     runInWorld((world) =>
       Effect.gen(function* () {
         const { context } = yield* withWriter(world)
-        const binding = yield* EntryGate.bind(context, { policy: CompactionPolicy.disabled })
+        const binding = yield* EntryGate.bind(context, { policy: Compaction.disabled })
         const mismatch = yield* failureOf(
           EntryGate.verify(binding, "ToolDispatch").pipe(Effect.provide(yield* journalOf(world, taskId("task-2"))))
         )
@@ -440,7 +440,7 @@ describe("entry gate: the policy a binding carries decides what verify requires"
         const otherBinding = yield* EntryGate.bind(
           yield* otherRuntime.bindTask({ scope: otherScope, output: Option.none() }),
           {
-            policy: CompactionPolicy.disabled
+            policy: Compaction.disabled
           }
         )
         const both = Effect.gen(function* () {
@@ -470,7 +470,7 @@ describe("entry gate: the policy a binding carries decides what verify requires"
         const journal = yield* journalOf(world)
         const { exit, spans } = yield* traced(
           Effect.gen(function* () {
-            const binding = yield* EntryGate.bind(context, { policy: CompactionPolicy.disabled })
+            const binding = yield* EntryGate.bind(context, { policy: Compaction.disabled })
             const byDefault = yield* EntryGate.bind(context)
             yield* EntryGate.verify(binding, "ToolDispatch")
             return byDefault

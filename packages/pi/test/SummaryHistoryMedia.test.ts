@@ -21,14 +21,14 @@ import {
   Type
 } from "@mariozechner/pi-ai"
 import { TesseraPi } from "@tessera/pi"
-import { CompactionPolicy } from "@tessera/runtime"
+import { Compaction } from "@tessera/runtime"
 import { Effect } from "effect"
 import { bindTask, inWorld, isSummaryRequest, produce, systemPrompt, taskText } from "./support/world.ts"
 
 /** A 1x1 transparent PNG, base64 as Pi carries images. */
 const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 
-const policy = CompactionPolicy.threshold({ measure: "bytes", limit: 5_000, keepRecent: 0, pieceLimit: 100_000 })
+const policy = Compaction.threshold({ measure: "bytes", limit: 5_000, keepRecent: 0, pieceLimit: 100_000 })
 
 const snapshotParameters = Type.Object({})
 

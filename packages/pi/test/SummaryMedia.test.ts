@@ -14,7 +14,7 @@ import {
   type UserMessage
 } from "@mariozechner/pi-ai"
 import { TesseraPi } from "@tessera/pi"
-import { Compaction, CompactionPolicy, type Model } from "@tessera/runtime"
+import { Compaction, type Model } from "@tessera/runtime"
 import { Effect } from "effect"
 import * as fc from "fast-check"
 import { bindTask, inWorld, isSummaryRequest, produce, scripted, systemPrompt, taskText } from "./support/world.ts"
@@ -22,7 +22,7 @@ import { bindTask, inWorld, isSummaryRequest, produce, scripted, systemPrompt, t
 /** A 1x1 transparent PNG, base64 as Pi carries images. */
 const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 
-const policy = CompactionPolicy.threshold({ measure: "bytes", limit: 5_000, keepRecent: 0, pieceLimit: 100_000 })
+const policy = Compaction.threshold({ measure: "bytes", limit: 5_000, keepRecent: 0, pieceLimit: 100_000 })
 
 const images = (context: Context): Array<ImageContent> =>
   context.messages.flatMap((message) =>

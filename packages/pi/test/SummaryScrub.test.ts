@@ -16,7 +16,7 @@ import {
 } from "@mariozechner/pi-ai"
 import { DefaultRedactor } from "@tessera/artifacts"
 import { TesseraPi } from "@tessera/pi"
-import { Compaction, CompactionPolicy } from "@tessera/runtime"
+import { Compaction } from "@tessera/runtime"
 import { Effect } from "effect"
 import {
   bindTask,
@@ -46,7 +46,7 @@ const leaks = (await import(
 )) as Leaks
 const redactedByHost = DefaultRedactor.make().redactText(leaks.providerText)
 
-const policy = CompactionPolicy.threshold({ measure: "bytes", limit: 5_000, keepRecent: 0, pieceLimit: 100_000 })
+const policy = Compaction.threshold({ measure: "bytes", limit: 5_000, keepRecent: 0, pieceLimit: 100_000 })
 
 /** The answer a provider gives a request it rejects: Pi's error message, holding the provider's text. */
 const rejected = (model: PiModel<Api>): AssistantMessage => ({

@@ -11,7 +11,7 @@ import {
 } from "@mariozechner/pi-ai"
 import { DefaultRedactor } from "@tessera/artifacts"
 import { TesseraPi } from "@tessera/pi"
-import { CompactionPolicy } from "@tessera/runtime"
+import { Compaction } from "@tessera/runtime"
 import { Effect } from "effect"
 import {
   bindTask,
@@ -32,7 +32,7 @@ const agentFor = (script: Scripted, options: AgentOptions = {}, tools = [produce
     ...options
   })
 
-const longPolicy = CompactionPolicy.threshold({
+const longPolicy = Compaction.threshold({
   measure: "bytes",
   limit: 8_000,
   keepRecent: 2_000,
@@ -113,7 +113,7 @@ describe("TesseraPi (Pi agent core 0.73)", () => {
         const binding = yield* bindTask(
           world,
           true,
-          CompactionPolicy.threshold({ measure: "bytes", limit: 30_000, keepRecent: 1_000, pieceLimit: 200_000 })
+          Compaction.threshold({ measure: "bytes", limit: 30_000, keepRecent: 1_000, pieceLimit: 200_000 })
         )
         const tessera = yield* TesseraPi.make(binding)
         const script = scripted(2, 20_000)
@@ -189,7 +189,7 @@ describe("TesseraPi (Pi agent core 0.73)", () => {
           bindTask(
             world,
             false,
-            CompactionPolicy.threshold({ measure: "bytes", limit: 30_000, keepRecent: 0, pieceLimit: 200_000 })
+            Compaction.threshold({ measure: "bytes", limit: 30_000, keepRecent: 0, pieceLimit: 200_000 })
           )
         )
         assert.strictEqual(armed._tag, "Unauthorized")

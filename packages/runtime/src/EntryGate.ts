@@ -15,7 +15,7 @@ import * as Unauthorized from "@tessera/core/Unauthorized"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Path from "effect/Path"
-import * as CompactionPolicy from "./CompactionPolicy.ts"
+import * as Policies from "./internal/compactionPolicy.ts"
 import { isRecordOf } from "./internal/journalIdentity.ts"
 import { makeRegistry } from "./internal/trusted.ts"
 import { Journal } from "./Journal.ts"
@@ -48,12 +48,32 @@ export type EntryPoint =
  * identity: every gated entry refuses a binding it did not record (a copy
  * with another policy, a hand-built one) with `Unauthorized` `NotMinted`.
  *
+ * @example
+ * ```ts
+ * import { EntryGate, History, Model, TaskExecution, Tool } from "@tessera/runtime"
+ * import { Effect, Schema } from "effect"
+ *
+ * const lookUp = Tool.make({
+ *   name: "look_up",
+ *   description: "Looks a ticket up",
+ *   input: Schema.Struct({ ticket: Schema.String }),
+ *   handler: ({ ticket }) => Effect.succeed(`${ticket}: open`)
+ * })
+ *
+ * // A binding is what the gated entries take: only `EntryGate.bind` makes one (a hand-made object fails `NotMinted`).
+ * export const answer = (binding: EntryGate.TaskBinding, question: string) =>
+ *   TaskExecution.runTurn(binding, History.make([Model.text("user", question)]), {
+ *     tools: Tool.registry(lookUp),
+ *     maxSteps: 4
+ *   }).pipe(Effect.map((outcome) => `${binding.context.task} (${binding.policy._tag}): ${outcome.text}`))
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
 export interface TaskBinding {
   readonly context: TaskContext
-  readonly policy: CompactionPolicy.CompactionPolicy
+  readonly policy: Policies.Policy
 }
 
 const bindings = makeRegistry<TaskBinding>("task binding")
@@ -97,15 +117,15 @@ export const admitBinding = Effect.fnUntraced(function* (binding: TaskBinding, e
 
 /**
  * How to bind: an explicit policy, or (omitted) the default, which is
- * `threshold` (default: {@link CompactionPolicy.defaultThreshold}) where the
+ * `threshold` (default: `Compaction.defaultThreshold`) where the
  * capability resolves and `Disabled` elsewhere.
  *
  * @since 0.1.0
  * @category models
  */
 export interface BindOptions {
-  readonly policy?: CompactionPolicy.CompactionPolicy
-  readonly threshold?: CompactionPolicy.Threshold
+  readonly policy?: Policies.Policy
+  readonly threshold?: Policies.Threshold
 }
 
 const armedWithoutWriter = (context: TaskContext, entry: EntryPoint, cause: Unauthorized.Unauthorized) =>
@@ -144,13 +164,45 @@ export const verify = Effect.fnUntraced(function* (binding: TaskBinding, entry: 
  * Binds a task context for execution: picks the policy (see
  * {@link BindOptions}) and runs the gate for the `Bind` entry.
  *
+ * @example
+ * ```ts
+ * import { HostAuthority, Ids, Volume } from "@tessera/core"
+ * import { NodeTessera } from "@tessera/node"
+ * import { Compaction, EntryGate, FilesystemTaskRuntime, TaskHost } from "@tessera/runtime"
+ * import { Effect, Layer, Option, Schema } from "effect"
+ *
+ * const agent = Schema.decodeUnknownSync(Ids.AgentId)("researcher")
+ *
+ * const program = Effect.gen(function* () {
+ *   const host = yield* TaskHost.open({ root: "/srv/tessera/store" })
+ *   const privateVolume = yield* host.store.create({
+ *     id: Schema.decodeUnknownSync(Ids.VolumeId)("researcher-private"),
+ *     kind: "AgentPrivate",
+ *     owner: Volume.agentOwner(agent)
+ *   })
+ *   const scope = yield* host.issueScope(
+ *     Schema.decodeUnknownSync(Ids.TaskId)("task-1"),
+ *     [{ volume: privateVolume, access: ["read", "write"] }],
+ *     agent
+ *   )
+ *   const runtime = yield* FilesystemTaskRuntime.fromHost(host, { private: Option.none(), scope })
+ *   const context = yield* runtime.bindTask({ scope, output: Option.none() })
+ *   // Arming Threshold where no private writer resolves fails `Unauthorized` here, before any request or journal write.
+ *   const refused = yield* Effect.flip(EntryGate.bind(context, { policy: Compaction.threshold({ limit: 20_000 }) }))
+ *   console.log(refused._tag) // "Unauthorized"
+ *   return yield* EntryGate.bind(context, { policy: Compaction.disabled })
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Layer.merge(NodeTessera.layer, HostAuthority.permissive))))
+ * ```
+ *
  * @since 0.1.0
  * @category gate
  */
 export const bind = Effect.fnUntraced(function* (context: TaskContext, options: BindOptions = {}) {
   yield* PrivateSummaries.requireContext(context, "Bind")
   if (options.policy !== undefined) {
-    const policy = yield* CompactionPolicy.decodePolicy(options.policy, "EntryGate.bind")
+    const policy = yield* Policies.decodePolicy(options.policy, "EntryGate.bind")
     if (policy._tag === "Threshold") {
       yield* PrivateSummaries.resolve(context).pipe(
         Effect.mapError((error) => (error._tag === "Unauthorized" ? armedWithoutWriter(context, "Bind", error) : error))
@@ -163,8 +215,8 @@ export const bind = Effect.fnUntraced(function* (context: TaskContext, options: 
   // gate's own question: answered once, it needs no second resolution.
   const resolved = yield* PrivateSummaries.resolveOption(context)
   const policy = Option.isSome(resolved)
-    ? yield* CompactionPolicy.decodePolicy(options.threshold ?? CompactionPolicy.defaultThreshold, "EntryGate.bind")
-    : CompactionPolicy.disabled
+    ? yield* Policies.decodePolicy(options.threshold ?? Policies.defaultThreshold, "EntryGate.bind")
+    : Policies.disabled
   yield* Observability.annotate({ "tessera.task": context.task, "tessera.policy": policy._tag })
   return bindings.mint<TaskBinding>({ context, policy })
 }, Observability.withSpan("EntryGate.bind"))

@@ -53,10 +53,11 @@ import {
   type RequestChain,
   rememberBody
 } from "./internal/digest.ts"
+import type { EntryTurnEvent } from "./internal/entryFacts.ts"
 import { scrubError } from "./internal/scrub.ts"
 import { checkTurn } from "./internal/turnConfig.ts"
 import type {
-  JournalIOError,
+  JournalIoError,
   JournalSequenceError,
   JournalService,
   TurnAlreadyOpen,
@@ -71,7 +72,6 @@ import {
   type TurnState
 } from "./Journal.ts"
 import type * as JournalEntry from "./JournalEntry.ts"
-import * as JsonValue from "./JsonValue.ts"
 import type {
   FinishReason,
   ModelRequest,
@@ -201,9 +201,8 @@ export type TurnEvent =
     }
   | { readonly _tag: "ToolCalled"; readonly turn: number; readonly step: number; readonly call: ToolCallPart }
   | { readonly _tag: "ToolResulted"; readonly turn: number; readonly step: number; readonly result: ToolResultPart }
-  | { readonly _tag: "ArtifactOffloaded"; readonly entry: typeof JournalEntry.ArtifactOffloaded.Type }
-  | { readonly _tag: "SummaryStaged"; readonly entry: typeof JournalEntry.SummaryStaged.Type }
-  | { readonly _tag: "SummaryRequestAnswered"; readonly entry: typeof JournalEntry.SummaryRequestAnswered.Type }
+  // The journal entries that become turn events, from the table of entry facts (`turnEvent`).
+  | EntryTurnEvent
   | {
       readonly _tag: "StepFinished"
       readonly turn: number
@@ -431,7 +430,7 @@ export interface PendingApproval {
 export type ExecutorError =
   | InvalidInput
   | ModelError
-  | JournalIOError
+  | JournalIoError
   | JournalSequenceError
   | TurnAlreadyOpen
   | NoOpenTurn
@@ -453,7 +452,7 @@ const checkResponse = (response: ModelResponse): Effect.Effect<ModelResponse, Mo
   // The input's type says JSON, but an adapter builds it at run time: checked here, before anything
   // renders, measures or journals it, so a bad value never reaches the history (or compaction).
   for (const call of response.toolCalls) {
-    const notJson = JsonValue.findNotJson(call.input)
+    const notJson = Tool.findNotJson(call.input)
     if (Option.isSome(notJson)) {
       return Effect.fail(
         new ModelError({
@@ -474,13 +473,44 @@ const checkResponse = (response: ModelResponse): Effect.Effect<ModelResponse, Mo
  *
  * The response is checked before anything acts on it: two calls sharing an
  * id fail `InvalidResponse`, a call whose input is not JSON (see
- * `JsonValue`) fails `NonJsonToolInput`, naming the call and where the
+ * `Tool.findNotJson`) fails `NonJsonToolInput`, naming the call and where the
  * input stops being JSON. With `config.timeouts.model`, the call (and any
  * summary request `beforeModelStep` sends) fails `Timeout` past the limit.
  *
  * If the adapter dies or the step is interrupted while the request is in
  * flight, no `ModelFailed` is written: the journal shows the request as
  * unanswered, which {@link resumeTurn} counts as lost.
+ *
+ * @example
+ * ```ts
+ * import { Ids } from "@tessera/core"
+ * import { NodeTessera } from "@tessera/node"
+ * import { Executor, History, Journal, Model, Tool } from "@tessera/runtime"
+ * import { ScriptedModel } from "@tessera/runtime/testing"
+ * import { Effect, Layer, Schema } from "effect"
+ *
+ * const task = Schema.decodeUnknownSync(Ids.TaskId)("one-step")
+ * const noop = Tool.make({ name: "noop", description: "Does nothing", input: Schema.Struct({}), handler: () => Effect.succeed("") })
+ * const config: Executor.TurnConfig = { tools: Tool.registry(noop), maxSteps: 1 }
+ *
+ * // One step of your own loop: the request and response are journaled exactly as the stock executor journals them.
+ * const program = Effect.gen(function* () {
+ *   const journal = yield* Journal.Journal
+ *   const { turn } = yield* journal.openTurn
+ *   const outcome = yield* Executor.modelStep(config, { task, turn, step: 1 }, History.make([Model.text("user", "Hi.")]))
+ *   yield* journal.closeTurn
+ *   return outcome.response.text // "Hello."
+ * }).pipe(
+ *   Effect.provide(
+ *     Layer.merge(
+ *       ScriptedModel.layer([Model.response({ text: "Hello." })]),
+ *       Journal.layer({ folder: "/tmp/tessera-journals", task })
+ *     )
+ *   )
+ * )
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(NodeTessera.layer)))
+ * ```
  *
  * @since 0.1.0
  * @category pieces
@@ -489,7 +519,7 @@ export const modelStep = <E = never, R = never>(
   config: TurnConfig<E, R>,
   context: StepContext,
   history: History.History
-): Effect.Effect<ModelStepOutcome, ModelError | JournalIOError | JournalSequenceError | E, Model | Journal | R> =>
+): Effect.Effect<ModelStepOutcome, ModelError | JournalIoError | JournalSequenceError | E, Model | Journal | R> =>
   modelStepBody(config, context, history, false, undefined).pipe(modelStepSpan(context))
 
 const modelStepSpan = (context: StepContext) =>
@@ -514,7 +544,7 @@ const modelStepBody = Effect.fnUntraced(function* <E, R>(
   prepared: boolean,
   // The turn's request chain, when its loop keeps one: a step then hashes only the parts its history added.
   chain: RequestChain | undefined
-): Effect.fn.Return<ModelStepOutcome, ModelError | JournalIOError | JournalSequenceError | E, Model | Journal | R> {
+): Effect.fn.Return<ModelStepOutcome, ModelError | JournalIoError | JournalSequenceError | E, Model | Journal | R> {
   const journal = yield* Journal
   const model = yield* Model
   const hooks = config.hooks ?? {}
@@ -633,7 +663,7 @@ const dispatchOne = <E, R>(
   journal: JournalService,
   config: TurnConfig<E, R>,
   context: ToolContext
-): Effect.Effect<ToolResultPart, JournalIOError | JournalSequenceError | E, R> =>
+): Effect.Effect<ToolResultPart, JournalIoError | JournalSequenceError | E, R> =>
   dispatchOneBody(journal, config, context).pipe(
     Observability.withSpan("Executor.toolCall", () => ({
       attributes: {
@@ -652,7 +682,7 @@ const dispatchOneBody = Effect.fnUntraced(function* <E, R>(
   journal: JournalService,
   config: TurnConfig<E, R>,
   context: ToolContext
-): Effect.fn.Return<ToolResultPart, JournalIOError | JournalSequenceError | E, R> {
+): Effect.fn.Return<ToolResultPart, JournalIoError | JournalSequenceError | E, R> {
   const { call, step, turn } = context
   const input = yield* measureJson(call.input)
   yield* Observability.annotate("tessera.tool.input.size", input.size)
@@ -717,6 +747,56 @@ const dispatchOneBody = Effect.fnUntraced(function* <E, R>(
  * ask for approvals: a harness driving its own loop with tools that declare
  * `needsApproval` dispatches through {@link dispatchStep}, as the turn does.
  *
+ * @example
+ * ```ts
+ * import { Ids } from "@tessera/core"
+ * import { NodeTessera } from "@tessera/node"
+ * import { Executor, History, Journal, Model, Tool } from "@tessera/runtime"
+ * import { ScriptedModel } from "@tessera/runtime/testing"
+ * import { Effect, Layer, Schema } from "effect"
+ *
+ * const task = Schema.decodeUnknownSync(Ids.TaskId)("custom-loop")
+ * const readFile = Tool.make({
+ *   name: "read_file",
+ *   description: "Reads a file",
+ *   input: Schema.Struct({ path: Schema.String }),
+ *   handler: ({ path }) => Effect.succeed(`// ${path}`)
+ * })
+ * const config: Executor.TurnConfig = { tools: Tool.registry(readFile), maxSteps: 4 }
+ *
+ * // A loop of your own from the stock pieces: each call is journaled (`ToolCalled`, `ToolResulted`), an unknown
+ * // tool or a failing handler becomes an error result the model sees.
+ * const program = Effect.gen(function* () {
+ *   const journal = yield* Journal.Journal
+ *   const { turn } = yield* journal.openTurn
+ *   let history = History.make([Model.text("user", "What is in src/turn.ts?")])
+ *   for (let step = 1; step <= config.maxSteps; step++) {
+ *     const outcome = yield* Executor.modelStep(config, { task, turn, step }, history)
+ *     history = outcome.history
+ *     if (outcome.response.toolCalls.length === 0) {
+ *       yield* journal.closeTurn
+ *       return outcome.response.text
+ *     }
+ *     const results = yield* Executor.dispatchTools(config, { task, turn, step }, outcome.response.toolCalls)
+ *     history = History.append(history, results)
+ *   }
+ *   yield* journal.abandonTurn(`no answer within ${config.maxSteps} steps`)
+ *   return "(abandoned)"
+ * }).pipe(
+ *   Effect.provide(
+ *     Layer.merge(
+ *       ScriptedModel.layer([
+ *         Model.response({ toolCalls: [Model.toolCall("c1", "read_file", { path: "src/turn.ts" })] }),
+ *         Model.response({ text: "It holds the turn loop." })
+ *       ]),
+ *       Journal.layer({ folder: "/tmp/tessera-journals", task })
+ *     )
+ *   )
+ * )
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(NodeTessera.layer)))
+ * ```
+ *
  * @since 0.1.0
  * @category pieces
  */
@@ -724,7 +804,7 @@ export const dispatchTools = <E = never, R = never>(
   config: TurnConfig<E, R>,
   context: StepContext,
   calls: ReadonlyArray<ToolCallPart>
-): Effect.Effect<ReadonlyArray<ToolResultPart>, JournalIOError | JournalSequenceError | E, Journal | R> =>
+): Effect.Effect<ReadonlyArray<ToolResultPart>, JournalIoError | JournalSequenceError | E, Journal | R> =>
   Journal.use((journal) =>
     // Most steps make one call: no collection machinery for it.
     calls.length === 1
@@ -847,7 +927,7 @@ export const dispatchStep = Effect.fnUntraced(function* <E = never, R = never>(
   config: TurnConfig<E, R>,
   context: StepContext,
   calls: ReadonlyArray<ToolCallPart>
-): Effect.fn.Return<StepDispatch, JournalIOError | JournalSequenceError | ApprovalInputMismatch | E, Journal | R> {
+): Effect.fn.Return<StepDispatch, JournalIoError | JournalSequenceError | ApprovalInputMismatch | E, Journal | R> {
   const journal = yield* Journal
   const state = yield* journal.state
   const open = openTurn(state)

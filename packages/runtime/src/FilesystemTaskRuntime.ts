@@ -94,6 +94,35 @@ const decodeOpenOptions = decode(
  * Binds a runtime on an existing host, with the same options and the same
  * checks as {@link open}.
  *
+ * @example
+ * ```ts
+ * import { HostAuthority, Ids, Volume } from "@tessera/core"
+ * import { NodeTessera } from "@tessera/node"
+ * import { FilesystemTaskRuntime, TaskHost } from "@tessera/runtime"
+ * import { Effect, Layer, Option, Schema } from "effect"
+ *
+ * const agent = Schema.decodeUnknownSync(Ids.AgentId)("researcher")
+ *
+ * const program = Effect.gen(function* () {
+ *   const host = yield* TaskHost.open({ root: "/srv/tessera/store" })
+ *   const privateVolume = yield* host.store.create({
+ *     id: Schema.decodeUnknownSync(Ids.VolumeId)("researcher-private"),
+ *     kind: "AgentPrivate",
+ *     owner: Volume.agentOwner(agent)
+ *   })
+ *   const scope = yield* host.issueScope(
+ *     Schema.decodeUnknownSync(Ids.TaskId)("task-1"),
+ *     [{ volume: privateVolume, access: ["read", "write"] }],
+ *     agent
+ *   )
+ *   // `private` is required: the volume's custody, kind, owner and the write grant are checked right here.
+ *   // `Option.none()` is legitimate too: such a runtime runs without compaction.
+ *   return yield* FilesystemTaskRuntime.fromHost(host, { private: Option.some(privateVolume), scope })
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Layer.merge(NodeTessera.layer, HostAuthority.permissive))))
+ * ```
+ *
  * @since 0.1.0
  * @category constructors
  */

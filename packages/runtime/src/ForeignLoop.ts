@@ -64,7 +64,7 @@ import { makeRequestChain, measureRequest, rememberBody } from "./internal/diges
 import * as Scrub from "./internal/scrub.ts"
 import {
   Journal,
-  type JournalIOError,
+  type JournalIoError,
   type JournalSequenceError,
   type NoOpenTurn,
   openTurn,
@@ -163,7 +163,7 @@ export class LoopOutOfOrder extends Schema.TaggedError<LoopOutOfOrder>()("LoopOu
  * @since 0.1.0
  * @category errors
  */
-export type JournalError = JournalIOError | JournalSequenceError
+export type JournalError = JournalIoError | JournalSequenceError
 
 /**
  * What a foreign loop's steps can fail with: the gate's refusal, the

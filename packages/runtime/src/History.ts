@@ -66,6 +66,16 @@ const withParts = (history: History, parts: ReadonlyArray<Part>): History =>
 /**
  * A history holding only the task.
  *
+ * @example
+ * ```ts
+ * import { History, Model } from "@tessera/runtime"
+ *
+ * // The task's parts open the history; the turn appends the model's and the tools' parts after them.
+ * export const history = History.make([Model.text("user", "Summarize the north report.")])
+ *
+ * console.log(History.toParts(history).length) // 1
+ * ```
+ *
  * @since 0.1.0
  * @category constructors
  */
@@ -312,6 +322,19 @@ export const responseParts = (response: Pick<ModelResponse, "text" | "toolCalls"
  * instruction-following, see them before any summary. The part objects are
  * the history's own (not copies).
  *
+ * @example
+ * ```ts
+ * import { History, Model } from "@tessera/runtime"
+ *
+ * const history = History.append(History.make([Model.text("user", "Check both reports.")]), [
+ *   Model.toolCall("c1", "fetch_report", { name: "north" }),
+ *   Model.toolResult({ callId: "c1", name: "fetch_report", content: "all nominal", isError: false })
+ * ])
+ *
+ * // The parts in the order the model sees them: the task's, then the rest (a summary in place of compacted rounds).
+ * for (const part of History.toParts(history)) console.log(part._tag) // "Text", "ToolCall", "ToolResult"
+ * ```
+ *
  * @since 0.1.0
  * @category getters
  */
@@ -458,6 +481,19 @@ const decodeJson = Schema.decodeUnknownEffect(HistoryJson)
  * `InvalidInput` (field `history`) when a part is not what `Model.Part`
  * describes (for example provider options JSON cannot hold).
  *
+ * @example
+ * ```ts
+ * import { History, Model } from "@tessera/runtime"
+ * import { Effect } from "effect"
+ *
+ * // Export a conversation (to hand to another process or store beside the task) and read it back.
+ * export const roundTrip = Effect.gen(function* () {
+ *   const json = yield* History.toJson(History.make([Model.text("user", "Hello.")]))
+ *   const back = yield* History.fromJson(json)
+ *   return History.toParts(back).length // 1
+ * })
+ * ```
+ *
  * @since 0.1.0
  * @category codec
  */
@@ -477,6 +513,18 @@ export const toJson = (history: History): Effect.Effect<string, InvalidInput.Inv
 /**
  * Imports a history exported by {@link toJson}. Fails `InvalidInput` (field
  * `json`) naming what does not decode.
+ *
+ * @example
+ * ```ts
+ * import { History } from "@tessera/runtime"
+ * import { Effect } from "effect"
+ *
+ * // Text that is not a history fails `InvalidInput` naming what is wrong; nothing half-decoded comes back.
+ * export const refused = History.fromJson('{"task": "not a list"}').pipe(
+ *   Effect.flip,
+ *   Effect.map((error) => error._tag) // "InvalidInput"
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category codec

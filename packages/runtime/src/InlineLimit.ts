@@ -25,9 +25,9 @@
 import * as ArtifactPointer from "@tessera/artifacts/ArtifactPointer"
 import * as InvalidInput from "@tessera/core/InvalidInput"
 import * as Effect from "effect/Effect"
-import * as CompactionPolicy from "./CompactionPolicy.ts"
 import type * as Executor from "./Executor.ts"
 import { cutWithNote } from "./internal/boundedText.ts"
+import { bytesFor, type Policy } from "./internal/compactionPolicy.ts"
 import type { ToolResultPart } from "./Model.ts"
 
 /**
@@ -128,8 +128,8 @@ export const limitRendered = (
  * @since 0.1.0
  * @category defaults
  */
-export const defaultBytes = (policy: CompactionPolicy.CompactionPolicy): number | undefined =>
-  policy._tag === "Threshold" ? CompactionPolicy.bytesFor(policy.measure, policy.pieceLimit) : undefined
+export const defaultBytes = (policy: Policy): number | undefined =>
+  policy._tag === "Threshold" ? bytesFor(policy.measure, policy.pieceLimit) : undefined
 
 /**
  * The `onToolResult` hook that applies the limit.

@@ -12,44 +12,9 @@
 import * as Ids from "@tessera/core/Ids"
 import * as Volume from "@tessera/core/Volume"
 import * as Schema from "effect/Schema"
+import { Count, header, Ordinal, Sha256 } from "./internal/entryFields.ts"
 import { addUsage, FinishReason, Usage } from "./Model.ts"
 import { ToolFailure } from "./Tool.ts"
-
-// Reopening checks every field of every line, so these checks are plain
-// predicates: one integer test per field instead of `Int` plus a bound, and a
-// character loop instead of a regular expression (together about a tenth of
-// a reopen's decoding).
-const integerAtLeast = (minimum: number) =>
-  Schema.Number.check(
-    Schema.makeFilter((n: number) => Number.isSafeInteger(n) && n >= minimum, {
-      expected: `an integer >= ${minimum}`
-    })
-  )
-const Count = integerAtLeast(0)
-const Ordinal = integerAtLeast(1)
-
-/** Lowercase hex digits by character code: one table lookup a character, a third of the time of two range tests. */
-const hexDigit = new Uint8Array(128)
-for (const digit of "0123456789abcdef") hexDigit[digit.charCodeAt(0)] = 1
-
-/** Whether `text` is 64 lowercase hex digits, like `/^[0-9a-f]{64}$/`. */
-const isSha256Hex = (text: string): boolean => {
-  if (text.length !== 64) return false
-  for (let index = 0; index < 64; index++) {
-    const code = text.charCodeAt(index)
-    if (code >= 128 || hexDigit[code] === 0) return false
-  }
-  return true
-}
-const Sha256 = Schema.String.check(Schema.makeFilter(isSha256Hex, { expected: "a lowercase hex SHA-256 digest" }))
-
-/** Fields every entry carries: its position in the file and when it was written. */
-const header = {
-  /** Zero-based index of the entry in the file; the next append uses the entry count. */
-  seq: Count,
-  /** Epoch milliseconds from Effect's `Clock`. */
-  at: Schema.Number
-}
 
 /**
  * A turn began. Only one turn is open at a time.
@@ -400,7 +365,7 @@ export const SummarySuperseded = Schema.TaggedStruct("SummarySuperseded", {
 })
 
 /**
- * The journal was cut back on purpose by {@link repair} to its longest valid
+ * The journal was cut back on purpose by `Journal.repair` to its longest valid
  * prefix: entries from the 1-based `line` on did not follow (another writer
  * interleaved its lines). `keptBytes` were kept; `droppedBytes` and
  * `droppedSha256` describe what was removed, and `detail` why the first
@@ -553,7 +518,7 @@ export const Entry = Schema.Union([
 export type Entry = typeof Entry.Type
 
 /**
- * An entry as a caller hands it to {@link JournalService.append}: the journal
+ * An entry as a caller hands it to `Journal.JournalService.append`: the journal
  * fills in `seq` and `at`.
  *
  * @since 0.1.0
@@ -587,6 +552,29 @@ export interface UsageTotal {
 
 /**
  * The {@link UsageTotal} of a journal's entries.
+ *
+ * @example
+ * ```ts
+ * import { Ids } from "@tessera/core"
+ * import { NodeTessera } from "@tessera/node"
+ * import { Journal, JournalEntry } from "@tessera/runtime"
+ * import { Effect, Schema } from "effect"
+ *
+ * // A task's tokens, summary requests included: every response the journal recorded, with what its provider reported.
+ * const program = Effect.gen(function* () {
+ *   const entries = yield* Journal.readEntries({
+ *     folder: "/srv/tessera/journals",
+ *     task: Schema.decodeUnknownSync(Ids.TaskId)("survey-1")
+ *   })
+ *   const total = JournalEntry.totalUsage(entries)
+ *   console.log(
+ *     `${total.usage.inputTokens ?? 0} in, ${total.usage.outputTokens ?? 0} out;` +
+ *       ` ${total.reported} of ${total.responses} responses reported usage`
+ *   )
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(NodeTessera.layer)))
+ * ```
  *
  * @since 0.1.0
  * @category usage

@@ -27,277 +27,53 @@
  *
  * @since 0.1.0
  */
-import * as Volume from "@tessera/core/Volume"
+import type * as Volume from "@tessera/core/Volume"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
+import type {
+  FileReferencePart,
+  FinishReason,
+  ModelRequest,
+  ModelResponse,
+  Role,
+  TextPart,
+  ToolCallPart,
+  ToolResultPart,
+  Usage
+} from "./internal/modelParts.ts"
 
 /**
- * Who speaks a text or media part.
- *
- * @since 0.1.0
- * @category models
- */
-export const Role = Schema.Literals(["system", "user", "assistant"])
-/**
- * @since 0.1.0
- * @category models
- */
-export type Role = typeof Role.Type
-
-/**
- * Plain text from the system prompt, the user, or the model.
- *
- * @since 0.1.0
- * @category parts
- */
-export const TextPart = Schema.TaggedStruct("Text", { role: Role, text: Schema.String })
-/**
- * @since 0.1.0
- * @category parts
- */
-export type TextPart = typeof TextPart.Type
-
-/**
- * The model asked to run a tool. `id` pairs the call with its result.
+ * The parts of a request or a history ({@link Part}: text, tool calls and
+ * results, file references, native media), the tools a request offers
+ * ({@link ToolSpec}), the request ({@link ModelRequest}), the usage a
+ * provider reports ({@link Usage}, summed by {@link addUsage}), why it
+ * stopped ({@link FinishReason}) and its response ({@link ModelResponse}).
+ * Each is a schema and its type.
  *
  * @since 0.1.0
  * @category parts
  */
-export const ToolCallPart = Schema.TaggedStruct("ToolCall", {
-  id: Schema.String,
-  name: Schema.String,
-  input: Schema.Json
-})
-/**
- * @since 0.1.0
- * @category parts
- */
-export type ToolCallPart = typeof ToolCallPart.Type
-
-/**
- * The answer to one tool call. `isError` tells the model the tool did not
- * succeed (unknown tool, input rejected by its schema, failure or crash);
- * `content` then explains why.
- *
- * @since 0.1.0
- * @category parts
- */
-export const ToolResultPart = Schema.TaggedStruct("ToolResult", {
-  callId: Schema.String,
-  name: Schema.String,
-  content: Schema.String,
-  isError: Schema.Boolean
-})
-/**
- * @since 0.1.0
- * @category parts
- */
-export type ToolResultPart = typeof ToolResultPart.Type
-
-/**
- * A pointer to a file on a volume (a staged summary, an offloaded artifact).
- * The body stays on disk; the adapter decides how to present the pointer.
- *
- * @since 0.1.0
- * @category parts
- */
-export const FileReferencePart = Schema.TaggedStruct("FileReference", {
-  role: Role,
-  volume: Volume.VolumeRef,
-  path: Schema.String,
-  mediaType: Schema.String
-})
-/**
- * @since 0.1.0
- * @category parts
- */
-export type FileReferencePart = typeof FileReferencePart.Type
-
-/**
- * Inline media bytes, base64 encoded.
- *
- * @since 0.1.0
- * @category parts
- */
-export const Base64Data = Schema.TaggedStruct("Base64", { base64: Schema.String })
-/**
- * Media the provider fetches itself.
- *
- * @since 0.1.0
- * @category parts
- */
-export const UrlData = Schema.TaggedStruct("Url", { url: Schema.String })
-/**
- * @since 0.1.0
- * @category parts
- */
-export const MediaData = Schema.Union([Base64Data, UrlData])
-/**
- * @since 0.1.0
- * @category parts
- */
-export type MediaData = typeof MediaData.Type
-
-/**
- * A native media part (an image, audio, a document) with the provider's own
- * options. `providerOptions` is opaque to this library: it reaches the
- * adapter as the same object, keys this library does not know included.
- *
- * @since 0.1.0
- * @category parts
- */
-export const MediaPart = Schema.TaggedStruct("Media", {
-  role: Role,
-  mediaType: Schema.String,
-  data: MediaData,
-  providerOptions: Schema.Record(Schema.String, Schema.Unknown)
-})
-/**
- * @since 0.1.0
- * @category parts
- */
-export type MediaPart = typeof MediaPart.Type
-
-/**
- * Any part of a request or a history.
- *
- * @since 0.1.0
- * @category parts
- */
-export const Part = Schema.Union([TextPart, ToolCallPart, ToolResultPart, FileReferencePart, MediaPart])
-/**
- * @since 0.1.0
- * @category parts
- */
-export type Part = typeof Part.Type
-
-/**
- * What the model is told about one tool: its name, what it does, and a JSON
- * Schema document for its input (derived from the tool's input Schema).
- *
- * @since 0.1.0
- * @category models
- */
-export const ToolSpec = Schema.Struct({
-  name: Schema.String,
-  description: Schema.String,
-  inputSchema: Schema.Record(Schema.String, Schema.Unknown)
-})
-/**
- * @since 0.1.0
- * @category models
- */
-export type ToolSpec = typeof ToolSpec.Type
-
-/**
- * One request: the ordered parts the model sees, and the tools it may call.
- *
- * @since 0.1.0
- * @category models
- */
-export const ModelRequest = Schema.Struct({
-  parts: Schema.Array(Part),
-  tools: Schema.Array(ToolSpec)
-})
-/**
- * @since 0.1.0
- * @category models
- */
-export type ModelRequest = typeof ModelRequest.Type
-
-const TokenCount = Schema.Number.check(
-  Schema.makeFilter((n: number) => Number.isSafeInteger(n) && n >= 0, { expected: "an integer >= 0" })
-)
-
-/**
- * Token counts a provider reported for one request. Every count is optional:
- * an absent count means the provider did not report it, never zero.
- * `cachedInputTokens` and `reasoningTokens` are parts of `inputTokens` and
- * `outputTokens` respectively, as providers report them.
- *
- * @since 0.1.0
- * @category usage
- */
-export const Usage = Schema.Struct({
-  inputTokens: Schema.optionalKey(TokenCount),
-  outputTokens: Schema.optionalKey(TokenCount),
-  cachedInputTokens: Schema.optionalKey(TokenCount),
-  reasoningTokens: Schema.optionalKey(TokenCount)
-})
-/**
- * @since 0.1.0
- * @category usage
- */
-export type Usage = typeof Usage.Type
-
-const usageKeys = ["inputTokens", "outputTokens", "cachedInputTokens", "reasoningTokens"] as const
-
-/**
- * Sums usages count by count. A count is present in the sum when it is
- * present in at least one operand (absent counts add nothing).
- *
- * @since 0.1.0
- * @category usage
- */
-export const addUsage = (self: Usage, that: Usage): Usage => {
-  const out: { -readonly [K in keyof Usage]: Usage[K] } = {}
-  for (const key of usageKeys) {
-    const a = self[key]
-    const b = that[key]
-    if (a !== undefined || b !== undefined) out[key] = (a ?? 0) + (b ?? 0)
-  }
-  return out
-}
-
-/**
- * Why the model stopped: it answered (`stop`), hit its output limit
- * (`length`), asked for tools (`tool-calls`), was filtered
- * (`content-filter`), failed (`error`), or something the provider names
- * otherwise (`other`, `unknown`).
- *
- * @since 0.1.0
- * @category models
- */
-export const FinishReason = Schema.Literals([
-  "stop",
-  "length",
-  "tool-calls",
-  "content-filter",
-  "error",
-  "other",
-  "unknown"
-])
-/**
- * @since 0.1.0
- * @category models
- */
-export type FinishReason = typeof FinishReason.Type
-
-/**
- * One response: text (possibly empty) and the tool calls the model asks for,
- * in the order the model gave them. No tool calls means the turn is answered.
- * Optionally the model's reasoning text, the provider's usage, its finish
- * reason and its metadata (opaque to this library).
- *
- * @since 0.1.0
- * @category models
- */
-export const ModelResponse = Schema.Struct({
-  text: Schema.String,
-  toolCalls: Schema.Array(ToolCallPart),
-  reasoning: Schema.optionalKey(Schema.String),
-  usage: Schema.optionalKey(Usage),
-  finishReason: Schema.optionalKey(FinishReason),
-  providerMetadata: Schema.optionalKey(Schema.Record(Schema.String, Schema.Unknown))
-})
-/**
- * @since 0.1.0
- * @category models
- */
-export type ModelResponse = typeof ModelResponse.Type
+export {
+  addUsage,
+  Base64Data,
+  FileReferencePart,
+  FinishReason,
+  MediaData,
+  MediaPart,
+  ModelRequest,
+  ModelResponse,
+  Part,
+  Role,
+  TextPart,
+  ToolCallPart,
+  ToolResultPart,
+  ToolSpec,
+  UrlData,
+  Usage
+} from "./internal/modelParts.ts"
 
 /**
  * One event of a streamed response, in the order the provider sent it:
@@ -363,6 +139,18 @@ export type ModelErrorReason = typeof ModelErrorReason.Type
  * server: `true`; a rejected request, a bad key: `false`); absent means the
  * adapter does not know. The executor keeps it when it scrubs `detail`.
  *
+ * @example
+ * ```ts
+ * import { Model } from "@tessera/runtime"
+ * import { Effect } from "effect"
+ *
+ * // A provider's failure, said as the executor understands it: `retryable` tells a retry schedule it may try again.
+ * export const generate = (_request: Model.ModelRequest): Effect.Effect<Model.ModelResponse, Model.ModelError> =>
+ *   Effect.fail(new Model.ModelError({ reason: "ProviderFailure", detail: "HTTP 503", retryable: true }))
+ *
+ * export const model = Model.layerFromGenerate(generate)
+ * ```
+ *
  * @since 0.1.0
  * @category errors
  */
@@ -379,7 +167,7 @@ export class ModelError extends Schema.TaggedError<ModelError>()("ModelError", {
 /**
  * The model the executor calls. A real provider is plugged in by providing
  * a different layer for this service; the library's default is the scripted
- * model (see `ScriptedModel`).
+ * model (see `ScriptedModel` in `@tessera/runtime/testing`).
  *
  * `stream` and `generate` answer the same request the same way: `generate`
  * succeeds with what collecting `stream` gives ({@link collect}). Build the
@@ -562,6 +350,20 @@ export const fromGenerate = (
  * A layer for an adapter written as one non-streaming function (see
  * {@link fromGenerate}).
  *
+ * @example
+ * ```ts
+ * import { Model } from "@tessera/runtime"
+ * import { Effect } from "effect"
+ *
+ * // A non-streaming provider of your own: one function from a request to a response.
+ * export const echo = Model.layerFromGenerate((request) => {
+ *   const last = request.parts.at(-1)
+ *   return last?._tag === "Text"
+ *     ? Effect.succeed(Model.response({ text: `You said: ${last.text}` }))
+ *     : Effect.fail(new Model.ModelError({ reason: "InvalidResponse", detail: "nothing to echo" }))
+ * })
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */
@@ -573,6 +375,22 @@ export const layerFromGenerate = (
  * A layer for a streaming adapter written as one function (see
  * {@link fromStream}).
  *
+ * @example
+ * ```ts
+ * import { Model } from "@tessera/runtime"
+ * import { Stream } from "effect"
+ *
+ * // A streaming provider of your own: events in the order the provider sends them.
+ * export const streaming = Model.layerFromStream(() =>
+ *   Stream.fromIterable<Model.ModelStreamEvent>([
+ *     { _tag: "TextDelta", delta: "Hello, " },
+ *     { _tag: "TextDelta", delta: "world." },
+ *     { _tag: "Usage", usage: { inputTokens: 12, outputTokens: 4 } },
+ *     { _tag: "Finish", reason: "stop" }
+ *   ])
+ * )
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */
@@ -581,12 +399,39 @@ export const layerFromStream = (
 ): Layer.Layer<Model> => Layer.succeed(Model)(fromStream(stream))
 
 /**
+ * A text part from `role`: what the system prompt, the user or the model
+ * said.
+ *
+ * @example
+ * ```ts
+ * import { History, Model } from "@tessera/runtime"
+ *
+ * // A text part: who said it, and what. A history starts from the task's parts.
+ * export const task = History.make([
+ *   Model.text("system", "You are a careful site-reliability assistant."),
+ *   Model.text("user", "Is the north service healthy?")
+ * ])
+ * ```
+ *
  * @since 0.1.0
  * @category constructors
  */
 export const text = (role: Role, body: string): TextPart => ({ _tag: "Text", role, text: body })
 
 /**
+ * A call of the tool `name` with the JSON `input`; `id` is what the result
+ * answering it names.
+ *
+ * @example
+ * ```ts
+ * import { Model } from "@tessera/runtime"
+ *
+ * // A call's input is JSON (`Schema.Json`): the tool's own schema decodes it before its handler runs.
+ * export const call = Model.toolCall("call-1", "fetch_report", { name: "north", lines: 200 })
+ *
+ * export const answer = Model.response({ toolCalls: [call] })
+ * ```
+ *
  * @since 0.1.0
  * @category constructors
  */
@@ -598,6 +443,9 @@ export const toolCall = (id: string, name: string, input: Schema.Json): ToolCall
 })
 
 /**
+ * The result of the call `callId`; `isError` marks a failed call, whose
+ * `content` says why.
+ *
  * @since 0.1.0
  * @category constructors
  */
@@ -609,6 +457,9 @@ export const toolResult = (options: {
 }): ToolResultPart => ({ _tag: "ToolResult", ...options })
 
 /**
+ * A file on a volume handed to the model by reference (`path` on
+ * `volume`), not inline.
+ *
  * @since 0.1.0
  * @category constructors
  */
@@ -621,6 +472,22 @@ export const fileReference = (options: {
 
 /**
  * Builds a response. `toolCalls` defaults to none, which answers the turn.
+ *
+ * @example
+ * ```ts
+ * import { Model } from "@tessera/runtime"
+ * import { ScriptedModel } from "@tessera/runtime/testing"
+ *
+ * // Omitted fields are empty: no text, no tool calls, no usage.
+ * export const script = ScriptedModel.layer([
+ *   Model.response({ toolCalls: [Model.toolCall("call-1", "fetch_report", { name: "north" })] }),
+ *   Model.response({
+ *     text: "The north report shows every measurement within tolerance.",
+ *     usage: { inputTokens: 1_200, outputTokens: 14 },
+ *     finishReason: "stop"
+ *   })
+ * ])
+ * ```
  *
  * @since 0.1.0
  * @category constructors

@@ -21,16 +21,18 @@ import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as ArtifactReadTool from "./ArtifactReadTool.ts"
 import * as Compaction from "./Compaction.ts"
-import * as CompactionPolicy from "./CompactionPolicy.ts"
 import * as EntryGate from "./EntryGate.ts"
 import * as Executor from "./Executor.ts"
 import * as History from "./History.ts"
 import * as InlineLimit from "./InlineLimit.ts"
+import { warnTaskOverLimit } from "./internal/compacting.ts"
+import { decodePolicy } from "./internal/compactionPolicy.ts"
 import { measureRequest } from "./internal/digest.ts"
+import type { EntryTurnEvent } from "./internal/entryFacts.ts"
 import { JournalTap } from "./internal/journalTap.ts"
 import { summarySession } from "./internal/summarySession.ts"
 import { checkExecution, checkHooks } from "./internal/turnConfig.ts"
-import type { JournalIOError, JournalSequenceError } from "./Journal.ts"
+import type { JournalIoError, JournalSequenceError } from "./Journal.ts"
 import { awaitingApproval, Journal, NoOpenTurn, openTurn, readEntries } from "./Journal.ts"
 import type { Entry } from "./JournalEntry.ts"
 import type { ToolCallPart, ToolSpec } from "./Model.ts"
@@ -106,7 +108,7 @@ export interface CompactionHooksOptions {
  * foreign capability is refused before the turn sends anything.
  *
  * They remember the last request the model answered: no tool result it did
- * not carry is summarized (see `Compaction.plan`), whatever was queued after
+ * not carry is summarized (see `Compaction.compact`), whatever was queued after
  * the result. Under the `reportedTokens` measure they keep the input tokens
  * the provider reported for it and measure the next request from it. Hooks
  * made for a turn that already has answered requests (a resume, durable or
@@ -126,7 +128,7 @@ export interface CompactionHooksOptions {
  * @category hooks
  */
 export const compactionHooks = (
-  policy: CompactionPolicy.Threshold,
+  policy: Compaction.Threshold,
   capability: PrivateSummaries.PrivateWriterCapability,
   journal: Journal["Service"],
   options: CompactionHooksOptions = {}
@@ -134,7 +136,7 @@ export const compactionHooks = (
   PrivateSummaries.admit("TaskExecution.compactionHooks", Option.some(journal)).pipe(
     PrivateSummaries.provide(capability),
     Effect.map((admitted) => {
-      const warn = Compaction.warnTaskOverLimit(journal, policy)
+      const warn = warnTaskOverLimit(journal, policy)
       // The last request of these hooks' turn the model answered, and the provider's count for it.
       let sent: Compaction.SentRequest | undefined
       let reported: Compaction.ReportedInput | undefined
@@ -240,6 +242,28 @@ const journaledReport = (
  * `inlineLimit` that is not an integer of at least 0, or a `durable` that is
  * not a boolean.
  *
+ * @example
+ * ```ts
+ * import { TaskExecution, Tool } from "@tessera/runtime"
+ * import { Effect, Schema } from "effect"
+ *
+ * const fetchReport = Tool.make({
+ *   name: "fetch_report",
+ *   description: "Fetches a report by name",
+ *   input: Schema.Struct({ name: Schema.String }),
+ *   handler: ({ name }) => Effect.succeed(`Report ${name}: all systems nominal`)
+ * })
+ *
+ * export const config: TaskExecution.ExecutionConfig = {
+ *   tools: Tool.registry(fetchReport),
+ *   maxSteps: 6,
+ *   // Store the transcript, so the turn can be resumed from disk alone (needs the private writer).
+ *   durable: true,
+ *   // Results over 4 KiB go to the private volume; the model reads them back with `read_artifact`.
+ *   offload: { threshold: 4_096, readTool: "read_artifact", destination: "Private" }
+ * }
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -301,7 +325,7 @@ const transcriptOf = Effect.fnUntraced(function* (
  */
 export type GatedError =
   | CompactionError
-  | JournalIOError
+  | JournalIoError
   | JournalSequenceError
   | Unauthorized.Unauthorized
   | Transcript.TranscriptError
@@ -349,7 +373,7 @@ export interface GatedHooksOptions<E = never, R = never> {
  * @since 0.1.0
  * @category hooks
  */
-export type GatedHooksError = CompactionError | JournalIOError | JournalSequenceError | PrivateSummaries.ResolveError
+export type GatedHooksError = CompactionError | JournalIoError | JournalSequenceError | PrivateSummaries.ResolveError
 
 /**
  * A turn's hooks as the gate assembles them, with the private writer the
@@ -479,6 +503,46 @@ const gate = Effect.fnUntraced(function* <E, R>(
  * Runs a turn for a bound task: the gate first, then the stock turn, with
  * compaction hooks when the policy is `Threshold`.
  *
+ * @example
+ * ```ts
+ * import { Ids } from "@tessera/core"
+ * import { LocalHarness, NodeTessera } from "@tessera/node"
+ * import { History, Model, TaskExecution, Tool } from "@tessera/runtime"
+ * import { ScriptedModel } from "@tessera/runtime/testing"
+ * import { Effect, Schema } from "effect"
+ *
+ * const fetchReport = Tool.make({
+ *   name: "fetch_report",
+ *   description: "Fetches a report by name",
+ *   input: Schema.Struct({ name: Schema.String }),
+ *   handler: ({ name }) => Effect.succeed(`Report ${name}\n${"measurement 42.0 within tolerance\n".repeat(2_000)}`)
+ * })
+ *
+ * const script = [
+ *   Model.response({ toolCalls: [Model.toolCall("call-1", "fetch_report", { name: "north" })] }),
+ *   Model.response({ text: "Every north measurement is within tolerance." })
+ * ]
+ *
+ * const program = Effect.gen(function* () {
+ *   const harness = yield* LocalHarness.open({
+ *     namespace: "reports",
+ *     agent: Schema.decodeUnknownSync(Ids.AgentId)("researcher")
+ *   })
+ *   return yield* harness.withTask(Schema.decodeUnknownSync(Ids.TaskId)("north"), (binding) =>
+ *     // Behind the entry gate: the large result goes to the private volume, the model gets a pointer.
+ *     TaskExecution.runTurn(binding, History.make([Model.text("user", "Summarize the north report.")]), {
+ *       tools: Tool.registry(fetchReport),
+ *       maxSteps: 8,
+ *       offload: { threshold: 8_192, readTool: "read_artifact", destination: "Private" }
+ *     }).pipe(Effect.provide(ScriptedModel.layer(script)))
+ *   )
+ * })
+ *
+ * Effect.runPromise(Effect.scoped(program).pipe(Effect.provide(NodeTessera.layer))).then((outcome) => {
+ *   if (outcome._tag === "Answered") console.log(outcome.text)
+ * })
+ * ```
+ *
  * @since 0.1.0
  * @category entries
  */
@@ -492,16 +556,16 @@ export const runTurn = Effect.fnUntraced(function* <E = never, R = never>(
 }, Observability.withSpan("TaskExecution.runTurn"))
 
 /**
- * Hands `onEvent` the journal entries that become turn events (offloads,
- * staged summaries, answered summary requests) as the hooks write them, so
- * every gated entry's `onEvent` sees every event, not only a streamed turn's.
+ * Hands `onEvent` the journal entries that become turn events (the table of
+ * entry facts says which) as the hooks write them, so every gated entry's
+ * `onEvent` sees every event, not only a streamed turn's.
  */
 const withJournalEvents =
   (onEvent: Executor.TurnConfig["onEvent"]) =>
   <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     onEvent === undefined
       ? self
-      : Effect.provideService(self, JournalTap, (entry) => onEvent({ _tag: entry._tag, entry } as Executor.TurnEvent))
+      : Effect.provideService(self, JournalTap, (entry) => onEvent({ _tag: entry._tag, entry } as EntryTurnEvent))
 
 /**
  * Options of {@link streamTurn}.
@@ -554,6 +618,52 @@ const decodeBufferSize = InvalidInput.decode(
  * the turn, which the journal then records as abandoned (see `Executor`),
  * so the next turn can open. A `config.onEvent` of the host's own sees
  * every event first.
+ *
+ * @example
+ * ```ts
+ * import { Ids } from "@tessera/core"
+ * import { LocalHarness, NodeTessera } from "@tessera/node"
+ * import { History, Model, TaskExecution, Tool } from "@tessera/runtime"
+ * import { ScriptedModel } from "@tessera/runtime/testing"
+ * import { Effect, Schema, Stream } from "effect"
+ *
+ * const clock = Tool.make({
+ *   name: "clock",
+ *   description: "Tells the time",
+ *   input: Schema.Struct({}),
+ *   handler: () => Effect.succeed(new Date().toISOString())
+ * })
+ *
+ * const program = Effect.gen(function* () {
+ *   const harness = yield* LocalHarness.open({
+ *     namespace: "stream",
+ *     agent: Schema.decodeUnknownSync(Ids.AgentId)("assistant")
+ *   })
+ *   yield* harness.withTask(Schema.decodeUnknownSync(Ids.TaskId)("time-1"), (binding) =>
+ *     // The same turn as `runTurn`, as events a host forwards while they happen.
+ *     Stream.runForEach(
+ *       TaskExecution.streamTurn(binding, History.make([Model.text("user", "What time is it?")]), {
+ *         tools: Tool.registry(clock),
+ *         maxSteps: 4
+ *       }),
+ *       (event) =>
+ *         Effect.sync(() => {
+ *           if (event._tag === "TextDelta") process.stdout.write(event.delta)
+ *           if (event._tag === "ToolCalled") console.log(`[tool] ${event.call.name}`)
+ *         })
+ *     ).pipe(
+ *       Effect.provide(
+ *         ScriptedModel.layer([
+ *           Model.response({ toolCalls: [Model.toolCall("c1", "clock", {})] }),
+ *           Model.response({ text: "It is noon." })
+ *         ])
+ *       )
+ *     )
+ *   )
+ * })
+ *
+ * Effect.runPromise(Effect.scoped(program).pipe(Effect.provide(NodeTessera.layer)))
+ * ```
  *
  * @since 0.1.0
  * @category entries
@@ -660,6 +770,57 @@ export interface Resumed extends Executor.Resumed {
  * (`config.durable` is implied). Fails `NoOpenTurn` when no turn is open,
  * `TranscriptMissing` when the turn was not run durably.
  *
+ * @example
+ * ```ts
+ * import { Ids } from "@tessera/core"
+ * import { LocalHarness, NodeTessera } from "@tessera/node"
+ * import { Compaction, History, Model, TaskExecution, Tool } from "@tessera/runtime"
+ * import { ScriptedModel } from "@tessera/runtime/testing"
+ * import { Effect, Schema } from "effect"
+ *
+ * const agent = Schema.decodeUnknownSync(Ids.AgentId)("researcher")
+ * const task = Schema.decodeUnknownSync(Ids.TaskId)("reports")
+ *
+ * const fetchReport = Tool.make({
+ *   name: "fetch_report",
+ *   description: "Fetches a report by name",
+ *   input: Schema.Struct({ name: Schema.String }),
+ *   handler: ({ name }) => Effect.succeed(`Report ${name}: all systems nominal`)
+ * })
+ * const config: TaskExecution.ExecutionConfig = { tools: Tool.registry(fetchReport), maxSteps: 6, durable: true }
+ *
+ * // One "process": the harness on the state folder, nothing kept in memory from an earlier one.
+ * const inProcess = <A, E, R>(body: (binding: Parameters<typeof TaskExecution.resume>[0]) => Effect.Effect<A, E, R>) =>
+ *   Effect.scoped(
+ *     Effect.flatMap(LocalHarness.open({ stateDir: "/tmp/tessera-state", namespace: "durable", agent }), (harness) =>
+ *       harness.withTask(task, body, { policy: Compaction.disabled })
+ *     )
+ *   )
+ *
+ * const program = Effect.gen(function* () {
+ *   // Process 1: the second request fails; the turn stays open in the journal.
+ *   yield* inProcess((binding) =>
+ *     Effect.flip(TaskExecution.runTurn(binding, History.make([Model.text("user", "Check the report.")]), config)).pipe(
+ *       Effect.provide(
+ *         ScriptedModel.layer([
+ *           Model.response({ toolCalls: [Model.toolCall("c1", "fetch_report", { name: "north" })] }),
+ *           new Model.ModelError({ reason: "ProviderFailure", detail: "HTTP 503" })
+ *         ])
+ *       )
+ *     )
+ *   )
+ *   // Process 2: the turn is rebuilt from the journal and the transcript, checked, and continued.
+ *   const resumed = yield* inProcess((binding) =>
+ *     TaskExecution.resume(binding, config).pipe(
+ *       Effect.provide(ScriptedModel.layer([Model.response({ text: "North: all systems nominal." })]))
+ *     )
+ *   )
+ *   console.log(`${resumed.verifiedRequests} earlier request(s) checked; answer: ${resumed.outcome.text}`)
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(NodeTessera.layer)))
+ * ```
+ *
  * @since 0.1.0
  * @category entries
  */
@@ -689,6 +850,45 @@ export const resume = Effect.fnUntraced(function* <E = never, R = never>(
  * next parts and call {@link runTurn} with `durable: true`. Needs the
  * private writer (read under the same capability that writes); sends and
  * writes nothing.
+ *
+ * @example
+ * ```ts
+ * import { Ids } from "@tessera/core"
+ * import { LocalHarness, NodeTessera } from "@tessera/node"
+ * import { History, Model, TaskExecution, Tool } from "@tessera/runtime"
+ * import { ScriptedModel } from "@tessera/runtime/testing"
+ * import { Effect, Option, Schema } from "effect"
+ *
+ * const noTools = Tool.make({
+ *   name: "noop",
+ *   description: "Does nothing",
+ *   input: Schema.Struct({}),
+ *   handler: () => Effect.succeed("")
+ * })
+ *
+ * // A new process continues a task's conversation from the disk alone.
+ * const nextTurn = Effect.gen(function* () {
+ *   const harness = yield* LocalHarness.open({
+ *     stateDir: "/tmp/tessera-state",
+ *     namespace: "durable",
+ *     agent: Schema.decodeUnknownSync(Ids.AgentId)("researcher")
+ *   })
+ *   return yield* harness.withTask(Schema.decodeUnknownSync(Ids.TaskId)("reports"), (binding) =>
+ *     Effect.gen(function* () {
+ *       // `None` when the task has no turn yet.
+ *       const earlier = yield* TaskExecution.restoreHistory(binding)
+ *       const question = Model.text("user", "And the south report?")
+ *       const history = Option.match(earlier, {
+ *         onNone: () => History.make([question]),
+ *         onSome: (restored) => History.append(restored, [question])
+ *       })
+ *       return yield* TaskExecution.runTurn(binding, history, { tools: Tool.registry(noTools), maxSteps: 4, durable: true })
+ *     }).pipe(Effect.provide(ScriptedModel.layer([Model.response({ text: "South: all systems nominal." })])))
+ *   )
+ * })
+ *
+ * Effect.runPromise(Effect.scoped(nextTurn).pipe(Effect.provide(NodeTessera.layer)))
+ * ```
  *
  * @since 0.1.0
  * @category entries
@@ -759,6 +959,51 @@ export class NotAwaitingApproval extends Schema.TaggedError<NotAwaitingApproval>
  * Fails `InvalidInput` (field `decision`) for a malformed decision and
  * {@link NotAwaitingApproval} for a call that is not waiting, having
  * written nothing.
+ *
+ * @example
+ * ```ts
+ * import { Ids } from "@tessera/core"
+ * import { LocalHarness, NodeTessera } from "@tessera/node"
+ * import { History, Model, TaskExecution, Tool } from "@tessera/runtime"
+ * import { ScriptedModel } from "@tessera/runtime/testing"
+ * import { Effect, Schema } from "effect"
+ *
+ * const deploy = Tool.make({
+ *   name: "deploy",
+ *   description: "Deploys a release to an environment",
+ *   input: Schema.Struct({ environment: Schema.String }),
+ *   // Staging deploys run at once; anything else waits for a person.
+ *   needsApproval: ({ environment }) => environment !== "staging",
+ *   handler: ({ environment }) => Effect.succeed(`deployed to ${environment}`)
+ * })
+ * const config: TaskExecution.ExecutionConfig = { tools: Tool.registry(deploy), maxSteps: 4, durable: true }
+ *
+ * const program = Effect.gen(function* () {
+ *   const harness = yield* LocalHarness.open({
+ *     namespace: "release",
+ *     agent: Schema.decodeUnknownSync(Ids.AgentId)("deployer")
+ *   })
+ *   yield* harness.withTask(Schema.decodeUnknownSync(Ids.TaskId)("release-7"), (binding) =>
+ *     Effect.gen(function* () {
+ *       const paused = yield* TaskExecution.runTurn(binding, History.make([Model.text("user", "Ship it.")]), config)
+ *       if (paused._tag !== "AwaitingApproval") return paused.text
+ *       // The decision is journaled with who made it; the next resume runs (or rejects) the call.
+ *       yield* TaskExecution.decide(binding, { callId: "d1", approved: false, by: "bob", note: "release freeze" })
+ *       const done = yield* TaskExecution.resume(binding, config)
+ *       return done.outcome.text
+ *     }).pipe(
+ *       Effect.provide(
+ *         ScriptedModel.layer([
+ *           Model.response({ toolCalls: [Model.toolCall("d1", "deploy", { environment: "production" })] }),
+ *           Model.response({ text: "The production deploy was rejected (release freeze); nothing was deployed." })
+ *         ])
+ *       )
+ *     )
+ *   )
+ * })
+ *
+ * Effect.runPromise(Effect.scoped(program).pipe(Effect.provide(NodeTessera.layer)))
+ * ```
  *
  * @since 0.1.0
  * @category entries
@@ -851,7 +1096,7 @@ export const dispatchStep = Effect.fnUntraced(function* <E = never, R = never>(
 export interface SummaryOptions {
   readonly operation?: Ids.OperationId
   readonly step?: number
-  readonly policy?: CompactionPolicy.CompactionPolicy
+  readonly policy?: Compaction.Policy
 }
 
 const decodeSummaryKey = InvalidInput.decode(
@@ -879,9 +1124,7 @@ export const summarize = Effect.fnUntraced(function* (
   yield* EntryGate.admitBinding(binding, "Summary")
   const key = yield* decodeSummaryKey(options)
   const policy =
-    options.policy === undefined
-      ? binding.policy
-      : yield* CompactionPolicy.decodePolicy(options.policy, "TaskExecution.summarize")
+    options.policy === undefined ? binding.policy : yield* decodePolicy(options.policy, "TaskExecution.summarize")
   const journal = yield* Journal
   const state = yield* journal.state
   return yield* summarySession(binding, history, {

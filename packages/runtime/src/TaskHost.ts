@@ -99,6 +99,34 @@ const makeOver = (store: VolumeStore.VolumeStore): Effect.Effect<TaskHost, never
  * Opens the store on `options.root` (see {@link VolumeStore.open}) and
  * makes a host over it.
  *
+ * @example
+ * ```ts
+ * import { HostAuthority, Ids, Volume } from "@tessera/core"
+ * import { NodeTessera } from "@tessera/node"
+ * import { TaskHost } from "@tessera/runtime"
+ * import { Effect, Layer, Schema } from "effect"
+ *
+ * const agent = Schema.decodeUnknownSync(Ids.AgentId)("researcher")
+ *
+ * // A host: the store on `root`, and the authority from the context, which decides which grants may exist.
+ * const program = Effect.gen(function* () {
+ *   const host = yield* TaskHost.open({ root: "/srv/tessera/store" })
+ *   const scratch = yield* host.store.create({
+ *     id: Schema.decodeUnknownSync(Ids.VolumeId)("researcher-private"),
+ *     kind: "AgentPrivate",
+ *     owner: Volume.agentOwner(agent)
+ *   })
+ *   // Scopes are issued here and nowhere else.
+ *   return yield* host.issueScope(
+ *     Schema.decodeUnknownSync(Ids.TaskId)("task-1"),
+ *     [{ volume: scratch, access: ["read", "write"] }],
+ *     agent
+ *   )
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Layer.merge(NodeTessera.layer, HostAuthority.permissive))))
+ * ```
+ *
  * @since 0.1.0
  * @category constructors
  */

@@ -21,6 +21,16 @@
  * is first called, and {@link decodeRegistry} lets an entry check a registry
  * it was handed.
  *
+ * JSON, here and for a call's input, means what round-trips through
+ * `JSON.stringify` and `JSON.parse` unchanged: `null`, booleans, finite
+ * numbers, strings, arrays without holes and plain objects (prototype
+ * `Object.prototype` or `null`) of those, with no cycle; the same object may
+ * appear twice (that is still a tree once written out). A call's input is
+ * typed `Schema.Json`, but an adapter builds it at run time from the
+ * provider's answer, where the type system does not reach, so the executor
+ * checks each call with {@link findNotJson} at the model boundary and refuses
+ * the response instead of journaling or rendering a value that is not JSON.
+ *
  * @since 0.1.0
  */
 import * as InvalidInput from "@tessera/core/InvalidInput"
@@ -32,7 +42,7 @@ import * as Predicate from "effect/Predicate"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import { canonicalJson } from "./internal/digest.ts"
-import * as JsonValue from "./JsonValue.ts"
+import * as Json from "./internal/jsonValue.ts"
 import type { ToolCallPart, ToolSpec } from "./Model.ts"
 
 /**
@@ -109,7 +119,7 @@ const jsonValueText =
 
 /**
  * The text the model receives for what the handler of tool `name`
- * returned: a string as it is, a JSON value (see `JsonValue`) as its
+ * returned: a string as it is, a JSON value (see {@link isJson}) as its
  * compact JSON. Anything else is refused, never coerced: `InvalidInput`
  * with entry `tool "<name>"`, field the path of the first value that is not
  * JSON (`result` itself, `result.items[3].when`, ...) and value what was
@@ -121,7 +131,7 @@ const jsonValueText =
  */
 export const resultText = (name: string, output: unknown): Result.Result<string, InvalidInput.InvalidInput> => {
   if (typeof output === "string") return Result.succeed(output)
-  const text = JsonValue.stringify(output, "result")
+  const text = Json.stringify(output, "result")
   return Result.isSuccess(text)
     ? Result.succeed(text.success)
     : Result.fail(
@@ -133,6 +143,50 @@ export const resultText = (name: string, output: unknown): Result.Result<string,
         })
       )
 }
+
+/**
+ * Where a value stops being JSON: a path from the root (`$`, `$.key`,
+ * `$[0]`, `$["odd key"]`, or under the root name the caller chose) and what
+ * was found there.
+ *
+ * @since 0.1.0
+ * @category json
+ */
+export type NotJson = Json.NotJson
+
+/**
+ * The first place (depth first, in key order) where `value` is not JSON (in
+ * the sense of the module comment), or `None` when all of it is. Paths start
+ * at `root` (default `$`). Walks with an explicit stack, so deeply nested
+ * input cannot overflow the call stack, and never calls the value's own
+ * methods (`toJSON` included); a property whose getter throws is reported,
+ * not rethrown.
+ *
+ * @since 0.1.0
+ * @category json
+ */
+export const findNotJson: (value: unknown, root?: string) => Option.Option<NotJson> = Json.findNotJson
+
+/**
+ * Whether `value` is JSON in the sense of the module comment.
+ *
+ * @since 0.1.0
+ * @category json
+ */
+export const isJson: (value: unknown) => boolean = Json.isJson
+
+/**
+ * `value` as compact JSON text (the text `JSON.stringify` gives for it),
+ * or, when some of it is not JSON, the first place where it is not (as
+ * {@link findNotJson} reports it, paths starting at `root`). Nothing is
+ * coerced: no `toJSON` is called, nothing is dropped or replaced, and each
+ * property is read once, so the text is of the very values that were
+ * checked.
+ *
+ * @since 0.1.0
+ * @category json
+ */
+export const stringifyJson: (value: unknown, root?: string) => Result.Result<string, NotJson> = Json.stringify
 
 const describe = (error: unknown): string =>
   Predicate.hasProperty(error, "message") && Predicate.isString(error.message) && error.message.length > 0
@@ -203,6 +257,23 @@ const inputSchemaOf = (schema: Schema.Constraint): Record<string, unknown> => {
  * function, `needsApproval` neither a boolean nor a function or
  * `idempotent` not a boolean: a programming error, refused where the tool
  * is defined, like a duplicate name in {@link registry}.
+ * @example
+ * ```ts
+ * import { Tool } from "@tessera/runtime"
+ * import { Effect, Schema } from "effect"
+ *
+ * // The input schema is sent to the model and decodes its calls: the handler gets a checked value.
+ * export const fetchReport = Tool.make({
+ *   name: "fetch_report",
+ *   description: "Fetches a report by name",
+ *   input: Schema.Struct({ name: Schema.String, lines: Schema.optionalKey(Schema.Int) }),
+ *   handler: ({ name, lines = 10 }) =>
+ *     Effect.succeed(Array.from({ length: lines }, (_, i) => `${name} line ${i + 1}: ok`).join("\n")),
+ *   // Fetching twice is harmless: a call cut short by a crash runs again on resume.
+ *   idempotent: true
+ * })
+ * ```
+ *
  * @since 0.1.0
  * @category constructors
  */
@@ -302,19 +373,57 @@ export interface Registry<out R = never> {
 }
 
 /**
+ * The services a registry of `Tools` needs: the union of its tools'. No
+ * tools need none (`never`), so a turn without tools requires nothing of
+ * them.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type RegistryServices<Tools extends ReadonlyArray<Tool<unknown>>> = [Tools[number]] extends [never]
+  ? never
+  : [Tools[number]] extends [Tool<infer R>]
+    ? R
+    : never
+
+/**
  * Builds a registry. Names must be unique: a duplicate is a programming
  * error and throws {@link DuplicateToolName} rather than letting one tool
  * silently shadow another. An argument that is not a tool (a JavaScript
  * caller's `undefined`, an options object instead of `Tool.make` of it)
  * throws `InvalidInput` (entry `Tool.registry`, field `tools[<index>]` or
- * the tool's field that is wrong).
+ * the tool's field that is wrong). Its requirement is the union of the
+ * tools' ({@link RegistryServices}): `never` for no tools.
+ *
+ * @example
+ * ```ts
+ * import { Tool } from "@tessera/runtime"
+ * import { Effect, Schema } from "effect"
+ *
+ * const listFiles = Tool.make({
+ *   name: "list_files",
+ *   description: "Lists the files of a folder",
+ *   input: Schema.Struct({ folder: Schema.String }),
+ *   handler: ({ folder }) => Effect.succeed(`${folder}/README.md`)
+ * })
+ * const readFile = Tool.make({
+ *   name: "read_file",
+ *   description: "Reads a file",
+ *   input: Schema.Struct({ path: Schema.String }),
+ *   handler: ({ path }) => Effect.succeed(`// ${path}`)
+ * })
+ *
+ * export const tools = Tool.registry(listFiles, readFile)
+ *
+ * console.log(tools.specs.map((spec) => spec.name)) // ["list_files", "read_file"]: sent with every request, in this order
+ * ```
  *
  * @since 0.1.0
  * @category constructors
  */
 export const registry = <const Tools extends ReadonlyArray<Tool<unknown>>>(
   ...tools: Tools
-): Registry<[Tools[number]] extends [Tool<infer R>] ? R : never> => {
+): Registry<RegistryServices<Tools>> => {
   for (let index = 0; index < tools.length; index++) {
     const invalid = checkTool("Tool.registry", `tools[${index}]`, tools[index])
     if (invalid !== undefined) throw invalid
@@ -325,9 +434,7 @@ export const registry = <const Tools extends ReadonlyArray<Tool<unknown>>>(
     byName.set(tool.name, tool)
   }
   // The map holds exactly the given tools, so its requirement is the union of theirs.
-  return { tools: byName, specs: tools.map((tool) => tool.spec) } as Registry<
-    [Tools[number]] extends [Tool<infer R>] ? R : never
-  >
+  return { tools: byName, specs: tools.map((tool) => tool.spec) } as Registry<RegistryServices<Tools>>
 }
 
 /**

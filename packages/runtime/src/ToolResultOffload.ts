@@ -24,7 +24,7 @@ import * as Path from "effect/Path"
 import type * as Executor from "./Executor.ts"
 import { isRecordOf } from "./internal/journalIdentity.ts"
 import { makeRegistry } from "./internal/trusted.ts"
-import type { Journal, JournalIOError, JournalSequenceError } from "./Journal.ts"
+import type { Journal, JournalIoError, JournalSequenceError } from "./Journal.ts"
 import type { ToolResultPart } from "./Model.ts"
 import * as Observability from "./Observability.ts"
 import * as PrivateSummaries from "./PrivateSummaries.ts"
@@ -331,7 +331,7 @@ export const offloadHooks = (
   target: OffloadTarget,
   journal: Journal["Service"]
 ): Effect.Effect<
-  Executor.Hooks<JournalIOError | JournalSequenceError | PrivateSummaries.ResolveError, OffloadRequirements>,
+  Executor.Hooks<JournalIoError | JournalSequenceError | PrivateSummaries.ResolveError, OffloadRequirements>,
   Unauthorized.Unauthorized,
   Path.Path
 > =>

@@ -53,8 +53,8 @@ import * as FileSystem from "effect/FileSystem"
 import * as Option from "effect/Option"
 import * as Path from "effect/Path"
 import * as Schema from "effect/Schema"
-import { summaryParts } from "./Compaction.ts"
 import * as History from "./History.ts"
+import { summaryParts } from "./internal/compacting.ts"
 import {
   legacyRequestSha256,
   makeRequestChain,

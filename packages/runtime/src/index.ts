@@ -13,10 +13,6 @@ export * as Compaction from "./Compaction.ts"
 /**
  * @since 0.1.0
  */
-export * as CompactionPolicy from "./CompactionPolicy.ts"
-/**
- * @since 0.1.0
- */
 export * as EntryGate from "./EntryGate.ts"
 /**
  * @since 0.1.0
@@ -45,20 +41,12 @@ export * as Journal from "./Journal.ts"
 /**
  * @since 0.1.0
  */
-export * as JournalDurability from "./JournalDurability.ts"
-/**
- * @since 0.1.0
- */
 export * as JournalEntry from "./JournalEntry.ts"
 /**
  * @since 0.1.0
  */
-export * as JournalFile from "./JournalFile.ts"
+export * as JournalStorage from "./JournalStorage.ts"
 
-/**
- * @since 0.1.0
- */
-export * as JsonValue from "./JsonValue.ts"
 /**
  * @since 0.1.0
  */
@@ -75,10 +63,6 @@ export * as PrivateStaging from "./PrivateStaging.ts"
  * @since 0.1.0
  */
 export * as PrivateSummaries from "./PrivateSummaries.ts"
-/**
- * @since 0.1.0
- */
-export * as ScriptedModel from "./ScriptedModel.ts"
 /**
  * @since 0.1.0
  */

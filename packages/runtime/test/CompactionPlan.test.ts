@@ -1,7 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Compaction, CompactionPolicy, History, Model } from "@tessera/runtime"
+import { Compaction, History, Model } from "@tessera/runtime"
 import { Option } from "effect"
 import * as fc from "fast-check"
+import * as Planning from "../src/internal/compactionPlan.js"
+import * as Policies from "../src/internal/compactionPolicy.js"
 
 const encoder = new TextEncoder()
 const bytes = (text: string) => encoder.encode(text).length
@@ -201,7 +203,7 @@ describe("compaction planning", () => {
   it("cutText: pieces stay within the byte budget, never split a grapheme, and join back to the text", () => {
     fc.assert(
       fc.property(body, fc.integer({ min: 4, max: 64 }), (text, maxBytes) => {
-        const fault = cutFault(text, maxBytes, Compaction.cutText(text, maxBytes))
+        const fault = cutFault(text, maxBytes, Planning.cutText(text, maxBytes))
         if (fault !== undefined) throw new Error(fault)
       }),
       { numRuns: 300 }
@@ -209,10 +211,10 @@ describe("compaction planning", () => {
   })
 
   it("cut_text_bound_wins: every piece is within the limit, no surrogate pair is split, a cluster that fits a piece stays whole, and the pieces join back", () => {
-    fc.assert(cutsWithinTheBound(Compaction.cutText), { numRuns: 1_000 })
+    fc.assert(cutsWithinTheBound(Planning.cutText), { numRuns: 1_000 })
     // The reproduced input: one cluster of 2,001 bytes, cut at 100.
     const long = `a${"\u0301".repeat(1000)}`
-    const pieces = Compaction.cutText(long, 100)
+    const pieces = Planning.cutText(long, 100)
     assert.isUndefined(cutFault(long, 100, pieces))
     assert.strictEqual(pieces.length, 21)
   })
@@ -233,7 +235,7 @@ describe("compaction planning", () => {
   it("cut_text_below_four_bytes: under a 4-byte limit a code point wider than the limit is the only piece over it, alone", () => {
     fc.assert(
       fc.property(boundText, fc.integer({ min: 1, max: 3 }), (text, maxBytes) => {
-        const pieces = Compaction.cutText(text, maxBytes)
+        const pieces = Planning.cutText(text, maxBytes)
         assert.strictEqual(pieces.join(""), text)
         for (const piece of pieces) {
           if (bytes(piece) > maxBytes) assert.strictEqual([...piece].length, 1, JSON.stringify(piece))
@@ -246,7 +248,7 @@ describe("compaction planning", () => {
   it("cut_text_long_cluster_linear: a single cluster of a million marks is cut in one pass, every piece within the bound", () => {
     const long = `a${"\u0301".repeat(1_000_000)}`
     const started = performance.now()
-    const pieces = Compaction.cutText(long, 100)
+    const pieces = Planning.cutText(long, 100)
     const elapsed = performance.now() - started
     assert.strictEqual(pieces.join(""), long)
     assert.isTrue(pieces.every((piece) => bytes(piece) <= 100))
@@ -255,7 +257,7 @@ describe("compaction planning", () => {
   })
 
   it("cut_text_as_grapheme_walk: cutText makes exactly the pieces a walk over every grapheme of the text makes", () => {
-    fc.assert(fc.property(hardText, fc.integer({ min: 1, max: 48 }), cutsLikeTheWalk(Compaction.cutText)), {
+    fc.assert(fc.property(hardText, fc.integer({ min: 1, max: 48 }), cutsLikeTheWalk(Planning.cutText)), {
       numRuns: 2_000
     })
   })
@@ -286,7 +288,7 @@ describe("compaction planning", () => {
     fc.assert(
       fc.property(fc.array(roundSpec, { maxLength: 8 }), fc.integer({ min: 16, max: 400 }), (specs, maxBytes) => {
         const rounds = History.rounds(historyOf(specs))
-        const pieces = Compaction.pieces(rounds, maxBytes)
+        const pieces = Planning.pieces(rounds, maxBytes)
         const rendered = rounds.map((round) => `${round.map(Compaction.renderPart).join("\n")}\n`).join("")
         return (
           pieces.join("") === rendered &&
@@ -305,8 +307,8 @@ describe("compaction planning", () => {
         fc.integer({ min: 0, max: 2_000 }),
         (specs, limit, keepRecent) => {
           const history = historyOf(specs)
-          const policy = CompactionPolicy.threshold({ measure: "bytes", limit, keepRecent })
-          const planned = Compaction.plan(history, policy)
+          const policy = Compaction.threshold({ measure: "bytes", limit, keepRecent })
+          const planned = Planning.plan(history, policy)
           if (Option.isNone(planned)) return true
           const after = History.summarizeLeadingRounds(history, planned.value.summarized.length, {
             parts: [Model.text("user", "summary")],
@@ -328,22 +330,17 @@ describe("compaction planning", () => {
       { kind: "tools", text: "b".repeat(500), calls: 1 },
       { kind: "say", text: "short", calls: 1 }
     ])
-    const planned = Compaction.plan(
-      history,
-      CompactionPolicy.threshold({ measure: "bytes", limit: 100, keepRecent: 100 })
-    )
+    const planned = Planning.plan(history, Compaction.threshold({ measure: "bytes", limit: 100, keepRecent: 100 }))
     assert.isTrue(Option.isSome(planned))
     if (Option.isSome(planned)) {
       assert.strictEqual(planned.value.summarized.length, 2)
       assert.strictEqual(planned.value.keptRounds, 1)
     }
-    assert.isTrue(
-      Option.isNone(Compaction.plan(history, CompactionPolicy.threshold({ measure: "bytes", limit: 10_000 })))
-    )
+    assert.isTrue(Option.isNone(Planning.plan(history, Compaction.threshold({ measure: "bytes", limit: 10_000 }))))
   })
 
   it("estimated tokens are bytes / 4, rounded up", () => {
-    assert.strictEqual(CompactionPolicy.measureText("estimatedTokens", "abcde"), 2)
-    assert.strictEqual(CompactionPolicy.measureText("bytes", "é"), 2)
+    assert.strictEqual(Policies.measureText("estimatedTokens", "abcde"), 2)
+    assert.strictEqual(Policies.measureText("bytes", "é"), 2)
   })
 })

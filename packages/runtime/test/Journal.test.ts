@@ -5,7 +5,8 @@ import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Ids, Volume } from "@tessera/core"
 import * as Journal from "@tessera/runtime/Journal"
-import * as JournalFile from "@tessera/runtime/JournalFile"
+import * as JournalEntry from "@tessera/runtime/JournalEntry"
+import * as JournalStorage from "@tessera/runtime/JournalStorage"
 import { Effect, Exit, FileSystem, Layer, Option, Schema } from "effect"
 import * as fc from "fast-check"
 
@@ -281,7 +282,7 @@ describe("Journal", () => {
         .slice(0, -1)
       assert.deepStrictEqual(
         lines,
-        read.map((entry) => Schema.encodeSync(Journal.EntryLine)(entry))
+        read.map((entry) => Schema.encodeSync(JournalEntry.EntryLine)(entry))
       )
     }).pipe(Effect.provide(NodeServices.layer))
   )
@@ -384,7 +385,7 @@ describe("Journal", () => {
 
   it("an entry's digests and counts are accepted exactly when they are 64 lowercase hex digits and integers in range", () => {
     // The entry checks are hand-written predicates (for reopen speed); this pins them to their definitions.
-    const decodes = Schema.is(Journal.RequestDispatched)
+    const decodes = Schema.is(JournalEntry.RequestDispatched)
     const valid = {
       _tag: "RequestDispatched",
       seq: 0,
@@ -502,7 +503,7 @@ describe("Journal", () => {
    * A journal file whose appends block: `node:fs` calls that throw, as a
    * platform offering `AppendHandle.blocking` provides them.
    */
-  const blockingFile: JournalFile.JournalFileShape = {
+  const blockingFile: JournalStorage.JournalFileShape = {
     openAppend: (file) =>
       Effect.acquireRelease(
         Effect.sync(() => nodeFs.openSync(file, "a")),
@@ -510,7 +511,7 @@ describe("Journal", () => {
       ).pipe(
         Effect.map((fd) => {
           const failed = (operation: "append" | "sync" | "truncate") => (error: unknown) =>
-            new JournalFile.JournalFileError({ operation, detail: String(error) })
+            new JournalStorage.JournalFileError({ operation, detail: String(error) })
           const write = (line: string) => {
             nodeFs.writeSync(fd, line)
           }
@@ -535,7 +536,7 @@ describe("Journal", () => {
   }
 
   const fileStyles = [
-    { style: "effectful appends (the default file)", file: JournalFile.fileSystem },
+    { style: "effectful appends (the default file)", file: JournalStorage.fileSystem },
     { style: "blocking appends", file: blockingFile }
   ] as const
 
@@ -546,15 +547,15 @@ describe("Journal", () => {
    * calls too when `base` has them.
    */
   const tearing = (
-    base: JournalFile.JournalFileShape,
+    base: JournalStorage.JournalFileShape,
     tearAt: number,
     truncateFails: boolean
-  ): JournalFile.JournalFileShape => ({
+  ): JournalStorage.JournalFileShape => ({
     openAppend: (file) =>
-      Effect.map(base.openAppend(file), (handle): JournalFile.AppendHandle => {
+      Effect.map(base.openAppend(file), (handle): JournalStorage.AppendHandle => {
         let appends = 0
-        const full = new JournalFile.JournalFileError({ operation: "append", detail: "ENOSPC" })
-        const cutFails = new JournalFile.JournalFileError({ operation: "truncate", detail: "EIO" })
+        const full = new JournalStorage.JournalFileError({ operation: "append", detail: "ENOSPC" })
+        const cutFails = new JournalStorage.JournalFileError({ operation: "truncate", detail: "EIO" })
         const tears = () => appends++ === tearAt
         const half = (line: string) => line.slice(0, Math.floor(line.length / 2))
         const blocking = handle.blocking
@@ -604,7 +605,7 @@ describe("Journal", () => {
             )
             return yield* journal.state
           })
-        ).pipe(Effect.provide(Layer.succeed(JournalFile.JournalFile)(base)))
+        ).pipe(Effect.provide(Layer.succeed(JournalStorage.JournalFile)(base)))
         assert.strictEqual(state.entries, 40)
         const lines = (yield* fs.readFileString(nodePath.join(folder, Journal.fileName(task))).pipe(Effect.orDie))
           .split("\n")
@@ -623,13 +624,13 @@ describe("Journal", () => {
         Effect.gen(function* () {
           const folder = yield* tempFolder
           const fs = yield* FileSystem.FileSystem
-          const torn = Layer.succeed(JournalFile.JournalFile)(tearing(base, 1, false))
+          const torn = Layer.succeed(JournalStorage.JournalFile)(tearing(base, 1, false))
           const { file, state } = yield* withJournal(folder, (journal) =>
             Effect.gen(function* () {
               // Multibyte text before the tear: the cut-back must count bytes, not characters.
               yield* journal.append({ _tag: "Admission", operation: "op-0", detail: "ok — ünïcode 🧪" })
               const error = yield* Effect.flip(journal.append({ _tag: "Admission", operation: "op-1", detail: "torn" }))
-              assert.strictEqual(error._tag, "JournalIOError")
+              assert.strictEqual(error._tag, "JournalIoError")
               assert.include(error.message, "ENOSPC")
               const text = yield* fs.readFileString(journal.file).pipe(Effect.orDie)
               assert.deepStrictEqual(text.split("\n").length, 2, "only the first line, whole, is left")
@@ -656,13 +657,13 @@ describe("Journal", () => {
       () =>
         Effect.gen(function* () {
           const folder = yield* tempFolder
-          const torn = Layer.succeed(JournalFile.JournalFile)(tearing(base, 1, true))
+          const torn = Layer.succeed(JournalStorage.JournalFile)(tearing(base, 1, true))
           yield* withJournal(folder, (journal) =>
             Effect.gen(function* () {
               yield* journal.append({ _tag: "Admission", operation: "op-0", detail: "ok" })
               yield* Effect.flip(journal.append({ _tag: "Admission", operation: "op-1", detail: "torn" }))
               const refused = yield* Effect.flip(journal.append({ _tag: "Admission", operation: "op-2", detail: "ok" }))
-              assert.strictEqual(refused._tag, "JournalIOError")
+              assert.strictEqual(refused._tag, "JournalIoError")
               assert.include(refused.message, "reopen the journal")
             })
           ).pipe(Effect.provide(torn))

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { Ids } from "@tessera/core"
-import type * as Journal from "@tessera/runtime/Journal"
+import type * as JournalEntry from "@tessera/runtime/JournalEntry"
 import { Result } from "effect"
 import * as fc from "fast-check"
 // The transition function is internal (the package blocks `./internal/*`); the test reaches it by path.
@@ -161,7 +161,7 @@ describe("journal state", () => {
         for (const [index, draft] of damage(walk(choices), damaged).entries()) {
           // Every tenth entry also carries a wrong sequence number, which both must refuse.
           const seq = state.entries + (index % 10 === 9 ? 1 : 0)
-          const entry = { ...draft, seq, at: 0 } as unknown as Journal.Entry
+          const entry = { ...draft, seq, at: 0 } as unknown as JournalEntry.Entry
           const appended = advance(state, entry)
           const replayed = replay.add(entry)
           if (Result.isFailure(appended)) {

@@ -9,10 +9,11 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Compaction from "@tessera/runtime/Compaction"
 import * as History from "@tessera/runtime/History"
 import * as Model from "@tessera/runtime/Model"
-import * as ScriptedModel from "@tessera/runtime/ScriptedModel"
 import * as Timeouts from "@tessera/runtime/Timeouts"
+import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Exit, Stream } from "effect"
 import * as fc from "fast-check"
+import * as Planning from "../src/internal/compactionPlan.js"
 
 const request: Model.ModelRequest = { parts: [Model.text("user", "go")], tools: [] }
 
@@ -143,14 +144,14 @@ describe("measuring and ordering requests", () => {
           const reported = { parts: sent, inputTokens }
           const next = [...sent, ...added]
           assert.strictEqual(
-            Compaction.measureRequestParts("reportedTokens", next, reported),
+            Planning.measureRequestParts("reportedTokens", next, reported),
             inputTokens + Compaction.measureParts("reportedTokens", added)
           )
           const estimate = Compaction.measureParts("estimatedTokens", next)
-          assert.strictEqual(Compaction.measureRequestParts("estimatedTokens", next, reported), estimate)
+          assert.strictEqual(Planning.measureRequestParts("estimatedTokens", next, reported), estimate)
           // The same texts as new objects are not the request the provider counted.
           const copies = next.map((p) => ({ ...p }))
-          assert.strictEqual(Compaction.measureRequestParts("reportedTokens", copies, reported), estimate)
+          assert.strictEqual(Planning.measureRequestParts("reportedTokens", copies, reported), estimate)
         }
       )
     )

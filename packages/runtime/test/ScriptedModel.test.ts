@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Model from "@tessera/runtime/Model"
-import * as ScriptedModel from "@tessera/runtime/ScriptedModel"
+import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect } from "effect"
 
 const request = (body: string): Model.ModelRequest => ({ parts: [Model.text("user", body)], tools: [] })

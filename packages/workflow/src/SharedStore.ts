@@ -20,7 +20,7 @@
  * NFSv4 (with `sync` exports), CephFS and a clustered block device with a
  * cluster file system meet these; object storage does not (no link, no
  * exclusive create): the storage seam for it is `DurableFiles` (core) plus
- * `JournalFile` (runtime), the two services every write goes through, which
+ * `JournalStorage.JournalFile` (runtime), the two services every write goes through, which
  * an object-store platform would implement with conditional puts
  * (`If-None-Match: *`) instead of links. This module only opens the store;
  * it takes no lock of its own: one writer per task journal comes from the

@@ -57,6 +57,7 @@ import * as EntryGate from "@tessera/runtime/EntryGate"
 import * as Executor from "@tessera/runtime/Executor"
 import * as History from "@tessera/runtime/History"
 import * as Journal from "@tessera/runtime/Journal"
+import * as JournalEntry from "@tessera/runtime/JournalEntry"
 import * as Model from "@tessera/runtime/Model"
 import * as PrivateSummaries from "@tessera/runtime/PrivateSummaries"
 import * as TaskExecution from "@tessera/runtime/TaskExecution"
@@ -156,7 +157,7 @@ const StepResult = Schema.Struct({
   history: HistorySchema,
   response: Model.ModelResponse,
   /** The `ResponseReceived` the next activity records. */
-  received: Journal.Entry
+  received: JournalEntry.Entry
 })
 type StepResult = typeof StepResult.Type
 
@@ -216,7 +217,7 @@ const openTurnOf = (task: Ids.TaskId, state: Journal.JournalState, turn: number)
 }
 
 /** Records the response an earlier activity received, unless an earlier attempt of this one did. */
-const recordResponse = (task: Ids.TaskId, journal: Journal.JournalService, received: Journal.Entry) =>
+const recordResponse = (task: Ids.TaskId, journal: Journal.JournalService, received: JournalEntry.Entry) =>
   Effect.gen(function* () {
     if (received._tag !== "ResponseReceived")
       return yield* inconsistent(task, `expected a response, got ${received._tag}`)
@@ -657,7 +658,7 @@ export interface PendingApproval {
   readonly name: string
   readonly inputSize: number
   readonly inputSha256: string
-  readonly reason: Journal.ApprovalReason
+  readonly reason: JournalEntry.ApprovalReason
 }
 
 /**
@@ -711,6 +712,26 @@ export const awaitingApproval = Effect.fnUntraced(function* (task: Ids.TaskId) {
  * already decided fails `NotAwaitingApproval`, as does a call that does not
  * wait; a malformed decision fails `InvalidInput`. In every failure nothing
  * was written and the deferred is untouched.
+ *
+ * @example
+ * ```ts
+ * import { Ids } from "@tessera/core"
+ * import { TaskWorkflow } from "@tessera/workflow"
+ * import { Effect, Schema } from "effect"
+ *
+ * const task = Schema.decodeUnknownSync(Ids.TaskId)("release-7")
+ *
+ * // Any process on the task's engine may decide: the decision is journaled, then the call's deferred completed,
+ * // and the workflow resumes on whichever runner replays it.
+ * export const review = Effect.gen(function* () {
+ *   const waiting = yield* TaskWorkflow.awaitingApproval(task)
+ *   for (const call of waiting) {
+ *     const approved = call.name !== "drop_database"
+ *     yield* TaskWorkflow.decide(task, { callId: call.callId, approved, by: "alice", note: "reviewed in the console" })
+ *   }
+ *   return waiting.length
+ * })
+ * ```
  *
  * @since 0.1.0
  * @category approvals

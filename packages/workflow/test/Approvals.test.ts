@@ -11,12 +11,13 @@ import {
   TaskExecution as Execution,
   History,
   Journal,
-  JournalFile,
+  type JournalEntry,
+  JournalStorage,
   Model,
-  ScriptedModel,
   type TaskExecution,
   Tool
 } from "@tessera/runtime"
+import { ScriptedModel } from "@tessera/runtime/testing"
 import { Approval, SharedStore, TaskWorkflow } from "@tessera/workflow"
 import { Effect, Exit, Fiber, Option } from "effect"
 import { DurableDeferred } from "effect/workflow"
@@ -49,7 +50,7 @@ const readJournal = (shared: SharedStore.SharedStore, task: ReturnType<typeof ta
   Journal.readEntries({ folder: shared.journalFolder, task })
 
 /** The journal without what differs between two runs of the same turn (time and position). */
-const records = (entries: ReadonlyArray<Journal.Entry>) => entries.map(({ at: _at, seq: _seq, ...rest }) => rest)
+const records = (entries: ReadonlyArray<JournalEntry.Entry>) => entries.map(({ at: _at, seq: _seq, ...rest }) => rest)
 
 const failureTag = (exit: Exit.Exit<unknown, { readonly _tag: string }>) => {
   const reason = Exit.isFailure(exit) ? exit.cause.reasons[0] : undefined
@@ -87,7 +88,7 @@ describe("TaskWorkflow approvals on WorkflowEngine.layerMemory", () => {
         // The activity dies right after its record is durable, before the engine stored its result: it runs again.
         const interrupted = interruptedAfterLine(when)
         const run = yield* approveAndReject(path.join(dir, label), name).pipe(
-          Effect.provideService(JournalFile.JournalFile, interrupted.file)
+          Effect.provideService(JournalStorage.JournalFile, interrupted.file)
         )
         assert.isTrue(interrupted.fired(), `${label}: the interruption happened`)
         assert.strictEqual(run.answer.text, plain.answer.text, label)

@@ -9,14 +9,15 @@ import {
   EntryGate as Gate,
   History,
   Journal,
-  JournalFile,
+  type JournalEntry,
+  JournalStorage,
   Model,
   PrivateStaging,
   PrivateSummaries,
-  ScriptedModel,
   TaskExecution,
   ToolResultOffload
 } from "@tessera/runtime"
+import { ScriptedModel } from "@tessera/runtime/testing"
 import { SharedStore, TaskWorkflow } from "@tessera/workflow"
 import { Effect, Exit } from "effect"
 import { interruptedAfterLine, interruptedOnce } from "./support/interruptions.ts"
@@ -32,7 +33,7 @@ const taskOf = (name: string) => world.taskId(name.replaceAll(" ", "-"))
 const run = (name: string) => TaskWorkflow.run({ task: taskOf(name), prompt: `${world.promptPrefix}${name}` })
 
 /** The journal without what differs between two runs of the same turn (time and position). */
-const records = (entries: ReadonlyArray<Journal.Entry>) => entries.map(({ at: _at, seq: _seq, ...rest }) => rest)
+const records = (entries: ReadonlyArray<JournalEntry.Entry>) => entries.map(({ at: _at, seq: _seq, ...rest }) => rest)
 
 const requestCount = ScriptedModel.ScriptedModelRecorder.use((recorder) => recorder.count)
 
@@ -353,7 +354,7 @@ describe("TaskWorkflow on WorkflowEngine.layerMemory", () => {
             entries
           }))
         )
-      ).pipe(Effect.provideService(JournalFile.JournalFile, interrupted.file))
+      ).pipe(Effect.provideService(JournalStorage.JournalFile, interrupted.file))
       assert.isTrue(interrupted.fired(), "the interruption happened")
       return result
     })

@@ -4,7 +4,7 @@
  * scripted Effect AI `LanguageModel` (made with `LanguageModel.make`, as a
  * provider is: no mock model ships with effect/ai) that counts its requests.
  */
-import { Journal } from "@tessera/runtime"
+import { Journal, type JournalEntry } from "@tessera/runtime"
 import { Effect, Layer, Schema, Stream } from "effect"
 import { LanguageModel, Prompt, type Response, Tool, Toolkit } from "effect/ai"
 import { task, type World } from "../../../node/test/support/adapterWorld.ts"
@@ -17,7 +17,7 @@ export const count = (text: string, tag: string): number => text.split(`"_tag":"
 export const requestsDispatched = (world: World) =>
   Journal.readEntries({ folder: world.journalFolder, task }).pipe(
     Effect.map((entries) =>
-      entries.filter((entry): entry is typeof Journal.RequestDispatched.Type => entry._tag === "RequestDispatched")
+      entries.filter((entry): entry is typeof JournalEntry.RequestDispatched.Type => entry._tag === "RequestDispatched")
     )
   )
 

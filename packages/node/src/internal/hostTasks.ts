@@ -12,7 +12,8 @@ import * as Volume from "@tessera/core/Volume"
 import * as EntryGate from "@tessera/runtime/EntryGate"
 import type * as FilesystemTaskRuntime from "@tessera/runtime/FilesystemTaskRuntime"
 import * as Journal from "@tessera/runtime/Journal"
-import * as JournalDurability from "@tessera/runtime/JournalDurability"
+import type * as JournalEntry from "@tessera/runtime/JournalEntry"
+import * as JournalStorage from "@tessera/runtime/JournalStorage"
 import type * as VolumeStore from "@tessera/runtime/VolumeStore"
 import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
@@ -35,8 +36,8 @@ export interface HostTasksInput {
   readonly pathPolicy: ArtifactPathPolicy.ArtifactPathPolicyShape
   /** Where the per-task journal locks live, and whether stale ones are replaced. */
   readonly taskLocks: { readonly folder: string; readonly recoverStale: boolean }
-  /** The journals' durability; the caller's `JournalDurability` (by default per entry) when absent. */
-  readonly durability?: JournalDurability.Durability
+  /** The journals' durability; the caller's `JournalStorage.JournalDurability` (by default per entry) when absent. */
+  readonly durability?: JournalStorage.Durability
 }
 
 /**
@@ -63,7 +64,7 @@ export type TaskJournalError =
   | InvalidInput.InvalidInput
   | Journal.JournalCorrupt
   | Journal.JournalNotRecognized
-  | Journal.JournalIOError
+  | Journal.JournalIoError
   | Journal.TaskInUse
   | NamespaceLock.StaleNamespaceLock
   | NamespaceLock.NamespaceLockInvalid
@@ -94,8 +95,8 @@ export interface HostTasks {
   readonly readEntries: (
     task: Ids.TaskId
   ) => Effect.Effect<
-    ReadonlyArray<Journal.Entry>,
-    Journal.JournalCorrupt | Journal.JournalNotRecognized | Journal.JournalIOError | InvalidInput.InvalidInput,
+    ReadonlyArray<JournalEntry.Entry>,
+    Journal.JournalCorrupt | Journal.JournalNotRecognized | Journal.JournalIoError | InvalidInput.InvalidInput,
     FileSystem.FileSystem | Path.Path
   >
 }
@@ -173,14 +174,14 @@ export const makeHostTasks = (input: HostTasksInput): HostTasks => {
       Layer.provide(
         input.durability === undefined
           ? NodeJournalFile.layer
-          : Layer.merge(NodeJournalFile.layer, JournalDurability.layer(input.durability))
+          : Layer.merge(NodeJournalFile.layer, JournalStorage.layer(input.durability))
       )
     )
   // The host's durability reaches every reader of its journals, not only the journals it opens for writing.
   const durable = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     input.durability === undefined
       ? effect
-      : Effect.provideService(effect, JournalDurability.JournalDurability, input.durability)
+      : Effect.provideService(effect, JournalStorage.JournalDurability, input.durability)
   const repairJournal = (task: Ids.TaskId) =>
     durable(Effect.scoped(lockTask(task).pipe(Effect.andThen(Journal.repair({ folder: input.journalFolder, task })))))
   const readEntries = (given: Ids.TaskId) =>

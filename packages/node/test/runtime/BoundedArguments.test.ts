@@ -10,7 +10,6 @@ import { assert, describe, it } from "@effect/vitest"
 import { InvalidInput } from "@tessera/core"
 import {
   Compaction,
-  CompactionPolicy,
   EntryGate,
   Executor,
   History,
@@ -22,6 +21,8 @@ import {
 } from "@tessera/runtime"
 import { Effect, Option, Schema } from "effect"
 import * as fc from "fast-check"
+import * as Planning from "../../../runtime/src/internal/compactionPlan.js"
+import * as SummaryRequests from "../../../runtime/src/internal/summaryRequests.js"
 import { isSummaryRequest, journalFolder, produce, requests, requestText, start, turnLayer } from "./support/turns.ts"
 import { platformLayer, runInWorld, task, type World } from "./support/world.ts"
 
@@ -30,7 +31,7 @@ const utf8 = (text: string) => Buffer.byteLength(text, "utf8")
 const argumentBytes = 5_000_000
 const resultBytes = 1_000_000
 const pieceBytes = 8_000
-const policy = CompactionPolicy.threshold({ measure: "bytes", limit: 6_000, keepRecent: 0, pieceLimit: pieceBytes })
+const policy = Compaction.threshold({ measure: "bytes", limit: 6_000, keepRecent: 0, pieceLimit: pieceBytes })
 const payload = "p".repeat(argumentBytes)
 
 /** The payloads the `take` tool received, in call order (reset by each test that reads it). */
@@ -107,7 +108,7 @@ const assertArgumentCostsNoMore = (argumentRequests: number, resultRequests: num
 
 /**
  * Compaction hooks built here the old way: the same plan, then one summary
- * request per verbatim piece (`Compaction.pieces`, which renders a call's
+ * request per verbatim piece (`Planning.pieces`, which renders a call's
  * input with `JSON.stringify`, whole).
  */
 const rawCompactionHooks = Effect.map(
@@ -115,12 +116,12 @@ const rawCompactionHooks = Effect.map(
   (model): Executor.Hooks<Model.ModelError> => ({
     beforeModelStep: (_context, history) =>
       Effect.gen(function* () {
-        const planned = Compaction.plan(history, policy)
+        const planned = Planning.plan(history, policy)
         if (Option.isNone(planned)) return history
-        const all = Compaction.pieces(planned.value.summarized, pieceBytes)
+        const all = Planning.pieces(planned.value.summarized, pieceBytes)
         let summary = History.summaryText(history)
         for (let index = 0; index < all.length; index++) {
-          const request = Compaction.summaryRequest({
+          const request = SummaryRequests.summaryRequest({
             task: history.task,
             previousSummary: summary,
             piece: all[index] ?? "",
@@ -205,8 +206,8 @@ describe("bounded_arguments", () => {
 
   it("bounded_arguments_pieces: the same round counted both ways: the verbatim grouping pays per piece of the input, summary requests' grouping at most one piece per part", () => {
     const round = [hugeArgument, Model.toolResult({ callId: "c1", name: "take", content: "ok", isError: false })]
-    assert.isAtLeast(Compaction.pieces([round], pieceBytes).length, Math.floor(argumentBytes / pieceBytes))
-    const bounded = Compaction.summaryPieces([round], pieceBytes)
+    assert.isAtLeast(Planning.pieces([round], pieceBytes).length, Math.floor(argumentBytes / pieceBytes))
+    const bounded = Planning.summaryPieces([round], pieceBytes)
     assert.isAtMost(bounded.length, round.length)
     for (const piece of bounded) assert.isAtMost(utf8(piece), pieceBytes)
   })
@@ -273,11 +274,11 @@ const summaryTask = [Model.text("user", "the task")]
 /** How a summarizer turns rounds into summary requests. */
 type Summarizer = (rounds: ReadonlyArray<ReadonlyArray<Model.Part>>, pieceBytes: number) => Array<Model.ModelRequest>
 
-/** The stock one: `Compaction.summarizeWith`, every request it sends recorded. */
+/** The stock one: `SummaryRequests.summarizeWith`, every request it sends recorded. */
 const stockSummarizer: Summarizer = (rounds, pieceBytes) => {
   const sent: Array<Model.ModelRequest> = []
   Effect.runSync(
-    Compaction.summarizeWith(
+    SummaryRequests.summarizeWith(
       (request) =>
         Effect.sync(() => {
           sent.push(request)
@@ -291,9 +292,15 @@ const stockSummarizer: Summarizer = (rounds, pieceBytes) => {
 
 /** Built here, the old way: one request per verbatim piece. */
 const rawSummarizer: Summarizer = (rounds, pieceBytes) => {
-  const all = Compaction.pieces(rounds, pieceBytes)
+  const all = Planning.pieces(rounds, pieceBytes)
   return all.map((piece, index) =>
-    Compaction.summaryRequest({ task: summaryTask, previousSummary: Option.none(), piece, index, count: all.length })
+    SummaryRequests.summaryRequest({
+      task: summaryTask,
+      previousSummary: Option.none(),
+      piece,
+      index,
+      count: all.length
+    })
   )
 }
 

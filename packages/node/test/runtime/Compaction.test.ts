@@ -2,7 +2,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { ArtifactRedactor } from "@tessera/artifacts"
-import { CompactionPolicy, EntryGate, Model, PrivateSummaries, TaskExecution } from "@tessera/runtime"
+import { Compaction, EntryGate, Model, PrivateSummaries, TaskExecution } from "@tessera/runtime"
 import { Effect, Layer, Option } from "effect"
 import { recordSpans } from "./support/spans.ts"
 import {
@@ -31,10 +31,7 @@ const twoLargeResults =
           ? Model.response({ toolCalls: [produceCall("c2", size, "b")] })
           : Model.response({ text: answer })
 
-const boundWithPrivate = (
-  world: Parameters<Parameters<typeof runInWorld>[0]>[0],
-  policy?: CompactionPolicy.CompactionPolicy
-) =>
+const boundWithPrivate = (world: Parameters<Parameters<typeof runInWorld>[0]>[0], policy?: Compaction.Policy) =>
   Effect.gen(function* () {
     const runtime = yield* world.openRuntime(Option.some(world.privateRef))
     const scope = yield* world.scopeFor([world.privateRef])
@@ -49,7 +46,7 @@ describe("compaction in a stock turn", () => {
         const big = 20_000
         const binding = yield* boundWithPrivate(
           world,
-          CompactionPolicy.threshold({ measure: "bytes", limit: 30_000, keepRecent: 1_000, pieceLimit: 200_000 })
+          Compaction.threshold({ measure: "bytes", limit: 30_000, keepRecent: 1_000, pieceLimit: 200_000 })
         )
         const script = twoLargeResults(
           big,
@@ -99,7 +96,7 @@ describe("compaction in a stock turn", () => {
       Effect.gen(function* () {
         const binding = yield* boundWithPrivate(
           world,
-          CompactionPolicy.threshold({ measure: "bytes", limit: 30_000, keepRecent: 1_000, pieceLimit: 200_000 })
+          Compaction.threshold({ measure: "bytes", limit: 30_000, keepRecent: 1_000, pieceLimit: 200_000 })
         )
         const script = twoLargeResults(20_000, "Both reports were produced.", "done")
         const { tracer, named } = recordSpans()
@@ -122,7 +119,7 @@ describe("compaction in a stock turn", () => {
       Effect.gen(function* () {
         const binding = yield* boundWithPrivate(
           world,
-          CompactionPolicy.threshold({ measure: "bytes", limit: 10_000, keepRecent: 0, pieceLimit: 100_000 })
+          Compaction.threshold({ measure: "bytes", limit: 10_000, keepRecent: 0, pieceLimit: 100_000 })
         )
         let summaries = 0
         let calls = 0
@@ -163,7 +160,7 @@ describe("compaction in a stock turn", () => {
       Effect.gen(function* () {
         const binding = yield* boundWithPrivate(
           world,
-          CompactionPolicy.threshold({ measure: "bytes", limit: 5_000, keepRecent: 0, pieceLimit: 100_000 })
+          Compaction.threshold({ measure: "bytes", limit: 5_000, keepRecent: 0, pieceLimit: 100_000 })
         )
         const script = (request: Model.ModelRequest, index: number) =>
           isSummaryRequest(request)
@@ -218,14 +215,14 @@ describe("the entry gate and the default policy", () => {
     runInWorld((world) =>
       Effect.gen(function* () {
         const binding = yield* boundWithPrivate(world)
-        assert.deepStrictEqual(binding.policy, CompactionPolicy.defaultThreshold)
+        assert.deepStrictEqual(binding.policy, Compaction.defaultThreshold)
       })
     ))
 
   it("arming Threshold without a private volume is Unauthorized before any new model request; with the private volume the same turn completes", () =>
     runInWorld((world) =>
       Effect.gen(function* () {
-        const armed = CompactionPolicy.threshold({ measure: "bytes", limit: 5_000, keepRecent: 0 })
+        const armed = Compaction.threshold({ measure: "bytes", limit: 5_000, keepRecent: 0 })
         // Each turn: one large tool result, then an answer (summary requests aside).
         let turnRequests = 0
         const script = (request: Model.ModelRequest) => {
@@ -275,7 +272,7 @@ describe("the entry gate and the default policy", () => {
         const runtime = yield* world.openRuntime(Option.none(), [])
         const context = yield* runtime.bindTask({ scope: yield* world.scopeFor([]), output: Option.none() })
         // Made by hand: `EntryGate.bind` would already refuse it.
-        const armed: EntryGate.TaskBinding = { context, policy: CompactionPolicy.threshold() }
+        const armed: EntryGate.TaskBinding = { context, policy: Compaction.threshold() }
         const config = { tools, maxSteps: 4 }
         const stepContext = { task, turn: 1, step: 1 }
         const entries = {

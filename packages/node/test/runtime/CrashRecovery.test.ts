@@ -12,16 +12,15 @@ import type { Ids } from "@tessera/core"
 import { NodeDigest } from "@tessera/node"
 import {
   Compaction,
-  CompactionPolicy,
   History,
   Journal,
   Model,
   PrivateStaging,
   PrivateSummaries,
-  ScriptedModel,
   TaskExecution,
   ToolResultOffload
 } from "@tessera/runtime"
+import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Exit, Option } from "effect"
 import * as fc from "fast-check"
 import { operationId, runInWorld, task, taskId, withTempDir } from "./support/world.ts"
@@ -224,7 +223,7 @@ const history = History.append(History.append(History.make([Model.text("user", "
   ...roundOf("c2", "b"),
   ...roundOf("c3", "c")
 ])
-const policy = CompactionPolicy.threshold({ measure: "bytes", limit: 1_000, keepRecent: 0, pieceLimit: 100_000 })
+const policy = Compaction.threshold({ measure: "bytes", limit: 1_000, keepRecent: 0, pieceLimit: 100_000 })
 const key = { operation: operationId("task-1-t1"), step: 2 }
 
 const summarizer = (wording: string) => ScriptedModel.layer(() => Model.response({ text: wording }))
@@ -254,7 +253,7 @@ describe("finding 2: a summary a crash left staged", () => {
     ...journal,
     append: (entry) =>
       entry._tag === "SummaryStaged"
-        ? Effect.fail(new Journal.JournalIOError({ file: journal.file, operation: "append", detail: "killed" }))
+        ? Effect.fail(new Journal.JournalIoError({ file: journal.file, operation: "append", detail: "killed" }))
         : journal.append(entry)
   })
 

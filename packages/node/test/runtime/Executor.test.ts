@@ -10,9 +10,10 @@ import * as NodeDigest from "@tessera/node/NodeDigest"
 import * as Executor from "@tessera/runtime/Executor"
 import * as History from "@tessera/runtime/History"
 import * as Journal from "@tessera/runtime/Journal"
+import type * as JournalEntry from "@tessera/runtime/JournalEntry"
 import * as Model from "@tessera/runtime/Model"
-import * as ScriptedModel from "@tessera/runtime/ScriptedModel"
 import * as Tool from "@tessera/runtime/Tool"
+import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, FileSystem, Layer, Option, Ref, Schema, Tracer } from "effect"
 import * as fc from "fast-check"
 import { expectedRequestMeasure } from "../support/requestMeasure.ts"
@@ -736,7 +737,7 @@ const countingDigest = () => {
 }
 
 /** The entries of a journal without their timestamps, which differ from run to run. */
-const timeless = (written: ReadonlyArray<Journal.Entry>) => written.map(({ at: _at, ...rest }) => rest)
+const timeless = (written: ReadonlyArray<JournalEntry.Entry>) => written.map(({ at: _at, ...rest }) => rest)
 
 describe("measuring", () => {
   const script = (steps: number, size: number) => [

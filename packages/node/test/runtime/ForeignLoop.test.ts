@@ -7,7 +7,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Digest } from "@tessera/core"
 import {
-  CompactionPolicy,
+  Compaction,
   EntryGate,
   FilesystemTaskRuntime,
   ForeignLoop,
@@ -75,7 +75,7 @@ describe("ForeignLoop", () => {
   it("foreign_loop_journal_as_executor: a hand-driven loop journals the same entries, in the same order, as the stock executor's turn", () =>
     runInWorld((world) =>
       Effect.gen(function* () {
-        const binding = yield* bindPrivate(world, CompactionPolicy.disabled)
+        const binding = yield* bindPrivate(world, Compaction.disabled)
         const folder = yield* journalFolder(world)
         yield* Effect.gen(function* () {
           const loop = yield* ForeignLoop.make(binding, { offload })
@@ -97,7 +97,7 @@ describe("ForeignLoop", () => {
   it("control: the executor's journal without offload differs from the loop's with it (the comparison sees a missing entry)", () =>
     runInWorld((world) =>
       Effect.gen(function* () {
-        const binding = yield* bindPrivate(world, CompactionPolicy.disabled)
+        const binding = yield* bindPrivate(world, Compaction.disabled)
         const folder = yield* journalFolder(world)
         yield* Effect.gen(function* () {
           yield* drive(yield* ForeignLoop.make(binding, { offload }), 2)
@@ -115,7 +115,7 @@ describe("ForeignLoop", () => {
       Effect.gen(function* () {
         const binding = yield* bindPrivate(
           world,
-          CompactionPolicy.threshold({ measure: "bytes", limit: 20_000, keepRecent: 1_000, pieceLimit: 200_000 })
+          Compaction.threshold({ measure: "bytes", limit: 20_000, keepRecent: 1_000, pieceLimit: 200_000 })
         )
         const replies = (request: Model.ModelRequest) =>
           request.parts[0]?._tag === "Text" && request.parts[0].role === "system"
@@ -169,7 +169,7 @@ describe("ForeignLoop", () => {
       Effect.gen(function* () {
         const binding = yield* bindPrivate(
           world,
-          CompactionPolicy.threshold({ measure: "bytes", limit: 20_000, keepRecent: 1_000, pieceLimit: 200_000 })
+          Compaction.threshold({ measure: "bytes", limit: 20_000, keepRecent: 1_000, pieceLimit: 200_000 })
         )
         const replies = (request: Model.ModelRequest) =>
           request.parts[0]?._tag === "Text" && request.parts[0].role === "system"
@@ -205,7 +205,7 @@ describe("ForeignLoop", () => {
   it("foreign_loop_out_of_order: a dispatch nothing prepared, a second prepare before the dispatch, or a result no answer asked for, is refused before the journal gets it", () =>
     runInWorld((world) =>
       Effect.gen(function* () {
-        const binding = yield* bindPrivate(world, CompactionPolicy.disabled)
+        const binding = yield* bindPrivate(world, Compaction.disabled)
         const folder = yield* journalFolder(world)
         yield* Effect.gen(function* () {
           const loop = yield* ForeignLoop.make(binding)
@@ -238,7 +238,7 @@ describe("ForeignLoop", () => {
   it("foreign_loop_lost_request_resumed: a request left without an answer (the process died) is counted as lost by a new loop on the task, and the turn goes on", () =>
     runInWorld((world) =>
       Effect.gen(function* () {
-        const binding = yield* bindPrivate(world, CompactionPolicy.disabled)
+        const binding = yield* bindPrivate(world, Compaction.disabled)
         const folder = yield* journalFolder(world)
         yield* Effect.gen(function* () {
           const model = yield* Model.Model
@@ -268,7 +268,7 @@ describe("ForeignLoop", () => {
   it("control: on that journal, a request dispatched without resuming the turn is refused", () =>
     runInWorld((world) =>
       Effect.gen(function* () {
-        const binding = yield* bindPrivate(world, CompactionPolicy.disabled)
+        const binding = yield* bindPrivate(world, Compaction.disabled)
         const folder = yield* journalFolder(world)
         yield* Effect.gen(function* () {
           const model = yield* Model.Model
@@ -313,5 +313,5 @@ const bindOther = (world: World) =>
     const scope = yield* world.scopeFor([world.privateRef], otherTask)
     const runtime = yield* FilesystemTaskRuntime.fromHost(world.host, { private: Option.some(world.privateRef), scope })
     const context = yield* runtime.bindTask({ scope, output: Option.none() })
-    return yield* EntryGate.bind(context, { policy: CompactionPolicy.disabled })
+    return yield* EntryGate.bind(context, { policy: Compaction.disabled })
   })

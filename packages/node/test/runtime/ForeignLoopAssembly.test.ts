@@ -5,7 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { ArtifactPointer } from "@tessera/artifacts"
-import { CompactionPolicy, EntryGate, ForeignLoop, History, Journal, Model, TaskExecution } from "@tessera/runtime"
+import { Compaction, EntryGate, ForeignLoop, History, Journal, Model, TaskExecution } from "@tessera/runtime"
 import { Effect, Option } from "effect"
 import { bindPrivate, foreignStep, journalBytes, journalFolder, taskParts, turnLayer } from "./support/turns.ts"
 import { runInWorld, task, type World } from "./support/world.ts"
@@ -26,7 +26,7 @@ const offloads = (journal: string): number =>
  */
 const readBack = (world: World, throughLibrary: boolean) =>
   Effect.gen(function* () {
-    const binding = yield* bindPrivate(world, CompactionPolicy.disabled)
+    const binding = yield* bindPrivate(world, Compaction.disabled)
     const folder = yield* journalFolder(world)
     const kept = yield* Effect.gen(function* () {
       const loop = yield* ForeignLoop.make(binding, { offload })
@@ -90,7 +90,7 @@ describe("ForeignLoop gets the executor's hooks", () => {
     runInWorld((world) =>
       Effect.gen(function* () {
         const pieceLimit = 1_500
-        const policy = CompactionPolicy.threshold({ measure: "bytes", limit: 1_000_000, keepRecent: 4, pieceLimit })
+        const policy = Compaction.threshold({ measure: "bytes", limit: 1_000_000, keepRecent: 4, pieceLimit })
         const binding = yield* bindPrivate(world, policy)
         const kept = yield* Effect.gen(function* () {
           const loop = yield* ForeignLoop.make(binding)
@@ -105,7 +105,7 @@ describe("ForeignLoop gets the executor's hooks", () => {
   it("negative control: hooks assembled without the inline limit (compaction alone, built here) keep the whole result", () =>
     runInWorld((world) =>
       Effect.gen(function* () {
-        const policy = CompactionPolicy.threshold({
+        const policy = Compaction.threshold({
           measure: "bytes",
           limit: 1_000_000,
           keepRecent: 4,
@@ -126,7 +126,7 @@ describe("ForeignLoop gets the executor's hooks", () => {
   it("foreign_loop_options_decoded: an inline limit or offload of the wrong shape is InvalidInput naming the field, before any journal byte", () =>
     runInWorld((world) =>
       Effect.gen(function* () {
-        const binding = yield* bindPrivate(world, CompactionPolicy.disabled)
+        const binding = yield* bindPrivate(world, Compaction.disabled)
         const folder = yield* journalFolder(world)
         const refused = yield* Effect.gen(function* () {
           const limit = yield* Effect.flip(ForeignLoop.make(binding, { inlineLimit: -1 }))

@@ -7,7 +7,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { ArtifactPathPolicy } from "@tessera/artifacts"
 import {
-  CompactionPolicy,
+  Compaction,
   EntryGate,
   Executor,
   InlineLimit,
@@ -22,7 +22,7 @@ import { isSummaryRequest, journalFolder, requests, start, tools, turnLayer } fr
 import { platformLayer, runInWorld, task, type World } from "./support/world.ts"
 
 const payload = 1_000_000
-const policy = CompactionPolicy.threshold({ measure: "bytes", limit: 6_000, keepRecent: 0, pieceLimit: 8_000 })
+const policy = Compaction.threshold({ measure: "bytes", limit: 6_000, keepRecent: 0, pieceLimit: 8_000 })
 const utf8 = (text: string) => Buffer.byteLength(text, "utf8")
 
 /** One huge result, one small one (so the huge one's round is summarized at step 3), then an answer. */
@@ -158,9 +158,9 @@ describe("inline_limit", () => {
   it("defaults: the piece limit under Threshold, none when compaction is disabled", () => {
     assert.strictEqual(InlineLimit.defaultBytes(policy), 8_000)
     assert.strictEqual(
-      InlineLimit.defaultBytes(CompactionPolicy.threshold({ measure: "estimatedTokens", pieceLimit: 1_000 })),
+      InlineLimit.defaultBytes(Compaction.threshold({ measure: "estimatedTokens", pieceLimit: 1_000 })),
       4_000
     )
-    assert.isUndefined(InlineLimit.defaultBytes(CompactionPolicy.disabled))
+    assert.isUndefined(InlineLimit.defaultBytes(Compaction.disabled))
   })
 })

@@ -4,9 +4,10 @@
  * with a typed error naming the adapter's bug, and never reaches compaction.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Compaction, CompactionPolicy, Executor, History, Journal, JsonValue, Model } from "@tessera/runtime"
+import { Compaction, Executor, History, Journal, Model, Tool } from "@tessera/runtime"
 import { Cause, Effect, Exit, Option } from "effect"
 import * as fc from "fast-check"
+import * as Planning from "../../../runtime/src/internal/compactionPlan.js"
 import { journalFolder, start, tools, turnLayer } from "./support/turns.ts"
 import { platformLayer, runInWorld, task, taskId } from "./support/world.ts"
 
@@ -35,7 +36,7 @@ const adapterReturning = (input: unknown) => (_request: Model.ModelRequest, inde
     ? Model.response({ toolCalls: [{ _tag: "ToolCall", id: "c1", name: "produce", input: input as never }] })
     : Model.response({ text: "done" })
 
-const policy = CompactionPolicy.threshold({ measure: "bytes", limit: 10, keepRecent: 0, pieceLimit: 1_000 })
+const policy = Compaction.threshold({ measure: "bytes", limit: 10, keepRecent: 0, pieceLimit: 1_000 })
 
 describe("non_json_tool_input", () => {
   it("each kind of non-JSON input fails the step with ModelError NonJsonToolInput naming the call, the path and the adapter, journaled as ModelFailed; nothing is appended", () =>
@@ -85,7 +86,7 @@ describe("non_json_tool_input", () => {
             const history = History.append(History.append(start, response.toolCalls), [
               Model.toolResult({ callId: "c1", name: "produce", content: "r", isError: false })
             ])
-            return Compaction.plan(History.append(history, [Model.text("user", "next")]), policy)
+            return Planning.plan(History.append(history, [Model.text("user", "next")]), policy)
           })
           const exit = yield* Effect.exit(
             unchecked.pipe(Effect.provide(turnLayer(world, task, adapterReturning(input()))))
@@ -148,11 +149,11 @@ const tree = (leaf: fc.Arbitrary<unknown>) =>
     )
   })).node
 
-describe("JsonValue.findNotJson", () => {
+describe("Tool.findNotJson", () => {
   it("property: a value is accepted exactly when it survives JSON's own round trip", () => {
     fc.assert(
       fc.property(tree(fc.oneof({ weight: 6, arbitrary: goodLeaf }, { weight: 1, arbitrary: badLeaf })), (value) => {
-        assert.strictEqual(JsonValue.isJson(value), roundTrips(value), fc.stringify(value))
+        assert.strictEqual(Tool.isJson(value), roundTrips(value), fc.stringify(value))
       }),
       { numRuns: 500 }
     )
@@ -161,18 +162,18 @@ describe("JsonValue.findNotJson", () => {
   it("property: every JSON value is accepted", () => {
     fc.assert(
       fc.property(fc.jsonValue(), (value) => {
-        assert.isTrue(Option.isNone(JsonValue.findNotJson(value)))
+        assert.isTrue(Option.isNone(Tool.findNotJson(value)))
       })
     )
   })
 
   it("a cycle is found, a shared (acyclic) object is accepted, and deep nesting does not overflow", () => {
-    assert.isTrue(Option.isSome(JsonValue.findNotJson(circular())))
+    assert.isTrue(Option.isSome(Tool.findNotJson(circular())))
     const shared = { a: 1 }
-    assert.isTrue(JsonValue.isJson({ left: shared, right: shared }))
-    assert.isTrue(JsonValue.isJson(Object.assign(Object.create(null), { a: [1, "b"] })))
+    assert.isTrue(Tool.isJson({ left: shared, right: shared }))
+    assert.isTrue(Tool.isJson(Object.assign(Object.create(null), { a: [1, "b"] })))
     let deep: unknown = 1
     for (let index = 0; index < 100_000; index++) deep = [deep]
-    assert.isTrue(JsonValue.isJson(deep))
+    assert.isTrue(Tool.isJson(deep))
   })
 })

@@ -5,7 +5,8 @@
  * content anywhere in what was exported.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { CompactionPolicy, EntryGate, History, Model, ScriptedModel, TaskExecution, Tool } from "@tessera/runtime"
+import { Compaction, EntryGate, History, Model, TaskExecution, Tool } from "@tessera/runtime"
+import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Layer, Metric, Option, Schema, Tracer } from "effect"
 import { FetchHttpClient } from "effect/http"
 import { OtlpExporter, OtlpMetrics, OtlpSerialization, OtlpTracer } from "effect/observability"
@@ -91,7 +92,7 @@ const exportTurn = (world: World, tool: typeof produce, tracing: "tree" | "flat"
     const runtime = yield* world.openRuntime(Option.some(world.privateRef))
     const context = yield* runtime.bindTask({ scope: yield* world.scopeFor([world.privateRef]), output: Option.none() })
     const binding = yield* EntryGate.bind(context, {
-      policy: CompactionPolicy.threshold({ measure: "bytes", limit: 9_000, keepRecent: 0, pieceLimit: 200_000 })
+      policy: Compaction.threshold({ measure: "bytes", limit: 9_000, keepRecent: 0, pieceLimit: 200_000 })
     })
     const start = History.make([Model.text("user", `Produce three results of ${marker} and report.`)])
     const received = yield* Effect.scoped(

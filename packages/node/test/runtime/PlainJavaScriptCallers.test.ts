@@ -11,7 +11,7 @@
  *   non-normalised or non-string location instead of making a policy that
  *   refuses nothing.
  * - The turn entries (`Executor`, `TaskExecution`), `Tool.make` and
- *   `Tool.registry`, a hand-built tool's outcome, `CompactionPolicy.threshold`,
+ *   `Tool.registry`, a hand-built tool's outcome, `Compaction.threshold`,
  *   `InlineLimit`, `Timeouts` and `LocalHarness.open` refuse their options'
  *   wrong shapes before anything is journaled, sent or created.
  *
@@ -28,7 +28,7 @@ import { ArtifactOffload, ArtifactPathPolicy } from "@tessera/artifacts"
 import { HostAuthority, InvalidInput } from "@tessera/core"
 import { LocalHarness, NodeDurableFiles, StateNamespace } from "@tessera/node"
 import {
-  CompactionPolicy,
+  Compaction,
   EntryGate,
   Executor,
   type History,
@@ -626,7 +626,7 @@ const bound = (world: World) =>
     const runtime = yield* world.openRuntime(Option.some(world.privateRef), [world.privateRef, world.outputRef])
     const scope = yield* world.scopeFor([world.privateRef, world.outputRef])
     const context = yield* runtime.bindTask({ scope, output: Option.some(world.outputRef) })
-    return { context, binding: yield* EntryGate.bind(context, { policy: CompactionPolicy.disabled }) }
+    return { context, binding: yield* EntryGate.bind(context, { policy: Compaction.disabled }) }
   })
 
 const offload = { threshold: 1_000, readTool: "read_artifact", destination: "Output" } as const
@@ -676,7 +676,7 @@ describe("plain JavaScript callers: TaskExecution entries", () => {
 })
 
 // ---------------------------------------------------------------------------------------------------------------------
-// Constructors: Tool.make, Tool.registry, CompactionPolicy.threshold, InlineLimit
+// Constructors: Tool.make, Tool.registry, Compaction.threshold, InlineLimit
 // ---------------------------------------------------------------------------------------------------------------------
 
 const makeOptions = {
@@ -746,7 +746,7 @@ describe("plain JavaScript callers: constructors", () => {
     )
   })
 
-  it("CompactionPolicy.threshold throws InvalidInput naming the option: a misspelt key, a wrong type, an out-of-range number, no object", () => {
+  it("Compaction.threshold throws InvalidInput naming the option: a misspelt key, a wrong type, an out-of-range number, no object", () => {
     const cases: ReadonlyArray<readonly [string, unknown]> = [
       ["options", null],
       ["options", "bytes"],
@@ -759,23 +759,23 @@ describe("plain JavaScript callers: constructors", () => {
     ]
     for (const [field, options] of cases) {
       assertInvalid(
-        thrown(() => CompactionPolicy.threshold(options as never), field),
-        "CompactionPolicy.threshold",
+        thrown(() => Compaction.threshold(options as never), field),
+        "Compaction.threshold",
         field,
         field
       )
     }
-    const chosen = CompactionPolicy.threshold({ limit: 5_000, keepRecent: undefined } as never)
-    assert.deepStrictEqual([chosen.limit, chosen.keepRecent], [5_000, CompactionPolicy.defaultThreshold.keepRecent])
-    const respread = CompactionPolicy.threshold({ ...chosen, pieceLimit: 9 } as never)
+    const chosen = Compaction.threshold({ limit: 5_000, keepRecent: undefined } as never)
+    assert.deepStrictEqual([chosen.limit, chosen.keepRecent], [5_000, Compaction.defaultThreshold.keepRecent])
+    const respread = Compaction.threshold({ ...chosen, pieceLimit: 9 } as never)
     assert.strictEqual(respread.pieceLimit, 9)
   })
 
   it("negative control: the old threshold (a spread into make, built here) silently keeps the default limit for a misspelt key or null", () => {
     const oldThreshold = (options: object | null) =>
-      CompactionPolicy.Threshold.make({ ...CompactionPolicy.defaultThreshold, ...options })
-    assert.strictEqual(oldThreshold({ limt: 5_000 }).limit, CompactionPolicy.defaultThreshold.limit)
-    assert.strictEqual(oldThreshold(null).limit, CompactionPolicy.defaultThreshold.limit)
+      Compaction.Threshold.make({ ...Compaction.defaultThreshold, ...options })
+    assert.strictEqual(oldThreshold({ limt: 5_000 }).limit, Compaction.defaultThreshold.limit)
+    assert.strictEqual(oldThreshold(null).limit, Compaction.defaultThreshold.limit)
   })
 
   it("InlineLimit.inlineLimitHooks and limitResult throw InvalidInput for a limit that is not an integer >= 0", () => {

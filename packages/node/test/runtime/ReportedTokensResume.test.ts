@@ -8,16 +8,16 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import {
-  CompactionPolicy,
+  Compaction,
   EntryGate,
   ForeignLoop,
   History,
   Journal,
   Model,
   PrivateSummaries,
-  type ScriptedModel,
   TaskExecution
 } from "@tessera/runtime"
+import type { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Option } from "effect"
 import {
   foreignStep,
@@ -32,7 +32,7 @@ import {
 import { runInWorld, task, type World } from "./support/world.ts"
 
 // Small history, large reported counts: only the provider's count crosses the limit.
-const policy = CompactionPolicy.threshold({
+const policy = Compaction.threshold({
   measure: "reportedTokens",
   limit: 2_000,
   keepRecent: 10,
@@ -40,7 +40,7 @@ const policy = CompactionPolicy.threshold({
 })
 const reportedInput = 10_000
 
-const bound = (world: World, chosen: CompactionPolicy.CompactionPolicy) =>
+const bound = (world: World, chosen: Compaction.Policy) =>
   Effect.gen(function* () {
     const runtime = yield* world.openRuntime(Option.some(world.privateRef))
     const context = yield* runtime.bindTask({ scope: yield* world.scopeFor([world.privateRef]), output: Option.none() })
@@ -126,7 +126,7 @@ const interruptedThenResumed = (oldHooks: boolean) =>
           const resumed = yield* TaskExecution.resume(yield* bound(world, policy), { tools, maxSteps: 8 })
           assert.strictEqual(resumed.outcome._tag, "Answered")
         } else {
-          const plain = yield* bound(world, CompactionPolicy.disabled)
+          const plain = yield* bound(world, Compaction.disabled)
           const capability = yield* PrivateSummaries.resolve(plain.context)
           const memoryOnly = yield* TaskExecution.compactionHooks(policy, capability, yield* Journal.Journal)
           const resumed = yield* TaskExecution.resume(plain, { tools, maxSteps: 8, hooks: memoryOnly })

@@ -2,7 +2,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { ArtifactOffload, ArtifactPointer, DefaultRedactor } from "@tessera/artifacts"
-import { CompactionPolicy, EntryGate, Model, TaskExecution } from "@tessera/runtime"
+import { Compaction, EntryGate, Model, TaskExecution } from "@tessera/runtime"
 import { Effect, Layer, Option } from "effect"
 import { type CorpusEntry, leaked, secretCorpus } from "./support/secretCorpus.ts"
 import { isSummaryRequest, requests, requestText, start, tools, turnLayer } from "./support/turns.ts"
@@ -73,7 +73,7 @@ describe("secret corpus through the default redactor", () => {
         const context = yield* runtime.bindTask({ scope, output: Option.none() })
         const binding = yield* EntryGate.bind(context, {
           // The summary is the whole corpus: its limit must not cut any of it away.
-          policy: CompactionPolicy.threshold({
+          policy: Compaction.threshold({
             measure: "bytes",
             limit: 5_000,
             keepRecent: 0,

@@ -7,15 +7,16 @@
  * rebuilds the former round-position rule, which summarizes it unseen.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Compaction, CompactionPolicy, EntryGate, ForeignLoop, History, Model } from "@tessera/runtime"
+import { Compaction, EntryGate, ForeignLoop, History, Model } from "@tessera/runtime"
 
 type Part = Model.Part
 
 import { Effect, Option } from "effect"
+import * as Planning from "../../../runtime/src/internal/compactionPlan.js"
 import { isSummaryRequest, requests, taskParts, tools, turnLayer } from "./support/turns.ts"
 import { runInWorld, task, type World } from "./support/world.ts"
 
-const policy = CompactionPolicy.threshold({ measure: "estimatedTokens", limit: 500, keepRecent: 0, pieceLimit: 50_000 })
+const policy = Compaction.threshold({ measure: "estimatedTokens", limit: 500, keepRecent: 0, pieceLimit: 50_000 })
 
 const bindWith = (world: World) =>
   Effect.gen(function* () {
@@ -30,10 +31,10 @@ const result = (n: number) =>
 const steering = Model.text("user", "Also check the second report.")
 
 /** The former rule: only the newest round, and only when it ends with a tool result, counts as unseen. */
-const roundPositionPlan = (history: History.History, threshold: CompactionPolicy.Threshold) => {
+const roundPositionPlan = (history: History.History, threshold: Compaction.Threshold) => {
   if (Compaction.measureParts(threshold.measure, History.toParts(history)) <= threshold.limit) return Option.none()
   const all = History.rounds(history)
-  const unseen = Compaction.endsWithUnseenResults(all) ? 1 : 0
+  const unseen = Planning.endsWithUnseenResults(all) ? 1 : 0
   let kept = unseen
   let keptSize = unseen === 1 ? Compaction.measureParts(threshold.measure, all.at(-1) ?? []) : 0
   for (let index = all.length - 1 - unseen; index >= 0; index--) {
@@ -97,13 +98,13 @@ describe("seen by what was last sent", () => {
       })
     ))
 
-  it("plan_by_sent: Compaction.plan keeps a result the given last request did not carry, and summarizes it once that request carried it", () => {
+  it("plan_by_sent: the compaction plan keeps a result the given last request did not carry, and summarizes it once that request carried it", () => {
     const steered = History.append(History.make(taskParts), [call(1), result(1), steering])
-    const unsent = Compaction.plan(steered, policy, undefined, { parts: [...taskParts] })
+    const unsent = Planning.plan(steered, policy, undefined, { parts: [...taskParts] })
     assert.isTrue(Option.isNone(unsent), "not carried by the last request: kept")
-    const carried = Compaction.plan(steered, policy, undefined, { parts: History.toParts(steered) })
+    const carried = Planning.plan(steered, policy, undefined, { parts: History.toParts(steered) })
     assert.isTrue(Option.isSome(carried) && carried.value.summarized.some((round) => carries(round, "tool:1")))
     // Without a known request, the results after the model's latest output are unseen.
-    assert.isTrue(Option.isNone(Compaction.plan(steered, policy)))
+    assert.isTrue(Option.isNone(Planning.plan(steered, policy)))
   })
 })

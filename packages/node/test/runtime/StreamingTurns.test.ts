@@ -7,7 +7,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Ids } from "@tessera/core"
 import { Inspector } from "@tessera/node"
 import {
-  CompactionPolicy,
+  Compaction,
   EntryGate,
   Executor,
   History,
@@ -15,11 +15,11 @@ import {
   JournalEntry,
   Model,
   PrivateSummaries,
-  type ScriptedModel,
   TaskExecution,
   Tool,
   ToolResultOffload
 } from "@tessera/runtime"
+import type { ScriptedModel } from "@tessera/runtime/testing"
 import { Deferred, Effect, Exit, Fiber, Layer, Option, Queue, Ref, Schema, Stream } from "effect"
 import { isSummaryRequest, journalFolder, requests, start, taskText, tools, turnLayer } from "./support/turns.ts"
 import { platformLayer, runInWorld, task, type World } from "./support/world.ts"
@@ -29,14 +29,14 @@ type TurnServices = Stream.Services<ReturnType<typeof TaskExecution.streamTurn<n
 
 const produceCall = (id: string, size: number, fill: string) => Model.toolCall(id, "produce", { size, fill })
 
-const boundWithPrivate = (world: World, policy: CompactionPolicy.CompactionPolicy) =>
+const boundWithPrivate = (world: World, policy: Compaction.Policy) =>
   Effect.gen(function* () {
     const runtime = yield* world.openRuntime(Option.some(world.privateRef))
     const context = yield* runtime.bindTask({ scope: yield* world.scopeFor([world.privateRef]), output: Option.none() })
     return yield* EntryGate.bind(context, { policy })
   })
 
-const boundDisabled = (world: World) => boundWithPrivate(world, CompactionPolicy.disabled)
+const boundDisabled = (world: World) => boundWithPrivate(world, Compaction.disabled)
 
 /** A model given as a layer (its own, not the scripted one) with the task's journal. */
 const modelLayer = (world: World, model: Layer.Layer<Model.Model>) =>
@@ -64,7 +64,7 @@ const compactingScript: ScriptedModel.Script = (request, index) => {
       ? Model.response({ toolCalls: [produceCall("c2", 20_000, "b")], usage })
       : Model.response({ toolCalls: [produceCall("c1", 20_000, "a")], usage })
 }
-const compactingPolicy = CompactionPolicy.threshold({
+const compactingPolicy = Compaction.threshold({
   measure: "bytes",
   limit: 30_000,
   keepRecent: 1_000,
@@ -271,11 +271,11 @@ describe("usage in the journal", () => {
     runInWorld((world) =>
       Effect.gen(function* () {
         /** A small turn whose second response reports `reported` input tokens (when given); whether it compacted. */
-        const compacted = (measure: CompactionPolicy.SizeMeasure, reported: number | undefined) =>
+        const compacted = (measure: Compaction.SizeMeasure, reported: number | undefined) =>
           Effect.gen(function* () {
             const binding = yield* boundWithPrivate(
               world,
-              CompactionPolicy.threshold({ measure, limit: 5_000, keepRecent: 10, pieceLimit: 50_000 })
+              Compaction.threshold({ measure, limit: 5_000, keepRecent: 10, pieceLimit: 50_000 })
             )
             const script: ScriptedModel.Script = (request, index) => {
               if (isSummaryRequest(request)) return Model.response({ text: "summary" })
@@ -478,7 +478,7 @@ describe("every gated entry's onEvent hears every event", () => {
   const offload = { threshold: 4_096, readTool: "read_artifact", destination: "Private" as const }
   const journalKinds = ["ArtifactOffloaded", "SummaryRequestAnswered", "SummaryStaged"]
   // Small enough that the offloaded results' pointers alone cross it.
-  const pointerPolicy = CompactionPolicy.threshold({ measure: "bytes", limit: 300, keepRecent: 50 })
+  const pointerPolicy = Compaction.threshold({ measure: "bytes", limit: 300, keepRecent: 50 })
 
   it("on_event_every_event: runTurn's onEvent receives what streamTurn yields, offloads, summary requests and staged summaries included, in order; a loop without the tap (control) misses them", () =>
     runInWorld((world) =>

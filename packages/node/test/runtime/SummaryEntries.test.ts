@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { CompactionPolicy, EntryGate, History, Model, TaskExecution } from "@tessera/runtime"
+import { Compaction, EntryGate, History, Model, TaskExecution } from "@tessera/runtime"
 import { Effect, Option } from "effect"
 import * as fc from "fast-check"
 // The former ordering (the negative control) is written once, in the platform contract that runs it in the browser too.
@@ -38,23 +38,18 @@ const historyOf = (rounds: ReadonlyArray<RoundSpec>): History.History =>
 type Entry = "summarize" | "summaryFileTurn"
 type PolicyChoice = "Disabled" | "Threshold"
 
-const policyOf = (choice: PolicyChoice): CompactionPolicy.CompactionPolicy =>
-  choice === "Disabled" ? CompactionPolicy.disabled : CompactionPolicy.threshold({ measure: "bytes", limit: 1_000 })
+const policyOf = (choice: PolicyChoice): Compaction.Policy =>
+  choice === "Disabled" ? Compaction.disabled : Compaction.threshold({ measure: "bytes", limit: 1_000 })
 
 /** A writerless task (runtime opened without a private volume, no output), bound with `Disabled`. */
 const writerlessBinding = (world: World, task: ReturnType<typeof taskId>) =>
   Effect.gen(function* () {
     const runtime = yield* world.openRuntime(Option.none(), [])
     const context = yield* runtime.bindTask({ scope: yield* world.scopeFor([], task), output: Option.none() })
-    return yield* EntryGate.bind(context, { policy: CompactionPolicy.disabled })
+    return yield* EntryGate.bind(context, { policy: Compaction.disabled })
   })
 
-const runEntry = (
-  entry: Entry,
-  binding: EntryGate.TaskBinding,
-  history: History.History,
-  policy: CompactionPolicy.CompactionPolicy
-) =>
+const runEntry = (entry: Entry, binding: EntryGate.TaskBinding, history: History.History, policy: Compaction.Policy) =>
   entry === "summarize"
     ? Effect.asVoid(TaskExecution.summarize(binding, history, { policy }))
     : Effect.asVoid(TaskExecution.runSummaryFileTurn(binding, history, { tools, maxSteps: 4 }, { policy }))
@@ -124,7 +119,7 @@ describe("summary entries resolve the private writer before anything else", () =
             TaskExecution.summarize(binding, historyOf([{ kind: "tool", size: 3_000, lineBreaks: true }]), {
               operation: operationId("current"),
               step: 1,
-              policy: CompactionPolicy.disabled
+              policy: Compaction.disabled
             })
           )
           return { error, sent: (yield* requests).length }
@@ -154,7 +149,7 @@ describe("summaries of long histories", () => {
           })
           const binding = yield* EntryGate.bind(context)
           const published = yield* TaskExecution.summarize(binding, historyOf(rounds), {
-            policy: CompactionPolicy.threshold({ measure: "bytes", limit: 1_000, pieceLimit: 4_000 })
+            policy: Compaction.threshold({ measure: "bytes", limit: 1_000, pieceLimit: 4_000 })
           })
           return { published, sent: yield* requests }
         }).pipe(Effect.provide(turnLayer(world, task, () => Model.response({ text: `summary ${++index}` }))))

@@ -12,18 +12,19 @@
 import { assert, describe, it } from "@effect/vitest"
 import {
   Compaction,
-  CompactionPolicy,
   EntryGate,
   Executor,
   History,
   Journal,
   Model,
   PrivateSummaries,
-  ScriptedModel,
   TaskExecution
 } from "@tessera/runtime"
+import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Exit, Option } from "effect"
 import * as fc from "fast-check"
+import * as Planning from "../../../runtime/src/internal/compactionPlan.js"
+import * as SummaryRequests from "../../../runtime/src/internal/summaryRequests.js"
 import { isSummaryRequest, requests, taskParts, tools, turnLayer } from "./support/turns.ts"
 import { operationId, runInWorld, task, type World } from "./support/world.ts"
 
@@ -90,7 +91,7 @@ const mediaProblems = (
 // A stock turn
 // ---------------------------------------------------------------------------------------------------------------------
 
-const policy = CompactionPolicy.threshold({ measure: "bytes", limit: 30_000, keepRecent: 1_000, pieceLimit: 200_000 })
+const policy = Compaction.threshold({ measure: "bytes", limit: 30_000, keepRecent: 1_000, pieceLimit: 200_000 })
 const shot = image(png)
 /** The task, then the user's screenshot (history, not task): summarized at step 3 with the first result. */
 const start = History.append(History.make(taskParts), [Model.text("user", "Here is the failing page:"), shot])
@@ -132,12 +133,12 @@ const textOnlyHooks = Effect.map(
   (model): Executor.Hooks<Model.ModelError> => ({
     beforeModelStep: (_context, history) =>
       Effect.gen(function* () {
-        const planned = Compaction.plan(history, policy)
+        const planned = Planning.plan(history, policy)
         if (Option.isNone(planned)) return history
-        const all = Compaction.summaryPieces(planned.value.summarized, policy.pieceLimit)
+        const all = Planning.summaryPieces(planned.value.summarized, policy.pieceLimit)
         let summary = History.summaryText(history)
         for (let index = 0; index < all.length; index++) {
-          const request = Compaction.summaryRequest({
+          const request = SummaryRequests.summaryRequest({
             task: history.task,
             previousSummary: summary,
             piece: all[index] ?? "",
@@ -192,7 +193,7 @@ describe("summary requests carry the summarized history's media", () => {
     ))
 
   it("summary_request_without_media_unchanged: a piece without media makes the request it always made", () => {
-    const request = Compaction.summaryRequest({
+    const request = SummaryRequests.summaryRequest({
       task: taskParts,
       previousSummary: Option.some("so far"),
       piece: "[user] hello\n",
@@ -262,10 +263,10 @@ const mediaOf = (rounds: ReadonlyArray<ReadonlyArray<Model.Part>>): Array<Model.
 const pieceProblems = (
   rounds: ReadonlyArray<ReadonlyArray<Model.Part>>,
   pieceBytes: number,
-  pieces: ReadonlyArray<Compaction.SummaryHistoryPiece>
+  pieces: ReadonlyArray<Planning.SummaryHistoryPiece>
 ): Array<string> => {
   const problems: Array<string> = []
-  if (!sameTexts(pieces, Compaction.summaryPieces(rounds, pieceBytes))) problems.push("texts differ from summaryPieces")
+  if (!sameTexts(pieces, Planning.summaryPieces(rounds, pieceBytes))) problems.push("texts differ from summaryPieces")
   const expected = mediaOf(rounds)
   const attached = pieces.flatMap((piece) => piece.media)
   if (attached.length !== expected.length || attached.some((part, index) => part !== expected[index])) {
@@ -288,7 +289,7 @@ const pieceProblems = (
   return problems
 }
 
-const sameTexts = (pieces: ReadonlyArray<Compaction.SummaryHistoryPiece>, texts: ReadonlyArray<string>): boolean =>
+const sameTexts = (pieces: ReadonlyArray<Planning.SummaryHistoryPiece>, texts: ReadonlyArray<string>): boolean =>
   pieces.length === texts.length && pieces.every((piece, index) => piece.text === texts[index])
 
 /** A round cut across pieces, whose image's placeholder lands in its third piece. */
@@ -302,7 +303,7 @@ const summaryTask: ReadonlyArray<Model.Part> = [Model.text("user", "the task"), 
 const recordedRequests = (rounds: ReadonlyArray<ReadonlyArray<Model.Part>>, pieceBytes: number) => {
   const sent: Array<Model.ModelRequest> = []
   Effect.runSync(
-    Compaction.summarizeWith(
+    SummaryRequests.summarizeWith(
       (request) =>
         Effect.sync(() => {
           sent.push(request)
@@ -319,10 +320,10 @@ describe("summary history pieces", () => {
     fc.assert(
       fc.property(roundsSpec, fc.integer({ min: 6, max: 400 }), (specs, pieceBytes) => {
         const rounds = roundsOf(specs)
-        const pieces = Compaction.summaryHistoryPieces(rounds, pieceBytes)
+        const pieces = Planning.summaryHistoryPieces(rounds, pieceBytes)
         assert.deepStrictEqual(pieceProblems(rounds, pieceBytes, pieces), [])
         const rebuilt = JSON.parse(JSON.stringify(rounds)) as typeof rounds
-        assert.deepStrictEqual(Compaction.summaryHistoryPieces(rebuilt, pieceBytes), pieces)
+        assert.deepStrictEqual(Planning.summaryHistoryPieces(rebuilt, pieceBytes), pieces)
       }),
       { numRuns: 300 }
     )
@@ -332,11 +333,11 @@ describe("summary history pieces", () => {
     fc.assert(
       fc.property(roundsSpec, fc.integer({ min: 6, max: 400 }), (specs, pieceBytes) => {
         const rounds = roundsOf(specs)
-        const pieces = Compaction.summaryHistoryPieces(rounds, pieceBytes)
+        const pieces = Planning.summaryHistoryPieces(rounds, pieceBytes)
         const sent = recordedRequests(rounds, pieceBytes)
         assert.strictEqual(sent.length, pieces.length)
         sent.forEach((request, index) => {
-          const piece = pieces[index] as Compaction.SummaryHistoryPiece
+          const piece = pieces[index] as Planning.SummaryHistoryPiece
           assert.deepStrictEqual(mediaProblems(request, piece.media, summaryTask.length, false), [])
           assert.strictEqual(request.parts[2], summaryTask[1], "the task's image where the task puts it")
           const text = layoutOf(request, summaryTask.length).history ?? ""
@@ -350,7 +351,7 @@ describe("summary history pieces", () => {
   })
 
   it("summary_history_media_cut_round: a round cut across pieces attaches its image to the piece where the placeholder starts", () => {
-    const pieces = Compaction.summaryHistoryPieces(cutRound, 24)
+    const pieces = Planning.summaryHistoryPieces(cutRound, 24)
     assert.isAtLeast(pieces.length, 3)
     assert.deepStrictEqual(pieceProblems(cutRound, 24, pieces), [])
     const holder = pieces.findIndex((piece) => piece.media.length > 0)
@@ -365,7 +366,7 @@ describe("summary history pieces", () => {
         fc.integer({ min: 6, max: 400 }),
         (specs, pieceBytes) => {
           const rounds = roundsOf(specs)
-          const textOnly = Compaction.summaryPieces(rounds, pieceBytes).map((text) => ({ text, bytes: 0, media: [] }))
+          const textOnly = Planning.summaryPieces(rounds, pieceBytes).map((text) => ({ text, bytes: 0, media: [] }))
           assert.include(
             pieceProblems(rounds, pieceBytes, textOnly),
             "the media are not the rounds' own parts, each once, in order"
@@ -377,7 +378,7 @@ describe("summary history pieces", () => {
   })
 
   it("negative control: a cut round's image attached to the round's first piece fails the placement check", () => {
-    const pieces = Compaction.summaryHistoryPieces(cutRound, 24)
+    const pieces = Planning.summaryHistoryPieces(cutRound, 24)
     const first = pieces.map((piece, index) => ({
       ...piece,
       media: index === 0 ? pieces.flatMap((each) => each.media) : []
@@ -407,7 +408,7 @@ const historyWith = (base64: string) =>
     ...roundOf("c3", "c")
   ])
 
-const resumePolicy = CompactionPolicy.threshold({ measure: "bytes", limit: 1_000, keepRecent: 0, pieceLimit: 3_000 })
+const resumePolicy = Compaction.threshold({ measure: "bytes", limit: 1_000, keepRecent: 0, pieceLimit: 3_000 })
 const key = { operation: operationId("task-1-t1"), step: 2 }
 
 const otherPng = Buffer.from("another image entirely").toString("base64")
@@ -487,7 +488,7 @@ describe("summary requests with media, resumed", () => {
     ...journal,
     append: (entry) =>
       entry._tag === "SummaryStaged"
-        ? Effect.fail(new Journal.JournalIOError({ file: journal.file, operation: "append", detail: "killed" }))
+        ? Effect.fail(new Journal.JournalIoError({ file: journal.file, operation: "append", detail: "killed" }))
         : journal.append(entry)
   })
 

@@ -7,16 +7,10 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { ArtifactRedactor, DefaultRedactor } from "@tessera/artifacts"
-import {
-  Compaction,
-  CompactionPolicy,
-  EntryGate,
-  Executor,
-  Model,
-  type ScriptedModel,
-  TaskExecution
-} from "@tessera/runtime"
+import { Compaction, EntryGate, Executor, Model, TaskExecution } from "@tessera/runtime"
+import type { ScriptedModel } from "@tessera/runtime/testing"
 import { Cause, Effect, Exit, Layer, Option } from "effect"
+import * as SummaryRequests from "../../../runtime/src/internal/summaryRequests.js"
 import { everyText, measureDoor, providerText } from "./support/leaks.ts"
 import { recordSpans } from "./support/spans.ts"
 import { isSummaryRequest, journalBytes, journalFolder, start, taskParts, tools, turnLayer } from "./support/turns.ts"
@@ -39,7 +33,7 @@ class ProviderHttpError extends Error {
 /** What a turn of these scenarios runs with: the scripted model, the journal, the platform. */
 type TurnServices = Layer.Success<ReturnType<typeof turnLayer>>
 
-const policy = CompactionPolicy.threshold({ measure: "bytes", limit: 5_000, keepRecent: 0, pieceLimit: 100_000 })
+const policy = Compaction.threshold({ measure: "bytes", limit: 5_000, keepRecent: 0, pieceLimit: 100_000 })
 
 const bound = (world: World) =>
   Effect.gen(function* () {
@@ -186,7 +180,7 @@ describe("summary requests' failures through the host's redactor", () => {
           beforeModelStep: (_context, history) =>
             Effect.flatMap(Effect.service(Model.Model), (model) =>
               model.generate(
-                Compaction.summaryRequest({
+                SummaryRequests.summaryRequest({
                   task: history.task,
                   previousSummary: Option.none(),
                   piece: "the history",
@@ -263,7 +257,7 @@ describe("summary requests' failures through the host's redactor", () => {
       Effect.exit(
         Effect.flatMap(Effect.service(Model.Model), (model) =>
           model.generate(
-            Compaction.summaryRequest({
+            SummaryRequests.summaryRequest({
               task: summaryInput.task,
               previousSummary: Option.none(),
               piece: "the reports so far",

@@ -2,7 +2,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { ArtifactPointer, ArtifactRedactor } from "@tessera/artifacts"
-import { CompactionPolicy, EntryGate, Model, TaskExecution } from "@tessera/runtime"
+import { Compaction, EntryGate, Model, TaskExecution } from "@tessera/runtime"
 import { Effect, Layer, Option } from "effect"
 import { journalBytes, journalFolder, requests, requestText, start, tools, turnLayer } from "./support/turns.ts"
 import { dataFolderOf, runInWorld, task } from "./support/world.ts"
@@ -27,7 +27,7 @@ describe("tool-result offload in a turn", () => {
           scope: yield* world.scopeFor([world.privateRef]),
           output: Option.none()
         })
-        const binding = yield* EntryGate.bind(context, { policy: CompactionPolicy.disabled })
+        const binding = yield* EntryGate.bind(context, { policy: Compaction.disabled })
         const sent = yield* Effect.gen(function* () {
           yield* TaskExecution.runTurn(binding, start, { tools, maxSteps: 4, offload })
           return yield* requests
@@ -90,7 +90,7 @@ describe("tool-result offload in a turn", () => {
           scope: yield* world.scopeFor([world.privateRef]),
           output: Option.none()
         })
-        const binding = yield* EntryGate.bind(context, { policy: CompactionPolicy.disabled })
+        const binding = yield* EntryGate.bind(context, { policy: Compaction.disabled })
         const secretScript = [
           Model.response({ toolCalls: [Model.toolCall("c1", "produce", { size: 400, fill: "token=hunter2 " })] }),
           Model.response({ text: "ok" })

@@ -18,7 +18,6 @@ import { DurableFiles, type Volume } from "@tessera/core"
 import { LocalHarness } from "@tessera/node"
 import {
   Compaction,
-  CompactionPolicy,
   History,
   type JournalEntry,
   Model,
@@ -27,6 +26,7 @@ import {
   Transcript
 } from "@tessera/runtime"
 import { Effect, Layer, Option } from "effect"
+import * as Compacting from "../../../runtime/src/internal/compacting.js"
 // The measures are internal (the package blocks `./internal/*`); the test reaches them by path, as the journal does.
 import { legacyRequestSha256, measureJson, measureRequest, measureText } from "../../../runtime/src/internal/digest.js"
 import { agentId, nodeLayer, taskId, tempDir } from "../support/temp.ts"
@@ -77,7 +77,7 @@ const withStore = <A, E, R>(host: Host, body: (fixture: Fixture) => Effect.Effec
               >
             })
           }),
-        { policy: CompactionPolicy.disabled }
+        { policy: Compaction.disabled }
       )
     })
   ).pipe(Effect.provide(Layer.merge(nodeLayer, host)))
@@ -323,7 +323,7 @@ describe("summaries: a staged summary by reference, any other inline", () => {
           const file = { volume, path: "summaries/one.md" }
           fs.mkdirSync(path.join(folder, "summaries"), { recursive: true })
           fs.writeFileSync(path.join(folder, file.path), text)
-          const staged: History.HistorySummary = { parts: Compaction.summaryParts(file, text), text }
+          const staged: History.HistorySummary = { parts: Compacting.summaryParts(file, text), text }
           const stored = yield* store.storeSummary(staged)
           assert.deepStrictEqual(stored, {
             _tag: "SummaryRef",
@@ -380,11 +380,11 @@ describe("summaries: a staged summary by reference, any other inline", () => {
           const cases: ReadonlyArray<History.HistorySummary> = [
             { parts: [], text },
             { parts: [Model.text("user", text)], text },
-            { parts: Compaction.summaryParts(elsewhere, text), text },
-            { parts: Compaction.summaryParts(otherStore, text), text },
-            { parts: Compaction.summaryParts(file, "another text"), text },
-            { parts: [...Compaction.summaryParts(file, text), Model.text("user", "more")], text },
-            { parts: Compaction.summaryParts(file, text).slice(0, 1), text }
+            { parts: Compacting.summaryParts(elsewhere, text), text },
+            { parts: Compacting.summaryParts(otherStore, text), text },
+            { parts: Compacting.summaryParts(file, "another text"), text },
+            { parts: [...Compacting.summaryParts(file, text), Model.text("user", "more")], text },
+            { parts: Compacting.summaryParts(file, text).slice(0, 1), text }
           ]
           for (const summary of cases) {
             const stored = yield* store.storeSummary(summary)
@@ -1340,7 +1340,7 @@ describe("failures of the store are typed and named", () => {
                 const store = yield* Transcript.make().pipe(PrivateSummaries.provide(capability))
                 assert.strictEqual(store.task, task)
               }),
-            { policy: CompactionPolicy.disabled }
+            { policy: Compaction.disabled }
           )
         })
       ).pipe(Effect.provide(nodeLayer))

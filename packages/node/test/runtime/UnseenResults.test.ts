@@ -10,7 +10,6 @@ import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import {
   Compaction,
-  CompactionPolicy,
   EntryGate,
   Executor,
   History,
@@ -21,13 +20,16 @@ import {
 } from "@tessera/runtime"
 import { Effect, Option } from "effect"
 import * as fc from "fast-check"
+import * as Compacting from "../../../runtime/src/internal/compacting.js"
+import * as Policies from "../../../runtime/src/internal/compactionPolicy.js"
+import * as SummaryRequests from "../../../runtime/src/internal/summaryRequests.js"
 import { isSummaryRequest, journalFolder, requests, requestText, start, tools, turnLayer } from "./support/turns.ts"
 import { dataFolderOf, platformLayer, runInWorld, task, type World } from "./support/world.ts"
 
 /** A generated turn: the result sizes of each step's calls, and the policy. */
 interface Scenario {
   readonly steps: ReadonlyArray<ReadonlyArray<number>>
-  readonly policy: CompactionPolicy.Threshold
+  readonly policy: Compaction.Threshold
   readonly offload: boolean
 }
 
@@ -75,7 +77,7 @@ const summarizedUnseen = (sent: ReadonlyArray<Model.ModelRequest>): ReadonlyArra
   return violations
 }
 
-const bind = (world: World, policy: CompactionPolicy.CompactionPolicy) =>
+const bind = (world: World, policy: Compaction.Policy) =>
   Effect.gen(function* () {
     const runtime = yield* world.openRuntime(Option.some(world.privateRef), [world.privateRef, world.outputRef])
     const scope = yield* world.scopeFor([world.privateRef, world.outputRef])
@@ -102,7 +104,7 @@ const runReal = (scenario: Scenario) =>
   )
 
 /** The plan compaction used before this finding: `keepRecent` alone decides what is kept. */
-const keepRecentOnlyPlan = (history: History.History, policy: CompactionPolicy.Threshold) => {
+const keepRecentOnlyPlan = (history: History.History, policy: Compaction.Threshold) => {
   if (Compaction.measureParts(policy.measure, History.toParts(history)) <= policy.limit) return 0
   const all = History.rounds(history)
   let kept = 0
@@ -130,7 +132,7 @@ const runBroken = (scenario: Scenario) =>
               task: history.task,
               previousSummary: History.summaryText(history),
               rounds: History.rounds(history).slice(0, count),
-              pieceBytes: CompactionPolicy.bytesFor(policy.measure, policy.pieceLimit)
+              pieceBytes: Policies.bytesFor(policy.measure, policy.pieceLimit)
             }),
             (summary) =>
               History.summarizeLeadingRounds(history, count, {
@@ -158,7 +160,7 @@ const scenario: fc.Arbitrary<Scenario> = fc.record({
       keepRecent: fc.integer({ min: 0, max: 3_000 }),
       pieceLimit: fc.integer({ min: 300, max: 10_000 })
     })
-    .map((numbers) => CompactionPolicy.threshold({ measure: "bytes", ...numbers })),
+    .map((numbers) => Compaction.threshold({ measure: "bytes", ...numbers })),
   offload: fc.boolean()
 })
 
@@ -179,7 +181,7 @@ describe("unseen_results", () => {
   it("a result is kept unseen-first even with keepRecent 0, and summarized at the next step", async () => {
     const sent = await runReal({
       steps: [[2_000], [10]],
-      policy: CompactionPolicy.threshold({ measure: "bytes", limit: 500, keepRecent: 0, pieceLimit: 10_000 }),
+      policy: Compaction.threshold({ measure: "bytes", limit: 500, keepRecent: 0, pieceLimit: 10_000 }),
       offload: false
     })
     const kinds = sent.map((request) => (isSummaryRequest(request) ? "summary" : "turn"))
@@ -191,7 +193,7 @@ describe("unseen_results", () => {
   it("negative control: compaction planned by keepRecent alone (broken wiring built here) summarizes results the model never saw, and the property finds it", async () => {
     const sent = await runBroken({
       steps: [[2_000], [10]],
-      policy: CompactionPolicy.threshold({ measure: "bytes", limit: 500, keepRecent: 0, pieceLimit: 10_000 }),
+      policy: Compaction.threshold({ measure: "bytes", limit: 500, keepRecent: 0, pieceLimit: 10_000 }),
       offload: false
     })
     assert.deepStrictEqual(summarizedUnseen(sent), ["c1x0"])
@@ -218,7 +220,7 @@ const journalEntries = (world: World) =>
   )
 
 describe("summary_bound", () => {
-  const policy = CompactionPolicy.threshold({
+  const policy = Compaction.threshold({
     measure: "bytes",
     limit: 2_000,
     keepRecent: 0,
@@ -275,13 +277,13 @@ describe("summary_bound", () => {
     ))
 
   it("property: a bounded summary measures at most the limit, is a prefix of the answer plus the note, and an answer within the limit is unchanged", () => {
-    const noteBytes = Buffer.byteLength(Compaction.summaryCutNote(99_999, 99_999, 99_999))
+    const noteBytes = Buffer.byteLength(SummaryRequests.summaryCutNote(99_999, 99_999, 99_999))
     fc.assert(
       fc.property(
         fc.string({ unit: "grapheme", maxLength: 300 }),
         fc.integer({ min: noteBytes, max: noteBytes + 800 }),
         (answer, limit) => {
-          const bounded = Compaction.boundSummary(answer, limit)
+          const bounded = SummaryRequests.boundSummary(answer, limit)
           if (Buffer.byteLength(answer) <= limit) {
             assert.strictEqual(bounded, answer)
             return
@@ -296,13 +298,13 @@ describe("summary_bound", () => {
   })
 
   it("the default summary limit is a quarter of the request limit", () => {
-    assert.strictEqual(CompactionPolicy.summaryLimitOf(CompactionPolicy.threshold({ limit: 10_000 })), 2_500)
-    assert.strictEqual(CompactionPolicy.summaryLimitOf(policy), 300)
+    assert.strictEqual(Policies.summaryLimitOf(Compaction.threshold({ limit: 10_000 })), 2_500)
+    assert.strictEqual(Policies.summaryLimitOf(policy), 300)
   })
 })
 
 describe("task_over_limit_warning", () => {
-  const policy = CompactionPolicy.threshold({ measure: "bytes", limit: 1_000, keepRecent: 0, pieceLimit: 10_000 })
+  const policy = Compaction.threshold({ measure: "bytes", limit: 1_000, keepRecent: 0, pieceLimit: 10_000 })
   const bigTask = History.make([Model.text("system", "Follow these rules. ".repeat(200))])
   const steps = [[10], [10], [10]]
 
@@ -368,9 +370,9 @@ describe("task_over_limit_warning", () => {
         yield* Effect.gen(function* () {
           const journal = yield* Journal.Journal
           // Warns whenever the task is over the limit, with no memory of having warned.
-          const unguarded: Executor.Hooks<Journal.JournalIOError | Journal.JournalSequenceError> = {
+          const unguarded: Executor.Hooks<Journal.JournalIoError | Journal.JournalSequenceError> = {
             beforeModelStep: (context, history) =>
-              Option.match(Compaction.taskOverLimit(history, policy), {
+              Option.match(Compacting.taskOverLimit(history, policy), {
                 onNone: () => Effect.succeed(history),
                 onSome: (size) =>
                   Effect.as(

@@ -14,14 +14,7 @@ import * as path from "node:path"
 import { NodeServices } from "@effect/platform-node"
 import { HostAuthority, Ids, Volume } from "@tessera/core"
 import { NodeDurableFiles } from "@tessera/node"
-import {
-  type CompactionPolicy,
-  EntryGate,
-  FilesystemTaskRuntime,
-  Journal,
-  StoreLayout,
-  TaskHost
-} from "@tessera/runtime"
+import { type Compaction, EntryGate, FilesystemTaskRuntime, Journal, StoreLayout, TaskHost } from "@tessera/runtime"
 import { Effect, Layer, Option, Schema } from "effect"
 
 export const agent = Schema.decodeUnknownSync(Ids.AgentId)("researcher")
@@ -43,7 +36,7 @@ export const privateFolder = (world: World): string =>
   path.join(world.host.store.root, StoreLayout.volumesFolder, world.privateRef.volume)
 
 /** Binds task-1 with (or without) its agent-private volume, under `policy` (default: the gate's). */
-export const bindTask = (world: World, withWriter: boolean, policy?: CompactionPolicy.CompactionPolicy) =>
+export const bindTask = (world: World, withWriter: boolean, policy?: Compaction.Policy) =>
   Effect.gen(function* () {
     const scope = yield* world.host.issueScope(
       task,

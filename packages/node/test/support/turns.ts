@@ -2,7 +2,8 @@
  * Turn scenarios for the node package's tests: a `produce` tool whose result
  * size the script chooses, and the scripted model.
  */
-import { Compaction, History, Model, ScriptedModel, Tool } from "@tessera/runtime"
+import { Compaction, History, Model, Tool } from "@tessera/runtime"
+import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Schema } from "effect"
 
 export const produce = Tool.make({

@@ -5,8 +5,7 @@ import * as FileSystem from "effect/FileSystem"
 import * as Option from "effect/Option"
 import * as Path from "effect/Path"
 import * as Scope from "effect/Scope"
-import type * as JournalDurability from "../JournalDurability.ts"
-import type * as JournalFile from "../JournalFile.ts"
+import type * as JournalStorage from "../JournalStorage.ts"
 import { heldInMemory, linesOf } from "./memoryJournals.ts"
 
 /** Why a medium operation failed: the operation and the platform's message. */
@@ -16,7 +15,7 @@ export interface MediumFailure {
 }
 
 /**
- * Where one journal's bytes live: a file (written through a `JournalFile`)
+ * Where one journal's bytes live: a file (written through a `JournalStorage.JournalFile`)
  * or the lines of a memory-only store. The journal reads, appends and
  * repairs through it and never asks which.
  */
@@ -24,9 +23,9 @@ export interface JournalMedium {
   /** The journal's bytes; `None` when there is no journal yet. */
   readonly read: Effect.Effect<Option.Option<Uint8Array>, MediumFailure>
   /** Opens the existing journal for appending, for the lifetime of `scope`. */
-  readonly open: (scope: Scope.Scope) => Effect.Effect<JournalFile.AppendHandle, MediumFailure>
+  readonly open: (scope: Scope.Scope) => Effect.Effect<JournalStorage.AppendHandle, MediumFailure>
   /** Creates the journal (and its folder) and opens it for appending, for the lifetime of `scope`. */
-  readonly create: (scope: Scope.Scope) => Effect.Effect<JournalFile.AppendHandle, MediumFailure>
+  readonly create: (scope: Scope.Scope) => Effect.Effect<JournalStorage.AppendHandle, MediumFailure>
   /** Replaces the whole journal by `bytes`, atomically: a crash leaves the old journal or the new one. */
   readonly replace: (bytes: Uint8Array) => Effect.Effect<void, MediumFailure>
 }
@@ -39,7 +38,7 @@ const failure = (operation: string) => (error: { readonly message: string }) => 
 const fileMedium = (
   fs: FileSystem.FileSystem,
   path: Path.Path,
-  journalFile: JournalFile.JournalFileShape,
+  journalFile: JournalStorage.JournalFileShape,
   folder: string,
   file: string
 ): JournalMedium => {
@@ -97,7 +96,7 @@ const encoder = new TextEncoder()
 const decoder = new TextDecoder()
 
 /** An append handle over one journal's lines in memory: appends never fail, syncing has nothing to do. */
-const memoryHandle = (lines: Array<string>): JournalFile.AppendHandle => {
+const memoryHandle = (lines: Array<string>): JournalStorage.AppendHandle => {
   const append = (line: string) => {
     lines.push(line)
   }
@@ -148,12 +147,12 @@ const memoryMedium = (texts: Map<string, Array<string>>, file: string): JournalM
 /**
  * The medium of the journal at `file` (inside `folder`) under `durability`:
  * the memory-only store's lines, or the file through the host's
- * `JournalFile`. A memory-only choice whose store this package did not make
+ * `JournalStorage.JournalFile`. A memory-only choice whose store this package did not make
  * is refused: it holds no lines to replay.
  */
 export const journalMedium = Effect.fnUntraced(function* (
-  durability: JournalDurability.Durability,
-  journalFile: JournalFile.JournalFileShape,
+  durability: JournalStorage.Durability,
+  journalFile: JournalStorage.JournalFileShape,
   folder: string,
   file: string
 ): Effect.fn.Return<JournalMedium, MediumFailure, FileSystem.FileSystem | Path.Path> {
@@ -166,7 +165,7 @@ export const journalMedium = Effect.fnUntraced(function* (
       if (texts === undefined) {
         return yield* Effect.fail({
           operation: "open",
-          detail: "the memory-only store was not made by JournalDurability.memoryOnly()"
+          detail: "the memory-only store was not made by JournalStorage.memoryOnly()"
         })
       }
       return memoryMedium(texts, file)
@@ -209,10 +208,10 @@ export const heldMedium = (file: string): JournalMedium | undefined => writerMed
  * at that path, under another choice than the reader's. `undefined` when no
  * store does (then there is no journal anywhere this process could read).
  */
-export const absentHere = (durability: JournalDurability.Durability, file: string): MediumFailure | undefined =>
+export const absentHere = (durability: JournalStorage.Durability, file: string): MediumFailure | undefined =>
   heldInMemory(file)
     ? {
         operation: "read",
-        detail: `no journal under the durability this reader was given (${durability._tag === "MemoryOnly" ? "another memory-only store" : `${durability._tag}: the file`}), but a memory-only store of this process (JournalDurability.memoryOnly()) holds one at this path: read it under the durability its writer was given`
+        detail: `no journal under the durability this reader was given (${durability._tag === "MemoryOnly" ? "another memory-only store" : `${durability._tag}: the file`}), but a memory-only store of this process (JournalStorage.memoryOnly()) holds one at this path: read it under the durability its writer was given`
       }
     : undefined

@@ -125,6 +125,12 @@ export interface SummaryRecord {
 /** The key of `JournalState.summaries` for an operation and step. */
 export const summaryKey = (operation: string, step: number): string => `${operation}/${step}`
 
+/** The open turn, if there is one (re-exported by `Journal` as `openTurn`). */
+export const openTurn = (state: JournalState): Option.Option<TurnState> => {
+  const last = state.turns.at(-1)
+  return last !== undefined && last.status === "Open" ? Option.some(last) : Option.none()
+}
+
 export const emptyState = (task: Ids.TaskId): JournalState => ({
   task,
   entries: 0,

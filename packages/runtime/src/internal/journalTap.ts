@@ -4,22 +4,18 @@
  * service itself, captured before the turn starts, so the turn cannot wrap
  * it; the journal instead offers those entries to the tap found in the
  * writing fiber's context. Every gated entry with an `onEvent` sets the
- * tap (`TaskExecution`); without one, nothing runs.
+ * tap (`TaskExecution`); without one, nothing runs. Which entries those are
+ * is the `turnEvent` column of the table of entry facts (`entryFacts.ts`).
  */
 
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
-import type { Entry } from "../JournalEntry.ts"
+import { isTurnEvent, type TurnEventEntry } from "./entryFacts.ts"
 
-export const JournalTap = Context.Reference<((entry: Entry) => Effect.Effect<void>) | undefined>(
+export const JournalTap = Context.Reference<((entry: TurnEventEntry) => Effect.Effect<void>) | undefined>(
   "@tessera/runtime/internal/JournalTap",
   { defaultValue: () => undefined }
 )
 
-/** The entry kinds that become turn events, stated once: the journal offers exactly these to the tap. */
-export const tappedKinds = ["ArtifactOffloaded", "SummaryStaged", "SummaryRequestAnswered"] as const
-
-/** An entry the tap receives. */
-export type TappedEntry = Extract<Entry, { readonly _tag: (typeof tappedKinds)[number] }>
-
-export const tapped = (tag: Entry["_tag"]): boolean => (tappedKinds as ReadonlyArray<string>).includes(tag)
+/** Whether the journal offers an entry of kind `tag` to the tap: exactly the table's turn events. */
+export const tapped = isTurnEvent

@@ -1,7 +1,7 @@
-// Declared here and re-exported by `JournalDurability` under the same name: the public module imports its
+// Declared here and re-exported by `JournalStorage` under the same name: the public module imports its
 // internals, never the reverse.
 /**
- * The journals of a memory-only choice (`JournalDurability.memoryOnly`):
+ * The journals of a memory-only choice (`JournalStorage.memoryOnly`):
  * each journal's text, by its absolute file path. The store is the only
  * place the lines exist; every journal opened under the same choice shares
  * it, so a task reopened in this process finds its entries.

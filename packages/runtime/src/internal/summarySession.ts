@@ -5,25 +5,26 @@
  */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import * as Compaction from "../Compaction.ts"
-import * as CompactionPolicy from "../CompactionPolicy.ts"
 import type { TaskBinding } from "../EntryGate.ts"
 import * as History from "../History.ts"
 import { Journal } from "../Journal.ts"
 import { Model } from "../Model.ts"
 import type { StagingKey } from "../PrivateStaging.ts"
 import * as PrivateSummaries from "../PrivateSummaries.ts"
+import { publish } from "./compacting.ts"
+import { bytesFor, defaultThreshold, type Policy, summaryLimitOf } from "./compactionPolicy.ts"
+import { journaledSummaryRequests, summarizeWith } from "./summaryRequests.ts"
 
 export interface SummaryOptions {
   readonly key: StagingKey
-  readonly policy: CompactionPolicy.CompactionPolicy
+  readonly policy: Policy
   readonly entry: string
 }
 
-const pieceBytesOf = (policy: CompactionPolicy.CompactionPolicy): number =>
+const pieceBytesOf = (policy: Policy): number =>
   policy._tag === "Threshold"
-    ? CompactionPolicy.bytesFor(policy.measure, policy.pieceLimit)
-    : CompactionPolicy.bytesFor(CompactionPolicy.defaultThreshold.measure, CompactionPolicy.defaultThreshold.pieceLimit)
+    ? bytesFor(policy.measure, policy.pieceLimit)
+    : bytesFor(defaultThreshold.measure, defaultThreshold.pieceLimit)
 
 export const summarySession = Effect.fnUntraced(function* (
   binding: TaskBinding,
@@ -38,25 +39,22 @@ export const summarySession = Effect.fnUntraced(function* (
     detail: `${options.entry}: summary of ${History.rounds(history).length} rounds admitted`
   })
   const model = yield* Model
-  const generate = Compaction.journaledSummaryRequests(model.generate, journal, {
+  const generate = journaledSummaryRequests(model.generate, journal, {
     operation: options.key.operation,
     step: options.key.step
   })
-  const summary = yield* Compaction.summarizeWith(generate, {
+  const summary = yield* summarizeWith(generate, {
     task: history.task,
     previousSummary: History.summaryText(history),
     rounds: History.rounds(history),
     pieceBytes: pieceBytesOf(options.policy),
     ...(options.policy._tag === "Threshold"
       ? {
-          summaryBytes: CompactionPolicy.bytesFor(
-            options.policy.measure,
-            CompactionPolicy.summaryLimitOf(options.policy)
-          )
+          summaryBytes: bytesFor(options.policy.measure, summaryLimitOf(options.policy))
         }
       : {})
   })
-  return yield* Compaction.publish({
+  return yield* publish({
     key: options.key,
     summary: summary.text,
     requests: summary.requests,

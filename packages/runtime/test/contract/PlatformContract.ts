@@ -3,7 +3,7 @@
  * layer the runtime has (Node in packages/node/test, OPFS in headless
  * Chromium in packages/browser/test). Everything here goes through the
  * platform's own services (`FileSystem`, `Path`, `DurableFiles`, the
- * `JournalFile` in the layer), never through `node:fs`, so the same bytes
+ * `JournalStorage.JournalFile` in the layer), never through `node:fs`, so the same bytes
  * are checked the same way on both.
  *
  * Not a test file itself (no `.test.ts`): each platform's test file calls
@@ -13,7 +13,6 @@ import { assert, describe, it } from "@effect/vitest"
 import { DurableFiles, HostAuthority, Ids, Volume } from "@tessera/core"
 import {
   Compaction,
-  CompactionPolicy,
   EntryGate,
   FilesystemTaskRuntime,
   History,
@@ -21,22 +20,23 @@ import {
   Model,
   PrivateStaging,
   PrivateSummaries,
-  ScriptedModel,
   StoreLayout,
   TaskExecution,
   TaskHost,
   Tool
 } from "@tessera/runtime"
+import { ScriptedModel } from "@tessera/runtime/testing"
 import type { Scope } from "effect"
 import { Cause, Effect, Exit, FileSystem, Layer, Option, Path, Schema } from "effect"
 import * as fc from "fast-check"
+import * as SummaryRequests from "../../src/internal/summaryRequests.js"
 
 /** What a platform provides: the services the runtime needs from it. */
 export type PlatformServices = FileSystem.FileSystem | Path.Path | DurableFiles.DurableFiles
 
 /**
  * A platform under test. `layer` must provide the file system, paths and
- * durable files, and may set the `JournalFile` and `Digest` references.
+ * durable files, and may set the `JournalStorage.JournalFile` and `Digest` references.
  */
 export interface Platform {
   readonly name: string
@@ -118,7 +118,7 @@ export const formerOrdering = (binding: EntryGate.TaskBinding, history: History.
     const journal = yield* Journal.Journal
     yield* journal.append({ _tag: "Admission", operation: operationId("former"), detail: "former ordering" })
     const model = yield* Model.Model
-    yield* Compaction.summarizeWith(model.generate, {
+    yield* SummaryRequests.summarizeWith(model.generate, {
       task: history.task,
       previousSummary: History.summaryText(history),
       rounds: History.rounds(history),
@@ -273,7 +273,7 @@ export const platformContract = (platform: Platform): void => {
           const path = yield* Path.Path
           const context = yield* world.bind(Option.some(world.privateRef))
           const binding = yield* EntryGate.bind(context, {
-            policy: CompactionPolicy.threshold({
+            policy: Compaction.threshold({
               measure: "bytes",
               limit: 30_000,
               keepRecent: 1_000,
@@ -324,13 +324,13 @@ export const platformContract = (platform: Platform): void => {
         Effect.gen(function* () {
           const writerless = taskId("writerless")
           const context = yield* world.bind(Option.none(), writerless)
-          const binding = yield* EntryGate.bind(context, { policy: CompactionPolicy.disabled })
+          const binding = yield* EntryGate.bind(context, { policy: Compaction.disabled })
           const outcome = yield* Effect.gen(function* () {
             const error = yield* Effect.flip(
               TaskExecution.summarize(binding, writerlessHistory, {
                 operation: operationId("current"),
                 step: 1,
-                policy: CompactionPolicy.threshold({ measure: "bytes", limit: 1_000 })
+                policy: Compaction.threshold({ measure: "bytes", limit: 1_000 })
               })
             )
             return { error, sent: (yield* requests).length }
@@ -346,7 +346,7 @@ export const platformContract = (platform: Platform): void => {
         Effect.gen(function* () {
           const former = taskId("former-ordering")
           const context = yield* world.bind(Option.none(), former)
-          const binding = yield* EntryGate.bind(context, { policy: CompactionPolicy.disabled })
+          const binding = yield* EntryGate.bind(context, { policy: Compaction.disabled })
           const outcome = yield* Effect.gen(function* () {
             const error = yield* Effect.flip(formerOrdering(binding, writerlessHistory))
             return { error, sent: (yield* requests).length }
@@ -364,7 +364,7 @@ export const platformContract = (platform: Platform): void => {
           const context = yield* world.bind(Option.none(), armed)
           const outcome = yield* Effect.gen(function* () {
             const error = yield* Effect.flip(
-              EntryGate.bind(context, { policy: CompactionPolicy.threshold({ measure: "bytes", limit: 1_000 }) })
+              EntryGate.bind(context, { policy: Compaction.threshold({ measure: "bytes", limit: 1_000 }) })
             )
             return { error, sent: (yield* requests).length }
           }).pipe(Effect.provide(turnLayer(world, armed, () => Model.response({ text: "never" }))))
@@ -382,7 +382,7 @@ export const platformContract = (platform: Platform): void => {
           const lost = taskId("writer-lost")
           const context = yield* world.bind(Option.some(world.privateRef), lost)
           const binding = yield* EntryGate.bind(context, {
-            policy: CompactionPolicy.threshold({ measure: "bytes", limit: 30_000, keepRecent: 1_000 })
+            policy: Compaction.threshold({ measure: "bytes", limit: 30_000, keepRecent: 1_000 })
           })
           const meta = path.join(
             world.root,

@@ -5,13 +5,14 @@
  * @internal
  */
 import type * as Journal from "@tessera/runtime/Journal"
+import type * as JournalEntry from "@tessera/runtime/JournalEntry"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 
 /** A result the engine must hold before the journal may record it. */
 export interface Deferred {
   readonly view: Journal.JournalService
-  readonly taken: () => Option.Option<Journal.Entry>
+  readonly taken: () => Option.Option<JournalEntry.Entry>
 }
 
 /**
@@ -23,13 +24,13 @@ export interface Deferred {
  * `TurnResumed`), never a response whose body nobody kept.
  */
 export const deferResponse = (journal: Journal.JournalService): Deferred => {
-  let captured: Option.Option<Journal.Entry> = Option.none()
+  let captured: Option.Option<JournalEntry.Entry> = Option.none()
   const view: Journal.JournalService = {
     ...journal,
     append: (input) =>
       input._tag === "ResponseReceived"
         ? Effect.map(journal.state, (state) => {
-            const entry = { ...input, seq: state.entries, at: Date.now() } as Journal.Entry
+            const entry = { ...input, seq: state.entries, at: Date.now() } as JournalEntry.Entry
             captured = Option.some(entry)
             return entry
           })
@@ -77,7 +78,10 @@ export const toolView = <E>(
         )
       )
     }
-    return Effect.map(journal.state, (state) => ({ ...input, seq: state.entries, at: Date.now() }) as Journal.Entry)
+    return Effect.map(
+      journal.state,
+      (state) => ({ ...input, seq: state.entries, at: Date.now() }) as JournalEntry.Entry
+    )
   }
 })
 

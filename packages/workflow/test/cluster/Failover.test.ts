@@ -18,7 +18,7 @@ import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { ArtifactPathPolicy } from "@tessera/artifacts"
 import { Digest, DurableFiles } from "@tessera/core"
-import { Journal } from "@tessera/runtime"
+import { Journal, type JournalEntry } from "@tessera/runtime"
 import { SharedStore, TaskHosting, TaskWorkflow, TemporaryPostgres } from "@tessera/workflow"
 import { Effect, Fiber, Layer, Random } from "effect"
 import * as cluster from "../support/cluster.ts"
@@ -88,7 +88,7 @@ const checkStore = (store: string, log: string) =>
         summaries += 1
       }
       assert.isAtLeast(staged.size, 1, `${task}: compacted at least once`)
-      const count = (tag: Journal.Entry["_tag"]) => entries.filter((entry) => entry._tag === tag).length
+      const count = (tag: JournalEntry.Entry["_tag"]) => entries.filter((entry) => entry._tag === tag).length
       rerun.calls += count("ToolCalled") - count("ToolResulted")
       rerun.requests += count("TurnResumed")
       rerun.cutTails += count("TruncationRecovered")

@@ -3,7 +3,8 @@
  * cluster runners: a model that asks for two calls in one step and a third
  * after them, and the world's tool needing approval for the first two.
  */
-import { Model, ScriptedModel, type TaskExecution, Tool } from "@tessera/runtime"
+import { Model, type TaskExecution, Tool } from "@tessera/runtime"
+import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect } from "effect"
 import * as world from "./world.ts"
 

@@ -4,7 +4,7 @@
  * durable (what a runner that dies before the engine stored the activity's
  * result leaves behind).
  */
-import { JournalFile, type Tool } from "@tessera/runtime"
+import { JournalStorage, type Tool } from "@tessera/runtime"
 import { Effect } from "effect"
 
 /** A tool that behaves like `tool` but is interrupted right after its side effect the first time it runs call `n`. */
@@ -27,9 +27,9 @@ export const interruptedOnce = (tool: Tool.Tool, n: number): Tool.Tool => {
  */
 export const interruptedAfterLine = (when: (line: string) => boolean) => {
   let fired = false
-  const file: JournalFile.JournalFileShape = {
+  const file: JournalStorage.JournalFileShape = {
     openAppend: (path) =>
-      Effect.map(JournalFile.fileSystem.openAppend(path), (handle) => ({
+      Effect.map(JournalStorage.fileSystem.openAppend(path), (handle) => ({
         ...handle,
         append: (line: string) =>
           Effect.andThen(

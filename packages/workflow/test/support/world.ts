@@ -11,7 +11,8 @@ import * as path from "node:path"
 import { NodeServices } from "@effect/platform-node"
 import { HostAuthority, Ids } from "@tessera/core"
 import { NodeDigest, NodeDurableFiles } from "@tessera/node"
-import { Compaction, CompactionPolicy, Model, ScriptedModel, type TaskExecution, Tool } from "@tessera/runtime"
+import { Compaction, Model, type TaskExecution, Tool } from "@tessera/runtime"
+import { ScriptedModel } from "@tessera/runtime/testing"
 import { ToolCallKey } from "@tessera/workflow"
 import { Effect, Layer, Option, Schema } from "effect"
 
@@ -127,7 +128,7 @@ export const effectCounts = (log: string): ReadonlyMap<string, number> => {
 }
 
 /** Compaction small enough that every task compacts at least once. */
-export const policy = CompactionPolicy.threshold({ measure: "bytes", limit: 2_500, keepRecent: 0, pieceLimit: 20_000 })
+export const policy = Compaction.threshold({ measure: "bytes", limit: 2_500, keepRecent: 0, pieceLimit: 20_000 })
 
 /** The turn configuration: the tool, private offload over 1 KiB. */
 export const config = (

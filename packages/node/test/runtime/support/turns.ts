@@ -6,17 +6,8 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import type { Ids } from "@tessera/core"
-import {
-  Compaction,
-  type CompactionPolicy,
-  EntryGate,
-  type ForeignLoop,
-  History,
-  Journal,
-  Model,
-  ScriptedModel,
-  Tool
-} from "@tessera/runtime"
+import { Compaction, EntryGate, type ForeignLoop, History, Journal, Model, Tool } from "@tessera/runtime"
+import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Layer, Option, Schema } from "effect"
 import { platformLayer, type World } from "./world.ts"
 
@@ -61,7 +52,7 @@ export const journalBytes = (folder: string, task: Ids.TaskId): string => {
 }
 
 /** The world's task bound under `policy`, with its agent's private volume granted and the runtime's. */
-export const bindPrivate = (world: World, policy: CompactionPolicy.CompactionPolicy) =>
+export const bindPrivate = (world: World, policy: Compaction.Policy) =>
   Effect.gen(function* () {
     const runtime = yield* world.openRuntime(Option.some(world.privateRef))
     const context = yield* runtime.bindTask({ scope: yield* world.scopeFor([world.privateRef]), output: Option.none() })

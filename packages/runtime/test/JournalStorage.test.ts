@@ -14,8 +14,7 @@ import { Ids } from "@tessera/core"
 import * as Executor from "@tessera/runtime/Executor"
 import * as History from "@tessera/runtime/History"
 import * as Journal from "@tessera/runtime/Journal"
-import * as JournalDurability from "@tessera/runtime/JournalDurability"
-import * as JournalFile from "@tessera/runtime/JournalFile"
+import * as JournalStorage from "@tessera/runtime/JournalStorage"
 import * as Model from "@tessera/runtime/Model"
 import * as Tool from "@tessera/runtime/Tool"
 import { Effect, Exit, FileSystem, Layer, Schema } from "effect"
@@ -45,7 +44,7 @@ const deviceFile = (
   device: Device,
   style: "blocking" | "effectful",
   dropSyncs = false
-): JournalFile.JournalFileShape => ({
+): JournalStorage.JournalFileShape => ({
   openAppend: () =>
     Effect.sync(() => {
       const snapshot = () => device.snapshots.push({ text: device.text, durable: device.durable })
@@ -67,7 +66,7 @@ const deviceFile = (
         device.durable = Math.min(device.durable, size)
         sync()
       }
-      const handle: JournalFile.AppendHandle = {
+      const handle: JournalStorage.AppendHandle = {
         append: (line) => Effect.sync(() => append(line)),
         write: (line) => Effect.sync(() => write(line)),
         sync: Effect.sync(sync),
@@ -109,9 +108,9 @@ const idem = Tool.make({
  */
 const runScript = (
   script: Script,
-  file: JournalFile.JournalFileShape,
+  file: JournalStorage.JournalFileShape,
   device: Device,
-  durability: JournalDurability.Durability,
+  durability: JournalStorage.Durability,
   folder: string
 ) =>
   Effect.gen(function* () {
@@ -157,7 +156,7 @@ const runScript = (
           model,
           Journal.layer({ folder, task }).pipe(
             Layer.provide(
-              Layer.merge(Layer.succeed(JournalFile.JournalFile)(file), JournalDurability.layer(durability))
+              Layer.merge(Layer.succeed(JournalStorage.JournalFile)(file), JournalStorage.layer(durability))
             )
           )
         )
@@ -180,7 +179,7 @@ const scratchFolder = Effect.gen(function* () {
 /** The turn of `script` on a fresh device (its journal in a fresh folder): the device and what broke. */
 const onDevice = (
   script: Script,
-  durability: JournalDurability.Durability,
+  durability: JournalStorage.Durability,
   style: "blocking" | "effectful" = "blocking",
   dropSyncs = false
 ) =>
@@ -196,13 +195,13 @@ const onDevice = (
     return { device, violations }
   })
 
-describe("JournalDurability", () => {
+describe("JournalStorage durability", () => {
   describe.each(["blocking", "effectful"] as const)("group commit with %s calls", (style) => {
     it.effect(
       "group_commit_syncs_at_commit_points: a step's entries are synced together before the next request, a non-idempotent tool's call before it runs, everything before the turn returns",
       () =>
         Effect.gen(function* () {
-          const { device, violations } = yield* onDevice(mixedScript, JournalDurability.groupCommit, style)
+          const { device, violations } = yield* onDevice(mixedScript, JournalStorage.groupCommit, style)
           assert.deepStrictEqual(violations, [])
           const lines = linesOf(device.text)
           // Four requests, each syncing what came before it; two tools that must not run twice; the closing entry.
@@ -215,7 +214,7 @@ describe("JournalDurability", () => {
       "negative control: with a platform whose syncs make nothing durable, the same turn breaks every promise the test checks",
       () =>
         Effect.gen(function* () {
-          const { violations } = yield* onDevice(mixedScript, JournalDurability.groupCommit, style, true)
+          const { violations } = yield* onDevice(mixedScript, JournalStorage.groupCommit, style, true)
           assert.includeMembers(violations, [
             "request 2 dispatched while the step before it was not durable",
             "s1c1 ran before its call was durable",
@@ -228,7 +227,7 @@ describe("JournalDurability", () => {
 
   it.effect("per_entry_syncs_every_entry: the default makes each line durable before the next is written", () =>
     Effect.gen(function* () {
-      const { device, violations } = yield* onDevice(mixedScript, JournalDurability.perEntry, "blocking")
+      const { device, violations } = yield* onDevice(mixedScript, JournalStorage.perEntry, "blocking")
       assert.deepStrictEqual(violations, [])
       assert.strictEqual(device.syncs, linesOf(device.text).length)
       for (const snapshot of device.snapshots)
@@ -249,8 +248,8 @@ describe("JournalDurability", () => {
             assert.strictEqual(device.durable, 0, "TurnOpened waits for its step")
           })
         ).pipe(
-          Effect.provideService(JournalFile.JournalFile, deviceFile(device, "blocking")),
-          Effect.provideService(JournalDurability.JournalDurability, JournalDurability.groupCommit)
+          Effect.provideService(JournalStorage.JournalFile, deviceFile(device, "blocking")),
+          Effect.provideService(JournalStorage.JournalDurability, JournalStorage.groupCommit)
         )
         assert.strictEqual(device.durable, device.text.length)
         assert.strictEqual(linesOf(device.text)[0]?.tag, "TurnOpened")
@@ -272,7 +271,7 @@ describe("JournalDurability", () => {
             const folder = nodePath.join(scratch, `run-${run}`)
             const device = makeDevice()
             const violations = await Effect.runPromise(
-              runScript(script, deviceFile(device, style), device, JournalDurability.groupCommit, folder).pipe(
+              runScript(script, deviceFile(device, style), device, JournalStorage.groupCommit, folder).pipe(
                 Effect.provide(NodeServices.layer)
               )
             )
@@ -313,7 +312,7 @@ describe("JournalDurability", () => {
     () =>
       Effect.gen(function* () {
         const fs = yield* FileSystem.FileSystem
-        const { device } = yield* onDevice(mixedScript, JournalDurability.groupCommit)
+        const { device } = yield* onDevice(mixedScript, JournalStorage.groupCommit)
         const lines = device.text.split("\n")
         const reordered = [...lines.slice(0, 2), ...lines.slice(3)].join("\n")
         const crashed = yield* scratchFolder
@@ -327,9 +326,9 @@ describe("JournalDurability", () => {
     /** A turn of `script` whose journal is written through `file` (a real file by default). */
     const turnOn = (
       script: Script,
-      durability: JournalDurability.Durability,
+      durability: JournalStorage.Durability,
       folder: string,
-      file: JournalFile.JournalFileShape = JournalFile.fileSystem
+      file: JournalStorage.JournalFileShape = JournalStorage.fileSystem
     ) => runScript(script, file, makeDevice(), durability, folder)
 
     it.effect(
@@ -339,7 +338,7 @@ describe("JournalDurability", () => {
           const fs = yield* FileSystem.FileSystem
           const onDisk = yield* fs.makeTempDirectoryScoped({ prefix: "tessera-" })
           const inMemory = yield* fs.makeTempDirectoryScoped({ prefix: "tessera-" })
-          const memory = JournalDurability.memoryOnly()
+          const memory = JournalStorage.memoryOnly()
           // The per-entry turn writes a real file through the default journal file.
           yield* Executor.runTurn(
             { tools: Tool.registry(idem), maxSteps: 3 },
@@ -352,7 +351,7 @@ describe("JournalDurability", () => {
             Effect.provide(
               Layer.merge(
                 scriptedModel,
-                Journal.layer({ folder: inMemory, task }).pipe(Layer.provide(JournalDurability.layer(memory)))
+                Journal.layer({ folder: inMemory, task }).pipe(Layer.provide(JournalStorage.layer(memory)))
               )
             )
           )
@@ -363,7 +362,7 @@ describe("JournalDurability", () => {
           assert.deepStrictEqual(memory.journals.bytes(file), fromDisk)
 
           const readBack = yield* Journal.readEntries({ folder: inMemory, task }).pipe(
-            Effect.provideService(JournalDurability.JournalDurability, memory)
+            Effect.provideService(JournalStorage.JournalDurability, memory)
           )
           assert.deepStrictEqual(readBack, yield* Journal.readEntries({ folder: onDisk, task }))
           // Reopened from the store, the journal goes on where it was.
@@ -373,7 +372,7 @@ describe("JournalDurability", () => {
               yield* journal.openTurn
               return yield* journal.state
             })
-          ).pipe(Effect.provideService(JournalDurability.JournalDurability, memory))
+          ).pipe(Effect.provideService(JournalStorage.JournalDurability, memory))
           assert.strictEqual(state.turns.length, 2)
           assert.strictEqual(state.entries, readBack.length + 1)
         }).pipe(Effect.provide(NodeServices.layer))
@@ -383,8 +382,8 @@ describe("JournalDurability", () => {
       Effect.gen(function* () {
         const fs = yield* FileSystem.FileSystem
         const onDisk = yield* fs.makeTempDirectoryScoped({ prefix: "tessera-" })
-        const memory = JournalDurability.memoryOnly()
-        yield* turnOn([[true]], JournalDurability.perEntry, onDisk)
+        const memory = JournalStorage.memoryOnly()
+        yield* turnOn([[true]], JournalStorage.perEntry, onDisk)
         yield* turnOn([[true], [true]], memory, onDisk)
         const file = `${onDisk}/${Journal.fileName(task)}`
         const fromDisk = yield* fs.readFile(file)
@@ -403,19 +402,19 @@ describe("JournalDurability", () => {
           const forged = {
             _tag: "MemoryOnly",
             journals: { files: () => [], bytes: () => undefined }
-          } as unknown as JournalDurability.Durability
+          } as unknown as JournalStorage.Durability
           const exit = yield* Effect.exit(
             Effect.scoped(Journal.open({ folder, task })).pipe(
-              Effect.provideService(JournalDurability.JournalDurability, forged)
+              Effect.provideService(JournalStorage.JournalDurability, forged)
             )
           )
           assert.isTrue(Exit.isFailure(exit))
-          if (Exit.isFailure(exit)) assert.match(String(exit.cause), /JournalDurability\.memoryOnly\(\)/)
+          if (Exit.isFailure(exit)) assert.match(String(exit.cause), /JournalStorage\.memoryOnly\(\)/)
           const unknown = yield* Effect.exit(
             Effect.scoped(Journal.open({ folder, task })).pipe(
-              Effect.provideService(JournalDurability.JournalDurability, {
+              Effect.provideService(JournalStorage.JournalDurability, {
                 _tag: "Eventually"
-              } as unknown as JournalDurability.Durability)
+              } as unknown as JournalStorage.Durability)
             )
           )
           assert.isTrue(Exit.isFailure(unknown))

@@ -1,12 +1,8 @@
 /**
- * When history is compacted: `Threshold` or `Disabled`.
- *
- * A `Threshold` policy needs a private writer (summaries are private
- * content): the entry gate refuses to arm one where the task's
- * private-summaries capability does not resolve, and the default policy is
- * `Threshold` only where it does.
- *
- * @since 0.1.0
+ * The compaction policies' schemas and measures, below every module that
+ * reads a policy (compaction, the inline limit, the entry gate, the turn
+ * entries); `Compaction` re-exports the public ones and states their
+ * contract.
  */
 import * as ArtifactPointer from "@tessera/artifacts/ArtifactPointer"
 import * as InvalidInput from "@tessera/core/InvalidInput"
@@ -51,7 +47,7 @@ export type SizeMeasure = typeof SizeMeasure.Type
  *
  * All the numbers are in the unit of `measure`. The newest tool results are
  * kept whatever `keepRecent` says until a request has carried them (see
- * `Compaction.plan`).
+ * `plan` in internal/compactionPlan.ts).
  *
  * @since 0.1.0
  * @category models
@@ -99,12 +95,12 @@ export type Disabled = typeof Disabled.Type
  * @since 0.1.0
  * @category models
  */
-export const CompactionPolicy = Schema.Union([Threshold, Disabled])
+export const Policy = Schema.Union([Threshold, Disabled])
 /**
  * @since 0.1.0
  * @category models
  */
-export type CompactionPolicy = typeof CompactionPolicy.Type
+export type Policy = typeof Policy.Type
 
 /**
  * The defaults of {@link threshold}: compact past 100,000 estimated tokens,
@@ -121,7 +117,7 @@ export const defaultThreshold: Threshold = Threshold.make({
   pieceLimit: 50_000
 })
 
-const thresholdEntry = "CompactionPolicy.threshold"
+const thresholdEntry = "Compaction.threshold"
 
 // One decoder per option, made once: each names its own field.
 const thresholdOptions: Record<
@@ -144,7 +140,7 @@ const refuseOptions = (field: string, value: unknown, detail: string) =>
  * A threshold policy; omitted fields (or fields given as `undefined`) take
  * {@link defaultThreshold}'s values.
  *
- * @throws InvalidInput (entry `CompactionPolicy.threshold`) naming the
+ * @throws InvalidInput (entry `Compaction.threshold`) naming the
  * field, here, at construction, not mid-turn: for options that are not an
  * object, a number out of range or not an integer, an unknown `measure`,
  * and a key that is not one of the options (a misspelt `limt` would
@@ -177,6 +173,8 @@ export const threshold = (options: Partial<Omit<Threshold, "_tag">> = {}): Thres
 }
 
 /**
+ * The policy that never compacts. A task bound with it needs no private writer at the gate.
+ *
  * @since 0.1.0
  * @category constructors
  */
@@ -215,8 +213,5 @@ export const bytesFor = (measure: SizeMeasure, size: number): number => (measure
  * @since 0.1.0
  * @category decoding
  */
-export const decodePolicy = (
-  policy: unknown,
-  entry: string
-): Effect.Effect<CompactionPolicy, InvalidInput.InvalidInput> =>
-  InvalidInput.decode(CompactionPolicy, entry, "policy")(policy)
+export const decodePolicy = (policy: unknown, entry: string): Effect.Effect<Policy, InvalidInput.InvalidInput> =>
+  InvalidInput.decode(Policy, entry, "policy")(policy)

@@ -17,8 +17,8 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
-import type { ModelRequest, ModelResponse, ModelStreamEvent } from "./Model.ts"
-import { fromStream, Model, ModelError } from "./Model.ts"
+import type { ModelRequest, ModelResponse, ModelStreamEvent } from "../Model.ts"
+import { fromStream, Model, ModelError } from "../Model.ts"
 
 /**
  * What a script step may produce: a response, or a model error (to script a
@@ -118,7 +118,8 @@ export const streamEvents = (response: ModelResponse): ReadonlyArray<ModelStream
 }
 
 /**
- * Builds a scripted model and its recorder.
+ * Builds a scripted model and its recorder (the model as a service value,
+ * for a caller that provides it itself; {@link layer} provides both).
  *
  * @since 0.1.0
  * @category constructors
@@ -157,6 +158,26 @@ export const make = (script: Script) =>
  * The scripted model as a layer providing both {@link Model} and
  * {@link ScriptedModelRecorder}. Each build of the layer starts with an empty
  * record.
+ *
+ * @example
+ * ```ts
+ * import { Model } from "@tessera/runtime"
+ * import { ScriptedModel } from "@tessera/runtime/testing"
+ *
+ * // Replies in order, one per request (a `ModelError` in the list fails that request); streams them like a provider.
+ * export const fixed = ScriptedModel.layer([
+ *   Model.response({ toolCalls: [Model.toolCall("c1", "fetch_report", { name: "north" })] }),
+ *   new Model.ModelError({ reason: "ProviderFailure", detail: "HTTP 503", retryable: true }),
+ *   Model.response({ text: "North: all nominal." })
+ * ])
+ *
+ * // Or a function of the request, for replies that depend on what was sent (a summary request, say).
+ * export const byRequest = ScriptedModel.layer((request) =>
+ *   request.parts[0]?._tag === "Text" && request.parts[0].role === "system"
+ *     ? Model.response({ text: "Summary: the reports were fetched." })
+ *     : Model.response({ text: "Done." })
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category layers

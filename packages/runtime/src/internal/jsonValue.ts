@@ -1,39 +1,12 @@
 /**
- * Whether a value that crossed a trust boundary really is JSON.
- *
- * A tool call's input is typed `Schema.Json`, but an adapter builds it at
- * run time from the provider's answer, where the type system does not reach:
- * a buggy adapter can hand over `undefined`, a circular object, a `BigInt`, a
- * function or a class instance. Such a value breaks everything that renders,
- * measures or journals the call later (compaction renders every call with
- * `JSON.stringify`), so the executor checks each call here, at the model
- * boundary, and refuses the response instead.
- *
- * JSON here means what round-trips through `JSON.stringify` and
- * `JSON.parse` unchanged: `null`, booleans, finite numbers, strings, arrays
- * without holes and plain objects (prototype `Object.prototype` or `null`) of
- * those, with no cycle. The same object may appear twice (that is still a
- * tree once written out).
- *
- * A tool's result crosses the same boundary the other way: a JavaScript
- * handler can return a `Map`, a `Date` or a `bigint` whatever its type
- * says, and `JSON.stringify` would quietly turn those into `{}`, a string
- * or an exception. {@link stringify} writes a value only when all of it is
- * JSON, and names where it is not otherwise.
- *
- * @since 0.1.0
+ * The JSON check behind `Tool.findNotJson`, `Tool.isJson` and
+ * `Tool.stringifyJson` (their doc comments state the contract): one walk that
+ * checks a value crossing the model boundary and, when asked, writes it.
  */
 import * as Option from "effect/Option"
 import * as Result from "effect/Result"
 
-/**
- * Where a value stops being JSON: a path from the root (`$`, `$.key`,
- * `$[0]`, `$["odd key"]`, or under the root name the caller chose) and what
- * was found there.
- *
- * @since 0.1.0
- * @category models
- */
+/** Where a value stops being JSON: a path from the root and what was found there (see `Tool.NotJson`). */
 export interface NotJson {
   readonly path: string
   readonly found: string
@@ -198,36 +171,12 @@ const reverse = (items: Array<unknown>, from: number, to: number): void => {
   }
 }
 
-/**
- * The first place (depth first, in key order) where `value` is not JSON, or
- * `None` when all of it is. Paths start at `root` (default `$`). Walks with
- * an explicit stack, so deeply nested input cannot overflow the call stack,
- * and never calls the value's own methods (`toJSON` included); a property
- * whose getter throws is reported, not rethrown.
- *
- * @since 0.1.0
- * @category checking
- */
+/** See `Tool.findNotJson`. */
 export const findNotJson = (value: unknown, root = "$"): Option.Option<NotJson> =>
   Result.getFailure(walk(value, root, false))
 
-/**
- * Whether `value` is JSON in the sense of this module.
- *
- * @since 0.1.0
- * @category checking
- */
+/** See `Tool.isJson`. */
 export const isJson = (value: unknown): boolean => Option.isNone(findNotJson(value))
 
-/**
- * `value` as compact JSON text (the text `JSON.stringify` gives for it),
- * or, when some of it is not JSON, the first place where it is not (as
- * {@link findNotJson} reports it, paths starting at `root`). Nothing is
- * coerced: no `toJSON` is called, nothing is dropped or replaced, and each
- * property is read once, so the text is of the very values that were
- * checked.
- *
- * @since 0.1.0
- * @category writing
- */
+/** See `Tool.stringifyJson`. */
 export const stringify = (value: unknown, root = "$"): Result.Result<string, NotJson> => walk(value, root, true)

@@ -1,0 +1,334 @@
+/**
+ * Compacting a history: the summary's inputs digest, a leftover summary's
+ * adoption or supersession, publication on the private volume, and the
+ * task-over-limit warning. `Compaction` states the contract of `compact` and
+ * `publish`.
+ */
+import * as ArtifactRedactor from "@tessera/artifacts/ArtifactRedactor"
+import type * as DurableFiles from "@tessera/core/DurableFiles"
+import type * as Ids from "@tessera/core/Ids"
+import type * as Volume from "@tessera/core/Volume"
+import * as Effect from "effect/Effect"
+import type * as FileSystem from "effect/FileSystem"
+import * as Option from "effect/Option"
+import type * as Path from "effect/Path"
+import * as Result from "effect/Result"
+import * as History from "../History.ts"
+import { type Journal, type JournalIoError, type JournalSequenceError, summaryKey } from "../Journal.ts"
+import type { Part } from "../Model.ts"
+import { fileReference, Model, text } from "../Model.ts"
+import * as Observability from "../Observability.ts"
+import * as PrivateStaging from "../PrivateStaging.ts"
+import * as PrivateSummaries from "../PrivateSummaries.ts"
+import { type CompactionPlan, measureParts, plan, type ReportedInput, type SentRequest } from "./compactionPlan.ts"
+import { bytesFor, summaryLimitOf, type Threshold } from "./compactionPolicy.ts"
+import { measureRequest } from "./digest.ts"
+import { boundSummary, journaledSummaryRequests, summarizeWith } from "./summaryRequests.ts"
+
+/** See `Compaction.PublishedSummary`. */
+export interface PublishedSummary {
+  readonly staged: PrivateStaging.StagedFile
+  readonly text: string
+  readonly parts: ReadonlyArray<Part>
+}
+
+/** See `Compaction.publish`. */
+export const publish = Effect.fnUntraced(function* (options: {
+  readonly key: PrivateStaging.StagingKey
+  readonly summary: string
+  readonly journal: Option.Option<Journal["Service"]>
+  readonly turn?: number
+  readonly requests?: number
+  /** The longest summary stored, in UTF-8 bytes: checked after the scrub, which may lengthen it ({@link boundSummary}). */
+  readonly maxBytes?: number
+}) {
+  // Minted and bound to this journal, checked here; the volume's registration is checked by `stageOnce`, which
+  // admits the capability again right before it writes.
+  yield* PrivateSummaries.admitBinding("Compaction.publish", options.journal)
+  const redactor = yield* Effect.serviceOption(ArtifactRedactor.ArtifactRedactor)
+  const redacted = Option.isSome(redactor) ? yield* redactor.value.redact(options.summary) : options.summary
+  const scrubbed = options.maxBytes === undefined ? redacted : boundSummary(redacted, options.maxBytes)
+  const staged = yield* PrivateStaging.stageOnce(options.key, scrubbed)
+  yield* Observability.annotate({ "tessera.summary.size": staged.size, "tessera.staging.outcome": staged.outcome })
+  if (Option.isSome(options.journal)) {
+    yield* options.journal.value.append({
+      _tag: "SummaryStaged",
+      ...(options.turn === undefined ? {} : { turn: options.turn }),
+      step: options.key.step,
+      operation: options.key.operation,
+      ...(options.requests === undefined ? {} : { requests: options.requests }),
+      volume: staged.volume,
+      path: staged.path,
+      size: staged.size,
+      sha256: staged.sha256
+    })
+  }
+  return publishedSummary(staged, scrubbed)
+}, Observability.withSpan("Compaction.publish"))
+
+/** See `Compaction.CompactServices`. */
+export type CompactServices =
+  | Model
+  | PrivateSummaries.PrivateSummaries
+  | DurableFiles.DurableFiles
+  | FileSystem.FileSystem
+  | Path.Path
+
+/** See `Compaction.CompactOptions`. */
+export interface CompactOptions {
+  readonly history: History.History
+  readonly policy: Threshold
+  readonly operation: Ids.OperationId
+  readonly step: number
+  readonly journal: Option.Option<Journal["Service"]>
+  readonly turn?: number
+  /** The provider's count for the previous request, used under `reportedTokens` (see {@link plan}). */
+  readonly reported?: ReportedInput
+  /** The last request the model was sent: no tool result it did not carry is summarized (see {@link plan}). */
+  readonly sent?: SentRequest
+}
+
+/** See `Compaction.compact`. */
+export const compact = (options: CompactOptions) => {
+  const planned = plan(options.history, options.policy, options.reported, options.sent)
+  return Option.isNone(planned) ? Effect.succeed(options.history) : compactPlanned(options, planned.value)
+}
+
+const compactPlanned = Effect.fnUntraced(function* (options: CompactOptions, planned: CompactionPlan) {
+  const summaryBytes = bytesFor(options.policy.measure, summaryLimitOf(options.policy))
+  const key: PrivateStaging.StagingKey = { operation: options.operation, step: options.step }
+  const previousSummary = History.summaryText(options.history)
+  const pieceBytes = bytesFor(options.policy.measure, options.policy.pieceLimit)
+  const turn = options.turn === undefined ? {} : { turn: options.turn }
+  yield* Observability.annotate({
+    ...(Option.isSome(options.journal) ? { "tessera.task": options.journal.value.task } : {}),
+    ...(options.turn === undefined ? {} : { "tessera.turn": options.turn }),
+    "tessera.step": key.step,
+    "tessera.operation": key.operation,
+    "tessera.compaction.rounds": planned.summarized.length
+  })
+  let inputsSha256: string | undefined
+  // The writer is admitted before the first summary request: a refusal costs no request.
+  if (Option.isNone(options.journal)) yield* PrivateSummaries.admit("Compaction.compact", options.journal)
+  else {
+    const journal = options.journal.value
+    // The writer is admitted before anything is written, journaled or sent. The volume's registration (a file
+    // read) is checked while the inputs are hashed and a leftover summary is looked for (another read, in the
+    // folder of the capability, whose binding is checked first); neither outcome is used unless admission passes,
+    // and a failed look is reported only then, so admission's refusal still comes first.
+    const bound = yield* PrivateSummaries.admitBinding("Compaction.compact", options.journal)
+    const [, inputs, found] = yield* Effect.all(
+      [
+        PrivateSummaries.admit("Compaction.compact", options.journal),
+        summaryInputsDigest(options.history.task, previousSummary, planned.summarized, pieceBytes),
+        Effect.result(PrivateStaging.readStagedAdmitted(bound, key))
+      ],
+      { concurrency: "unbounded" }
+    )
+    inputsSha256 = inputs
+    const leftover = yield* recoverLeftover(
+      journal,
+      Result.isFailure(found) ? yield* Effect.fail(found.failure) : found.success,
+      key,
+      inputsSha256,
+      turn
+    )
+    if (Option.isSome(leftover)) {
+      yield* Observability.annotate("tessera.compaction.recovered", true)
+      return History.summarizeLeadingRounds(options.history, planned.summarized.length, {
+        parts: leftover.value.parts,
+        text: leftover.value.text
+      })
+    }
+    yield* journal.append({ _tag: "SummaryStarted", ...turn, step: key.step, operation: key.operation, inputsSha256 })
+  }
+  const model = yield* Model
+  const generate = Option.isSome(options.journal)
+    ? journaledSummaryRequests(model.generate, options.journal.value, {
+        operation: key.operation,
+        step: key.step,
+        ...turn
+      })
+    : model.generate
+  const summary = yield* summarizeWith(generate, {
+    task: options.history.task,
+    previousSummary,
+    rounds: planned.summarized,
+    pieceBytes,
+    summaryBytes
+  })
+  const published = yield* publish({
+    key,
+    summary: summary.text,
+    maxBytes: summaryBytes,
+    requests: summary.requests,
+    journal: options.journal,
+    ...turn
+  })
+  return History.summarizeLeadingRounds(options.history, planned.summarized.length, {
+    parts: published.parts,
+    text: published.text
+  })
+}, Observability.withSpan("Compaction.compact"))
+
+/**
+ * The size of `history`'s task in the policy's unit, when it alone is over
+ * the policy's limit: every request carries the task and compaction never
+ * replaces it, so no summary can bring a request under the limit.
+ *
+ * @since 0.1.0
+ * @category planning
+ */
+export const taskOverLimit = (history: History.History, policy: Threshold): Option.Option<number> => {
+  const size = measureParts(policy.measure, history.task)
+  return size > policy.limit ? Option.some(size) : Option.none()
+}
+
+// The journals that already carry the warning. Keyed by the journal's service value, which lives as long
+// as the journal is open, so harnesses that bind a fresh set of hooks for every step still warn once.
+const warnedJournals = new WeakSet<object>()
+
+/**
+ * A warning that is journaled at most once per open journal: the first time
+ * it is run with a history whose task is over the limit
+ * ({@link taskOverLimit}) it appends a `CompactionWarning` entry; afterwards
+ * it does nothing, whichever hooks run it (compaction's turn hooks do,
+ * before every model step). Reopening the journal (a new process) reports
+ * it again, once.
+ *
+ * @since 0.1.0
+ * @category warnings
+ */
+export const warnTaskOverLimit =
+  (journal: Journal["Service"], policy: Threshold) =>
+  (
+    history: History.History,
+    at: { readonly turn?: number; readonly step?: number }
+  ): Effect.Effect<void, JournalIoError | JournalSequenceError> =>
+    Effect.suspend(() => {
+      if (warnedJournals.has(journal)) return Effect.void
+      const over = taskOverLimit(history, policy)
+      if (Option.isNone(over)) return Effect.void
+      return Effect.asVoid(
+        Effect.tap(
+          journal.append({
+            _tag: "CompactionWarning",
+            ...(at.turn === undefined ? {} : { turn: at.turn }),
+            ...(at.step === undefined ? {} : { step: at.step }),
+            reason: "TaskOverLimit",
+            measure: policy.measure,
+            size: over.value,
+            limit: policy.limit
+          }),
+          // Marked only once the entry is durable: a failed append is retried by the next step.
+          () => Effect.sync(() => warnedJournals.add(journal))
+        )
+      )
+    })
+
+/**
+ * The digest of what a summary is made from: the piece size, the task, the
+ * previous summary and the rounds, as one request's hash chain (parts are
+ * measured once and cached, so this costs little beyond the rounds' first
+ * measure).
+ */
+const summaryInputsDigest = (
+  task: ReadonlyArray<Part>,
+  previousSummary: Option.Option<string>,
+  rounds: ReadonlyArray<ReadonlyArray<Part>>,
+  pieceBytes: number
+): Effect.Effect<string> =>
+  Effect.map(
+    measureRequest({
+      parts: [
+        text("system", `summary inputs, pieces of ${pieceBytes} bytes`),
+        ...task,
+        text(
+          "user",
+          Option.getOrElse(previousSummary, () => "")
+        ),
+        ...rounds.flat()
+      ],
+      tools: []
+    }),
+    (measure) => measure.sha256
+  )
+
+/**
+ * A summary file already staged under `key` (an attempt that a crash or a
+ * failure interrupted after staging it) is adopted when the journal's
+ * `SummaryStarted` for the key recorded exactly these inputs (and, when the
+ * journal recorded the staging, the file still has the recorded digest): the
+ * journal then records it (`SummaryStaged` with `adopted`) if it had not, and
+ * no summary request is sent. Otherwise it is superseded: the journal
+ * records `SummarySuperseded` with the file's size and digest, and the file
+ * is removed so the key can be staged again.
+ */
+const recoverLeftover = Effect.fnUntraced(function* (
+  journal: Journal["Service"],
+  found: Option.Option<{ readonly file: PrivateStaging.StagedFile; readonly text: string }>,
+  key: PrivateStaging.StagingKey,
+  inputsSha256: string,
+  turn: { readonly turn?: number }
+) {
+  if (Option.isNone(found)) return Option.none<PublishedSummary>()
+  const staged = found.value
+  const record = (yield* journal.state).summaries.get(summaryKey(key.operation, key.step))
+  const sameInputs = record?.inputsSha256 === inputsSha256
+  const intact = record?.staged === undefined || record.staged.sha256 === staged.file.sha256
+  if (sameInputs && intact) {
+    if (record?.staged === undefined) {
+      yield* journal.append({
+        _tag: "SummaryStaged",
+        ...turn,
+        step: key.step,
+        operation: key.operation,
+        volume: staged.file.volume,
+        path: staged.file.path,
+        size: staged.file.size,
+        sha256: staged.file.sha256,
+        adopted: true
+      })
+    }
+    return Option.some(publishedSummary(staged.file, staged.text))
+  }
+  yield* journal.append({
+    _tag: "SummarySuperseded",
+    ...turn,
+    step: key.step,
+    operation: key.operation,
+    volume: staged.file.volume,
+    path: staged.file.path,
+    size: staged.file.size,
+    sha256: staged.file.sha256,
+    reason: !intact
+      ? "the file is not the one the journal recorded"
+      : record?.inputsSha256 === undefined
+        ? "the journal records no inputs for this summary"
+        : "it summarizes other inputs"
+  })
+  yield* PrivateStaging.withdraw(key)
+  return Option.none<PublishedSummary>()
+})
+
+/**
+ * The parts that stand in for compacted history: a reference to the staged
+ * summary file, then its (scrubbed) text. A transcript stores a summary of
+ * this shape as its reference and rebuilds the parts with this function.
+ *
+ * @since 0.1.0
+ * @category publishing
+ */
+export const summaryParts = (
+  file: { readonly volume: Volume.VolumeRef; readonly path: string },
+  scrubbed: string
+): ReadonlyArray<Part> => [
+  fileReference({ role: "user", volume: file.volume, path: file.path, mediaType: "text/plain" }),
+  text("user", `Summary of the earlier work, from ${file.path}:\n${scrubbed}`)
+]
+
+const publishedSummary = (staged: PrivateStaging.StagedFile, scrubbed: string): PublishedSummary => ({
+  staged,
+  text: scrubbed,
+  parts: summaryParts(staged, scrubbed)
+})
