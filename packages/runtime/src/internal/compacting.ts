@@ -276,31 +276,23 @@ const recoverLeftover = Effect.fnUntraced(function* (
   const record = (yield* journal.state).summaries.get(summaryKey(key.operation, key.step))
   const sameInputs = record?.inputsSha256 === inputsSha256
   const intact = record?.staged === undefined || record.staged.sha256 === staged.file.sha256
-  if (sameInputs && intact) {
-    if (record?.staged === undefined) {
-      yield* journal.append({
-        _tag: "SummaryStaged",
-        ...turn,
-        step: key.step,
-        operation: key.operation,
-        volume: staged.file.volume,
-        path: staged.file.path,
-        size: staged.file.size,
-        sha256: staged.file.sha256,
-        adopted: true
-      })
-    }
-    return Option.some(publishedSummary(staged.file, staged.text))
-  }
-  yield* journal.append({
-    _tag: "SummarySuperseded",
+  // What either entry says about the staged file it adopts or supersedes.
+  const file = {
     ...turn,
     step: key.step,
     operation: key.operation,
     volume: staged.file.volume,
     path: staged.file.path,
     size: staged.file.size,
-    sha256: staged.file.sha256,
+    sha256: staged.file.sha256
+  }
+  if (sameInputs && intact) {
+    if (record?.staged === undefined) yield* journal.append({ _tag: "SummaryStaged", ...file, adopted: true })
+    return Option.some(publishedSummary(staged.file, staged.text))
+  }
+  yield* journal.append({
+    _tag: "SummarySuperseded",
+    ...file,
     reason: !intact
       ? "the file is not the one the journal recorded"
       : record?.inputsSha256 === undefined
