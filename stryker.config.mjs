@@ -26,8 +26,9 @@ export default {
     "packages/runtime/src/PrivateStaging.ts",
     "packages/artifacts/src/ArtifactPath.ts",
     "packages/artifacts/src/ArtifactPathPolicy.ts",
-    "packages/runtime/src/ArtifactReadTool.ts",
-    "packages/runtime/src/ToolResultOffload.ts",
+    "packages/runtime/src/internal/readTool.ts",
+    "packages/runtime/src/internal/artifactAccess.ts",
+    "packages/runtime/src/internal/offload.ts",
     "packages/runtime/src/Transcript.ts",
     "packages/artifacts/src/internal/secretRules.ts"
   ],

@@ -45,9 +45,9 @@ import {
   History,
   Journal,
   Model,
-  StoreLayout,
   TaskExecution,
-  Tool
+  Tool,
+  VolumeStore
 } from "@tessera/runtime"
 import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Layer, Option, Path, Schema, Stream } from "effect"
@@ -393,7 +393,7 @@ const program = Effect.gen(function* () {
   heading("4. Files written")
   for (const { file, size } of listFiles(harness.folder)) console.log(`  ${String(size).padStart(9)}  ${file}`)
   // Read back for display, located by the store layout: `folderOf` hands out no agent-private folder.
-  const scratchFolder = StoreLayout.dataFolder(
+  const scratchFolder = VolumeStore.dataFolder(
     yield* Path.Path,
     harness.host.store.root,
     harness.volumes.scratch.volume

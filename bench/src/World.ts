@@ -21,9 +21,9 @@ import {
   History,
   Journal,
   Model,
-  StoreLayout,
   TaskHost,
-  Tool
+  Tool,
+  VolumeStore
 } from "@tessera/runtime"
 import { Effect, Layer, Option, Path, Schema } from "effect"
 
@@ -72,7 +72,7 @@ export const makeWorld = Effect.fnUntraced(function* (root: string, policy: Comp
   const world: World = {
     binding,
     journalFolder: yield* host.store.folderOf(journalRef),
-    privateFolder: StoreLayout.dataFolder(yield* Path.Path, host.store.root, privateRef.volume)
+    privateFolder: VolumeStore.dataFolder(yield* Path.Path, host.store.root, privateRef.volume)
   }
   return world
 })

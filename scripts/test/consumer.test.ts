@@ -6,7 +6,17 @@
  * npm registry.
  */
 import { type SpawnSyncReturns, spawnSync } from "node:child_process"
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync
+} from "node:fs"
 import { tmpdir } from "node:os"
 import { delimiter, dirname, join, relative } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -215,6 +225,31 @@ let tarballs: Array<string> = []
 /** The folder the getting-started program (a) leaves its namespace in, for the inspector (d). */
 let programState = ""
 
+/**
+ * Removes every compiled file of `dist/` (JavaScript, declarations, their maps) whose source no longer exists:
+ * `src/<path>.ts`, or `bin/<path>.ts` for what `dist/bin/` holds.
+ */
+const removeStaleOutputs = (packageFolder: string): void => {
+  const dist = join(packageFolder, "dist")
+  const walk = (folder: string): void => {
+    for (const entry of readdirSync(folder, { withFileTypes: true })) {
+      const file = join(folder, entry.name)
+      if (entry.isDirectory()) {
+        walk(file)
+        continue
+      }
+      const compiled = /^(.*?)(?:\.d\.ts|\.js)(?:\.map)?$/.exec(relative(dist, file))
+      if (compiled?.[1] === undefined) continue
+      const stem = compiled[1]
+      const source = stem.startsWith("bin/")
+        ? join(packageFolder, `${stem}.ts`)
+        : join(packageFolder, "src", `${stem}.ts`)
+      if (!existsSync(source)) rmSync(file)
+    }
+  }
+  if (existsSync(dist)) walk(dist)
+}
+
 beforeAll(() => {
   scratch = mkdtempSync(join(tmpdir(), "tessera-consumer-"))
   assert.isTrue(relative(root, scratch).startsWith(".."), "the consumer must live outside the workspace")
@@ -239,6 +274,8 @@ beforeAll(() => {
     ),
     "tsc -b"
   )
+  // tsc -b never removes the output of a source that was deleted or renamed; a tarball would ship it.
+  for (const name of packages) removeStaleOutputs(join(root, "packages", name))
   const packed = join(scratch, "tarballs")
   mkdirSync(packed)
   for (const name of packages) {

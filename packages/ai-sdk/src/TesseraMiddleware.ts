@@ -56,7 +56,7 @@ import * as ForeignLoop from "@tessera/runtime/ForeignLoop"
 import * as History from "@tessera/runtime/History"
 import * as Model from "@tessera/runtime/Model"
 import * as Observability from "@tessera/runtime/Observability"
-import type * as ToolResultOffload from "@tessera/runtime/ToolResultOffload"
+import type * as ToolResults from "@tessera/runtime/ToolResults"
 import type { ModelMessage } from "ai"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
@@ -67,7 +67,7 @@ import { type Converted, outputText, toHistory, toPrompt } from "./internal/prom
 
 /**
  * How the middleware treats a task's requests. `offload` is the runtime's
- * own `ToolResultOffload.OffloadConfig` (threshold, read tool named in the
+ * own `ToolResults.OffloadConfig` (threshold, read tool named in the
  * pointer, destination); without it no result is offloaded. Compaction
  * follows the binding's policy. `inlineLimit` is the most UTF-8 bytes of a
  * tool result kept inline (by default the policy's piece limit), as in the
@@ -77,7 +77,7 @@ import { type Converted, outputText, toHistory, toPrompt } from "./internal/prom
  * @category models
  */
 export interface Options {
-  readonly offload?: ToolResultOffload.OffloadConfig
+  readonly offload?: ToolResults.OffloadConfig
   readonly inlineLimit?: number
 }
 

@@ -118,7 +118,7 @@ const decodeQuoted = Schema.decodeUnknownOption(Schema.fromJsonString(Schema.Str
  *
  * The check is of the text only: a well-formed path can still lead through
  * a symlink planted in the artifact folder. Reading an artifact back is the
- * runtime's `ArtifactReadTool`, which checks the disk and follows no link.
+ * runtime's read tool (`ToolResults.readTool`), which checks the disk and follows no link.
  *
  * @since 0.1.0
  * @category parsing

@@ -39,7 +39,6 @@ import * as Volume from "@tessera/core/Volume"
 import * as EntryGate from "@tessera/runtime/EntryGate"
 import * as FilesystemTaskRuntime from "@tessera/runtime/FilesystemTaskRuntime"
 import * as Journal from "@tessera/runtime/Journal"
-import * as StoreLayout from "@tessera/runtime/StoreLayout"
 import * as TaskHost from "@tessera/runtime/TaskHost"
 import * as VolumeStore from "@tessera/runtime/VolumeStore"
 import * as Effect from "effect/Effect"
@@ -236,10 +235,10 @@ export const open = Effect.fnUntraced(function* (options: OpenOptions) {
   const runtime = yield* FilesystemTaskRuntime.fromHost(host, { private: Option.some(scratch), scope })
   const journalFolder = yield* host.store.folderOf(journal)
   const root = host.store.root
-  const artifactFolders = [StoreLayout.dataFolder(path, root, scratch.volume), yield* host.store.folderOf(output)]
+  const artifactFolders = [VolumeStore.dataFolder(path, root, scratch.volume), yield* host.store.folderOf(output)]
   const stateLocations = [
-    path.join(root, StoreLayout.manifestFile),
-    path.join(root, StoreLayout.metaRoot),
+    path.join(root, VolumeStore.manifestFile),
+    path.join(root, VolumeStore.metaRoot),
     journalFolder
   ]
   const pathPolicy: ArtifactPathPolicy.ArtifactPathPolicyShape = {

@@ -75,24 +75,18 @@ describe("across workers", () => {
       const folder = `${root}/journal`
       const [holder, second] = [worker(), worker()]
       try {
-        const held = next(holder)
-        holder.postMessage({ kind: "journal", folder, task: "t1", entries: 20, holdMs: 1_500 })
-        // Wait until the holder's file exists (its first append created it), then try a second writer.
+        const holding = next(holder)
+        holder.postMessage({ kind: "journal", folder, task: "t1", entries: 20, hold: true })
+        // The holder has appended its entries and keeps the journal open until it is released.
+        assert.strictEqual(await holding, "Holding")
         let top = await navigator.storage.getDirectory()
-        for (let attempt = 0; attempt < 100; attempt++) {
-          try {
-            top = await navigator.storage.getDirectory()
-            for (const name of folder.split("/").filter(Boolean)) top = await top.getDirectoryHandle(name)
-            await top.getFileHandle("t1.jsonl")
-            break
-          } catch {
-            await new Promise((resolve) => setTimeout(resolve, 20))
-          }
-        }
+        for (const name of folder.split("/").filter(Boolean)) top = await top.getDirectoryHandle(name)
         const refused = next(second)
-        second.postMessage({ kind: "journal", folder, task: "t1", entries: 1, holdMs: 0 })
+        second.postMessage({ kind: "journal", folder, task: "t1", entries: 1, hold: false })
         const secondAnswer = await refused
         assert.match(secondAnswer, /^JournalIoError: .*NoModificationAllowedError/)
+        const held = next(holder)
+        holder.postMessage("release")
         assert.strictEqual(await held, "Appended 20")
         const text = await (await (await top.getFileHandle("t1.jsonl")).getFile()).text()
         assert.strictEqual(text.split("\n").filter(Boolean).length, 20)

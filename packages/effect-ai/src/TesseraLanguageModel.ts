@@ -70,7 +70,7 @@ import { toolSpecs } from "./internal/toolSpecs.ts"
 
 /**
  * How the wrapper treats a task's requests: `offload` is the runtime's own
- * `ToolResultOffload.OffloadConfig` (threshold, read tool, destination; no
+ * `ToolResults.OffloadConfig` (threshold, read tool, destination; no
  * offload without it). Compaction follows the binding's policy.
  * `inlineLimit` is the most UTF-8 bytes of a tool result kept inline (by
  * default the policy's piece limit), as in the stock executor: the

@@ -14,10 +14,10 @@ import {
   History,
   Journal,
   Model,
-  StoreLayout,
   TaskExecution,
   TaskHost,
-  Tool
+  Tool,
+  VolumeStore
 } from "@tessera/runtime"
 import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Layer, Option, Schema } from "effect"
@@ -95,7 +95,7 @@ const turnIn = (root: string, tools: Tool.Registry, config: { readonly offload?:
         )
       )
     )
-    const artifacts = path.join(root, StoreLayout.volumesFolder, privateRef.volume, "artifacts", "tool-results")
+    const artifacts = path.join(root, VolumeStore.volumesFolder, privateRef.volume, "artifacts", "tool-results")
     const stored = fs.existsSync(artifacts)
       ? fs.readdirSync(artifacts).map((file) => fs.readFileSync(path.join(artifacts, file), "utf8"))
       : []

@@ -41,7 +41,6 @@ import * as History from "@tessera/runtime/History"
 import * as Journal from "@tessera/runtime/Journal"
 import * as JournalEntry from "@tessera/runtime/JournalEntry"
 import type * as Model from "@tessera/runtime/Model"
-import * as StoreLayout from "@tessera/runtime/StoreLayout"
 import * as Transcript from "@tessera/runtime/Transcript"
 import * as VolumeStore from "@tessera/runtime/VolumeStore"
 import * as Effect from "effect/Effect"
@@ -228,10 +227,10 @@ export interface InspectOptions {
 const decodeTaskId = Schema.decodeUnknownOption(Ids.TaskId)
 
 const isSummary = (descriptor: Volume.VolumeDescriptor, file: string): boolean =>
-  descriptor.kind === "AgentPrivate" && file.startsWith(`${StoreLayout.summariesFolder}/`)
+  descriptor.kind === "AgentPrivate" && file.startsWith(`${VolumeStore.summariesFolder}/`)
 
 const isTranscript = (descriptor: Volume.VolumeDescriptor, file: string): boolean =>
-  descriptor.kind === "AgentPrivate" && file.startsWith(`${StoreLayout.transcriptsFolder}/`)
+  descriptor.kind === "AgentPrivate" && file.startsWith(`${VolumeStore.transcriptsFolder}/`)
 
 /**
  * The folder the inspector reads when given `folder`: an absolute folder as
@@ -278,11 +277,11 @@ export const inspect = Effect.fnUntraced(function* (
   if (rootKind.value !== "Directory") {
     return yield* new NotAStoreFolder({ path: root, problem: `not a folder (it is a ${rootKind.value})` })
   }
-  const manifest = path.join(root, StoreLayout.manifestFile)
+  const manifest = path.join(root, VolumeStore.manifestFile)
   if (Option.isNone(yield* kindOf(manifest))) {
     const namespaces: Array<string> = []
     for (const name of yield* fs.readDirectory(root).pipe(Effect.orElseSucceed(() => []))) {
-      const inside = yield* kindOf(path.join(root, name, StoreLayout.manifestFile)).pipe(
+      const inside = yield* kindOf(path.join(root, name, VolumeStore.manifestFile)).pipe(
         Effect.orElseSucceed(() => Option.none())
       )
       if (Option.isSome(inside)) namespaces.push(name)
@@ -292,7 +291,7 @@ export const inspect = Effect.fnUntraced(function* (
       namespaces.length === 0
         ? {
             path: manifest,
-            problem: "missing: the folder is not a Tessera store (expected store.json, volumes/ and meta/volumes/)"
+            problem: `missing: the folder is not a Tessera store (expected ${VolumeStore.manifestFile}, ${VolumeStore.volumesFolder}/ and ${VolumeStore.metaFolder.join("/")}/)`
           }
         : {
             path: manifest,
@@ -301,7 +300,7 @@ export const inspect = Effect.fnUntraced(function* (
           }
     )
   }
-  for (const required of [path.join(root, ...StoreLayout.metaFolder), path.join(root, StoreLayout.volumesFolder)]) {
+  for (const required of [path.join(root, ...VolumeStore.metaFolder), path.join(root, VolumeStore.volumesFolder)]) {
     const kind = yield* kindOf(required)
     if (Option.isNone(kind) || kind.value !== "Directory") {
       return yield* new NotAStoreFolder({
@@ -318,7 +317,7 @@ export const inspect = Effect.fnUntraced(function* (
   const files: Array<VolumeFile> = []
   for (const descriptor of descriptors) {
     // Read-only, so located by the layout: `folderOf` hands out no agent-private folder.
-    const volumeFolder = StoreLayout.dataFolder(path, store.root, descriptor.id)
+    const volumeFolder = VolumeStore.dataFolder(path, store.root, descriptor.id)
     volumes.push({ descriptor, folder: volumeFolder })
     for (const file of yield* listFiles(volumeFolder)) {
       const task = descriptor.kind === "Journal" ? journalTask(file.path) : Option.none()
@@ -367,7 +366,7 @@ export const inspect = Effect.fnUntraced(function* (
   const transcripts = files.filter(
     (file) =>
       transcript(file) &&
-      (options.task === undefined || file.path.startsWith(`${StoreLayout.transcriptsFolder}/${options.task}/`))
+      (options.task === undefined || file.path.startsWith(`${VolumeStore.transcriptsFolder}/${options.task}/`))
   )
   const report: Report = {
     root,
@@ -413,7 +412,7 @@ const resumableState = Effect.fnUntraced(function* (
   const path = yield* Path.Path
   const fs = yield* FileSystem.FileSystem
   for (const volume of privateVolumes) {
-    const folder = path.join(volume.folder, StoreLayout.transcriptsFolder, journal.task)
+    const folder = path.join(volume.folder, VolumeStore.transcriptsFolder, journal.task)
     if (!(yield* fs.exists(folder).pipe(Effect.orElseSucceed(() => false)))) continue
     const reader = yield* Transcript.reader({
       folder: volume.folder,
@@ -439,8 +438,8 @@ const resumableState = Effect.fnUntraced(function* (
 
 /** `<task>.jsonl` at the top of a journal volume names a task's journal. */
 const journalTask = (file: string): Option.Option<Ids.TaskId> => {
-  if (file.includes("/") || !file.endsWith(StoreLayout.journalExtension)) return Option.none()
-  return decodeTaskId(file.slice(0, -StoreLayout.journalExtension.length))
+  if (file.includes("/") || !file.endsWith(VolumeStore.journalExtension)) return Option.none()
+  return decodeTaskId(file.slice(0, -VolumeStore.journalExtension.length))
 }
 
 /** `<volume>\0<path>` of every file the journals record (summaries staged, artifacts offloaded). */

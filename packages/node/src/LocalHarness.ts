@@ -44,9 +44,8 @@ import * as InvalidInput from "@tessera/core/InvalidInput"
 import * as Volume from "@tessera/core/Volume"
 import * as FilesystemTaskRuntime from "@tessera/runtime/FilesystemTaskRuntime"
 import type * as JournalStorage from "@tessera/runtime/JournalStorage"
-import * as StoreLayout from "@tessera/runtime/StoreLayout"
 import type * as TaskHost from "@tessera/runtime/TaskHost"
-import type * as VolumeStore from "@tessera/runtime/VolumeStore"
+import * as VolumeStore from "@tessera/runtime/VolumeStore"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
@@ -378,7 +377,7 @@ export const open = Effect.fnUntraced(function* (
   const pathPolicy = yield* makePathPolicy(opened, {
     // The agent's scratch folder is located by the layout: `folderOf` hands out no private folder.
     artifactFolders: [
-      StoreLayout.dataFolder(path, host.store.root, scratch.volume),
+      VolumeStore.dataFolder(path, host.store.root, scratch.volume),
       yield* host.store.folderOf(output)
     ],
     journalFolder
@@ -442,8 +441,8 @@ export const makePathPolicy = Effect.fnUntraced(function* (
   const exempt = (yield* Effect.forEach(locations.artifactFolders, both)).flat()
   const state = (yield* Effect.forEach(
     [
-      path.join(opened.folder, StoreLayout.manifestFile),
-      path.join(opened.folder, StoreLayout.metaRoot),
+      path.join(opened.folder, VolumeStore.manifestFile),
+      path.join(opened.folder, VolumeStore.metaRoot),
       opened.lock.file,
       `${opened.lock.file}.recovery`,
       opened.taskLocks.folder,

@@ -20,9 +20,8 @@ import type * as HostAuthority from "@tessera/core/HostAuthority"
 import * as Ids from "@tessera/core/Ids"
 import type * as InvalidInput from "@tessera/core/InvalidInput"
 import * as Volume from "@tessera/core/Volume"
-import * as StoreLayout from "@tessera/runtime/StoreLayout"
 import * as TaskHost from "@tessera/runtime/TaskHost"
-import type * as VolumeStore from "@tessera/runtime/VolumeStore"
+import * as VolumeStore from "@tessera/runtime/VolumeStore"
 import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
 import type * as Layer from "effect/Layer"
@@ -214,7 +213,7 @@ export const open = Effect.fnUntraced(function* (
     options.recoverStaleLock === true ? { recoverStale: true } : {}
   )
   // Holding the namespace, no write of anyone's is in progress: every temporary name is a crash's leftover.
-  for (const inside of [StoreLayout.volumesFolder, StoreLayout.metaRoot, taskLockFolderName]) {
+  for (const inside of [VolumeStore.volumesFolder, VolumeStore.metaRoot, taskLockFolderName]) {
     yield* removeTemporaryNames(path.join(folder, inside))
   }
   // Made here, not by a task's first lock, so that binding and refusing tasks changes nothing on disk.

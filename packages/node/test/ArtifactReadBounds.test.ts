@@ -14,8 +14,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { ArtifactPath } from "@tessera/artifacts"
 import { DurableFiles } from "@tessera/core"
 import { NodeDurableFiles } from "@tessera/node"
-import type { TaskContext } from "@tessera/runtime"
-import { ArtifactReadTool, Model, Tool } from "@tessera/runtime"
+import { type FilesystemTaskRuntime, Model, Tool, ToolResults } from "@tessera/runtime"
 import { Effect, Layer, Option, type Path } from "effect"
 import * as fc from "fast-check"
 import { type ReadWorld, runInReadWorld } from "./support/readWorld.ts"
@@ -111,23 +110,23 @@ const selectionArbitrary = fc.oneof(
 )
 const requestArbitrary = fc
   .tuple(pathArbitrary, selectionArbitrary)
-  .map(([pathText, selection]): ArtifactReadTool.ReadRequest => ({ path: pathText, ...selection }))
+  .map(([pathText, selection]): ToolResults.ReadRequest => ({ path: pathText, ...selection }))
 /** A configured cap: the default, or any size, below the least cap included (it is raised to the least). */
 const capArbitrary = fc.option(fc.integer({ min: 0, max: 6_000 }), { nil: undefined })
 
 /** The cap the output must keep to: the configured one, raised to the least; the default when none is given. */
 const boundOf = (cap: number | undefined): number =>
-  cap === undefined ? ArtifactReadTool.defaultMaxOutputBytes : Math.max(ArtifactReadTool.minOutputBytes, cap)
+  cap === undefined ? ToolResults.defaultReadOutputBytes : Math.max(ToolResults.minReadOutputBytes, cap)
 
 /** What the model reads for `request`: the tool's result text, success or tool error alike. */
 const throughTool = (
-  context: TaskContext.TaskContext,
-  request: ArtifactReadTool.ReadRequest,
+  context: FilesystemTaskRuntime.TaskContext,
+  request: ToolResults.ReadRequest,
   cap: number | undefined
 ) =>
   Tool.run(
-    Tool.registry(ArtifactReadTool.make(context, cap === undefined ? {} : { maxOutputBytes: cap })),
-    Model.toolCall("x", ArtifactReadTool.defaultName, request as never)
+    Tool.registry(ToolResults.readTool(context, cap === undefined ? {} : { maxOutputBytes: cap })),
+    Model.toolCall("x", ToolResults.defaultReadToolName, request as never)
   )
 
 /** How a request is shown in a counterexample: its fields, long strings by their start and length. */
@@ -142,14 +141,14 @@ const shown = (value: unknown): string =>
  * one was), above the content the read returned.
  */
 const oldOutput = (
-  request: ArtifactReadTool.ReadRequest,
+  request: ToolResults.ReadRequest,
   outcome:
-    | { readonly _tag: "Success"; readonly success: ArtifactReadTool.ReadResult }
-    | { readonly _tag: "Failure"; readonly failure: ArtifactReadTool.ArtifactReadRefused }
+    | { readonly _tag: "Success"; readonly success: ToolResults.ReadResult }
+    | { readonly _tag: "Failure"; readonly failure: ToolResults.ArtifactReadRefused }
 ): string => {
   if (outcome._tag === "Failure") {
     const error = outcome.failure
-    return `tool "${ArtifactReadTool.defaultName}" failed: cannot read artifact ${JSON.stringify(error.path)} (${error.problem}): ${error.detail}`
+    return `tool "${ToolResults.defaultReadToolName}" failed: cannot read artifact ${JSON.stringify(error.path)} (${error.problem}): ${error.detail}`
   }
   const echoes = `path=${JSON.stringify(request.path)} size=${outcome.success.size}${request.pattern === undefined ? "" : ` pattern=${JSON.stringify(request.pattern)}`}`
   const body = outcome.success.text.slice(outcome.success.text.indexOf("\n"))
@@ -164,7 +163,7 @@ describe("the whole output is bounded", () => {
         const context = yield* ownContext(world)
         const services = yield* Effect.context<DurableFiles.DurableFiles | Path.Path>()
         const seen = { succeeded: 0, refused: 0, cut: 0 }
-        const withinCap = async (request: ArtifactReadTool.ReadRequest, cap: number | undefined): Promise<void> => {
+        const withinCap = async (request: ToolResults.ReadRequest, cap: number | undefined): Promise<void> => {
           const outcome = await Effect.runPromiseWith(services)(throughTool(context, request, cap))
           assert.notDeepEqual(outcome.failure, Option.some("Defect"), outcome.content.slice(0, 200))
           if (Option.isNone(outcome.failure)) seen.succeeded++
@@ -197,9 +196,9 @@ describe("the whole output is bounded", () => {
         plantArtifacts(world)
         const context = yield* ownContext(world)
         const services = yield* Effect.context<DurableFiles.DurableFiles | Path.Path>()
-        const oldWithinCap = async (request: ArtifactReadTool.ReadRequest, cap: number | undefined) => {
+        const oldWithinCap = async (request: ToolResults.ReadRequest, cap: number | undefined) => {
           const outcome = await Effect.runPromiseWith(services)(
-            Effect.result(ArtifactReadTool.read(context, request, cap === undefined ? {} : { maxOutputBytes: cap }))
+            Effect.result(ToolResults.readArtifact(context, request, cap === undefined ? {} : { maxOutputBytes: cap }))
           )
           return bytes(oldOutput(request, outcome)) <= boundOf(cap)
         }
@@ -209,10 +208,7 @@ describe("the whole output is bounded", () => {
         assert.isTrue(result.failed, "the old format stays within the cap on every input")
         const [request] = result.counterexample ?? []
         // Shrunk to a path (or pattern) just long enough for its echo to pass the cap on its own.
-        assert.isAbove(
-          bytes(request?.path ?? "") + bytes(request?.pattern ?? ""),
-          ArtifactReadTool.minOutputBytes - 200
-        )
+        assert.isAbove(bytes(request?.path ?? "") + bytes(request?.pattern ?? ""), ToolResults.minReadOutputBytes - 200)
       })
     ))
 
@@ -224,12 +220,12 @@ describe("the whole output is bounded", () => {
         const hugePath = "é".repeat(1 << 19)
         const refused = yield* throughTool(context, { path: hugePath }, undefined)
         assert.deepStrictEqual(refused.failure, Option.some("Failed"))
-        assert.isAtMost(bytes(refused.content), ArtifactReadTool.minOutputBytes)
+        assert.isAtMost(bytes(refused.content), ToolResults.minReadOutputBytes)
         assert.include(refused.content, `… (${1 << 20} bytes in all) (InvalidPath): TooLong`)
-        const cap = ArtifactReadTool.minOutputBytes
-        const atLimit = yield* ArtifactReadTool.read(
+        const cap = ToolResults.minReadOutputBytes
+        const atLimit = yield* ToolResults.readArtifact(
           context,
-          { path: "tool-results/mixed.txt", pattern: "n".repeat(ArtifactReadTool.maxPatternBytes) },
+          { path: "tool-results/mixed.txt", pattern: "n".repeat(ToolResults.maxReadPatternBytes) },
           { maxOutputBytes: cap }
         )
         assert.isAtMost(bytes(atLimit.text), cap)
@@ -245,10 +241,10 @@ describe("bytes that are not UTF-8 count as they decode", () => {
       Effect.gen(function* () {
         plantArtifacts(world)
         const context = yield* ownContext(world)
-        const cap = ArtifactReadTool.minOutputBytes
+        const cap = ToolResults.minReadOutputBytes
         // From the run of 0xFF bytes on, each raw byte decodes to three.
         for (const start of [0, 4_096, 6_090]) {
-          const read = yield* ArtifactReadTool.read(
+          const read = yield* ToolResults.readArtifact(
             context,
             { path: "tool-results/binary.bin", bytes: { start, end: 7_000 } },
             { maxOutputBytes: cap }
@@ -280,7 +276,7 @@ describe("bytes that are not UTF-8 count as they decode", () => {
           let start = 0
           for (let guard = 0; guard <= raw.byteLength; guard++) {
             const read = await Effect.runPromiseWith(services)(
-              ArtifactReadTool.read(
+              ToolResults.readArtifact(
                 context,
                 { path: `tool-results/${name}`, bytes: { start, end: raw.byteLength } },
                 { maxOutputBytes: cap }
@@ -300,7 +296,7 @@ describe("bytes that are not UTF-8 count as they decode", () => {
           fc.assert(
             fc.asyncProperty(
               fc.array(byteRun, { maxLength: 1_500 }),
-              fc.integer({ min: ArtifactReadTool.minOutputBytes, max: ArtifactReadTool.minOutputBytes + 64 }),
+              fc.integer({ min: ToolResults.minReadOutputBytes, max: ToolResults.minReadOutputBytes + 64 }),
               piecesDecodeAsTheWhole
             ),
             { numRuns: 40 }
@@ -314,9 +310,9 @@ describe("bytes that are not UTF-8 count as they decode", () => {
       Effect.gen(function* () {
         plantArtifacts(world)
         const context = yield* ownContext(world)
-        const cap = ArtifactReadTool.minOutputBytes
+        const cap = ToolResults.minReadOutputBytes
         const start = 4_096
-        const read = yield* ArtifactReadTool.read(
+        const read = yield* ToolResults.readArtifact(
           context,
           { path: "tool-results/binary.bin", bytes: { start, end: 7_000 } },
           { maxOutputBytes: cap }
@@ -348,14 +344,14 @@ describe("patterns are bounded", () => {
       Effect.gen(function* () {
         plantArtifacts(world)
         const context = yield* ownContext(world)
-        const limit = ArtifactReadTool.maxPatternBytes
+        const limit = ToolResults.maxReadPatternBytes
         for (const accepted of ["n".repeat(limit), "é".repeat(limit / 2)]) {
-          const read = yield* ArtifactReadTool.read(context, { path: "tool-results/mixed.txt", pattern: accepted })
+          const read = yield* ToolResults.readArtifact(context, { path: "tool-results/mixed.txt", pattern: accepted })
           assert.match(read.text, /matching_lines=1 shown=1 of 405 lines/)
         }
         for (const over of ["n".repeat(limit + 1), `${"é".repeat(limit / 2)}a`, "n".repeat(1 << 20)]) {
           const error = yield* Effect.flip(
-            ArtifactReadTool.read(context, { path: "tool-results/mixed.txt", pattern: over })
+            ToolResults.readArtifact(context, { path: "tool-results/mixed.txt", pattern: over })
           )
           assert.strictEqual(error.problem, "InvalidRequest")
           assert.include(error.detail, `pattern is ${bytes(over)} bytes, over the ${limit}-byte limit`)
@@ -388,7 +384,7 @@ const echoFault = (original: string, echo: { readonly literal: string; readonly 
     return "a cut echo does not give the full size"
   const size =
     bytes(echo.literal) + (decoded.length < original.length ? bytes(`… (${bytes(original)} bytes in all)`) : 0)
-  if (size > ArtifactReadTool.echoBytes) return `the echo takes ${size} bytes`
+  if (size > ToolResults.readEchoBytes) return `the echo takes ${size} bytes`
   return undefined
 }
 
@@ -417,7 +413,7 @@ describe("echoes are cut between code points", () => {
         const services = yield* Effect.context<DurableFiles.DurableFiles | Path.Path>()
         const faithful = async (original: string): Promise<void> => {
           const outcome = await Effect.runPromiseWith(services)(
-            Effect.result(ArtifactReadTool.read(context, { path: original }))
+            Effect.result(ToolResults.readArtifact(context, { path: original }))
           )
           const text = outcome._tag === "Success" ? outcome.success.text : outcome.failure.message
           const fault = echoFault(original, echoOf(text))
@@ -469,22 +465,22 @@ describe("a path the resolver cannot take is a typed refusal, not a defect", () 
         const asked: Array<string> = []
         for (const hostile of [manySegments, oneMebibyte, `tool-results/${"x/".repeat(100_000)}mixed.txt`]) {
           const error = yield* Effect.flip(
-            ArtifactReadTool.read(context, { path: hostile }).pipe(Effect.provide(recordingFiles(asked)))
+            ToolResults.readArtifact(context, { path: hostile }).pipe(Effect.provide(recordingFiles(asked)))
           )
           assert.strictEqual(error._tag, "ArtifactReadRefused")
           assert.strictEqual(error.problem, "InvalidPath")
           assert.match(error.detail, /^TooLong: the path is over 4096 bytes/)
           const outcome = yield* throughTool(context, { path: hostile }, undefined)
           assert.deepStrictEqual(outcome.failure, Option.some("Failed"), "a tool error, not a defect")
-          assert.isAtMost(bytes(outcome.content), ArtifactReadTool.defaultMaxOutputBytes)
+          assert.isAtMost(bytes(outcome.content), ToolResults.defaultReadOutputBytes)
         }
         assert.deepStrictEqual(asked, [], "no file was opened")
         // Just under the limit the path is taken, and looked for: 2,047 folders deep, it is simply not there.
         const deepest = `${"a/".repeat(2_047)}b`
         assert.strictEqual(bytes(deepest), ArtifactPath.maxTargetBytes - 1)
-        const missing = yield* Effect.flip(ArtifactReadTool.read(context, { path: deepest }))
+        const missing = yield* Effect.flip(ToolResults.readArtifact(context, { path: deepest }))
         assert.strictEqual(missing.problem, "NotFound")
-        const over = yield* Effect.flip(ArtifactReadTool.read(context, { path: `${deepest}cd` }))
+        const over = yield* Effect.flip(ToolResults.readArtifact(context, { path: `${deepest}cd` }))
         assert.strictEqual(over.problem, "InvalidPath")
       })
     ))
@@ -498,15 +494,15 @@ describe("a path the resolver cannot take is a typed refusal, not a defect", () 
         assert.strictEqual(segments.length, 200_000)
         assert.throws(() => path.join(folder, ...segments), RangeError)
         const oldJoin = Tool.make({
-          name: ArtifactReadTool.defaultName,
+          name: ToolResults.defaultReadToolName,
           description: "joins the way the read tool did",
-          input: ArtifactReadTool.ReadRequest,
+          input: ToolResults.ReadRequest,
           handler: (request) =>
             Effect.sync(() => path.join(folder, ...request.path.split("/").filter((part) => part !== "")))
         })
         const outcome = yield* Tool.run(
           Tool.registry(oldJoin),
-          Model.toolCall("x", ArtifactReadTool.defaultName, { path: manySegments })
+          Model.toolCall("x", ToolResults.defaultReadToolName, { path: manySegments })
         )
         assert.deepStrictEqual(outcome.failure, Option.some("Defect"))
         assert.include(outcome.content, "Maximum call stack size exceeded")

@@ -15,8 +15,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { ArtifactPath } from "@tessera/artifacts"
 import { DurableFiles, type Volume } from "@tessera/core"
 import { NodeDurableFiles } from "@tessera/node"
-import type { TaskContext } from "@tessera/runtime"
-import { ArtifactReadTool, type Executor, FilesystemTaskRuntime, Model, Tool } from "@tessera/runtime"
+import { type Executor, FilesystemTaskRuntime, Model, Tool, ToolResults } from "@tessera/runtime"
 import { Effect, Layer, Option, Schema } from "effect"
 import * as fc from "fast-check"
 import { plant, platformLayer, type ReadWorld, reviewer, runInReadWorld, task } from "./support/readWorld.ts"
@@ -36,15 +35,15 @@ const mine = (world: ReadWorld, name: string, content: string | Uint8Array) => p
 const own = (world: ReadWorld) => world.bind([{ volume: world.mine, access: ["read", "write"] }])
 
 const read = (
-  context: TaskContext.TaskContext,
-  request: ArtifactReadTool.ReadRequest,
-  options?: ArtifactReadTool.Options
-) => ArtifactReadTool.read(context, request, options)
+  context: FilesystemTaskRuntime.TaskContext,
+  request: ToolResults.ReadRequest,
+  options?: ToolResults.ReadOptions
+) => ToolResults.readArtifact(context, request, options)
 const refused = (
-  context: TaskContext.TaskContext,
-  request: ArtifactReadTool.ReadRequest,
-  options?: ArtifactReadTool.Options
-) => Effect.flip(ArtifactReadTool.read(context, request, options))
+  context: FilesystemTaskRuntime.TaskContext,
+  request: ToolResults.ReadRequest,
+  options?: ToolResults.ReadOptions
+) => Effect.flip(ToolResults.readArtifact(context, request, options))
 
 /** The room a bytes read leaves for content: the cap less the widest header and cut note it could show. */
 const bytesRoom = (cap: number, echo: string, whole: boolean): number =>
@@ -380,19 +379,19 @@ describe("cuts: the content gets the cap less the widest header and notes, and t
         const context = yield* own(world)
         const file = mine(world, "big.txt", "b".repeat(40_000))
         const cases: ReadonlyArray<readonly [number | undefined, number]> = [
-          [undefined, ArtifactReadTool.defaultMaxOutputBytes],
-          [10, ArtifactReadTool.minOutputBytes],
+          [undefined, ToolResults.defaultReadOutputBytes],
+          [10, ToolResults.minReadOutputBytes],
           [1_023, 1_024],
           [1_500.7, 1_500],
-          [Number.NaN, ArtifactReadTool.defaultMaxOutputBytes],
-          [Number.POSITIVE_INFINITY, ArtifactReadTool.defaultMaxOutputBytes]
+          [Number.NaN, ToolResults.defaultReadOutputBytes],
+          [Number.POSITIVE_INFINITY, ToolResults.defaultReadOutputBytes]
         ]
         for (const [given, cap] of cases) {
           const options = given === undefined ? {} : { maxOutputBytes: given }
           const result = yield* read(context, { path: file }, options)
           assert.include(result.text, `[cut] the output cap of ${cap} bytes was reached`, `${given}`)
           assert.strictEqual(result.text.split("\n")[1], "b".repeat(bytesRoom(cap, `"${file}"`, true)), `${given}`)
-          const tool = ArtifactReadTool.make(context, options)
+          const tool = ToolResults.readTool(context, options)
           assert.strictEqual(
             tool.spec.description,
             "Reads back a tool result that was stored as an artifact: pass the path of its [artifact] pointer line. " +
@@ -445,7 +444,7 @@ describe("exact refusals: the model reads the problem and what to do", () => {
       Effect.gen(function* () {
         const context = yield* own(world)
         const file = mine(world, "a.txt", "abc")
-        const cases: ReadonlyArray<readonly [ArtifactReadTool.ReadRequest, string]> = [
+        const cases: ReadonlyArray<readonly [ToolResults.ReadRequest, string]> = [
           [
             { path: file, bytes: { start: 0, end: 1 }, lines: { first: 1, last: 1 } },
             "give at most one of bytes, lines and pattern"
@@ -680,7 +679,7 @@ describe("exact refusals: the model reads the problem and what to do", () => {
       Effect.gen(function* () {
         mine(world, "a.txt", "abc")
         const context = yield* own(world)
-        const copy = { ...context } as TaskContext.TaskContext
+        const copy = { ...context } as FilesystemTaskRuntime.TaskContext
         const error = yield* refused(copy, { path: "tool-results/a.txt" })
         assert.strictEqual(error.problem, "ReadFailed")
         assert.notInclude(error.detail, "the volume store failed")
@@ -921,10 +920,10 @@ describe("the tool and the registry", () => {
       Effect.gen(function* () {
         const context = yield* own(world)
         const file = mine(world, "a.txt", "abc")
-        const tool = ArtifactReadTool.make(context)
-        assert.strictEqual(tool.name, ArtifactReadTool.defaultName)
-        assert.strictEqual(ArtifactReadTool.defaultName, "read_artifact")
-        const named = ArtifactReadTool.make(context, { name: "open_pointer" })
+        const tool = ToolResults.readTool(context)
+        assert.strictEqual(tool.name, ToolResults.defaultReadToolName)
+        assert.strictEqual(ToolResults.defaultReadToolName, "read_artifact")
+        const named = ToolResults.readTool(context, { name: "open_pointer" })
         assert.strictEqual(named.name, "open_pointer")
         const ok = yield* Tool.run(Tool.registry(tool), Model.toolCall("c", "read_artifact", { path: file }))
         assert.strictEqual(ok.content, `[artifact-read] path="${file}" size=3 whole bytes=0-2\nabc`)
@@ -954,10 +953,10 @@ describe("the tool and the registry", () => {
           input: Schema.Struct({}),
           handler: () => Effect.succeed("other")
         })
-        const tool = ArtifactReadTool.make(context)
+        const tool = ToolResults.readTool(context)
         const kept = Tool.registry(host, other)
-        assert.strictEqual(ArtifactReadTool.registerUnlessNamed(kept, tool), kept)
-        const added = ArtifactReadTool.registerUnlessNamed(Tool.registry(other), tool)
+        assert.strictEqual(ToolResults.registerUnlessNamed(kept, tool), kept)
+        const added = ToolResults.registerUnlessNamed(Tool.registry(other), tool)
         assert.deepStrictEqual([...added.tools.keys()], ["other", "read_artifact"])
         assert.strictEqual(added.tools.get("read_artifact"), tool)
         assert.deepStrictEqual(
@@ -984,7 +983,7 @@ describe("the tool and the registry", () => {
       const result = { content: "raw" } as unknown as Parameters<NonNullable<Executor.Hooks["onToolResult"]>>[1]
       const contentOf = (part: typeof result) => (part as unknown as { content: string }).content
 
-      const byName = ArtifactReadTool.sparing(hooks, "read_artifact")
+      const byName = ToolResults.sparing(hooks, "read_artifact")
       assert.strictEqual(byName.beforeTurn, hooks.beforeTurn)
       const onToolResult = byName.onToolResult
       assert.isDefined(onToolResult)
@@ -993,7 +992,7 @@ describe("the tool and the registry", () => {
       assert.strictEqual(contentOf(yield* onToolResult(contextOf("grep", "c2"), result)), "offloaded grep")
       assert.deepStrictEqual(seen, ["grep"])
 
-      const byCall = ArtifactReadTool.sparing(hooks, (context) => context.call.id === "c9")
+      const byCall = ToolResults.sparing(hooks, (context) => context.call.id === "c9")
       const picked = byCall.onToolResult
       if (picked === undefined) return assert.fail("the spared hooks lost onToolResult")
       assert.strictEqual(yield* picked(contextOf("read_artifact", "c9"), result), result)
@@ -1002,7 +1001,7 @@ describe("the tool and the registry", () => {
       assert.deepStrictEqual(seen, ["grep", "read_artifact"])
 
       const observers: Executor.Hooks = { beforeTurn: () => Effect.void }
-      assert.strictEqual(ArtifactReadTool.sparing(observers, "read_artifact"), observers)
+      assert.strictEqual(ToolResults.sparing(observers, "read_artifact"), observers)
 
       // Control: a sparing that keys on the wrong field (the call id) lets the read tool's result be offloaded again.
       const wrong: Executor.Hooks = {

@@ -12,18 +12,17 @@ import { assert, describe, it } from "@effect/vitest"
 import { ArtifactPointer } from "@tessera/artifacts"
 import { DurableFiles } from "@tessera/core"
 import { NodeDurableFiles } from "@tessera/node"
-import type { TaskContext } from "@tessera/runtime"
 import {
-  ArtifactReadTool,
   Compaction,
   EntryGate,
+  type FilesystemTaskRuntime,
   History,
   Journal,
   Model,
-  StoreLayout,
   TaskExecution,
   Tool,
-  type ToolResultOffload
+  ToolResults,
+  VolumeStore
 } from "@tessera/runtime"
 import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Layer, Option, type Path, Schema } from "effect"
@@ -84,7 +83,7 @@ const runTurn = (
   script: ScriptedModel.Script,
   config: {
     readonly tools?: Tool.Registry<DurableFiles.DurableFiles | Path.Path>
-    readonly offload?: ToolResultOffload.OffloadConfig
+    readonly offload?: ToolResults.OffloadConfig
   } = {}
 ) =>
   Effect.gen(function* () {
@@ -178,7 +177,7 @@ describe("the read tool in a stock turn", () => {
     runInReadWorld((world) =>
       Effect.gen(function* () {
         const context = yield* world.bind([{ volume: world.mine, access: ["read", "write"] }])
-        const copy = ArtifactReadTool.make(context, { name: "read_artifact" })
+        const copy = ToolResults.readTool(context, { name: "read_artifact" })
         const sent = yield* runTurn(world, readBackScript([{}]), { tools: Tool.registry(report, copy) })
         // The host's own tool gets no exemption: its output passes the offload hook like any result.
         assert.isTrue(resultOf(sent[2], "r1").content.startsWith("[artifact] "))
@@ -216,7 +215,7 @@ describe("reads are bounded", () => {
           let start = 0
           for (let guard = 0; guard <= expected.byteLength; guard++) {
             const result = await Effect.runPromiseWith(services)(
-              ArtifactReadTool.read(
+              ToolResults.readArtifact(
                 context,
                 { path: pointerPath, bytes: { start, end: expected.byteLength } },
                 { maxOutputBytes: cap }
@@ -237,7 +236,7 @@ describe("reads are bounded", () => {
           fc.assert(
             fc.asyncProperty(
               fc.string({ unit: "binary", maxLength: 1_500 }),
-              fc.integer({ min: ArtifactReadTool.minOutputBytes, max: ArtifactReadTool.minOutputBytes + 256 }),
+              fc.integer({ min: ToolResults.minReadOutputBytes, max: ToolResults.minReadOutputBytes + 256 }),
               rebuilds
             ),
             { numRuns: 40 }
@@ -251,8 +250,8 @@ describe("reads are bounded", () => {
       Effect.gen(function* () {
         const context = yield* ownContext(world)
         const pointerPath = artifact(world, "long.txt", body)
-        const cap = ArtifactReadTool.minOutputBytes
-        const byLines = yield* ArtifactReadTool.read(
+        const cap = ToolResults.minReadOutputBytes
+        const byLines = yield* ToolResults.readArtifact(
           context,
           { path: pointerPath, lines: { first: 1, last: 300 } },
           { maxOutputBytes: cap }
@@ -263,7 +262,7 @@ describe("reads are bounded", () => {
         assert.deepStrictEqual(shown, lines.slice(0, shown.length))
         assert.isAbove(shown.length, 0)
         assert.include(byLines.text, `continue with lines {"first":${shown.length + 1},"last":300}`)
-        const byPattern = yield* ArtifactReadTool.read(
+        const byPattern = yield* ToolResults.readArtifact(
           context,
           { path: pointerPath, pattern: "hay" },
           { maxOutputBytes: cap }
@@ -271,7 +270,7 @@ describe("reads are bounded", () => {
         assert.isTrue(byPattern.truncated)
         assert.isAtMost(new TextEncoder().encode(byPattern.text).byteLength, cap)
         assert.match(byPattern.text, /after \d+ of 257 matching lines/)
-        const scanned = yield* ArtifactReadTool.read(
+        const scanned = yield* ToolResults.readArtifact(
           context,
           { path: pointerPath, pattern: "line" },
           { maxScanBytes: 100 }
@@ -297,11 +296,11 @@ const recordingFiles = (asked: Array<string>) =>
   ).pipe(Layer.provide(NodeDurableFiles.layer))
 
 /** A read through the tool: the model's view. */
-const throughTool = (context: TaskContext.TaskContext, input: Record<string, unknown>) =>
-  Tool.run(Tool.registry(ArtifactReadTool.make(context)), Model.toolCall("x", "read_artifact", input as never))
+const throughTool = (context: FilesystemTaskRuntime.TaskContext, input: Record<string, unknown>) =>
+  Tool.run(Tool.registry(ToolResults.readTool(context)), Model.toolCall("x", "read_artifact", input as never))
 
-const refusal = (context: TaskContext.TaskContext, pathText: string) =>
-  Effect.flip(ArtifactReadTool.read(context, { path: pathText }))
+const refusal = (context: FilesystemTaskRuntime.TaskContext, pathText: string) =>
+  Effect.flip(ToolResults.readArtifact(context, { path: pathText }))
 
 describe("hostile paths are refused with a typed error, and nothing outside is read", () => {
   it("a path with `..` is refused before any file is opened; control: a joining reader reads outside", () =>
@@ -429,7 +428,7 @@ describe("hostile paths are refused with a typed error, and nothing outside is r
         const found = yield* Effect.forEach(everywhere, (descriptor) =>
           Effect.succeed(
             followingReader(
-              path.join(world.host.store.root, StoreLayout.volumesFolder, descriptor.id, "artifacts"),
+              path.join(world.host.store.root, VolumeStore.volumesFolder, descriptor.id, "artifacts"),
               "tool-results/hidden.txt"
             )
           )
@@ -447,7 +446,7 @@ describe("hostile paths are refused with a typed error, and nothing outside is r
         const error = yield* refusal(context, "tool-results/theirs.txt")
         assert.strictEqual(error.problem, "NotFound")
         assert.include(error.detail, `private to agent ${reviewer}, not to the task's agent researcher`)
-        const { volumes } = yield* ArtifactReadTool.readableVolumes(context)
+        const { volumes } = yield* ToolResults.readableVolumes(context)
         assert.deepStrictEqual(
           volumes.map((volume) => [volume.ref.volume, volume.source]),
           [
@@ -460,7 +459,7 @@ describe("hostile paths are refused with a typed error, and nothing outside is r
         const found = yield* Effect.forEach(granted, (ref) =>
           Effect.succeed(
             followingReader(
-              path.join(world.host.store.root, StoreLayout.volumesFolder, ref.volume, "artifacts"),
+              path.join(world.host.store.root, VolumeStore.volumesFolder, ref.volume, "artifacts"),
               "tool-results/theirs.txt"
             )
           )
@@ -468,7 +467,7 @@ describe("hostile paths are refused with a typed error, and nothing outside is r
         assert.include(found, "OUTSIDE-REVIEWER")
         // The reviewer's own task reads it: the refusal is about the owner, not the file.
         const theirTask = yield* world.bind([{ volume: world.theirs, access: ["read"] }], reviewer)
-        const own = yield* ArtifactReadTool.read(theirTask, { path: "tool-results/theirs.txt" })
+        const own = yield* ToolResults.readArtifact(theirTask, { path: "tool-results/theirs.txt" })
         assert.strictEqual(contentOf(own.text), "OUTSIDE-REVIEWER")
       })
     ))
@@ -479,7 +478,7 @@ describe("hostile paths are refused with a typed error, and nothing outside is r
         plant(world)
         const context = yield* ownContext(world)
         // Control: with the real primitive the read succeeds.
-        const read = yield* ArtifactReadTool.read(context, { path: "tool-results/inside.txt" })
+        const read = yield* ToolResults.readArtifact(context, { path: "tool-results/inside.txt" })
         assert.strictEqual(contentOf(read.text), "INSIDE-MINE")
         // A broken primitive that reads whatever it is given and says it lives beside the artifact folder.
         const lying = Layer.succeed(DurableFiles.DurableFiles)({
@@ -492,7 +491,7 @@ describe("hostile paths are refused with a typed error, and nothing outside is r
             })
         })
         const error = yield* Effect.flip(
-          ArtifactReadTool.read(context, { path: "tool-results/inside.txt" }).pipe(Effect.provide(lying))
+          ToolResults.readArtifact(context, { path: "tool-results/inside.txt" }).pipe(Effect.provide(lying))
         )
         assert.strictEqual(error.problem, "OutsideRoot")
       })
@@ -509,7 +508,7 @@ describe("hostile paths are refused with a typed error, and nothing outside is r
           { path: pointerPath, lines: { first: 3, last: 2 } },
           { path: pointerPath, pattern: "" }
         ]) {
-          const error = yield* Effect.flip(ArtifactReadTool.read(context, request))
+          const error = yield* Effect.flip(ToolResults.readArtifact(context, request))
           assert.strictEqual(error.problem, "InvalidRequest", JSON.stringify(request))
         }
       })
@@ -575,7 +574,7 @@ describe("property: no read ever escapes the artifact root", () => {
         let successes = 0
         const readsInside = async (input: string): Promise<boolean> => {
           const outcome = await Effect.runPromiseWith(services)(
-            Effect.result(ArtifactReadTool.read(context, { path: input }))
+            Effect.result(ToolResults.readArtifact(context, { path: input }))
           )
           if (outcome._tag === "Failure") return outcome.failure._tag === "ArtifactReadRefused"
           successes++

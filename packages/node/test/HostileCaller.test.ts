@@ -22,7 +22,6 @@ import { DefaultRedactor } from "@tessera/artifacts"
 import { HostAuthority, Ids, Volume } from "@tessera/core"
 import { JournalForbiddingHost, NodeDurableFiles } from "@tessera/node"
 import {
-  ArtifactReadTool,
   Compaction,
   EntryGate,
   FilesystemTaskRuntime,
@@ -34,7 +33,7 @@ import {
   TaskExecution,
   TaskHost,
   Tool,
-  ToolResultOffload
+  ToolResults
 } from "@tessera/runtime"
 import { Effect, Layer, Option, Schema, type Scope } from "effect"
 import * as fc from "fast-check"
@@ -288,7 +287,7 @@ describe("hostile caller: objects the guards trust are minted and checked by ide
           storeRoot: arena.root
         }
         const hooks = Effect.flatMap(Journal.Journal, (journal) =>
-          ToolResultOffload.offloadHooks(
+          ToolResults.offloadHooks(
             { threshold: 10, readTool: "read_artifact", destination: "Private" },
             handTarget,
             journal
@@ -328,11 +327,11 @@ describe("hostile caller: the read tool reads only for a genuine context", () =>
           grants: [{ task: y.context.task, volume: arena.privX, access: ["read"] }]
         }
         const copy = { ...y.context, agent: agentX, scope: forgedScope } as never
-        const refused = yield* Effect.flip(ArtifactReadTool.read(copy, { path: "tool-results/r.txt" }))
+        const refused = yield* Effect.flip(ToolResults.readArtifact(copy, { path: "tool-results/r.txt" }))
         assert.strictEqual(refused._tag, "ArtifactReadRefused")
         assert.include(refused.message, "NotMinted")
         // Negative control: the genuine context reads the same path.
-        const genuine = yield* ArtifactReadTool.read(x.context, { path: "tool-results/r.txt" })
+        const genuine = yield* ToolResults.readArtifact(x.context, { path: "tool-results/r.txt" })
         assert.include(genuine.text, "the body")
       })
     ))
@@ -416,12 +415,12 @@ describe("hostile caller: a capability is bound to the runtime, task and agent i
         assertRefused(yield* cost(arena, "task-x", staged), "Unauthorized", "VolumeChanged")
         // The private offload target made before the change re-admits its capability before a body is written.
         fs.writeFileSync(meta, original)
-        const target = yield* ToolResultOffload.privateTarget.pipe(PrivateSummaries.provide(capX))
+        const target = yield* ToolResults.privateTarget.pipe(PrivateSummaries.provide(capX))
         fs.writeFileSync(meta, original.replace("agent-x", "agent-y"))
         const offloadOnce = Effect.gen(function* () {
           const journal = yield* Journal.Journal
           const config = { threshold: 10, readTool: "read_artifact", destination: "Private" as const }
-          return yield* ToolResultOffload.offloadResult(
+          return yield* ToolResults.offloadResult(
             config,
             target,
             journal,
@@ -833,10 +832,10 @@ describe("property: only the matching genuine capability writes", () => {
                 case "hooks":
                   return yield* TaskExecution.compactionHooks(policy, capability, journal)
                 case "privateTarget":
-                  return yield* ToolResultOffload.privateTarget.pipe(
+                  return yield* ToolResults.privateTarget.pipe(
                     PrivateSummaries.provide(capability),
                     Effect.flatMap((target) =>
-                      ToolResultOffload.offloadHooks(
+                      ToolResults.offloadHooks(
                         { threshold: 10, readTool: "r", destination: "Private" },
                         target,
                         journal
@@ -894,8 +893,8 @@ describe("hostile caller: stores and hosts are the library's, and a runtime hono
   ) =>
     Effect.gen(function* () {
       const journal = yield* Journal.Journal
-      const target = yield* ToolResultOffload.outputTarget(context)
-      return yield* ToolResultOffload.offloadResult(
+      const target = yield* ToolResults.outputTarget(context)
+      return yield* ToolResults.offloadResult(
         { threshold: 10, readTool: "read_artifact", destination: "Output" },
         target,
         journal,

@@ -4,7 +4,7 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
 import { Inspector, LocalHarness } from "@tessera/node"
-import { Compaction, type JournalEntry, Model, StoreLayout, TaskExecution } from "@tessera/runtime"
+import { Compaction, type JournalEntry, Model, TaskExecution, VolumeStore } from "@tessera/runtime"
 import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Path } from "effect"
 import { agentId, nodeLayer, taskId, tempDir } from "./support/temp.ts"
@@ -55,7 +55,7 @@ const populated = (stateDir: string) =>
       fs.writeFileSync(path.join(output, "report.md"), "# Report\n")
       return {
         folder: harness.folder,
-        scratch: StoreLayout.dataFolder(yield* Path.Path, harness.host.store.root, harness.volumes.scratch.volume),
+        scratch: VolumeStore.dataFolder(yield* Path.Path, harness.host.store.root, harness.volumes.scratch.volume),
         journal: harness.journalFolder
       }
     })

@@ -22,9 +22,8 @@ import {
   Journal,
   PrivateStaging,
   PrivateSummaries,
-  StoreLayout,
-  TaskContext,
-  TaskHost
+  TaskHost,
+  VolumeStore
 } from "@tessera/runtime"
 import { Context, Effect, FileSystem, type Layer, Option, Path, Tracer } from "effect"
 import {
@@ -65,7 +64,7 @@ const writerless = (world: World) =>
   })
 
 const metaFile = (world: World, volume: string) =>
-  path.join(world.host.store.root, ...StoreLayout.metaFolder, `${volume}.json`)
+  path.join(world.host.store.root, ...VolumeStore.metaFolder, `${volume}.json`)
 
 /** Rewrites the registration of the world's private volume through `change`; returns the restore. */
 const reregister = (world: World, change: (descriptor: Record<string, unknown>) => Record<string, unknown> | null) => {
@@ -143,10 +142,10 @@ describe("trust guards: a refusal says which check refused", () => {
         // Negative control: the genuine objects pass the same entries.
         assert.isTrue(Option.isNone(yield* EntryGate.verify(binding, "Turn").pipe(Effect.provide(journal))))
         assert.strictEqual((yield* PrivateSummaries.resolve(context)).source, "RuntimePrivate")
-        assert.isTrue(TaskContext.isTaskContext(yield* runtime.bindTask({ scope, output: Option.none() })))
+        assert.isTrue(FilesystemTaskRuntime.isTaskContext(yield* runtime.bindTask({ scope, output: Option.none() })))
         yield* FilesystemTaskRuntime.fromHost(world.host, { private: Option.none(), scope })
         yield* TaskHost.make(world.host.store)
-        assert.isFalse(TaskContext.isTaskContext({ ...context }))
+        assert.isFalse(FilesystemTaskRuntime.isTaskContext({ ...context }))
       })
     ))
 

@@ -33,7 +33,7 @@
  * expects of a stream function.
  *
  * Pi's tool-call ids contain `:` (`tool:<time>:<random>`). They are map keys
- * here and become file names only through `ToolResultOffload.callIdSegment`,
+ * here and become file names only through `ToolResults.callIdSegment`,
  * which encodes every byte outside `[A-Za-z0-9_]`.
  *
  * @since 0.1.0
@@ -55,7 +55,7 @@ import * as ForeignLoop from "@tessera/runtime/ForeignLoop"
 import * as History from "@tessera/runtime/History"
 import * as Model from "@tessera/runtime/Model"
 import * as Observability from "@tessera/runtime/Observability"
-import type * as ToolResultOffload from "@tessera/runtime/ToolResultOffload"
+import type * as ToolResults from "@tessera/runtime/ToolResults"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -72,7 +72,7 @@ import {
 
 /**
  * How the hooks treat a task's requests. `offload` is the runtime's own
- * `ToolResultOffload.OffloadConfig`; without it no result is offloaded.
+ * `ToolResults.OffloadConfig`; without it no result is offloaded.
  * Compaction follows the binding's policy; its summary requests go to
  * `summaryModel` (default: the model of the latest request) through the
  * same stream function as the agent's requests, with the latest request's
@@ -94,7 +94,7 @@ import {
  * @category models
  */
 export interface Options {
-  readonly offload?: ToolResultOffload.OffloadConfig
+  readonly offload?: ToolResults.OffloadConfig
   readonly inlineLimit?: number
   readonly summaryModel?: PiModel<Api>
   readonly summaryOptions?: SimpleStreamOptions

@@ -15,7 +15,7 @@ import {
   type UserMessage
 } from "@mariozechner/pi-ai"
 import { TesseraPi } from "@tessera/pi"
-import { History, Model, ToolResultOffload } from "@tessera/runtime"
+import { History, Model, ToolResults } from "@tessera/runtime"
 import { Effect } from "effect"
 import * as fc from "fast-check"
 import { toHistory, toMessages } from "../src/internal/messages.js"
@@ -209,7 +209,7 @@ describe("Pi tool-call ids on disk and in the journal", () => {
               })
               await agent.prompt(taskText)
               assert.isUndefined(agent.state.errorMessage)
-              const segment = await Effect.runPromise(ToolResultOffload.callIdSegment(id))
+              const segment = await Effect.runPromise(ToolResults.callIdSegment(id))
               const name = `task-1-t${turn}-s1-${segment}.txt`
               assert.match(segment, /^[A-Za-z0-9_.~]+$/, "a plain file-name segment")
               assert.include(fs.readdirSync(folder), name)
@@ -246,7 +246,7 @@ describe("Pi tool-call ids on disk and in the journal", () => {
         // Pi's id next to the one a "replace every odd byte by _" scheme would give it too.
         { numRuns: 300, examples: [[["tool:1:x", "tool_1_x"]]] }
       )
-    const runtime = (id: string) => Effect.runSync(ToolResultOffload.callIdSegment(id))
+    const runtime = (id: string) => Effect.runSync(ToolResults.callIdSegment(id))
     assert.isFalse(plainAndDistinct(runtime).failed, "the runtime's segment")
     // Deliberately broken naming: the id as it is (":" and "/" stay), and a sanitizer that maps many ids to one.
     assert.isTrue(plainAndDistinct((id) => id).failed, "the raw id")

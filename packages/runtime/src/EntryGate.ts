@@ -15,13 +15,13 @@ import * as Unauthorized from "@tessera/core/Unauthorized"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Path from "effect/Path"
+import type { TaskContext } from "./FilesystemTaskRuntime.ts"
 import * as Policies from "./internal/compactionPolicy.ts"
 import { isRecordOf } from "./internal/journalIdentity.ts"
 import { makeRegistry } from "./internal/trusted.ts"
 import { Journal } from "./Journal.ts"
 import * as Observability from "./Observability.ts"
 import * as PrivateSummaries from "./PrivateSummaries.ts"
-import type { TaskContext } from "./TaskContext.ts"
 
 /**
  * The entries the gate guards: binding a task for execution, a turn (new,

@@ -1,5 +1,8 @@
 /**
- * A task runtime over a filesystem volume store.
+ * A task runtime over a filesystem volume store, and the task contexts it
+ * binds (`TaskContext`): the only values the library's guarded entry points
+ * (private summaries, tool-result offload, the artifact reader, the entry
+ * gate) accept as a task.
  *
  * The private volume is decided when the runtime is constructed, by a
  * required option: `private: Option<VolumeRef>`. A caller cannot forget the
@@ -20,10 +23,14 @@ import * as Schema from "effect/Schema"
 import { issuerOf } from "./internal/issuedScopes.ts"
 import {
   type BindError,
+  type BindTaskOptions,
   bindRuntime,
+  contexts,
   type FilesystemTaskRuntime,
   type Options,
-  scopeNotIssued
+  type OutputBinding,
+  scopeNotIssued,
+  type TaskContext
 } from "./internal/storeRuntime.ts"
 import type * as TaskHost from "./TaskHost.ts"
 import * as VolumeStore from "./VolumeStore.ts"
@@ -128,3 +135,30 @@ const decodeOpenOptions = decode(
  */
 export const fromHost = (host: TaskHost.TaskHost, options: Options): Effect.Effect<FilesystemTaskRuntime, BindError> =>
   bindRuntime(host, options)
+
+/**
+ * A task bound to a runtime ({@link TaskContext}): who it is, what it may
+ * touch, where its private content and its output go; what binding one takes
+ * ({@link BindTaskOptions}, the argument of `bindTask`) and the output volume
+ * it may write ({@link OutputBinding}). Declared where contexts are made, in
+ * the package's internals.
+ *
+ * A task context is frozen, read-only data plus the runtime it is bound to.
+ * Only a runtime's `bindTask` makes one, after checking the scope
+ * (issued by the runtime's host) and the output binding, and records it by
+ * identity: every guard refuses a context it did not record (a spread copy
+ * with another agent, a hand-built one) with `Unauthorized` `NotMinted`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type { BindTaskOptions, OutputBinding, TaskContext }
+
+/**
+ * Whether a value is a task context a runtime made: checked by identity, so
+ * a copy of a genuine context (or an object with its marker) is not one.
+ *
+ * @since 0.1.0
+ * @category guards
+ */
+export const isTaskContext = (value: unknown): value is TaskContext => contexts.has(value)

@@ -38,7 +38,7 @@
  *   prefix is replaced by the summary again without a new summary
  *   request), so each request is the compacted one. Call ids are provider
  *   text (Pi's contain `:`): they are only ever map keys here, and become
- *   file names only through `ToolResultOffload.callIdSegment`.
+ *   file names only through `ToolResults.callIdSegment`.
  * - A loop wired only in part (a request sent that was not prepared, a
  *   result of a call no journaled response asked for) is refused
  *   ({@link LoopOutOfOrder}) before the request or the result is journaled.
@@ -56,7 +56,6 @@ import * as Option from "effect/Option"
 import type * as Path from "effect/Path"
 import * as Schema from "effect/Schema"
 import * as Semaphore from "effect/Semaphore"
-import * as ArtifactReadTool from "./ArtifactReadTool.ts"
 import * as EntryGate from "./EntryGate.ts"
 import type * as Executor from "./Executor.ts"
 import type * as History from "./History.ts"
@@ -76,11 +75,11 @@ import * as Model from "./Model.ts"
 import * as Observability from "./Observability.ts"
 import type * as PrivateSummaries from "./PrivateSummaries.ts"
 import * as TaskExecution from "./TaskExecution.ts"
-import type * as ToolResultOffload from "./ToolResultOffload.ts"
+import * as ToolResults from "./ToolResults.ts"
 
 /**
  * How a foreign loop treats its task: `offload` is the runtime's own
- * `ToolResultOffload.OffloadConfig` (threshold, read tool named in the
+ * `ToolResults.OffloadConfig` (threshold, read tool named in the
  * pointer, destination; no offload without it); compaction follows the
  * binding's policy. `entry` names the adapter in refusals. The loop's hooks
  * are the stock executor's (`TaskExecution.gatedHooks`): compaction,
@@ -90,7 +89,7 @@ import type * as ToolResultOffload from "./ToolResultOffload.ts"
  * @category models
  */
 export interface Options {
-  readonly offload?: ToolResultOffload.OffloadConfig
+  readonly offload?: ToolResults.OffloadConfig
   /**
    * The most UTF-8 bytes of a tool result kept inline, as
    * `TaskExecution.ExecutionConfig.inlineLimit` (by default the policy's
@@ -101,7 +100,7 @@ export interface Options {
 }
 
 /**
- * The library's `ArtifactReadTool` as a foreign loop offers it: `spec` for
+ * The library's read tool (`ToolResults.readTool`) as a foreign loop offers it: `spec` for
  * the adapter's framework, and `run`, which answers one call with the
  * tool's bounded output (a refusal becomes an error result naming why).
  *
@@ -414,7 +413,7 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
   })
   // Made once the options are known to be well formed: a tool needs a non-empty name.
   const readTool = offersReadTool
-    ? Option.some(ArtifactReadTool.make(binding.context, { name: offloadConfig.readTool }))
+    ? Option.some(ToolResults.readTool(binding.context, { name: offloadConfig.readTool }))
     : Option.none()
   const journal = yield* Journal
   const { onToolResult, beforeModelStep, afterModelStep } = hooks

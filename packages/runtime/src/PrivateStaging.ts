@@ -31,8 +31,7 @@ import { sha256Bytes } from "./internal/digest.ts"
 import { readPublished } from "./internal/durableRead.ts"
 import * as Observability from "./Observability.ts"
 import * as PrivateSummaries from "./PrivateSummaries.ts"
-import * as StoreLayout from "./StoreLayout.ts"
-import type { StoreIoError, VolumeMetadataInvalid } from "./VolumeStore.ts"
+import * as VolumeStore from "./VolumeStore.ts"
 
 /**
  * Which private file to stage: an operation and a step within it.
@@ -110,8 +109,8 @@ export class StagingReadFailed extends Schema.TaggedError<StagingReadFailed>()("
 export type StagingError =
   | InvalidInput.InvalidInput
   | Unauthorized.Unauthorized
-  | VolumeMetadataInvalid
-  | StoreIoError
+  | VolumeStore.VolumeMetadataInvalid
+  | VolumeStore.StoreIoError
   | StagingConflict
   | StagingReadFailed
   | DurableFiles.AlreadyExists
@@ -124,7 +123,7 @@ export type StagingError =
  * @since 0.1.0
  * @category paths
  */
-export const relativePath = (key: StagingKey): string => StoreLayout.summaryPath(key.operation, key.step)
+export const relativePath = (key: StagingKey): string => VolumeStore.summaryPath(key.operation, key.step)
 
 const decodeKey = InvalidInput.decode(StagingKey, "PrivateStaging.stageOnce", "key")
 const decodeReadKey = InvalidInput.decode(StagingKey, "PrivateStaging.readStaged", "key")

@@ -19,17 +19,16 @@ import * as Path from "effect/Path"
 import * as Queue from "effect/Queue"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import * as ArtifactReadTool from "./ArtifactReadTool.ts"
 import * as Compaction from "./Compaction.ts"
 import * as EntryGate from "./EntryGate.ts"
 import * as Executor from "./Executor.ts"
 import * as History from "./History.ts"
-import * as InlineLimit from "./InlineLimit.ts"
 import { warnTaskOverLimit } from "./internal/compacting.ts"
 import { decodePolicy } from "./internal/compactionPolicy.ts"
 import { measureRequest } from "./internal/digest.ts"
 import type { EntryTurnEvent } from "./internal/entryFacts.ts"
 import { JournalTap } from "./internal/journalTap.ts"
+import { targetFor } from "./internal/offload.ts"
 import { summarySession } from "./internal/summarySession.ts"
 import { checkExecution, checkHooks } from "./internal/turnConfig.ts"
 import type { JournalIoError, JournalSequenceError } from "./Journal.ts"
@@ -39,7 +38,7 @@ import type { ToolCallPart, ToolSpec } from "./Model.ts"
 import * as Observability from "./Observability.ts"
 import * as PrivateStaging from "./PrivateStaging.ts"
 import * as PrivateSummaries from "./PrivateSummaries.ts"
-import * as ToolResultOffload from "./ToolResultOffload.ts"
+import * as ToolResults from "./ToolResults.ts"
 import * as Transcript from "./Transcript.ts"
 
 const decodeOperation = Schema.decodeUnknownSync(Ids.OperationId)
@@ -228,11 +227,11 @@ const journaledReport = (
 /**
  * A turn's configuration: the stock executor's, plus optional offload of
  * large tool results, and the hard limit on a result kept inline (UTF-8
- * bytes; see `InlineLimit`). The limit defaults to
- * `InlineLimit.defaultBytes` of the binding's policy (none when compaction
+ * bytes; see `ToolResults`). The limit defaults to
+ * `ToolResults.defaultInlineBytes` of the binding's policy (none when compaction
  * is disabled). With offload, the turn's tools also offer the
- * `ArtifactReadTool` under `offload.readTool` (see
- * `ToolResultOffload.OffloadConfig.registerReadTool`), so the tool a pointer
+ * `ToolResults.readTool` under `offload.readTool` (see
+ * `ToolResults.OffloadConfig.registerReadTool`), so the tool a pointer
  * names exists; a tool of that name in `tools` is kept instead.
  *
  * Every entry of this module checks it first, as `Executor.TurnConfig`
@@ -268,7 +267,7 @@ const journaledReport = (
  * @category models
  */
 export interface ExecutionConfig<E = never, R = never> extends Executor.TurnConfig<E, R> {
-  readonly offload?: ToolResultOffload.OffloadConfig
+  readonly offload?: ToolResults.OffloadConfig
   readonly inlineLimit?: number
   /**
    * Store the turn's transcript (see `Transcript`) so it can be resumed, or
@@ -336,7 +335,7 @@ export type GatedError =
  * @since 0.1.0
  * @category models
  */
-export type GatedRequirements = CompactionRequirements | ToolResultOffload.OffloadRequirements
+export type GatedRequirements = CompactionRequirements | ToolResults.OffloadRequirements
 
 const withGate = <E, R>(
   binding: EntryGate.TaskBinding,
@@ -351,14 +350,14 @@ const withGate = <E, R>(
  * {@link ExecutionConfig}; `tools`, the specs the turn's requests carry (so
  * hooks made mid-turn find the provider's last count, see
  * {@link CompactionHooksOptions}); `readBy`, which calls the library's own
- * `ArtifactReadTool` answered (offload leaves their results alone, see
- * `ArtifactReadTool.sparing`); `name`, the caller named in refusals.
+ * `ToolResults.readTool` answered (offload leaves their results alone, see
+ * `ToolResults.sparing`); `name`, the caller named in refusals.
  *
  * @since 0.1.0
  * @category hooks
  */
 export interface GatedHooksOptions<E = never, R = never> {
-  readonly offload?: ToolResultOffload.OffloadConfig | undefined
+  readonly offload?: ToolResults.OffloadConfig | undefined
   readonly inlineLimit?: number | undefined
   readonly hooks?: Executor.Hooks<E, R> | undefined
   readonly tools?: CompactionHooksOptions["tools"]
@@ -397,7 +396,7 @@ export interface GatedHooks<E = never, R = never> {
  * the task's journal), offload when `offload` is given (its target resolved
  * and admitted; results `readBy` answered are left alone), the caller's
  * `hooks`, and last the inline limit (`inlineLimit`, by default
- * `InlineLimit.defaultBytes` of the policy), so the limit holds for whatever
+ * `ToolResults.defaultInlineBytes` of the policy), so the limit holds for whatever
  * offload and the caller's hooks leave inline. Before anything, `offload`
  * and `inlineLimit` are checked as {@link ExecutionConfig}'s are
  * (`InvalidInput` naming the field).
@@ -428,7 +427,7 @@ const assembleHooks = Effect.fnUntraced(function* <E, R>(
   const target =
     options.offload === undefined
       ? Option.none()
-      : Option.some(yield* ToolResultOffload.targetFor(binding.context, name, options.offload, capability))
+      : Option.some(yield* targetFor(binding.context, name, options.offload, capability))
   const hooks: Array<Executor.Hooks<E | GatedHooksError, R | GatedRequirements>> = []
   if (binding.policy._tag === "Threshold" && Option.isSome(capability)) {
     hooks.push(
@@ -441,12 +440,12 @@ const assembleHooks = Effect.fnUntraced(function* <E, R>(
     )
   }
   if (options.offload !== undefined && Option.isSome(target)) {
-    const offload = yield* ToolResultOffload.offloadHooks(options.offload, target.value, journal)
-    hooks.push(options.readBy === undefined ? offload : ArtifactReadTool.sparing(offload, options.readBy))
+    const offload = yield* ToolResults.offloadHooks(options.offload, target.value, journal)
+    hooks.push(options.readBy === undefined ? offload : ToolResults.sparing(offload, options.readBy))
   }
   if (options.hooks !== undefined) hooks.push(options.hooks)
-  const inlineBytes = options.inlineLimit ?? InlineLimit.defaultBytes(binding.policy)
-  if (inlineBytes !== undefined) hooks.push(InlineLimit.inlineLimitHooks(inlineBytes))
+  const inlineBytes = options.inlineLimit ?? ToolResults.defaultInlineBytes(binding.policy)
+  if (inlineBytes !== undefined) hooks.push(ToolResults.inlineLimitHooks(inlineBytes))
   const gated: GatedHooks<E, R> = { hooks: Executor.composeHooks(...hooks), capability }
   return gated
 })
@@ -468,12 +467,10 @@ const gate = Effect.fnUntraced(function* <E, R>(
     config.offload !== undefined &&
     config.offload.registerReadTool !== false &&
     !config.tools.tools.has(config.offload.readTool)
-      ? Option.some(ArtifactReadTool.make(binding.context, { name: config.offload.readTool }))
+      ? Option.some(ToolResults.readTool(binding.context, { name: config.offload.readTool }))
       : Option.none()
   // Pointers name `readTool`; unless the host opts out, the turn offers a tool of that name (the host's own wins).
-  const tools = Option.isSome(readTool)
-    ? ArtifactReadTool.registerUnlessNamed(config.tools, readTool.value)
-    : config.tools
+  const tools = Option.isSome(readTool) ? ToolResults.registerUnlessNamed(config.tools, readTool.value) : config.tools
   const { hooks } = yield* assembleHooks(binding, entry, capability, {
     offload: config.offload,
     inlineLimit: config.inlineLimit,

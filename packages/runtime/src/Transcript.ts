@@ -5,7 +5,7 @@
  *
  * The journal records bodies by size and digest only; the transcript holds
  * them. It is a set of write-once records on the task's agent-private
- * volume, at `StoreLayout.transcriptPath(task, sha256)`, each named by the
+ * volume, at `VolumeStore.transcriptPath(task, sha256)`, each named by the
  * SHA-256 of its own bytes, and each referenced from the journal entry that
  * introduced its content (the `transcript` field of `TurnOpened`,
  * `RequestDispatched`, `ResponseReceived` and `ToolResulted`):
@@ -68,7 +68,7 @@ import type { Entry } from "./JournalEntry.ts"
 import type { Part, ToolResultPart, ToolSpec } from "./Model.ts"
 import { Part as PartSchema, ToolCallPart, ToolResultPart as ToolResultSchema } from "./Model.ts"
 import * as PrivateSummaries from "./PrivateSummaries.ts"
-import * as StoreLayout from "./StoreLayout.ts"
+import * as VolumeStore from "./VolumeStore.ts"
 
 const Sha256 = Schema.String.check(
   Schema.makeFilter((value: string) => /^[0-9a-f]{64}$/.test(value), { expected: "a lowercase hex SHA-256 digest" })
@@ -499,7 +499,7 @@ const at = Effect.fnUntraced(function* (location: {
   const folder = location.folder
   const volume = location.volume
   const written = new Set<string>()
-  const absolute = (sha256: string) => path.join(folder, StoreLayout.transcriptPath(task, sha256))
+  const absolute = (sha256: string) => path.join(folder, VolumeStore.transcriptPath(task, sha256))
   const failure = (operation: string, at: string) => (error: { readonly message: string }) =>
     new TranscriptError({ operation, path: at, detail: error.message })
 
@@ -515,7 +515,7 @@ const at = Effect.fnUntraced(function* (location: {
 
   const publish = (sha256: string, bytes: Uint8Array): Effect.Effect<void, TranscriptError> => {
     const finalPath = absolute(sha256)
-    const temp = path.join(path.dirname(finalPath), DurableFiles.temporaryName(`${sha256}.json`))
+    const temp = path.join(path.dirname(finalPath), DurableFiles.temporaryName(path.basename(finalPath)))
     return files.writeNewFile(temp, bytes, { within: folder, createFolders: true, syncFolder: false }).pipe(
       Effect.andThen(
         files.publishOnce(temp, finalPath).pipe(

@@ -1,10 +1,31 @@
 /**
  * A volume store on a folder: the facts (kind, owner) about every volume it
- * holds, and the folder each volume's data lives in.
+ * holds, the folder each volume's data lives in, and the one statement of
+ * where everything lives on disk. The store, the task journal, summary
+ * staging, tool-result offload, the hosts and the inspector all take their
+ * paths from the layout names here.
  *
- * The layout is stated in `StoreLayout`. A volume's descriptor lives outside
- * its data folder, so a task that may write a volume cannot rewrite the
- * volume's owner or kind.
+ * ```
+ * <store root>/
+ *   store.json                       the store's id and format version
+ *   meta/volumes/<volume>.json       kind and owner of each volume
+ *   volumes/<volume>/                a volume's data
+ *     summaries/<op>/<step>.txt      staged summaries (agent-private volumes)
+ *     artifacts/tool-results/...     offloaded tool results
+ *     transcripts/<task>/<sha256>.json   a task's transcript records (agent-private volumes)
+ *   volumes/<journal volume>/<task>.jsonl   a task's journal
+ * ```
+ *
+ * A local host's namespace folder is a store root that also holds its
+ * `namespace.lock` and `task-locks/<task>.lock` (stated in the node
+ * package's `StateNamespace`). Any file of the store may briefly exist
+ * under a temporary name (`DurableFiles.isTemporaryName`), which is never
+ * content. Every name that comes from an id is built from a decoded
+ * identifier (`[A-Za-z0-9][A-Za-z0-9_-]*`), so it is always one plain path
+ * segment.
+ *
+ * A volume's descriptor lives outside its data folder, so a task that may
+ * write a volume cannot rewrite the volume's owner or kind.
  *
  * The metadata file is the commit point of a volume: a volume is in custody
  * exactly when its descriptor is published here. Every fact is re-read from
@@ -41,7 +62,140 @@ import {
   type VolumeStore
 } from "./internal/storeModel.ts"
 import * as Observability from "./Observability.ts"
-import * as StoreLayout from "./StoreLayout.ts"
+
+// ---------------------------------------------------------------------------
+// Layout
+// ---------------------------------------------------------------------------
+
+/**
+ * The store manifest's file name, at the store root.
+ *
+ * @since 0.1.0
+ * @category layout
+ */
+export const manifestFile = "store.json"
+
+/**
+ * The folder at the store root that holds the store's metadata.
+ *
+ * @since 0.1.0
+ * @category layout
+ */
+export const metaRoot = "meta"
+
+/**
+ * The folder of volume metadata, relative to the store root (segments).
+ *
+ * @since 0.1.0
+ * @category layout
+ */
+export const metaFolder: ReadonlyArray<string> = [metaRoot, "volumes"]
+
+/**
+ * The folder that holds every volume's data folder, relative to the store root.
+ *
+ * @since 0.1.0
+ * @category layout
+ */
+export const volumesFolder = "volumes"
+
+/**
+ * Where a volume's data folder is under a store root. This is layout
+ * arithmetic and grants nothing: writing private content still needs the
+ * private-summaries capability, and `VolumeStore.folderOf` refuses
+ * agent-private volumes. Hosts use it to describe their own state (path
+ * policies) and the inspector to read.
+ *
+ * @since 0.1.0
+ * @category layout
+ */
+export const dataFolder = (path: Path.Path, root: string, volume: Ids.VolumeId): string =>
+  path.join(root, volumesFolder, volume)
+
+// Also how `list` tells a metadata file from anything else in the folder, and takes the volume id back out.
+const metaExtension = ".json"
+
+/**
+ * A volume's metadata file name inside {@link metaFolder}.
+ *
+ * @since 0.1.0
+ * @category layout
+ */
+export const metaFileName = (volume: Ids.VolumeId): string => `${volume}${metaExtension}`
+
+/**
+ * A task's journal file name at the top of a journal volume.
+ *
+ * @since 0.1.0
+ * @category layout
+ */
+export const journalFileName = (task: Ids.TaskId): string => `${task}.jsonl`
+
+/**
+ * The extension of journal files.
+ *
+ * @since 0.1.0
+ * @category layout
+ */
+export const journalExtension = ".jsonl"
+
+/**
+ * The folder of staged summaries inside an agent-private volume.
+ *
+ * @since 0.1.0
+ * @category layout
+ */
+export const summariesFolder = "summaries"
+
+/**
+ * A staged summary's path relative to its volume.
+ *
+ * @since 0.1.0
+ * @category layout
+ */
+export const summaryPath = (operation: Ids.OperationId, step: number): string =>
+  `${summariesFolder}/${operation}/${step}.txt`
+
+/**
+ * The folder below a volume's data folder that holds artifacts.
+ *
+ * @since 0.1.0
+ * @category layout
+ */
+export const artifactFolder = "artifacts"
+
+/**
+ * The folder of offloaded tool results inside {@link artifactFolder}: a
+ * tool result's artifact path (what its pointer names, relative to the
+ * artifacts folder) starts with it.
+ *
+ * @since 0.1.0
+ * @category layout
+ */
+export const toolResultsFolder = "tool-results"
+
+/**
+ * The folder of transcripts inside an agent-private volume: one folder per
+ * task, holding that task's transcript records (see `Transcript`).
+ *
+ * @since 0.1.0
+ * @category layout
+ */
+export const transcriptsFolder = "transcripts"
+
+/**
+ * A transcript record's path relative to its volume: named by the SHA-256
+ * of its bytes, so a name says what the file holds and is written once.
+ *
+ * @since 0.1.0
+ * @category layout
+ */
+export const transcriptPath = (task: Ids.TaskId, sha256: string): string =>
+  `${transcriptsFolder}/${task}/${sha256}.json`
+
+// ---------------------------------------------------------------------------
+// The store
+// ---------------------------------------------------------------------------
 
 /**
  * The store format this version of the library reads and writes.
@@ -191,36 +345,36 @@ export const open = Effect.fnUntraced(function* (options: OpenOptions) {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const root = path.resolve(options.root)
-  const manifestFile = path.join(root, StoreLayout.manifestFile)
-  const volumesDir = path.join(root, StoreLayout.volumesFolder)
-  const metaDir = path.join(root, ...StoreLayout.metaFolder)
+  const manifestPath = path.join(root, manifestFile)
+  const volumesDir = path.join(root, volumesFolder)
+  const metaDir = path.join(root, ...metaFolder)
 
-  let manifest = yield* readManifest(fs, manifestFile)
+  let manifest = yield* readManifest(fs, manifestPath)
   if (Option.isNone(manifest)) {
     const id = options.storeId ?? (yield* freshStoreId)
     yield* fs.makeDirectory(root, { recursive: true }).pipe(Effect.mapError(ioError("create the folder", root)))
     yield* publishExclusive(
       fs,
       path,
-      manifestFile,
+      manifestPath,
       renderJson(encodeManifest({ format: formatVersion, store: id }))
-    ).pipe(Effect.mapError(ioError("write", manifestFile)))
+    ).pipe(Effect.mapError(ioError("write", manifestPath)))
     // Another process may have created the store first; its manifest wins.
-    manifest = yield* readManifest(fs, manifestFile)
+    manifest = yield* readManifest(fs, manifestPath)
   }
   if (Option.isNone(manifest)) {
-    return yield* new StoreIoError({ operation: "read", path: manifestFile, detail: "the manifest vanished" })
+    return yield* new StoreIoError({ operation: "read", path: manifestPath, detail: "the manifest vanished" })
   }
   const id = manifest.value.store
   if (options.storeId !== undefined && options.storeId !== id) {
-    return yield* new StoreIdMismatch({ file: manifestFile, expected: options.storeId, found: id })
+    return yield* new StoreIdMismatch({ file: manifestPath, expected: options.storeId, found: id })
   }
   for (const dir of [volumesDir, metaDir]) {
     yield* fs.makeDirectory(dir, { recursive: true }).pipe(Effect.mapError(ioError("create the folder", dir)))
   }
 
-  const metaFileOf = (volume: Ids.VolumeId) => path.join(metaDir, StoreLayout.metaFileName(volume))
-  const dataFolderOf = (volume: Ids.VolumeId) => StoreLayout.dataFolder(path, root, volume)
+  const metaFileOf = (volume: Ids.VolumeId) => path.join(metaDir, metaFileName(volume))
+  const dataFolderOf = (volume: Ids.VolumeId) => dataFolder(path, root, volume)
 
   // A volume's metadata is read at every admission of a private writer (twice per summary). Through the
   // platform's durable files when there are some: on Node they read a small file without a worker-thread round
@@ -320,9 +474,9 @@ export const open = Effect.fnUntraced(function* (options: OpenOptions) {
   const list = () =>
     Effect.gen(function* () {
       const names = yield* fs.readDirectory(metaDir).pipe(Effect.mapError(ioError("list", metaDir)))
-      const files = names.filter((name) => !name.startsWith(".") && name.endsWith(".json")).sort()
+      const files = names.filter((name) => !name.startsWith(".") && name.endsWith(metaExtension)).sort()
       return yield* Effect.forEach(files, (name) => {
-        const volume = Schema.decodeUnknownOption(IdSchemas.VolumeId)(name.slice(0, -".json".length))
+        const volume = Schema.decodeUnknownOption(IdSchemas.VolumeId)(name.slice(0, -metaExtension.length))
         if (Option.isNone(volume)) {
           return Effect.fail(
             new VolumeMetadataInvalid({

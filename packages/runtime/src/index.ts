@@ -5,10 +5,6 @@
 /**
  * @since 0.1.0
  */
-export * as ArtifactReadTool from "./ArtifactReadTool.ts"
-/**
- * @since 0.1.0
- */
 export * as Compaction from "./Compaction.ts"
 /**
  * @since 0.1.0
@@ -30,10 +26,6 @@ export * as ForeignLoop from "./ForeignLoop.ts"
  * @since 0.1.0
  */
 export * as History from "./History.ts"
-/**
- * @since 0.1.0
- */
-export * as InlineLimit from "./InlineLimit.ts"
 /**
  * @since 0.1.0
  */
@@ -66,14 +58,6 @@ export * as PrivateSummaries from "./PrivateSummaries.ts"
 /**
  * @since 0.1.0
  */
-export * as StoreLayout from "./StoreLayout.ts"
-/**
- * @since 0.1.0
- */
-export * as TaskContext from "./TaskContext.ts"
-/**
- * @since 0.1.0
- */
 export * as TaskExecution from "./TaskExecution.ts"
 /**
  * @since 0.1.0
@@ -90,7 +74,7 @@ export * as Tool from "./Tool.ts"
 /**
  * @since 0.1.0
  */
-export * as ToolResultOffload from "./ToolResultOffload.ts"
+export * as ToolResults from "./ToolResults.ts"
 
 /**
  * A task's transcript: the bodies the journal only describes, stored

@@ -1,7 +1,7 @@
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Ids, Volume } from "@tessera/core"
-import { StoreLayout, VolumeStore } from "@tessera/runtime"
+import { VolumeStore } from "@tessera/runtime"
 import { Effect, FileSystem, Option, Path, Result, Schema } from "effect"
 
 const agentId = Schema.decodeUnknownSync(Ids.AgentId)
@@ -108,7 +108,7 @@ describe("VolumeStore", () => {
       // An agent-private folder is not handed out without the capability.
       const refused = yield* Effect.flip(store.folderOf(ref))
       assert.isTrue(refused._tag === "Unauthorized" && refused.reason === "CapabilityRequired")
-      const folder = StoreLayout.dataFolder(path, store.root, ref.volume)
+      const folder = VolumeStore.dataFolder(path, store.root, ref.volume)
       assert.strictEqual(folder, path.join(path.resolve(root), "volumes", "private"))
       assert.strictEqual((yield* fs.stat(folder)).type, "Directory")
       assert.deepStrictEqual(yield* fs.readDirectory(folder), [])

@@ -3,7 +3,7 @@
  * makes one compile, tsc reports the directive as unused and `npm test` fails.
  */
 import type { DurableFiles, Ids, PrivateWriter, Volume } from "@tessera/core"
-import { Compaction, PrivateStaging, PrivateSummaries, ToolResultOffload } from "@tessera/runtime"
+import { Compaction, PrivateStaging, PrivateSummaries, ToolResults } from "@tessera/runtime"
 import type { Effect, FileSystem, Path } from "effect"
 
 declare const key: PrivateStaging.StagingKey
@@ -35,8 +35,7 @@ export const publishWithoutCapability: Effect.Effect<unknown, unknown, Platform>
 
 // So does the private offload target.
 // @ts-expect-error
-export const privateOffloadWithoutCapability: Effect.Effect<unknown, unknown, Path.Path> =
-  ToolResultOffload.privateTarget
+export const privateOffloadWithoutCapability: Effect.Effect<unknown, unknown, Path.Path> = ToolResults.privateTarget
 
 // A capability cannot be built outside the library: its brand is unreachable.
 // @ts-expect-error

@@ -37,9 +37,9 @@ import * as StateNamespace from "@tessera/node/StateNamespace"
 import * as EntryGate from "@tessera/runtime/EntryGate"
 import * as FilesystemTaskRuntime from "@tessera/runtime/FilesystemTaskRuntime"
 import type * as Model from "@tessera/runtime/Model"
-import * as StoreLayout from "@tessera/runtime/StoreLayout"
 import type * as TaskExecution from "@tessera/runtime/TaskExecution"
 import * as TaskHost from "@tessera/runtime/TaskHost"
+import * as VolumeStore from "@tessera/runtime/VolumeStore"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -148,7 +148,7 @@ export const open = Effect.fnUntraced(function* (options: Options) {
   })
   const journalFolder = yield* store.folderOf(journal)
   const outputFolder = yield* store.folderOf(output)
-  const privateFolder = StoreLayout.dataFolder(path, root, privateVolume.volume)
+  const privateFolder = VolumeStore.dataFolder(path, root, privateVolume.volume)
   const bindTask = (task: Ids.TaskId) =>
     Effect.gen(function* () {
       const taskScope = yield* host.issueScope(task, grants, agent)
@@ -156,8 +156,8 @@ export const open = Effect.fnUntraced(function* (options: Options) {
       return yield* EntryGate.bind(context, options.gate ?? {})
     })
   const stateLocations = [
-    path.join(root, StoreLayout.manifestFile),
-    path.join(root, StoreLayout.metaRoot),
+    path.join(root, VolumeStore.manifestFile),
+    path.join(root, VolumeStore.metaRoot),
     journalFolder
   ]
   const exempt = [privateFolder, outputFolder]

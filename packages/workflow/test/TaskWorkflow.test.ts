@@ -15,7 +15,8 @@ import {
   PrivateStaging,
   PrivateSummaries,
   TaskExecution,
-  ToolResultOffload
+  ToolResults,
+  VolumeStore
 } from "@tessera/runtime"
 import { ScriptedModel } from "@tessera/runtime/testing"
 import { SharedStore, TaskWorkflow } from "@tessera/workflow"
@@ -267,13 +268,13 @@ describe("TaskWorkflow on WorkflowEngine.layerMemory", () => {
   /** Where the offload puts call `n` of the task's first turn (its step is `n`: one call per step). */
   const artifactOf = (shared: SharedStore.SharedStore, name: string, n: number) =>
     Effect.map(
-      ToolResultOffload.resultTarget({
+      ToolResults.resultTarget({
         task: taskOf(name),
         turn: 1,
         step: n,
         call: Model.toolCall(`call-${n}`, "work", {})
       }),
-      (target) => path.join(shared.privateFolder, ToolResultOffload.artifactFolder, target)
+      (target) => path.join(shared.privateFolder, VolumeStore.artifactFolder, target)
     )
 
   const withLeftover = (name: string, body: string) => (shared: SharedStore.SharedStore) =>

@@ -13,15 +13,16 @@ import {
   EntryGate,
   Executor,
   History,
-  InlineLimit,
   Journal,
   Model,
   TaskExecution,
-  Tool
+  Tool,
+  ToolResults
 } from "@tessera/runtime"
 import { Effect, Option, Schema } from "effect"
 import * as fc from "fast-check"
 import * as Planning from "../../../runtime/src/internal/compactionPlan.js"
+import * as Inline from "../../../runtime/src/internal/inlineLimit.js"
 import * as SummaryRequests from "../../../runtime/src/internal/summaryRequests.js"
 import { isSummaryRequest, journalFolder, produce, requests, requestText, start, turnLayer } from "./support/turns.ts"
 import { platformLayer, runInWorld, task, type World } from "./support/world.ts"
@@ -193,7 +194,7 @@ describe("bounded_arguments", () => {
     runInWorld((world) =>
       Effect.gen(function* () {
         const sent = yield* Effect.gen(function* () {
-          const hooks = Executor.composeHooks(yield* rawCompactionHooks, InlineLimit.inlineLimitHooks(pieceBytes))
+          const hooks = Executor.composeHooks(yield* rawCompactionHooks, ToolResults.inlineLimitHooks(pieceBytes))
           yield* Executor.runTurn({ tools, maxSteps: 6, hooks }, start)
           return yield* requests
         }).pipe(Effect.provide(turnLayer(world, task, hugeThenSmall(hugeArgument))))
@@ -347,17 +348,17 @@ describe("bounded_arguments property", () => {
   })
 })
 
-describe("InlineLimit.limitRendered", () => {
+describe("ToolResults inline limit: limitRendered", () => {
   it("limit_rendered: a rendering over the limit is cut between graphemes to at most the limit, note included, with its size; one within it is left alone", () => {
     const segmenter = new Intl.Segmenter(undefined, { granularity: "grapheme" })
-    const noteBytes = utf8(InlineLimit.renderedNote("tool call", 99_999, 99_999, 99_999))
+    const noteBytes = utf8(Inline.renderedNote("tool call", 99_999, 99_999, 99_999))
     fc.assert(
       fc.property(
         fc.string({ unit: "grapheme", maxLength: 400 }),
         fc.integer({ min: noteBytes, max: noteBytes + 1_500 }),
         fc.constantFrom("tool call" as const, "assistant text" as const, "tool result header" as const),
         (rendered, limit, kind) => {
-          const cut = InlineLimit.limitRendered(limit, kind, rendered)
+          const cut = Inline.limitRendered(limit, kind, rendered)
           if (utf8(rendered) <= limit) {
             assert.isUndefined(cut)
             return
@@ -381,7 +382,7 @@ describe("InlineLimit.limitRendered", () => {
     for (const limit of ["10", Number.NaN, -1, 1.5, undefined]) {
       let error: unknown
       try {
-        InlineLimit.limitRendered(limit as never, "tool call", "x".repeat(100))
+        Inline.limitRendered(limit as never, "tool call", "x".repeat(100))
       } catch (thrown) {
         error = thrown
       }
@@ -392,8 +393,8 @@ describe("InlineLimit.limitRendered", () => {
       }
     }
     assert.strictEqual(
-      InlineLimit.limitRendered(0, "tool call", "x".repeat(100))?.text,
-      InlineLimit.renderedNote("tool call", 0, 100, 0)
+      Inline.limitRendered(0, "tool call", "x".repeat(100))?.text,
+      Inline.renderedNote("tool call", 0, 100, 0)
     )
   })
 })

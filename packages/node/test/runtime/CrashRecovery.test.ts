@@ -18,7 +18,7 @@ import {
   PrivateStaging,
   PrivateSummaries,
   TaskExecution,
-  ToolResultOffload
+  ToolResults
 } from "@tessera/runtime"
 import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Exit, Option } from "effect"
@@ -178,8 +178,7 @@ describe("finding 5: a file that never was a journal", () => {
 
 describe("finding 7: artifact and summary names are one-to-one", () => {
   const formerSegment = (text: string): string => text.replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 96) || "call"
-  const segment = (id: string) =>
-    Effect.runSync(ToolResultOffload.callIdSegment(id).pipe(Effect.provide(NodeDigest.layer)))
+  const segment = (id: string) => Effect.runSync(ToolResults.callIdSegment(id).pipe(Effect.provide(NodeDigest.layer)))
 
   it("call ids map to distinct plain segments without '-', at most 96 characters (property)", () => {
     fc.assert(

@@ -10,14 +10,15 @@ import {
   Compaction,
   EntryGate,
   Executor,
-  InlineLimit,
   Journal,
   Model,
   PrivateSummaries,
-  TaskExecution
+  TaskExecution,
+  ToolResults
 } from "@tessera/runtime"
 import { Effect, Layer, Option } from "effect"
 import * as fc from "fast-check"
+import * as Inline from "../../../runtime/src/internal/inlineLimit.js"
 import { isSummaryRequest, journalFolder, requests, start, tools, turnLayer } from "./support/turns.ts"
 import { platformLayer, runInWorld, task, type World } from "./support/world.ts"
 
@@ -129,14 +130,14 @@ describe("inline_limit", () => {
 
   it("property: a cut result measures at most the limit, keeps a prefix of the content that ends between graphemes, and ends with the note; a result within the limit is unchanged", () => {
     const segmenter = new Intl.Segmenter(undefined, { granularity: "grapheme" })
-    const noteBytes = utf8(InlineLimit.note(99_999, 99_999, 99_999))
+    const noteBytes = utf8(Inline.note(99_999, 99_999, 99_999))
     fc.assert(
       fc.property(
         fc.string({ unit: "grapheme", maxLength: 400 }),
         fc.integer({ min: noteBytes, max: noteBytes + 1_500 }),
         (content, limit) => {
           const result = Model.toolResult({ callId: "c", name: "t", content, isError: false })
-          const limited = InlineLimit.limitResult(limit, result)
+          const limited = Inline.limitResult(limit, result)
           if (utf8(content) <= limit) {
             assert.strictEqual(limited, result)
             return
@@ -156,11 +157,11 @@ describe("inline_limit", () => {
   })
 
   it("defaults: the piece limit under Threshold, none when compaction is disabled", () => {
-    assert.strictEqual(InlineLimit.defaultBytes(policy), 8_000)
+    assert.strictEqual(ToolResults.defaultInlineBytes(policy), 8_000)
     assert.strictEqual(
-      InlineLimit.defaultBytes(Compaction.threshold({ measure: "estimatedTokens", pieceLimit: 1_000 })),
+      ToolResults.defaultInlineBytes(Compaction.threshold({ measure: "estimatedTokens", pieceLimit: 1_000 })),
       4_000
     )
-    assert.isUndefined(InlineLimit.defaultBytes(Compaction.disabled))
+    assert.isUndefined(ToolResults.defaultInlineBytes(Compaction.disabled))
   })
 })

@@ -1,5 +1,5 @@
 /**
- * What `ToolResultOffload` promises a caller at the edges the turn-level
+ * What the offload of `ToolResults` promises a caller at the edges the turn-level
  * offload tests (`ToolResultOffload.test.ts`) do not pin down: the exact
  * call-id encoding at each character-class boundary and at the 96-character
  * limit, the journal record (path, size, digest without its prefix, the
@@ -16,18 +16,25 @@ import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { ArtifactPathPolicy } from "@tessera/artifacts"
 import { NodeDigest } from "@tessera/node"
-import { Journal, Model, PrivateSummaries, StoreLayout, type TaskContext, ToolResultOffload } from "@tessera/runtime"
+import {
+  type FilesystemTaskRuntime,
+  Journal,
+  Model,
+  PrivateSummaries,
+  ToolResults,
+  VolumeStore
+} from "@tessera/runtime"
 import { Effect, Exit, Logger, Option } from "effect"
+import * as Offload from "../../../runtime/src/internal/offload.js"
 import { recordSpans } from "./support/spans.ts"
 import { journalFolder } from "./support/turns.ts"
 import { dataFolderOf, runInWorld, task, taskId, type World } from "./support/world.ts"
 
-const segment = (id: string) =>
-  Effect.runSync(ToolResultOffload.callIdSegment(id).pipe(Effect.provide(NodeDigest.layer)))
+const segment = (id: string) => Effect.runSync(ToolResults.callIdSegment(id).pipe(Effect.provide(NodeDigest.layer)))
 
 const sha256Hex = (text: string) => createHash("sha256").update(text, "utf8").digest("hex")
 
-describe("ToolResultOffload call-id segments", () => {
+describe("ToolResults offload call-id segments", () => {
   it("call_id_kept_characters: digits, ASCII letters and _ stay; the bytes just outside each range are encoded", () => {
     assert.strictEqual(segment("09AZaz_"), "09AZaz_")
     assert.strictEqual(segment("0123456789"), "0123456789")
@@ -68,7 +75,7 @@ describe("ToolResultOffload call-id segments", () => {
 
   it("result_target: tool-results/<task>-t<turn>-s<step>-<call>.txt", () => {
     const target = Effect.runSync(
-      ToolResultOffload.resultTarget({
+      ToolResults.resultTarget({
         task: taskId("task-9"),
         turn: 2,
         step: 3,
@@ -76,7 +83,7 @@ describe("ToolResultOffload call-id segments", () => {
       }).pipe(Effect.provide(NodeDigest.layer))
     )
     assert.strictEqual(target, "tool-results/task-9-t2-s3-call.3a1.txt")
-    assert.strictEqual(ToolResultOffload.artifactFolder, "artifacts")
+    assert.strictEqual(Offload.artifactFolder, "artifacts")
   })
 })
 
@@ -125,16 +132,16 @@ const lastOffload = (journal: Journal.JournalService) =>
     return rest
   })
 
-describe("ToolResultOffload.offloadResult", () => {
+describe("ToolResults offloadResult", () => {
   it("journal_record: an offload over the threshold returns the pointer and journals path, size and bare digest, and a disposition only when the file was not freshly written", () =>
     runInWorld((world) =>
       Effect.gen(function* () {
         const context = yield* boundTask(world, true)
-        const target = yield* ToolResultOffload.outputTarget(context)
+        const target = yield* ToolResults.outputTarget(context)
         yield* withJournal(world, (journal) =>
           Effect.gen(function* () {
             const body = "w".repeat(300)
-            const first = yield* ToolResultOffload.offloadResult(
+            const first = yield* ToolResults.offloadResult(
               config(100),
               target,
               journal,
@@ -162,7 +169,7 @@ describe("ToolResultOffload.offloadResult", () => {
             assert.strictEqual(fs.readFileSync(path.join(folder, "artifacts", relative), "utf8"), body)
 
             // The same call again: the file holds these bytes already (Reused), then other bytes (Replaced).
-            yield* ToolResultOffload.offloadResult(
+            yield* ToolResults.offloadResult(
               config(100),
               target,
               journal,
@@ -171,7 +178,7 @@ describe("ToolResultOffload.offloadResult", () => {
             )
             assert.deepInclude(yield* lastOffload(journal), { ...expected, disposition: "Reused" })
             const other = "v".repeat(301)
-            yield* ToolResultOffload.offloadResult(
+            yield* ToolResults.offloadResult(
               config(100),
               target,
               journal,
@@ -193,11 +200,11 @@ describe("ToolResultOffload.offloadResult", () => {
     runInWorld((world) =>
       Effect.gen(function* () {
         const context = yield* boundTask(world, true)
-        const target = yield* ToolResultOffload.outputTarget(context)
+        const target = yield* ToolResults.outputTarget(context)
         yield* withJournal(world, (journal) =>
           Effect.gen(function* () {
             const result = resultOf("c1", "x".repeat(100))
-            const kept = yield* ToolResultOffload.offloadResult(config(100), target, journal, toolContext("c1"), result)
+            const kept = yield* ToolResults.offloadResult(config(100), target, journal, toolContext("c1"), result)
             assert.strictEqual(kept, result)
             assert.strictEqual((yield* journal.state).entries, 0)
             const folder = yield* world.host.store.folderOf(world.outputRef)
@@ -211,18 +218,18 @@ describe("ToolResultOffload.offloadResult", () => {
     runInWorld((world) =>
       Effect.gen(function* () {
         const context = yield* boundTask(world, true)
-        const target = yield* ToolResultOffload.outputTarget(context)
+        const target = yield* ToolResults.outputTarget(context)
         yield* withJournal(world, (journal) =>
           Effect.gen(function* () {
             const body = `${"first line of the body ".repeat(4)}\n${"q".repeat(2_000)}`
-            const small = yield* ToolResultOffload.offloadResult(
+            const small = yield* ToolResults.offloadResult(
               config(100, "Output", 8),
               target,
               journal,
               toolContext("a"),
               resultOf("a", body)
             )
-            const usual = yield* ToolResultOffload.offloadResult(
+            const usual = yield* ToolResults.offloadResult(
               config(100),
               target,
               journal,
@@ -241,7 +248,7 @@ describe("ToolResultOffload.offloadResult", () => {
     runInWorld((world) =>
       Effect.gen(function* () {
         const context = yield* boundTask(world, true)
-        const target = yield* ToolResultOffload.outputTarget(context)
+        const target = yield* ToolResults.outputTarget(context)
         const logs: Array<{ readonly level: string; readonly text: string }> = []
         const collector = Logger.make(({ logLevel, message }) => {
           logs.push({ level: logLevel, text: Array.isArray(message) ? message.join(" ") : String(message) })
@@ -250,11 +257,11 @@ describe("ToolResultOffload.offloadResult", () => {
         yield* withJournal(world, (journal) =>
           Effect.gen(function* () {
             const result = resultOf("c1", "y".repeat(500))
-            const kept = yield* ToolResultOffload.offloadResult(config(100), target, journal, toolContext("c1"), result)
+            const kept = yield* ToolResults.offloadResult(config(100), target, journal, toolContext("c1"), result)
             assert.strictEqual(kept, result)
             const small = resultOf("c2", "y")
             assert.strictEqual(
-              yield* ToolResultOffload.offloadResult(config(100), target, journal, toolContext("c2"), small),
+              yield* ToolResults.offloadResult(config(100), target, journal, toolContext("c2"), small),
               small
             )
             assert.strictEqual((yield* journal.state).entries, 0)
@@ -275,19 +282,13 @@ describe("ToolResultOffload.offloadResult", () => {
     runInWorld((world) =>
       Effect.gen(function* () {
         const context = yield* boundTask(world, true)
-        const target = yield* ToolResultOffload.outputTarget(context)
+        const target = yield* ToolResults.outputTarget(context)
         const { named, tracer } = recordSpans()
         const refuseAll = ArtifactPathPolicy.layer({ isInternalState: () => false, isUnderInternalRoot: () => true })
         yield* withJournal(world, (journal) =>
           Effect.gen(function* () {
             const run = (id: string, content: string) =>
-              ToolResultOffload.offloadResult(
-                config(100),
-                target,
-                journal,
-                toolContext(id, 4, 5),
-                resultOf(id, content)
-              )
+              ToolResults.offloadResult(config(100), target, journal, toolContext(id, 4, 5), resultOf(id, content))
             yield* run("big", "b".repeat(400))
             yield* run("big", "b".repeat(400))
             yield* run("small", "s")
@@ -326,16 +327,10 @@ describe("ToolResultOffload.offloadResult", () => {
     runInWorld((world) =>
       Effect.gen(function* () {
         const context = yield* boundTask(world, true)
-        const target = yield* ToolResultOffload.outputTarget(context)
+        const target = yield* ToolResults.outputTarget(context)
         const { named } = recordSpans()
         yield* withJournal(world, (journal) =>
-          ToolResultOffload.offloadResult(
-            config(100),
-            target,
-            journal,
-            toolContext("big"),
-            resultOf("big", "b".repeat(400))
-          )
+          ToolResults.offloadResult(config(100), target, journal, toolContext("big"), resultOf("big", "b".repeat(400)))
         )
         assert.strictEqual(named("ToolResultOffload.offloadResult").length, 0)
       })
@@ -343,15 +338,15 @@ describe("ToolResultOffload.offloadResult", () => {
 })
 
 const metaFile = (world: World) =>
-  path.join(world.root, ...StoreLayout.metaFolder, StoreLayout.metaFileName(world.privateRef.volume))
+  path.join(world.root, ...VolumeStore.metaFolder, VolumeStore.metaFileName(world.privateRef.volume))
 
-describe("ToolResultOffload private targets", () => {
+describe("ToolResults private targets", () => {
   it("private_readmission: a private target re-reads its volume exactly when a result may cross the threshold (3 x length > threshold), and fails VolumeChanged then", () =>
     runInWorld((world) =>
       Effect.gen(function* () {
         const context = yield* boundTask(world, false)
         const capability = yield* PrivateSummaries.resolve(context)
-        const target = yield* ToolResultOffload.privateTarget.pipe(PrivateSummaries.provide(capability))
+        const target = yield* ToolResults.privateTarget.pipe(PrivateSummaries.provide(capability))
         assert.strictEqual(target.root, path.join(dataFolderOf(world, world.privateRef), "artifacts"))
         assert.strictEqual(target.task, task)
         assert.strictEqual(target.storeRoot, world.host.store.root)
@@ -359,14 +354,14 @@ describe("ToolResultOffload private targets", () => {
         const original = fs.readFileSync(metaFile(world), "utf8")
         fs.writeFileSync(metaFile(world), original.replace('"researcher"', '"reviewer"'))
         // Making a target admits the capability too, and names itself when the volume changed.
-        const remade = yield* Effect.flip(ToolResultOffload.privateTarget.pipe(PrivateSummaries.provide(capability)))
+        const remade = yield* Effect.flip(ToolResults.privateTarget.pipe(PrivateSummaries.provide(capability)))
         assert.strictEqual(remade._tag === "Unauthorized" ? remade.reason : remade._tag, "VolumeChanged")
         assert.isTrue(remade.message.includes("ToolResultOffload.privateTarget: volume "), remade.message)
         yield* withJournal(world, (journal) =>
           Effect.gen(function* () {
             const run = (content: string) =>
               Effect.exit(
-                ToolResultOffload.offloadResult(
+                ToolResults.offloadResult(
                   config(12, "Private"),
                   target,
                   journal,
@@ -396,19 +391,13 @@ describe("ToolResultOffload private targets", () => {
     runInWorld((world) =>
       Effect.gen(function* () {
         const context = yield* boundTask(world, true)
-        const target = yield* ToolResultOffload.outputTarget(context)
+        const target = yield* ToolResults.outputTarget(context)
         fs.writeFileSync(
           metaFile(world),
           fs.readFileSync(metaFile(world), "utf8").replace('"researcher"', '"reviewer"')
         )
         const result = yield* withJournal(world, (journal) =>
-          ToolResultOffload.offloadResult(
-            config(12),
-            target,
-            journal,
-            toolContext("c1"),
-            resultOf("c1", "o".repeat(50))
-          )
+          ToolResults.offloadResult(config(12), target, journal, toolContext("c1"), resultOf("c1", "o".repeat(50)))
         )
         assert.isTrue(result.content.startsWith("[artifact] "))
       })
@@ -418,21 +407,16 @@ describe("ToolResultOffload private targets", () => {
     runInWorld((world) =>
       Effect.gen(function* () {
         const context = yield* boundTask(world, true)
-        const output = yield* ToolResultOffload.targetFor(context, "Entry.x", config(10, "Output"), Option.none())
+        const output = yield* Offload.targetFor(context, "Entry.x", config(10, "Output"), Option.none())
         assert.deepStrictEqual(output.volume, world.outputRef)
         const folder = yield* world.host.store.folderOf(world.outputRef)
         assert.strictEqual(output.root, path.join(folder, "artifacts"))
         assert.strictEqual(output.storeRoot, world.host.store.root)
         assert.strictEqual(output.task, task)
-        const resolved = yield* ToolResultOffload.targetFor(context, "Entry.x", config(10, "Private"), Option.none())
+        const resolved = yield* Offload.targetFor(context, "Entry.x", config(10, "Private"), Option.none())
         assert.deepStrictEqual(resolved.volume, world.privateRef)
         const capability = yield* PrivateSummaries.resolve(context)
-        const armed = yield* ToolResultOffload.targetFor(
-          context,
-          "Entry.x",
-          config(10, "Private"),
-          Option.some(capability)
-        )
+        const armed = yield* Offload.targetFor(context, "Entry.x", config(10, "Private"), Option.some(capability))
         assert.deepStrictEqual(armed.volume, world.privateRef)
 
         // A task whose runtime has no private volume.
@@ -442,7 +426,7 @@ describe("ToolResultOffload private targets", () => {
           output: Option.none()
         })
         const refused = yield* Effect.flip(
-          ToolResultOffload.targetFor(writerless, "Entry.x", config(10, "Private"), Option.none())
+          Offload.targetFor(writerless, "Entry.x", config(10, "Private"), Option.none())
         )
         assert.strictEqual(refused._tag, "Unauthorized")
         if (refused._tag === "Unauthorized") {
@@ -453,15 +437,10 @@ describe("ToolResultOffload private targets", () => {
           assert.strictEqual(refused.task, task)
         }
         // The armed capability is used as it is: a writerless task handed one gets its volume.
-        const lent = yield* ToolResultOffload.targetFor(
-          writerless,
-          "Entry.x",
-          config(10, "Private"),
-          Option.some(capability)
-        )
+        const lent = yield* Offload.targetFor(writerless, "Entry.x", config(10, "Private"), Option.some(capability))
         assert.deepStrictEqual(lent.volume, world.privateRef)
         const noOutput = yield* Effect.flip(
-          ToolResultOffload.targetFor(writerless, "Entry.y", config(10, "Output"), Option.none())
+          Offload.targetFor(writerless, "Entry.y", config(10, "Output"), Option.none())
         )
         assert.strictEqual(noOutput._tag, "Unauthorized")
         if (noOutput._tag === "Unauthorized") {
@@ -479,9 +458,7 @@ describe("ToolResultOffload private targets", () => {
       Effect.gen(function* () {
         const context = yield* boundTask(world, false)
         fs.writeFileSync(metaFile(world), "{ not json")
-        const error = yield* Effect.flip(
-          ToolResultOffload.targetFor(context, "Entry.z", config(10, "Private"), Option.none())
-        )
+        const error = yield* Effect.flip(Offload.targetFor(context, "Entry.z", config(10, "Private"), Option.none()))
         assert.strictEqual(error._tag, "VolumeMetadataInvalid")
       })
     ))
@@ -490,7 +467,7 @@ describe("ToolResultOffload private targets", () => {
     runInWorld((world) =>
       Effect.gen(function* () {
         const context = yield* boundTask(world, false)
-        const refused = yield* Effect.flip(ToolResultOffload.outputTarget(context))
+        const refused = yield* Effect.flip(ToolResults.outputTarget(context))
         if (refused._tag !== "Unauthorized") return assert.fail(`expected Unauthorized, got ${refused._tag}`)
         const missing = refused
         assert.strictEqual(missing.reason, "MissingWriteGrant")
@@ -500,26 +477,26 @@ describe("ToolResultOffload private targets", () => {
         )
         assert.strictEqual(missing.task, task)
         const bound = yield* boundTask(world, true)
-        const copied = { ...bound } as TaskContext.TaskContext
-        const forged = yield* Effect.flip(ToolResultOffload.outputTarget(copied))
+        const copied = { ...bound } as FilesystemTaskRuntime.TaskContext
+        const forged = yield* Effect.flip(ToolResults.outputTarget(copied))
         assert.strictEqual(forged._tag === "Unauthorized" ? forged.reason : forged._tag, "NotMinted")
       })
     ))
 })
 
-describe("ToolResultOffload target admission", () => {
+describe("ToolResults offload target admission", () => {
   it("journal_of_another_task: a target used with another task's journal is CapabilityMismatch naming both tasks and the journal file, before anything is written", () =>
     runInWorld((world) =>
       Effect.gen(function* () {
         const context = yield* boundTask(world, true)
-        const target = yield* ToolResultOffload.outputTarget(context)
+        const target = yield* ToolResults.outputTarget(context)
         const other = taskId("task-2")
         const { error, file } = yield* withJournal(
           world,
           (journal) =>
             Effect.map(
               Effect.flip(
-                ToolResultOffload.offloadResult(
+                ToolResults.offloadResult(
                   config(10),
                   target,
                   journal,
@@ -542,7 +519,7 @@ describe("ToolResultOffload target admission", () => {
           assert.deepStrictEqual(error.volume, world.outputRef)
         }
         const hooks = yield* Effect.exit(
-          withJournal(world, (journal) => ToolResultOffload.offloadHooks(config(10), target, journal), other)
+          withJournal(world, (journal) => ToolResults.offloadHooks(config(10), target, journal), other)
         )
         assert.isTrue(Exit.isFailure(hooks))
         const folder = yield* world.host.store.folderOf(world.outputRef)
@@ -554,29 +531,23 @@ describe("ToolResultOffload target admission", () => {
     runInWorld((world) =>
       Effect.gen(function* () {
         const context = yield* boundTask(world, true)
-        const target = yield* ToolResultOffload.outputTarget(context)
+        const target = yield* ToolResults.outputTarget(context)
         yield* withJournal(world, (journal) =>
           Effect.gen(function* () {
-            const hooks = yield* ToolResultOffload.offloadHooks(config(10), target, journal)
+            const hooks = yield* ToolResults.offloadHooks(config(10), target, journal)
             const onToolResult = hooks.onToolResult as NonNullable<typeof hooks.onToolResult>
             const out = yield* onToolResult(toolContext("h1"), resultOf("h1", "h".repeat(100)))
             assert.isTrue(out.content.startsWith("[artifact] "))
             assert.deepInclude(yield* lastOffload(journal), { callId: "h1", size: 100 })
             const copied = { ...target }
-            const forged = yield* Effect.flip(ToolResultOffload.offloadHooks(config(10), copied, journal))
+            const forged = yield* Effect.flip(ToolResults.offloadHooks(config(10), copied, journal))
             assert.strictEqual(forged.reason, "NotMinted")
             assert.strictEqual(
               forged.detail,
               "ToolResultOffload.offloadHooks: the offload target was not made by the library (built by hand or copied); only values the library minted are trusted"
             )
             const direct = yield* Effect.flip(
-              ToolResultOffload.offloadResult(
-                config(10),
-                copied,
-                journal,
-                toolContext("h2"),
-                resultOf("h2", "h".repeat(100))
-              )
+              ToolResults.offloadResult(config(10), copied, journal, toolContext("h2"), resultOf("h2", "h".repeat(100)))
             )
             assert.strictEqual(direct._tag === "Unauthorized" ? direct.reason : direct._tag, "NotMinted")
           })

@@ -12,7 +12,7 @@
  *   refuses nothing.
  * - The turn entries (`Executor`, `TaskExecution`), `Tool.make` and
  *   `Tool.registry`, a hand-built tool's outcome, `Compaction.threshold`,
- *   `InlineLimit`, `Timeouts` and `LocalHarness.open` refuse their options'
+ *   `ToolResults.inlineLimitHooks`, `Timeouts` and `LocalHarness.open` refuse their options'
  *   wrong shapes before anything is journaled, sent or created.
  *
  * Casts stand in for the JavaScript caller. Each negative control runs the
@@ -32,16 +32,17 @@ import {
   EntryGate,
   Executor,
   type History,
-  InlineLimit,
   Journal,
   Model,
   TaskExecution,
   Timeouts,
   Tool,
-  ToolResultOffload
+  ToolResults
 } from "@tessera/runtime"
 import { Cause, Effect, Exit, Layer, Option, Result, Schema } from "effect"
 import * as fc from "fast-check"
+import * as Inline from "../../../runtime/src/internal/inlineLimit.js"
+import * as Offload from "../../../runtime/src/internal/offload.js"
 import { journalBytes, journalFolder, requests, start, tools, turnLayer } from "./support/turns.ts"
 import { platformLayer, runInWorld, task, taskId, type World } from "./support/world.ts"
 
@@ -660,11 +661,11 @@ describe("plain JavaScript callers: TaskExecution entries", () => {
       })
     ))
 
-  it("negative control: the unchecked offload target (ToolResultOffload.targetFor, built here without the gate's check) takes the misspelt destination for Private", () =>
+  it("negative control: the unchecked offload target (Offload.targetFor, built here without the gate's check) takes the misspelt destination for Private", () =>
     runInWorld((world) =>
       Effect.gen(function* () {
         const { context } = yield* bound(world)
-        const target = yield* ToolResultOffload.targetFor(
+        const target = yield* Offload.targetFor(
           context,
           "Turn",
           { ...offload, destination: "Privat" } as never,
@@ -676,7 +677,7 @@ describe("plain JavaScript callers: TaskExecution entries", () => {
 })
 
 // ---------------------------------------------------------------------------------------------------------------------
-// Constructors: Tool.make, Tool.registry, Compaction.threshold, InlineLimit
+// Constructors: Tool.make, Tool.registry, Compaction.threshold, ToolResults.inlineLimitHooks
 // ---------------------------------------------------------------------------------------------------------------------
 
 const makeOptions = {
@@ -778,24 +779,24 @@ describe("plain JavaScript callers: constructors", () => {
     assert.strictEqual(oldThreshold(null).limit, Compaction.defaultThreshold.limit)
   })
 
-  it("InlineLimit.inlineLimitHooks and limitResult throw InvalidInput for a limit that is not an integer >= 0", () => {
+  it("ToolResults.inlineLimitHooks and limitResult throw InvalidInput for a limit that is not an integer >= 0", () => {
     const result = Model.toolResult({ callId: "c1", name: "produce", content: "x".repeat(100), isError: false })
     for (const limit of ["10", Number.NaN, -1, 1.5, undefined]) {
       const label = fc.stringify(limit)
       assertInvalid(
-        thrown(() => InlineLimit.inlineLimitHooks(limit as never), label),
+        thrown(() => ToolResults.inlineLimitHooks(limit as never), label),
         "InlineLimit.inlineLimitHooks",
         "maxBytes",
         label
       )
       assertInvalid(
-        thrown(() => InlineLimit.limitResult(limit as never, result), label),
+        thrown(() => Inline.limitResult(limit as never, result), label),
         "InlineLimit.limitResult",
         "maxBytes",
         label
       )
     }
-    assert.strictEqual(InlineLimit.limitResult(0, result).content, InlineLimit.note(0, 100, 0))
+    assert.strictEqual(Inline.limitResult(0, result).content, Inline.note(0, 100, 0))
   })
 })
 

@@ -17,7 +17,7 @@ import {
   PrivateSummaries,
   TaskExecution,
   Tool,
-  ToolResultOffload
+  ToolResults
 } from "@tessera/runtime"
 import type { ScriptedModel } from "@tessera/runtime/testing"
 import { Deferred, Effect, Exit, Fiber, Layer, Option, Queue, Ref, Schema, Stream } from "effect"
@@ -518,8 +518,8 @@ describe("every gated entry's onEvent hears every event", () => {
           })
           const capability = yield* PrivateSummaries.resolve(context)
           const journal = yield* Journal.Journal
-          const target = yield* ToolResultOffload.privateTarget.pipe(PrivateSummaries.provide(capability))
-          const hooks = yield* ToolResultOffload.offloadHooks(offload, target, journal)
+          const target = yield* ToolResults.privateTarget.pipe(PrivateSummaries.provide(capability))
+          const hooks = yield* ToolResults.offloadHooks(offload, target, journal)
           yield* Executor.runTurn(
             { tools, maxSteps: 8, hooks, onEvent: (event) => Effect.sync(() => void missed.push(event)) },
             start

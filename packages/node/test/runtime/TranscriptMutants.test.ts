@@ -22,8 +22,8 @@ import {
   type JournalEntry,
   Model,
   PrivateSummaries,
-  StoreLayout,
-  Transcript
+  Transcript,
+  VolumeStore
 } from "@tessera/runtime"
 import { Effect, Layer, Option } from "effect"
 import * as Compacting from "../../../runtime/src/internal/compacting.js"
@@ -69,7 +69,7 @@ const withStore = <A, E, R>(host: Host, body: (fixture: Fixture) => Effect.Effec
               store,
               folder: capability.folder,
               volume: capability.volume,
-              fileOf: (sha256) => path.join(capability.folder, StoreLayout.transcriptPath(task, sha256)),
+              fileOf: (sha256) => path.join(capability.folder, VolumeStore.transcriptPath(task, sha256)),
               makeAnother: Transcript.make().pipe(PrivateSummaries.provide(capability)) as Effect.Effect<
                 Transcript.TranscriptStore,
                 unknown,

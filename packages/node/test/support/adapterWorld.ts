@@ -14,7 +14,7 @@ import * as path from "node:path"
 import { NodeServices } from "@effect/platform-node"
 import { HostAuthority, Ids, Volume } from "@tessera/core"
 import { NodeDurableFiles } from "@tessera/node"
-import { type Compaction, EntryGate, FilesystemTaskRuntime, Journal, StoreLayout, TaskHost } from "@tessera/runtime"
+import { type Compaction, EntryGate, FilesystemTaskRuntime, Journal, TaskHost, VolumeStore } from "@tessera/runtime"
 import { Effect, Layer, Option, Schema } from "effect"
 
 export const agent = Schema.decodeUnknownSync(Ids.AgentId)("researcher")
@@ -33,7 +33,7 @@ export interface World {
 }
 
 export const privateFolder = (world: World): string =>
-  path.join(world.host.store.root, StoreLayout.volumesFolder, world.privateRef.volume)
+  path.join(world.host.store.root, VolumeStore.volumesFolder, world.privateRef.volume)
 
 /** Binds task-1 with (or without) its agent-private volume, under `policy` (default: the gate's). */
 export const bindTask = (world: World, withWriter: boolean, policy?: Compaction.Policy) =>

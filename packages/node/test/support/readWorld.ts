@@ -12,8 +12,7 @@ import { ArtifactPath } from "@tessera/artifacts"
 import type { Grant } from "@tessera/core"
 import { HostAuthority, Ids, Volume } from "@tessera/core"
 import { NodeDurableFiles } from "@tessera/node"
-import type { TaskContext } from "@tessera/runtime"
-import { FilesystemTaskRuntime, StoreLayout, TaskHost } from "@tessera/runtime"
+import { FilesystemTaskRuntime, TaskHost, VolumeStore } from "@tessera/runtime"
 import { Effect, Layer, Option, Result, Schema } from "effect"
 
 export const agentId = Schema.decodeUnknownSync(Ids.AgentId)
@@ -42,7 +41,7 @@ export interface ReadWorld {
   readonly bind: (
     grants: ReadonlyArray<Grant.Capability>,
     agent?: Ids.AgentId
-  ) => Effect.Effect<TaskContext.TaskContext, unknown>
+  ) => Effect.Effect<FilesystemTaskRuntime.TaskContext, unknown>
 }
 
 export const makeReadWorld = Effect.fnUntraced(function* (root: string) {
@@ -61,7 +60,7 @@ export const makeReadWorld = Effect.fnUntraced(function* (root: string) {
   )
   const runtime = yield* FilesystemTaskRuntime.fromHost(host, { private: Option.some(mine), scope: runtimeScope })
   // Located by the store layout: `folderOf` hands out no agent-private folder.
-  const locate = (ref: Volume.VolumeRef) => path.join(host.store.root, StoreLayout.volumesFolder, ref.volume)
+  const locate = (ref: Volume.VolumeRef) => path.join(host.store.root, VolumeStore.volumesFolder, ref.volume)
   const folders = {
     mine: locate(mine),
     output: locate(output),

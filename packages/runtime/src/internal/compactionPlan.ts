@@ -8,11 +8,11 @@
 import * as ArtifactPointer from "@tessera/artifacts/ArtifactPointer"
 import * as Option from "effect/Option"
 import * as History from "../History.ts"
-import * as InlineLimit from "../InlineLimit.ts"
 import type { MediaPart, Part } from "../Model.ts"
 import { cutPieces, type SizedPiece } from "./boundedText.ts"
 import { fromBytes, type SizeMeasure, type Threshold } from "./compactionPolicy.ts"
 import { rememberedBodySize } from "./digest.ts"
+import { limitRendered } from "./inlineLimit.ts"
 
 /** See `Compaction.renderPart`. */
 export const renderPart = (part: Part): string => {
@@ -248,7 +248,7 @@ export const pieces = (rounds: ReadonlyArray<ReadonlyArray<Part>>, maxBytes: num
  * The pieces of history the summary requests for `rounds` carry, one request
  * each: grouped as {@link pieces} groups them, of at most `maxBytes` each,
  * but with every part the model wrote held to `maxBytes - 1` bytes (so that
- * with its line break it fits one piece) by `InlineLimit.limitRendered`: a
+ * with its line break it fits one piece) by `limitRendered` (internal/inlineLimit.ts): a
  * tool call (id, name and input rendered together), the model's own text,
  * and a tool result's header (the call's id and name, echoed; its content
  * was held to the inline limit before it entered the history). The host's
@@ -322,14 +322,14 @@ const heldTo =
     if (bytes <= maxBytes) return { text: renderPart(part), bytes }
     switch (part._tag) {
       case "ToolCall":
-        return InlineLimit.limitRendered(maxBytes, "tool call", renderPart(part)) ?? verbatim(part)
+        return limitRendered(maxBytes, "tool call", renderPart(part)) ?? verbatim(part)
       case "Text":
         return part.role === "assistant"
-          ? (InlineLimit.limitRendered(maxBytes, "assistant text", renderPart(part)) ?? verbatim(part))
+          ? (limitRendered(maxBytes, "assistant text", renderPart(part)) ?? verbatim(part))
           : verbatim(part)
       case "ToolResult": {
         const [frame, body] = renderedPieces(part)
-        const header = InlineLimit.limitRendered(maxBytes, "tool result header", frame)
+        const header = limitRendered(maxBytes, "tool result header", frame)
         if (header === undefined) return verbatim(part)
         return { text: header.text + body, bytes: header.bytes + bytes - ArtifactPointer.utf8Length(frame) }
       }

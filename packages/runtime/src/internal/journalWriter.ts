@@ -19,7 +19,7 @@ import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import type { Entry, EntryInput } from "../JournalEntry.ts"
 import * as JournalStorage from "../JournalStorage.ts"
-import * as StoreLayout from "../StoreLayout.ts"
+import * as VolumeStore from "../VolumeStore.ts"
 import { sha256Bytes } from "./digest.ts"
 import { isSyncPoint, type TurnEventEntry } from "./entryFacts.ts"
 import { absentHere, heldMedium, holdMedium, journalMedium, type MediumFailure } from "./journalMedium.ts"
@@ -43,7 +43,7 @@ import { JournalTap, tapped } from "./journalTap.ts"
 export const decodeTask = InvalidInput.decode(Ids.TaskId, "Journal", "task")
 
 /** The journal file of a task inside a folder. */
-export const fileName: (task: Ids.TaskId) => string = StoreLayout.journalFileName
+export const fileName: (task: Ids.TaskId) => string = VolumeStore.journalFileName
 
 /** A medium failure as the journal reports it. */
 export const mediumError = (file: string) => (failure: MediumFailure) =>

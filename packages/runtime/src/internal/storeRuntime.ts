@@ -27,8 +27,8 @@ export const RuntimeTypeId: unique symbol = Symbol.for("@tessera/runtime/Filesys
 /** Marks task contexts made here; not importable from outside the package. */
 export const TaskContextTypeId: unique symbol = Symbol.for("@tessera/runtime/TaskContext")
 
-// The runtime's and the context's types are declared here and re-exported by `FilesystemTaskRuntime` and
-// `TaskContext` under the same names: the public modules import their internals, never the reverse.
+// The runtime's and the context's types are declared here and re-exported by `FilesystemTaskRuntime` under the
+// same names: the public modules import their internals, never the reverse.
 
 /**
  * What a runtime is opened with.
@@ -85,7 +85,7 @@ export interface FilesystemTaskRuntime {
    * the runtime's when omitted) is checked with the core output verdict;
    * a refusal is `Unauthorized`.
    */
-  readonly bindTask: (options: BindOptions) => Effect.Effect<TaskContext, BindError>
+  readonly bindTask: (options: BindTaskOptions) => Effect.Effect<TaskContext, BindError>
 }
 
 /**
@@ -115,7 +115,7 @@ export interface OutputBinding {
  * @since 0.1.0
  * @category models
  */
-export interface BindOptions {
+export interface BindTaskOptions {
   readonly scope: Grant.Scope
   readonly createdPrivate?: ReadonlyArray<Volume.VolumeRef>
   readonly output?: Option.Option<Volume.VolumeRef>

@@ -20,10 +20,10 @@ import {
   Model,
   PrivateStaging,
   PrivateSummaries,
-  StoreLayout,
   TaskExecution,
   TaskHost,
-  Tool
+  Tool,
+  VolumeStore
 } from "@tessera/runtime"
 import { ScriptedModel } from "@tessera/runtime/testing"
 import type { Scope } from "effect"
@@ -306,7 +306,7 @@ export const platformContract = (platform: Platform): void => {
           const lastText = (sent[3] as Model.ModelRequest).parts.map(Compaction.renderPart).join("\n")
           assert.notInclude(lastText, "a".repeat(1_000), "the big result A is gone from the final request")
           const summaryFile = path.join(
-            StoreLayout.dataFolder(path, world.host.store.root, world.privateRef.volume),
+            VolumeStore.dataFolder(path, world.host.store.root, world.privateRef.volume),
             first.path
           )
           assert.strictEqual(
@@ -386,8 +386,8 @@ export const platformContract = (platform: Platform): void => {
           })
           const meta = path.join(
             world.root,
-            ...StoreLayout.metaFolder,
-            StoreLayout.metaFileName(world.privateRef.volume)
+            ...VolumeStore.metaFolder,
+            VolumeStore.metaFileName(world.privateRef.volume)
           )
           const original = yield* fs.readFileString(meta)
           const attempt = Effect.gen(function* () {

@@ -9,7 +9,7 @@ import * as path from "node:path"
 import { NodeServices } from "@effect/platform-node"
 import { type Grant, HostAuthority, Ids, Volume } from "@tessera/core"
 import { NodeDurableFiles } from "@tessera/node"
-import { FilesystemTaskRuntime, StoreLayout, TaskHost } from "@tessera/runtime"
+import { FilesystemTaskRuntime, TaskHost, VolumeStore } from "@tessera/runtime"
 import { Effect, Layer, Option, Schema } from "effect"
 
 export const agentId = Schema.decodeUnknownSync(Ids.AgentId)
@@ -58,7 +58,7 @@ export interface World {
  * no agent-private folder): for tests that look at what was written.
  */
 export const dataFolderOf = (world: World, ref: Volume.VolumeRef): string =>
-  path.join(world.host.store.root, StoreLayout.volumesFolder, ref.volume)
+  path.join(world.host.store.root, VolumeStore.volumesFolder, ref.volume)
 
 /** Builds the world in `root`. */
 export const makeWorld = Effect.fnUntraced(function* (root: string) {

@@ -21,15 +21,15 @@ import * as Effect from "effect/Effect"
 import type * as FileSystem from "effect/FileSystem"
 import * as Option from "effect/Option"
 import * as Path from "effect/Path"
-import type * as Executor from "./Executor.ts"
-import { isRecordOf } from "./internal/journalIdentity.ts"
-import { makeRegistry } from "./internal/trusted.ts"
-import type { Journal, JournalIoError, JournalSequenceError } from "./Journal.ts"
-import type { ToolResultPart } from "./Model.ts"
-import * as Observability from "./Observability.ts"
-import * as PrivateSummaries from "./PrivateSummaries.ts"
-import * as StoreLayout from "./StoreLayout.ts"
-import type { TaskContext } from "./TaskContext.ts"
+import type * as Executor from "../Executor.ts"
+import type { Journal, JournalIoError, JournalSequenceError } from "../Journal.ts"
+import type { ToolResultPart } from "../Model.ts"
+import * as Observability from "../Observability.ts"
+import * as PrivateSummaries from "../PrivateSummaries.ts"
+import * as VolumeStore from "../VolumeStore.ts"
+import { isRecordOf } from "./journalIdentity.ts"
+import type { TaskContext } from "./storeRuntime.ts"
+import { makeRegistry } from "./trusted.ts"
 
 /**
  * How a turn offloads tool results.
@@ -40,7 +40,7 @@ import type { TaskContext } from "./TaskContext.ts"
  *   capability) or `Output` (the task's output volume).
  * - `abstractBytes`: the pointer's abstract budget.
  * - `registerReadTool`: whether a gated turn (`TaskExecution`) offers the
- *   ready `ArtifactReadTool` under the `readTool` name; defaults to `true`.
+ *   ready read tool (`ToolResults.readTool`) under the `readTool` name; defaults to `true`.
  *   A turn whose tools already hold a tool of that name keeps the host's
  *   own either way; `false` is for a host that offers reading elsewhere.
  *
@@ -83,7 +83,7 @@ const capabilityOf = new WeakMap<OffloadTarget, PrivateSummaries.PrivateWriterCa
  * @since 0.1.0
  * @category paths
  */
-export const artifactFolder = StoreLayout.artifactFolder
+export const artifactFolder = VolumeStore.artifactFolder
 
 /**
  * The private target: the capability's volume, `artifacts/` inside it. The
@@ -235,7 +235,7 @@ const maxSegment = 96
 export const resultTarget = (context: Executor.ToolContext): Effect.Effect<string> =>
   Effect.map(
     callIdSegment(context.call.id),
-    (segment) => `tool-results/${context.task}-t${context.turn}-s${context.step}-${segment}.txt`
+    (segment) => `${VolumeStore.toolResultsFolder}/${context.task}-t${context.turn}-s${context.step}-${segment}.txt`
   )
 
 const stripDigestPrefix = (digest: string): string => digest.replace(/^sha256:/, "")

@@ -1,51 +1,36 @@
 /**
- * The read tool that offload pointers name: a ready {@link Tool.Tool} that
+ * The read tool that offload pointers name: a ready `Tool.Tool` that
  * reads an offloaded artifact back by the path its pointer carries, whole,
  * by byte range, by line range, or as the lines containing a text, and never
  * returns more than a fixed number of bytes, all of its output counted: the
  * header, the echoes of the request's path and pattern, the content, the
  * notes, and a refusal's text (the output says when, and where, it was cut).
- *
- * What it may read is decided per call, from the task context, never from the
- * model's input: the artifact folder of the task's private writer (when the
- * `PrivateSummaries` capability resolves) and of each volume the task's own
- * scope grants read or write on, in that order. A granted volume counts only
- * while it is in the runtime's custody, is not a journal, and, when it is
- * `AgentPrivate`, is owned by the task's own agent: a grant never opens
- * another agent's private content.
- *
- * A pointer's path is only text (`ArtifactPointer.parse` checks its form, not
- * the disk), so every read makes the checks the offload's write makes, and
- * stricter ones: the path must be relative, canonical and free of `..`; it is
- * joined lexically below the volume's `artifacts/` folder; the file is opened
- * with `DurableFiles.readFile` from the volume's data folder, which follows
- * no symlink at any step (a planted link is refused, not followed, whether it
- * points inside or outside) and checks through the descriptor where the file
- * really lives; and that real location is checked once more to lie below the
- * volume's real artifact folder. Every refusal is an
- * {@link ArtifactReadRefused} naming the problem, which the tool turns into
- * a tool-error result the model reads; it is never a defect.
+ * Where it may look and how it opens a file: `artifactAccess.ts`.
  *
  * @since 0.1.0
  */
-import * as ArtifactPath from "@tessera/artifacts/ArtifactPath"
 import * as ArtifactPointer from "@tessera/artifacts/ArtifactPointer"
-import * as DurableFiles from "@tessera/core/DurableFiles"
-import * as Grant from "@tessera/core/Grant"
-import * as Volume from "@tessera/core/Volume"
+import type * as DurableFiles from "@tessera/core/DurableFiles"
+import type * as Volume from "@tessera/core/Volume"
 import * as Effect from "effect/Effect"
-import * as Option from "effect/Option"
-import * as Path from "effect/Path"
+import type * as Path from "effect/Path"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
-import type * as Executor from "./Executor.ts"
-import { clipWithin, quotedWithin } from "./internal/boundedText.ts"
-import { dataFolder } from "./internal/storeFolders.ts"
-import * as Observability from "./Observability.ts"
-import * as PrivateSummaries from "./PrivateSummaries.ts"
-import type { TaskContext } from "./TaskContext.ts"
-import * as Tool from "./Tool.ts"
-import { artifactFolder } from "./ToolResultOffload.ts"
+import type * as Executor from "../Executor.ts"
+import * as Observability from "../Observability.ts"
+import * as Tool from "../Tool.ts"
+import { ArtifactReadRefused, checkPath, open, readEchoBytes } from "./artifactAccess.ts"
+import { quotedWithin } from "./boundedText.ts"
+import type { TaskContext } from "./storeRuntime.ts"
+
+// Declared with the checks that refuse and the volumes a read looks in; offered here with the tool.
+export {
+  ArtifactReadProblem,
+  ArtifactReadRefused,
+  type ReadableVolume,
+  readableVolumes,
+  readEchoBytes
+} from "./artifactAccess.ts"
 
 /**
  * The tool's name when none is given; the same as the offload examples'
@@ -54,7 +39,7 @@ import { artifactFolder } from "./ToolResultOffload.ts"
  * @since 0.1.0
  * @category defaults
  */
-export const defaultName = "read_artifact"
+export const defaultReadToolName = "read_artifact"
 
 /**
  * The most UTF-8 bytes one call returns, by default: the whole text the
@@ -63,19 +48,19 @@ export const defaultName = "read_artifact"
  * @since 0.1.0
  * @category defaults
  */
-export const defaultMaxOutputBytes = 16 * 1024
+export const defaultReadOutputBytes = 16 * 1024
 
 /**
  * The least output cap: a smaller `maxOutputBytes` is raised to it. The
  * header and the notes of a read take a little over 700 bytes at most (the echoes
- * of the path and the pattern are cut to {@link echoBytes} each, every
+ * of the path and the pattern are cut to {@link readEchoBytes} each, every
  * number has at most 16 digits), so this leaves every read room for content
  * and so progress.
  *
  * @since 0.1.0
  * @category defaults
  */
-export const minOutputBytes = 1024
+export const minReadOutputBytes = 1024
 
 /**
  * The longest pattern a read takes, in UTF-8 bytes; a longer one is refused
@@ -85,21 +70,7 @@ export const minOutputBytes = 1024
  * @since 0.1.0
  * @category defaults
  */
-export const maxPatternBytes = 1024
-
-/**
- * How much of the request's path or pattern the output echoes, in UTF-8
- * bytes of the JSON literal; a longer one is echoed by its start and its
- * full size.
- *
- * @since 0.1.0
- * @category defaults
- */
-export const echoBytes = 128
-
-// The most of a refusal's detail its message carries: with the path's echo and the fixed words, a message stays
-// within about 680 bytes.
-const detailBytes = 512
+export const maxReadPatternBytes = 1024
 
 /**
  * The most bytes a line or pattern read scans from the start of the
@@ -109,65 +80,7 @@ const detailBytes = 512
  * @since 0.1.0
  * @category defaults
  */
-export const defaultMaxScanBytes = 16 * 1024 * 1024
-
-/**
- * Why a read was refused:
- *
- * - `InvalidPath`: the path is empty, contains NUL, is absolute (POSIX,
- *   UNC or drive form), has a `..` segment, is longer than
- *   `ArtifactPath.maxTargetBytes` (refused before it is split, so a path of
- *   any length or segment count gets this refusal), or is not in the
- *   canonical `/`-separated form pointers carry.
- * - `InvalidRequest`: more than one selection (`bytes`, `lines`, `pattern`)
- *   was given, a range ends before it starts, or the pattern is empty or
- *   longer than {@link maxPatternBytes}.
- * - `NotFound`: no volume the task may read holds the artifact.
- * - `SymlinkRefused`: a folder or the file on the way is a symbolic link.
- * - `OutsideRoot`: the opened file does not really live below the volume's
- *   artifact folder.
- * - `NotPlainFile`: the path names a folder, a special file, or a file with
- *   more than one hard link.
- * - `ReadFailed`: the operating system or the volume store failed.
- *
- * @since 0.1.0
- * @category models
- */
-export const ArtifactReadProblem = Schema.Literals([
-  "InvalidPath",
-  "InvalidRequest",
-  "NotFound",
-  "SymlinkRefused",
-  "OutsideRoot",
-  "NotPlainFile",
-  "ReadFailed"
-])
-/**
- * @since 0.1.0
- * @category models
- */
-export type ArtifactReadProblem = typeof ArtifactReadProblem.Type
-
-/**
- * A read was refused; nothing of the artifact was returned. The detail names
- * paths relative to the artifact folder only, since the message goes to the
- * model. `path` and `detail` are kept whole; the message echoes the path cut
- * to {@link echoBytes} and the detail cut to 512 bytes, so it stays within
- * 700 bytes however long the path.
- *
- * @since 0.1.0
- * @category errors
- */
-export class ArtifactReadRefused extends Schema.TaggedError<ArtifactReadRefused>()("ArtifactReadRefused", {
-  path: Schema.String,
-  problem: ArtifactReadProblem,
-  detail: Schema.String,
-  volume: Schema.optionalKey(Volume.VolumeRef)
-}) {
-  override get message(): string {
-    return `cannot read artifact ${quotedWithin(this.path, echoBytes)} (${this.problem}): ${clipWithin(this.detail, detailBytes)}`
-  }
-}
+export const defaultReadScanBytes = 16 * 1024 * 1024
 
 const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
@@ -211,110 +124,21 @@ export type ReadRequest = typeof ReadRequest.Type
 /**
  * How a tool is built.
  *
- * - `name`: the tool's name; defaults to {@link defaultName}. Give the
+ * - `name`: the tool's name; defaults to {@link defaultReadToolName}. Give the
  *   offload configuration's `readTool` here, so pointers name this tool.
  * - `maxOutputBytes`: the cap on the whole output of a read (header,
- *   content and notes); defaults to {@link defaultMaxOutputBytes}, and is
- *   at least {@link minOutputBytes}.
+ *   content and notes); defaults to {@link defaultReadOutputBytes}, and is
+ *   at least {@link minReadOutputBytes}.
  * - `maxScanBytes`: how far line and pattern reads scan; defaults to
- *   {@link defaultMaxScanBytes}.
+ *   {@link defaultReadScanBytes}.
  *
  * @since 0.1.0
  * @category models
  */
-export interface Options {
+export interface ReadOptions {
   readonly name?: string
   readonly maxOutputBytes?: number
   readonly maxScanBytes?: number
-}
-
-/**
- * A volume a read may look in, and why.
- *
- * @since 0.1.0
- * @category models
- */
-export interface ReadableVolume {
-  readonly ref: Volume.VolumeRef
-  /** The volume's data folder; artifacts are in its `artifacts/` folder. */
-  readonly folder: string
-  readonly source: "PrivateWriter" | "Grant"
-}
-
-// The store's errors name host folders; the model gets only which failure it was.
-const storeFailed = (path: string) => (error: { readonly _tag: string; readonly message: string }) =>
-  new ArtifactReadRefused({
-    path,
-    problem: "ReadFailed",
-    // A refused context is named as such (its message names the reason); a store failure only by its tag.
-    detail: error._tag === "Unauthorized" ? error.message : `the volume store failed (${error._tag})`
-  })
-
-/**
- * The volumes `context` may read artifacts from, in the order a read tries
- * them (see the module comment), with each granted volume that was passed
- * over and why.
- *
- * @since 0.1.0
- * @category access
- */
-export const readableVolumes = Effect.fnUntraced(function* (context: TaskContext) {
-  // The grants below are the context's own: a hand-built or copied context is refused first.
-  yield* PrivateSummaries.requireContext(context, "ArtifactReadTool")
-  const store = context.runtime.host.store
-  const volumes: Array<ReadableVolume> = []
-  const passedOver: Array<string> = []
-  const listed = (ref: Volume.VolumeRef) => volumes.some((volume) => Grant.sameVolumeRef(volume.ref, ref))
-  const capability = yield* PrivateSummaries.resolveOption(context)
-  if (Option.isSome(capability)) {
-    volumes.push({ ref: capability.value.volume, folder: capability.value.folder, source: "PrivateWriter" })
-  }
-  // An issued scope holds only its own task's grants, each with read or write access (TaskHost.issueScope):
-  // every grant lets the task read what it names.
-  for (const grant of context.scope.grants) {
-    if (listed(grant.volume)) continue
-    const name = Volume.formatVolumeRef(grant.volume)
-    const custody = yield* store.custody(grant.volume)
-    if (Option.isNone(custody)) {
-      passedOver.push(`${name}: not in the runtime's custody`)
-      continue
-    }
-    const descriptor = custody.value
-    if (descriptor.kind === "Journal") {
-      passedOver.push(`${name}: a journal volume holds no artifacts`)
-      continue
-    }
-    if (descriptor.kind === "AgentPrivate" && !Volume.sameOwner(descriptor.owner, Volume.agentOwner(context.agent))) {
-      passedOver.push(
-        `${name}: private to ${Volume.formatOwner(descriptor.owner)}, not to the task's agent ${context.agent}`
-      )
-      continue
-    }
-    // Located here, not by `folderOf`: custody was read just above, and `folderOf` hands out no agent-private
-    // folder, where the task's own agent's volume, read-granted, is readable.
-    volumes.push({ ref: grant.volume, folder: dataFolder(store, grant.volume), source: "Grant" })
-  }
-  return { volumes: volumes as ReadonlyArray<ReadableVolume>, passedOver: passedOver as ReadonlyArray<string> }
-}, Observability.withSpan("ArtifactReadTool.readableVolumes"))
-
-/** The path's segments when it is canonical, relative and free of `..`; the refusal otherwise. */
-const checkPath = (path: string): Result.Result<ReadonlyArray<string>, ArtifactReadRefused> => {
-  const refuse = (detail: string) => Result.fail(new ArtifactReadRefused({ path, problem: "InvalidPath", detail }))
-  const resolved = ArtifactPath.resolveRelative(path)
-  if (Result.isFailure(resolved)) {
-    return refuse(
-      resolved.failure.problem === "TooLong"
-        ? `TooLong: the path is over ${ArtifactPath.maxTargetBytes} bytes; no artifact pointer names one that long`
-        : `${resolved.failure.problem}: give the relative path exactly as the artifact pointer shows it`
-    )
-  }
-  if (path.split(/[\\/]/).includes("..")) return refuse("Traversal: `..` segments are never accepted")
-  if (resolved.success.relative !== path) {
-    return refuse(
-      `not in the canonical form pointers use; did you mean ${quotedWithin(resolved.success.relative, echoBytes)}?`
-    )
-  }
-  return Result.succeed(resolved.success.segments)
 }
 
 type Selection =
@@ -338,9 +162,9 @@ const checkSelection = (request: ReadRequest): Result.Result<Selection, Artifact
   if (request.pattern !== undefined) {
     if (request.pattern === "") return refuse("pattern is empty")
     const patternBytes = utf8Length(request.pattern)
-    if (patternBytes > maxPatternBytes) {
+    if (patternBytes > maxReadPatternBytes) {
       return refuse(
-        `pattern is ${patternBytes} bytes, over the ${maxPatternBytes}-byte limit; search for a shorter part`
+        `pattern is ${patternBytes} bytes, over the ${maxReadPatternBytes}-byte limit; search for a shorter part`
       )
     }
     return Result.succeed({ _tag: "Pattern", text: request.pattern })
@@ -385,112 +209,6 @@ const decodablePrefix = (bytes: Uint8Array, most: number): number => {
 
 const decoder = new TextDecoder("utf-8", { fatal: false })
 const utf8Length = ArtifactPointer.utf8Length
-
-/** An opened artifact: which volume, the bytes read, and the whole size. */
-interface Found {
-  readonly volume: ReadableVolume
-  readonly bytes: Uint8Array
-  readonly size: number
-}
-
-const refusalOf = (
-  path: string,
-  volume: Volume.VolumeRef,
-  root: string,
-  error: DurableFiles.OutsideWithin | DurableFiles.SymlinkRefused | DurableFiles.NotPlainFile,
-  rules: Path.Path
-): ArtifactReadRefused => {
-  // The model sees the message: name places relative to the volume, never the host's folders.
-  const shown = (absolute: string) => DurableFiles.relativeWithin(root, absolute, rules) ?? "a place outside the volume"
-  switch (error._tag) {
-    case "SymlinkRefused":
-      return new ArtifactReadRefused({
-        path,
-        problem: "SymlinkRefused",
-        detail: `${shown(error.link)} is a symbolic link, and links are never followed`,
-        volume
-      })
-    case "NotPlainFile":
-      return new ArtifactReadRefused({ path, problem: "NotPlainFile", detail: `it is ${error.found}`, volume })
-    case "OutsideWithin":
-      return new ArtifactReadRefused({
-        path,
-        problem: "OutsideRoot",
-        detail: "the file opened does not live below the volume's artifact folder",
-        volume
-      })
-  }
-}
-
-const open = Effect.fnUntraced(function* (
-  context: TaskContext,
-  path: string,
-  segments: ReadonlyArray<string>,
-  range: { readonly offset: number; readonly maxBytes: number }
-) {
-  const durable = yield* DurableFiles.DurableFiles
-  const rules = yield* Path.Path
-  const { passedOver, volumes } = yield* readableVolumes(context).pipe(Effect.mapError(storeFailed(path)))
-  for (const volume of volumes) {
-    const root = yield* durable.realPath(volume.folder).pipe(
-      Effect.mapError(
-        (error) =>
-          new ArtifactReadRefused({
-            path,
-            problem: "ReadFailed",
-            detail: `the volume's folder is unavailable (${error.code})`,
-            volume: volume.ref
-          })
-      )
-    )
-    // One joined argument, not one per segment: spread arguments are bounded by the engine's stack.
-    const file = rules.join(volume.folder, artifactFolder, segments.join("/"))
-    const read = yield* durable.readFile(file, { within: volume.folder, ...range }).pipe(
-      Effect.map(Option.some),
-      Effect.catchTag("DurableFileFailure", (error) =>
-        error.code === "ENOENT" || error.code === "ENOTDIR"
-          ? Effect.succeed(Option.none())
-          : Effect.fail(
-              new ArtifactReadRefused({
-                path,
-                problem: "ReadFailed",
-                detail: `reading failed with ${error.code}`,
-                volume: volume.ref
-              })
-            )
-      ),
-      Effect.mapError((error) =>
-        error._tag === "ArtifactReadRefused" ? error : refusalOf(path, volume.ref, root, error, rules)
-      )
-    )
-    if (Option.isNone(read)) continue
-    // The walk followed no link, so the file is where its name says; this re-checks the real location
-    // against the artifact folder itself, not only the volume, so no read trusts the walk alone.
-    const artifactRoot = rules.join(root, artifactFolder)
-    const below = DurableFiles.relativeWithin(artifactRoot, read.value.location, rules)
-    if (below === undefined || below === "") {
-      return yield* new ArtifactReadRefused({
-        path,
-        problem: "OutsideRoot",
-        detail: "the file opened does not live below the volume's artifact folder",
-        volume: volume.ref
-      })
-    }
-    const found: Found = { volume, bytes: read.value.bytes, size: read.value.size }
-    return found
-  }
-  const searched = volumes.map((volume) => Volume.formatVolumeRef(volume.ref))
-  return yield* new ArtifactReadRefused({
-    path,
-    problem: "NotFound",
-    detail: [
-      searched.length === 0
-        ? "the task may read no volume"
-        : `no volume the task may read holds it (searched ${searched.join(", ")})`,
-      ...(passedOver.length === 0 ? [] : [`not searched: ${passedOver.join("; ")}`])
-    ].join("; ")
-  })
-})
 
 /**
  * What a read returned: the text for the model, and the facts behind it.
@@ -538,7 +256,7 @@ const readBytes = Effect.fnUntraced(function* (
   whole: boolean,
   cap: number
 ) {
-  const pathEcho = quotedWithin(path, echoBytes)
+  const pathEcho = quotedWithin(path, readEchoBytes)
   const room = contentRoom(cap, header(pathEcho, widest, byteRange(whole, widest, 1)), [
     bytesCutNote(cap, widest, widest)
   ])
@@ -596,7 +314,7 @@ const readLines = Effect.fnUntraced(function* (
   cap: number,
   scan: number
 ) {
-  const pathEcho = quotedWithin(path, echoBytes)
+  const pathEcho = quotedWithin(path, readEchoBytes)
   const widestTotal = `at least ${widest}`
   // The room is what the largest header and notes this selection can have leave of the cap. Of a lines read's
   // two cut notes the continuation is the longer for any cap: it names the widest line number twice.
@@ -611,7 +329,7 @@ const readLines = Effect.fnUntraced(function* (
           header(
             pathEcho,
             widest,
-            patternSelection(quotedWithin(selection.text, echoBytes), widest, widest, widestTotal)
+            patternSelection(quotedWithin(selection.text, readEchoBytes), widest, widest, widestTotal)
           ),
           [patternCutNote(cap, widest, widest, widest), scanNote(widest, widest)]
         )
@@ -654,7 +372,7 @@ const readLines = Effect.fnUntraced(function* (
       truncated = true
       notes.push(patternCutNote(cap, shown, matches, lastShown))
     }
-    selectionText = patternSelection(quotedWithin(selection.text, echoBytes), matches, shown, total)
+    selectionText = patternSelection(quotedWithin(selection.text, readEchoBytes), matches, shown, total)
   }
   if (!scannedAll) notes.push(scanNote(found.bytes.byteLength, found.size))
   const result: ReadResult = {
@@ -672,13 +390,14 @@ const limit = (value: number | undefined, fallback: number, least: number): numb
 }
 
 // The header and the notes fit in the least cap with room for content, so every read makes progress.
-const capOf = (options: Options): number => limit(options.maxOutputBytes, defaultMaxOutputBytes, minOutputBytes)
+const capOf = (options: ReadOptions): number =>
+  limit(options.maxOutputBytes, defaultReadOutputBytes, minReadOutputBytes)
 
 /**
  * Reads an artifact for `context`: checks the path and the selection, finds
  * the artifact in the first volume the task may read that holds it (see the
  * module comment), and renders as much of the selection as fits, with its
- * header and notes, in `maxOutputBytes` (at least {@link minOutputBytes}):
+ * header and notes, in `maxOutputBytes` (at least {@link minReadOutputBytes}):
  * the returned text never takes more, whatever the path, the pattern or the
  * artifact's bytes. Fails only with {@link ArtifactReadRefused}, whose
  * message is bounded too.
@@ -686,13 +405,13 @@ const capOf = (options: Options): number => limit(options.maxOutputBytes, defaul
  * @since 0.1.0
  * @category reading
  */
-export const read = Effect.fnUntraced(function* (
+export const readArtifact = Effect.fnUntraced(function* (
   context: TaskContext,
   request: ReadRequest,
-  options: Options = {}
+  options: ReadOptions = {}
 ): Effect.fn.Return<ReadResult, ArtifactReadRefused, DurableFiles.DurableFiles | Path.Path> {
   const cap = capOf(options)
-  const scan = limit(options.maxScanBytes, defaultMaxScanBytes, 1)
+  const scan = limit(options.maxScanBytes, defaultReadScanBytes, 1)
   const segments = yield* Effect.fromResult(checkPath(request.path))
   const selection = yield* Effect.fromResult(checkSelection(request))
   if (selection._tag === "Bytes") {
@@ -706,21 +425,24 @@ export const read = Effect.fnUntraced(function* (
  * The ready tool for `context`. Its description tells the model what a
  * pointer is and how to select; a refusal becomes a tool-error result whose
  * text is the {@link ArtifactReadRefused} message. Either result is at most
- * the output cap: a read's text by {@link read}, and a refusal's message
+ * the output cap: a read's text by {@link readArtifact}, and a refusal's message
  * (at most 700 bytes) with the tool's prefix, for a name of up to 256
  * bytes.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const make = (context: TaskContext, options: Options = {}): Tool.Tool<DurableFiles.DurableFiles | Path.Path> =>
+export const readTool = (
+  context: TaskContext,
+  options: ReadOptions = {}
+): Tool.Tool<DurableFiles.DurableFiles | Path.Path> =>
   Tool.make({
-    name: options.name ?? defaultName,
+    name: options.name ?? defaultReadToolName,
     description:
       "Reads back a tool result that was stored as an artifact: pass the path of its [artifact] pointer line. " +
       `Without a selection it returns the artifact from its start; select with bytes {start,end}, lines {first,last} or pattern (plain text). At most ${capOf(options)} bytes come back per call, and the output says where it was cut.`,
     input: ReadRequest,
-    handler: (request) => Effect.map(read(context, request, options), (result) => result.text)
+    handler: (request) => Effect.map(readArtifact(context, request, options), (result) => result.text)
   })
 
 /**

@@ -25,10 +25,10 @@
 import * as ArtifactPointer from "@tessera/artifacts/ArtifactPointer"
 import * as InvalidInput from "@tessera/core/InvalidInput"
 import * as Effect from "effect/Effect"
-import type * as Executor from "./Executor.ts"
-import { cutWithNote } from "./internal/boundedText.ts"
-import { bytesFor, type Policy } from "./internal/compactionPolicy.ts"
-import type { ToolResultPart } from "./Model.ts"
+import type * as Executor from "../Executor.ts"
+import type { ToolResultPart } from "../Model.ts"
+import { cutWithNote } from "./boundedText.ts"
+import { bytesFor, type Policy } from "./compactionPolicy.ts"
 
 /**
  * The note that follows a cut result.
@@ -128,7 +128,7 @@ export const limitRendered = (
  * @since 0.1.0
  * @category defaults
  */
-export const defaultBytes = (policy: Policy): number | undefined =>
+export const defaultInlineBytes = (policy: Policy): number | undefined =>
   policy._tag === "Threshold" ? bytesFor(policy.measure, policy.pieceLimit) : undefined
 
 /**
