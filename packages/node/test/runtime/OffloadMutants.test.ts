@@ -83,7 +83,7 @@ describe("ToolResults offload call-id segments", () => {
       }).pipe(Effect.provide(NodeDigest.layer))
     )
     assert.strictEqual(target, "tool-results/task-9-t2-s3-call.3a1.txt")
-    assert.strictEqual(Offload.artifactFolder, "artifacts")
+    assert.strictEqual(VolumeStore.artifactFolder, "artifacts")
   })
 })
 

@@ -37,8 +37,8 @@ import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as Observability from "../Observability.ts"
 import * as PrivateSummaries from "../PrivateSummaries.ts"
+import * as VolumeStore from "../VolumeStore.ts"
 import { clipWithin, quotedWithin } from "./boundedText.ts"
-import { artifactFolder } from "./offload.ts"
 import { dataFolder } from "./storeFolders.ts"
 import type { TaskContext } from "./storeRuntime.ts"
 
@@ -271,7 +271,7 @@ export const open = Effect.fnUntraced(function* (
       )
     )
     // One joined argument, not one per segment: spread arguments are bounded by the engine's stack.
-    const file = rules.join(volume.folder, artifactFolder, segments.join("/"))
+    const file = rules.join(volume.folder, VolumeStore.artifactFolder, segments.join("/"))
     const read = yield* durable.readFile(file, { within: volume.folder, ...range }).pipe(
       Effect.map(Option.some),
       Effect.catchTag("DurableFileFailure", (error) =>
@@ -293,7 +293,7 @@ export const open = Effect.fnUntraced(function* (
     if (Option.isNone(read)) continue
     // The walk followed no link, so the file is where its name says; this re-checks the real location
     // against the artifact folder itself, not only the volume, so no read trusts the walk alone.
-    const artifactRoot = rules.join(root, artifactFolder)
+    const artifactRoot = rules.join(root, VolumeStore.artifactFolder)
     const below = DurableFiles.relativeWithin(artifactRoot, read.value.location, rules)
     if (below === undefined || below === "") {
       return yield* new ArtifactReadRefused({

@@ -78,14 +78,6 @@ const targets = makeRegistry<OffloadTarget>("offload target")
 const capabilityOf = new WeakMap<OffloadTarget, PrivateSummaries.PrivateWriterCapability>()
 
 /**
- * The folder below a volume's data folder that holds artifacts.
- *
- * @since 0.1.0
- * @category paths
- */
-export const artifactFolder = VolumeStore.artifactFolder
-
-/**
  * The private target: the capability's volume, `artifacts/` inside it. The
  * capability is admitted first (`PrivateSummaries.admit`).
  *
@@ -101,7 +93,7 @@ export const privateTarget: Effect.Effect<
   const path = yield* Path.Path
   const target = targets.mint<OffloadTarget>({
     volume: capability.volume,
-    root: path.join(capability.folder, artifactFolder),
+    root: path.join(capability.folder, VolumeStore.artifactFolder),
     task: capability.task,
     storeRoot: capability.runtime.host.store.root
   })
@@ -134,7 +126,7 @@ export const outputTarget = Effect.fnUntraced(function* (
   const folder = yield* context.runtime.host.store.folderOf(volume)
   return targets.mint<OffloadTarget>({
     volume,
-    root: path.join(folder, artifactFolder),
+    root: path.join(folder, VolumeStore.artifactFolder),
     task: context.task,
     storeRoot: context.runtime.host.store.root
   })
@@ -301,7 +293,7 @@ export const offloadResult = Effect.fnUntraced(function* (
     step: context.step,
     callId: context.call.id,
     volume: target.volume,
-    path: `${artifactFolder}/${outcome.path}`,
+    path: `${VolumeStore.artifactFolder}/${outcome.path}`,
     size: outcome.size,
     sha256: stripDigestPrefix(outcome.digest),
     ...(outcome.disposition === "Written" ? {} : { disposition: outcome.disposition })
