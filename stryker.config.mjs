@@ -23,14 +23,20 @@ export default {
     "packages/runtime/src/internal/storeRuntime.ts",
     "packages/runtime/src/PrivateSummaries.ts",
     "packages/runtime/src/internal/privateSummaries.ts",
-    "packages/runtime/src/PrivateStaging.ts",
+    "packages/runtime/src/internal/privateFiles.ts",
     "packages/artifacts/src/ArtifactPath.ts",
     "packages/artifacts/src/ArtifactPathPolicy.ts",
     "packages/runtime/src/internal/readTool.ts",
     "packages/runtime/src/internal/artifactAccess.ts",
     "packages/runtime/src/internal/offload.ts",
     "packages/runtime/src/Transcript.ts",
-    "packages/artifacts/src/internal/secretRules.ts"
+    "packages/runtime/src/internal/transcriptRecords.ts",
+    "packages/runtime/src/internal/transcriptScrub.ts",
+    "packages/runtime/src/internal/transcriptStore.ts",
+    "packages/runtime/src/internal/transcriptChecks.ts",
+    "packages/runtime/src/internal/transcriptRebuild.ts",
+    "packages/artifacts/src/internal/secretRules.ts",
+    "packages/artifacts/src/internal/rulePatterns.ts"
   ],
   // Only what the guard tests load goes into the sandbox.
   ignorePatterns: [

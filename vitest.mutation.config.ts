@@ -1,6 +1,6 @@
 /**
  * The Vitest configuration StrykerJS runs (`npm run mutation`, see
- * `stryker.config.mjs`): the `node` and `runtime` projects of
+ * `stryker.config.mjs`): the `node`, `runtime` and `artifacts` projects of
  * `vitest.workspace.ts`, narrowed to the tests that exercise the trust and
  * containment guards, so each mutant is judged by the tests written for it
  * and the dry run stays short on a two-core machine.
@@ -24,7 +24,8 @@ const guardTests: Readonly<Record<string, ReadonlyArray<string>>> = {
     "test/artifacts/ArtifactPath.test.ts",
     "test/artifacts/ArtifactOffload.test.ts",
     "test/TranscriptTamper.test.ts",
-    "test/runtime/PrivateStaging.test.ts",
+    "test/runtime/PrivateSummariesStaging.test.ts",
+    "test/runtime/PrivateWriteCount.test.ts",
     "test/runtime/PrivateSummaries.test.ts",
     "test/TrustMutants.test.ts",
     "test/runtime/SummaryEntries.test.ts",
@@ -38,7 +39,8 @@ const guardTests: Readonly<Record<string, ReadonlyArray<string>>> = {
     "test/artifacts/OrdinaryText.test.ts",
     "test/artifacts/DefaultRedactor.test.ts"
   ],
-  runtime: ["test/FilesystemTaskRuntime.test.ts"]
+  runtime: ["test/FilesystemTaskRuntime.test.ts"],
+  artifacts: ["test/SecretRulesForms.test.ts"]
 }
 
 // This file's folder: the repository, or the StrykerJS sandbox copy of it.

@@ -293,7 +293,7 @@ describe("examples run as smoke tests", () => {
       assert.match(out, /^ {2}Executor\.runTurn gen_ai\.operation\.name=invoke_agent$/m)
       assert.match(
         out,
-        /^ {4}Executor\.toolCall .*gen_ai\.tool\.name=fetch_report tessera\.step=1\n {6}ToolResultOffload\.offloadResult .*tessera\.offload\.outcome=Written$/m
+        /^ {4}Executor\.toolCall .*gen_ai\.tool\.name=fetch_report tessera\.step=1\n {6}ToolResults\.offloadResult .*tessera\.offload\.outcome=Written$/m
       )
       assert.match(
         out,

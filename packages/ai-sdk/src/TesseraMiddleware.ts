@@ -3,7 +3,7 @@
  * `wrapLanguageModel`) that offloads large tool results and compacts the
  * prompt of one bound task, with the same guarantees as Tessera's own
  * executor, for `generateText` and `streamText` alike. It is the runtime's
- * `ForeignLoop` on AI SDK prompts:
+ * foreign loop (`TaskExecution.foreignLoop`) on AI SDK prompts:
  *
  * - It is made only from a bound task (an `EntryGate.TaskBinding`), never
  *   from a folder: {@link make} runs the entry gate, and a summary or a
@@ -52,10 +52,10 @@ import type {
 } from "@ai-sdk/provider"
 import type * as EntryGate from "@tessera/runtime/EntryGate"
 import type * as Executor from "@tessera/runtime/Executor"
-import * as ForeignLoop from "@tessera/runtime/ForeignLoop"
 import * as History from "@tessera/runtime/History"
 import * as Model from "@tessera/runtime/Model"
 import * as Observability from "@tessera/runtime/Observability"
+import * as TaskExecution from "@tessera/runtime/TaskExecution"
 import type * as ToolResults from "@tessera/runtime/ToolResults"
 import type { ModelMessage } from "ai"
 import * as Cause from "effect/Cause"
@@ -87,7 +87,7 @@ export interface Options {
  * @since 0.1.0
  * @category models
  */
-export type SummaryUsage = ForeignLoop.SummaryUsage
+export type SummaryUsage = TaskExecution.SummaryUsage
 
 /**
  * The middleware and its helpers, for one bound task.
@@ -138,7 +138,7 @@ export interface TesseraAiSdk {
  * @since 0.1.0
  * @category models
  */
-export type Requirements = ForeignLoop.Requirements
+export type Requirements = TaskExecution.ForeignLoopRequirements
 
 const responseText = (result: LanguageModelV4GenerateResult): string =>
   result.content
@@ -223,7 +223,7 @@ const renderOutput = (output: unknown): string =>
   typeof output === "string" ? output : (JSON.stringify(output) ?? "null")
 
 /**
- * Makes the middleware for a bound task (see `ForeignLoop.make`). Runs the
+ * Makes the middleware for a bound task (see `TaskExecution.foreignLoop`). Runs the
  * entry gate first; with a `Threshold` policy, or with `Private` offload,
  * the private-summaries capability must resolve. Any refusal is
  * `Unauthorized` here, before a middleware exists: no model request, no
@@ -233,7 +233,7 @@ const renderOutput = (output: unknown): string =>
  * @category constructors
  */
 export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding, options: Options = {}) {
-  const loop = yield* ForeignLoop.make(binding, {
+  const loop = yield* TaskExecution.foreignLoop(binding, {
     entry: "TesseraMiddleware.make",
     ...(options.offload === undefined ? {} : { offload: options.offload }),
     ...(options.inlineLimit === undefined ? {} : { inlineLimit: options.inlineLimit })

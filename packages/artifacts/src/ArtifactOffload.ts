@@ -51,9 +51,9 @@ import type { ArtifactPathRejected } from "./ArtifactPath.ts"
 import { resolveRelative } from "./ArtifactPath.ts"
 import type { ArtifactInternalRoot, ArtifactInternalState } from "./ArtifactPathPolicy.ts"
 import { ArtifactPathPolicy, check } from "./ArtifactPathPolicy.ts"
-import { buildAbstract, defaultAbstractBytes, render, utf8Length } from "./ArtifactPointer.ts"
+import { buildAbstract, defaultAbstractBytes, exceedsUtf8, render, utf8Length } from "./ArtifactPointer.ts"
 import type { ArtifactRedactionFailed } from "./ArtifactRedactor.ts"
-import { ArtifactRedactor } from "./ArtifactRedactor.ts"
+import { redactIfProvided } from "./ArtifactRedactor.ts"
 
 /**
  * The target's real location is outside the real artifact root (a folder on
@@ -187,17 +187,13 @@ export const resolveTarget = Effect.fnUntraced(function* (root: string, target: 
  * so only a text whose length lies between a third of the limit and the
  * limit needs counting.
  */
-const exceedsBytes = (text: string, limit: number): boolean =>
-  text.length > limit ? true : text.length * 3 <= limit ? false : utf8Length(text) > limit
-
 const write = Effect.fnUntraced(function* (request: OffloadRequest, body: string) {
   const path = yield* Path.Path
   const fs = yield* FileSystem.FileSystem
   const files = yield* DurableFiles
   const { absolute, relative } = yield* resolveTarget(request.root, request.target)
 
-  const redactor = yield* Effect.serviceOption(ArtifactRedactor)
-  const stored = Option.isSome(redactor) ? yield* redactor.value.redact(body) : body
+  const stored = yield* redactIfProvided(body)
 
   const writeFailed = (operation: string, code: string) => new ArtifactWriteFailed({ path: relative, operation, code })
   // The root is created only when it is missing (usually it exists after the first offload).
@@ -307,7 +303,7 @@ export const offload = (
   request: OffloadRequest
 ): Effect.Effect<OffloadResult, never, FileSystem.FileSystem | Path.Path | DurableFiles> => {
   const body = typeof request.content === "string" ? request.content : request.content.join("")
-  if (!exceedsBytes(body, request.threshold)) {
+  if (!exceedsUtf8(body, request.threshold)) {
     return Effect.succeed(OffloadResult.Inline({ content: body, reason: Option.none() }))
   }
   return write(request, body).pipe(

@@ -12,7 +12,7 @@
  */
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
-import { utf8Length } from "./internal/utf8.ts"
+import { exceedsUtf8 } from "./internal/utf8.ts"
 
 /**
  * The longest target, in UTF-8 bytes, that resolution takes: Linux's
@@ -88,14 +88,6 @@ const drivePrefix = /^[A-Za-z]:/
 // How much of a target a rejection's message shows, in UTF-16 units (the last code point, maybe cut, is dropped).
 const shownTargetUnits = 200
 
-/** Whether `target` takes more than {@link maxTargetBytes} UTF-8 bytes, counted only when its length leaves it open. */
-const tooLong = (target: string): boolean =>
-  target.length > maxTargetBytes
-    ? true
-    : target.length * 3 <= maxTargetBytes
-      ? false
-      : utf8Length(target) > maxTargetBytes
-
 /**
  * Resolves `target` lexically below an (unnamed) root. Iterative, and
  * refuses a target over {@link maxTargetBytes} before splitting it, so any
@@ -107,7 +99,7 @@ const tooLong = (target: string): boolean =>
  */
 export const resolveRelative = (target: string): Result.Result<ArtifactRelativePath, ArtifactPathRejected> => {
   const refuse = (problem: ArtifactPathProblem) => Result.fail(new ArtifactPathRejected({ target, problem }))
-  if (tooLong(target)) return refuse("TooLong")
+  if (exceedsUtf8(target, maxTargetBytes)) return refuse("TooLong")
   if (target.includes("\0")) return refuse("NulByte")
   if (target.startsWith("/") || target.startsWith("\\") || drivePrefix.test(target)) return refuse("Absolute")
   const segments: Array<string> = []

@@ -65,6 +65,23 @@ export const defaultAbstractBytes = 240
 export const utf8Length: (text: string) => number = internalUtf8.utf8Length
 
 /**
+ * Whether `text` takes more than `limit` UTF-8 bytes. The length alone
+ * decides most texts (every UTF-16 unit is one to three bytes); only a text
+ * whose length leaves it open is counted ({@link utf8Length}).
+ *
+ * @example
+ * ```ts
+ * import { ArtifactPointer } from "@tessera/artifacts"
+ *
+ * ArtifactPointer.exceedsUtf8("héllo", 5) // true: "é" takes two bytes
+ * ```
+ *
+ * @since 0.1.0
+ * @category format
+ */
+export const exceedsUtf8: (text: string, limit: number) => boolean = internalUtf8.exceedsUtf8
+
+/**
  * The first words of `body` as one line of at most `maxBytes` UTF-8 bytes.
  *
  * Runs of whitespace (line breaks included) become one space. The text is cut

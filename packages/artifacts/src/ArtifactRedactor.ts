@@ -21,8 +21,9 @@
  */
 
 import * as Context from "effect/Context"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 
 /**
@@ -71,3 +72,34 @@ export class ArtifactRedactor extends Context.Service<ArtifactRedactor, Artifact
  */
 export const layer = (redactor: ArtifactRedactorShape): Layer.Layer<ArtifactRedactor> =>
   Layer.succeed(ArtifactRedactor)(redactor)
+
+/**
+ * The host's redactor, when it provided one: the one lookup every writer of
+ * scrubbed content uses, so "no redactor means stored verbatim" is decided
+ * in one place.
+ *
+ * @since 0.1.0
+ * @category services
+ */
+export const provided: Effect.Effect<Option.Option<ArtifactRedactorShape>> = Effect.serviceOption(ArtifactRedactor)
+
+/**
+ * `body` as the host's redactor returns it, or unchanged when the host
+ * provided none. A failing redactor fails the caller, which then stores
+ * nothing.
+ *
+ * @example
+ * ```ts
+ * import { ArtifactRedactor } from "@tessera/artifacts"
+ * import { Effect } from "effect"
+ *
+ * export const masked = ArtifactRedactor.redactIfProvided("token=abc").pipe(
+ *   Effect.provide(ArtifactRedactor.layer({ redact: (body) => Effect.succeed(body.replace("abc", "***")) }))
+ * )
+ * ```
+ *
+ * @since 0.1.0
+ * @category services
+ */
+export const redactIfProvided = (body: string): Effect.Effect<string, ArtifactRedactionFailed> =>
+  Effect.flatMap(provided, (redactor) => (Option.isSome(redactor) ? redactor.value.redact(body) : Effect.succeed(body)))

@@ -168,16 +168,7 @@ const describe = (descriptor: Volume.VolumeDescriptor): string =>
 
 const ensureVolume = (store: VolumeStore.VolumeStore, volume: VolumeStore.CreateVolume) =>
   Effect.gen(function* () {
-    const ref: Volume.VolumeRef = { store: store.id, volume: volume.id }
-    let found = yield* store.custody(ref)
-    if (Option.isNone(found)) {
-      const created = yield* store.create(volume).pipe(
-        Effect.as(true),
-        Effect.catchTag("VolumeAlreadyExists", () => Effect.succeed(false))
-      )
-      if (created) return ref
-      found = yield* store.custody(ref)
-    }
+    const { ref, found } = yield* VolumeStore.createOrFind(store, volume)
     const expected = describe({ id: volume.id, kind: volume.kind, owner: volume.owner })
     if (Option.isSome(found) && describe(found.value) !== expected) {
       return yield* new VolumeConflict({ volume: volume.id, expected, found: describe(found.value) })

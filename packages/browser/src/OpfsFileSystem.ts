@@ -238,6 +238,31 @@ const fileOf = (state: OpenState): FileSystem.File => {
   }
 }
 
+/** A new folder of a fresh random name in `directory` (`/tmp` by default), its parents created. */
+const makeTempDirectoryAt = (options?: {
+  readonly directory?: string | undefined
+  readonly prefix?: string | undefined
+}): Effect.Effect<string, PlatformError.PlatformError> =>
+  attempt("makeTempDirectory", options?.directory ?? "/tmp", async () => {
+    const path = normalize(`${options?.directory ?? "/tmp"}/${options?.prefix ?? ""}${crypto.randomUUID()}`)
+    await directoryAt(segmentsOf(path), true)
+    return path
+  })
+
+/** A new empty file of a fresh random name in `directory` (`/tmp` by default), the folder created. */
+const makeTempFileAt = (options?: {
+  readonly directory?: string | undefined
+  readonly prefix?: string | undefined
+  readonly suffix?: string | undefined
+}): Effect.Effect<string, PlatformError.PlatformError> =>
+  attempt("makeTempFile", options?.directory ?? "/tmp", async () => {
+    const folder = options?.directory ?? "/tmp"
+    const path = normalize(`${folder}/${options?.prefix ?? ""}${crypto.randomUUID()}${options?.suffix ?? ""}`)
+    await directoryAt(segmentsOf(folder), true)
+    await fileAt(path, true)
+    return path
+  })
+
 const unsupportedFlags: ReadonlyArray<FileSystem.OpenFlag> = ["r+", "w+", "wx+", "a+", "ax+"]
 
 /**
@@ -264,39 +289,15 @@ export const make = (): FileSystem.FileSystem =>
     lstat: (path) => attempt("lstat", path, () => statAt(path)),
     makeDirectory: (path, options) =>
       attempt("makeDirectory", path, () => makeDirectoryAt(path, options?.recursive === true)),
-    makeTempDirectory: (options) =>
-      attempt("makeTempDirectory", options?.directory ?? "/tmp", async () => {
-        const path = normalize(`${options?.directory ?? "/tmp"}/${options?.prefix ?? ""}${crypto.randomUUID()}`)
-        await directoryAt(segmentsOf(path), true)
-        return path
-      }),
+    makeTempDirectory: makeTempDirectoryAt,
     makeTempDirectoryScoped: (options) =>
-      Effect.acquireRelease(
-        attempt("makeTempDirectory", options?.directory ?? "/tmp", async () => {
-          const path = normalize(`${options?.directory ?? "/tmp"}/${options?.prefix ?? ""}${crypto.randomUUID()}`)
-          await directoryAt(segmentsOf(path), true)
-          return path
-        }),
-        (path) => Effect.promise(() => removeAt(path, true, true).catch(() => undefined))
+      Effect.acquireRelease(makeTempDirectoryAt(options), (path) =>
+        Effect.promise(() => removeAt(path, true, true).catch(() => undefined))
       ),
-    makeTempFile: (options) =>
-      attempt("makeTempFile", options?.directory ?? "/tmp", async () => {
-        const folder = options?.directory ?? "/tmp"
-        const path = normalize(`${folder}/${options?.prefix ?? ""}${crypto.randomUUID()}${options?.suffix ?? ""}`)
-        await directoryAt(segmentsOf(folder), true)
-        await fileAt(path, true)
-        return path
-      }),
+    makeTempFile: makeTempFileAt,
     makeTempFileScoped: (options) =>
-      Effect.acquireRelease(
-        attempt("makeTempFile", options?.directory ?? "/tmp", async () => {
-          const folder = options?.directory ?? "/tmp"
-          const path = normalize(`${folder}/${options?.prefix ?? ""}${crypto.randomUUID()}${options?.suffix ?? ""}`)
-          await directoryAt(segmentsOf(folder), true)
-          await fileAt(path, true)
-          return path
-        }),
-        (path) => Effect.promise(() => removeAt(path, false, true).catch(() => undefined))
+      Effect.acquireRelease(makeTempFileAt(options), (path) =>
+        Effect.promise(() => removeAt(path, false, true).catch(() => undefined))
       ),
     open: (path, options) => {
       const flag = options?.flag ?? "r"

@@ -305,9 +305,9 @@ export const temporaryName = (finalName: string, token: string = temporaryToken(
 /**
  * A fresh random UUID for a temporary name, from the platform's
  * `crypto.randomUUID` (Node and every browser with OPFS have it). Node
- * serves it from entropy drawn in batches, about a microsecond; drawing 16
- * bytes with `getRandomValues` for each name took 10 to 70 µs between two
- * file writes of an offload.
+ * serves it from entropy drawn in batches, which costs less than drawing
+ * bytes with `getRandomValues` for each name (bench/NOTES.md has the
+ * measurement).
  *
  * @since 0.1.0
  * @category temporary names

@@ -4,7 +4,7 @@
  * written against `LanguageModel.generateText`/`streamText`/`generateObject`
  * or `Chat` gets offload of large tool results and compaction with a private
  * summary by providing {@link layer} over its provider's layer. It is the
- * runtime's `ForeignLoop` on Effect AI prompts:
+ * runtime's foreign loop (`TaskExecution.foreignLoop`) on Effect AI prompts:
  *
  * - It is made only from a bound task (an `EntryGate.TaskBinding`), never
  *   from a folder: {@link make} runs the entry gate, and a summary or a
@@ -50,10 +50,10 @@
  */
 import type * as EntryGate from "@tessera/runtime/EntryGate"
 import type * as Executor from "@tessera/runtime/Executor"
-import * as ForeignLoop from "@tessera/runtime/ForeignLoop"
 import * as History from "@tessera/runtime/History"
 import * as Model from "@tessera/runtime/Model"
 import * as Observability from "@tessera/runtime/Observability"
+import * as TaskExecution from "@tessera/runtime/TaskExecution"
 import * as AiError from "effect/ai/AiError"
 import * as LanguageModel from "effect/ai/LanguageModel"
 import * as Prompt from "effect/ai/Prompt"
@@ -79,7 +79,7 @@ import { toolSpecs } from "./internal/toolSpecs.ts"
  * @since 0.1.0
  * @category models
  */
-export type Options = Pick<ForeignLoop.Options, "offload" | "inlineLimit">
+export type Options = Pick<TaskExecution.ForeignLoopOptions, "offload" | "inlineLimit">
 
 /**
  * The wrapping `LanguageModel` and what it reports, for one bound task.
@@ -93,7 +93,7 @@ export interface TesseraLanguageModel {
   /** The pointer each offloaded call id was replaced by. */
   readonly offloaded: ReadonlyMap<string, string>
   /** Every summary request's cost so far (also reported step by step). */
-  readonly summaryUsage: () => ForeignLoop.SummaryUsage
+  readonly summaryUsage: () => TaskExecution.SummaryUsage
 }
 
 /**
@@ -103,7 +103,7 @@ export interface TesseraLanguageModel {
  * @since 0.1.0
  * @category models
  */
-export type Requirements = ForeignLoop.Requirements
+export type Requirements = TaskExecution.ForeignLoopRequirements
 
 type AnyPart = Response.AnyPart
 type ToolResult = Extract<AnyPart, { type: "tool-result" }>
@@ -153,7 +153,7 @@ const responseOf = (content: Content): Model.ModelResponse => {
 const textOf = (content: Content): string =>
   content.map((part) => (part.type === "text" ? part.text : part.type === "text-delta" ? part.delta : "")).join("")
 
-const withSummary = (part: Finish, summary: ForeignLoop.SummaryUsage): Finish =>
+const withSummary = (part: Finish, summary: TaskExecution.SummaryUsage): Finish =>
   summary.requests === 0
     ? part
     : {
@@ -189,7 +189,7 @@ const withSummary = (part: Finish, summary: ForeignLoop.SummaryUsage): Finish =>
  */
 export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding, options: Options = {}) {
   const inner = yield* LanguageModel.LanguageModel
-  const loop = yield* ForeignLoop.make(binding, {
+  const loop = yield* TaskExecution.foreignLoop(binding, {
     entry: "TesseraLanguageModel.make",
     ...(options.offload === undefined ? {} : { offload: options.offload }),
     ...(options.inlineLimit === undefined ? {} : { inlineLimit: options.inlineLimit })
@@ -338,7 +338,7 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
           // A consumer that stops early (interruption): the step is journaled as failed, so the turn can go on.
           Stream.ensuring(
             Effect.suspend(
-              (): Effect.Effect<unknown, ForeignLoop.JournalError> =>
+              (): Effect.Effect<unknown, TaskExecution.JournalError> =>
                 settled ? Effect.void : loop.fail(step, "ProviderFailure", "the stream was interrupted by its consumer")
             ).pipe(Effect.ignore)
           )

@@ -4,7 +4,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { DefaultRedactor } from "@tessera/artifacts"
 import { Digest } from "@tessera/core"
 import { EffectAiModel, TesseraLanguageModel } from "@tessera/effect-ai"
-import { Compaction, type EntryGate, ForeignLoop, History, Journal, Model } from "@tessera/runtime"
+import { Compaction, type EntryGate, History, Journal, Model, TaskExecution } from "@tessera/runtime"
 import { ScriptedModel } from "@tessera/runtime/testing"
 import { Context, Effect, Layer, Schema, Stream } from "effect"
 import { AiError, LanguageModel, Prompt, type Response, Tool, Toolkit } from "effect/ai"
@@ -434,12 +434,12 @@ describe("TesseraLanguageModel (Effect AI, effect/ai)", () => {
   }
 
   /**
-   * What the runtime journals for `request` itself: it is dispatched through a `ForeignLoop` of its own on the
+   * What the runtime journals for `request` itself: it is dispatched through a `TaskExecution.foreignLoop` of its own on the
    * bound task, as a turn of its own (answered, so the turn closes).
    */
   const dispatchAlone = (binding: EntryGate.TaskBinding, request: Model.ModelRequest) =>
     Effect.gen(function* () {
-      const loop = yield* ForeignLoop.make(binding)
+      const loop = yield* TaskExecution.foreignLoop(binding)
       // Never asked: a one-part request is far below any compaction threshold.
       const { model: summaries } = yield* ScriptedModel.make([])
       const history = yield* loop.prepare(History.make(request.parts), summaries)
@@ -504,7 +504,7 @@ describe("TesseraLanguageModel (Effect AI, effect/ai)", () => {
           LanguageModel.LanguageModel,
           Effect.gen(function* () {
             const inner = yield* LanguageModel.LanguageModel
-            const loop = yield* ForeignLoop.make(binding)
+            const loop = yield* TaskExecution.foreignLoop(binding)
             const summaries = EffectAiModel.fromLanguageModel(inner)
             const generate = inner.generateText as unknown as (
               options: unknown

@@ -33,8 +33,7 @@
  *
  * @since 0.1.0
  */
-import * as ArtifactPointer from "@tessera/artifacts/ArtifactPointer"
-import * as DurableFiles from "@tessera/core/DurableFiles"
+import type * as DurableFiles from "@tessera/core/DurableFiles"
 import * as Ids from "@tessera/core/Ids"
 import * as Volume from "@tessera/core/Volume"
 import * as History from "@tessera/runtime/History"
@@ -50,24 +49,22 @@ import * as Option from "effect/Option"
 import * as Path from "effect/Path"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
+import * as InspectText from "./internal/inspectText.ts"
+import { checkStoreFolder, InspectIoError, listFiles, NotAStoreFolder } from "./internal/storeFolder.ts"
 
 /**
- * The folder cannot be inspected as a store: it is missing, not a folder,
- * or not (completely) a Tessera store. Nothing was created or changed.
+ * What reading a folder can fail with besides the runtime's own readers:
+ * {@link NotAStoreFolder}, the folder cannot be inspected as a store (it is
+ * missing, not a folder, or not completely a Tessera store; nothing was
+ * created or changed), with the namespaces found directly inside it when it
+ * is their parent; {@link InspectIoError}, reading failed for a file below a
+ * volume's data folder, named. Declared with the folder checks, in the
+ * package's internals.
  *
  * @since 0.1.0
  * @category errors
  */
-export class NotAStoreFolder extends Schema.TaggedError<NotAStoreFolder>()("NotAStoreFolder", {
-  path: Schema.String,
-  problem: Schema.String,
-  /** The namespaces (stores) found directly inside the folder, when it is their parent. */
-  namespaces: Schema.optionalKey(Schema.Array(Schema.String))
-}) {
-  override get message(): string {
-    return `${this.path}: ${this.problem}`
-  }
-}
+export { InspectIoError, NotAStoreFolder }
 
 /**
  * A task was asked for and no journal volume holds its journal.
@@ -81,22 +78,6 @@ export class TaskNotFound extends Schema.TaggedError<TaskNotFound>()("TaskNotFou
 }) {
   override get message(): string {
     return `no journal for task ${this.task} in ${this.searched.length === 0 ? "(no journal volume)" : this.searched.join(", ")}`
-  }
-}
-
-/**
- * A file below a volume's data folder, reading failed for it. Names the file.
- *
- * @since 0.1.0
- * @category errors
- */
-export class InspectIoError extends Schema.TaggedError<InspectIoError>()("InspectIoError", {
-  path: Schema.String,
-  operation: Schema.String,
-  detail: Schema.String
-}) {
-  override get message(): string {
-    return `${this.path}: could not ${this.operation}: ${this.detail}`
   }
 }
 
@@ -259,56 +240,9 @@ export const inspect = Effect.fnUntraced(function* (
   folder: string,
   options: InspectOptions = {}
 ): Effect.fn.Return<Report, InspectError, FileSystemNs.FileSystem | Path.Path | DurableFiles.DurableFiles> {
-  const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const root = path.resolve(folder)
-  const kindOf = (target: string) =>
-    fs.stat(target).pipe(
-      Effect.map((info) => Option.some(info.type)),
-      Effect.catchIf(
-        (error) => error.reason._tag === "NotFound",
-        () => Effect.succeed(Option.none<FileSystemNs.File.Type>())
-      ),
-      Effect.mapError((error) => new InspectIoError({ path: target, operation: "stat", detail: error.message }))
-    )
-
-  const rootKind = yield* kindOf(root)
-  if (Option.isNone(rootKind)) return yield* new NotAStoreFolder({ path: root, problem: "no such folder" })
-  if (rootKind.value !== "Directory") {
-    return yield* new NotAStoreFolder({ path: root, problem: `not a folder (it is a ${rootKind.value})` })
-  }
-  const manifest = path.join(root, VolumeStore.manifestFile)
-  if (Option.isNone(yield* kindOf(manifest))) {
-    const namespaces: Array<string> = []
-    for (const name of yield* fs.readDirectory(root).pipe(Effect.orElseSucceed(() => []))) {
-      const inside = yield* kindOf(path.join(root, name, VolumeStore.manifestFile)).pipe(
-        Effect.orElseSucceed(() => Option.none())
-      )
-      if (Option.isSome(inside)) namespaces.push(name)
-    }
-    namespaces.sort()
-    return yield* new NotAStoreFolder(
-      namespaces.length === 0
-        ? {
-            path: manifest,
-            problem: `missing: the folder is not a Tessera store (expected ${VolumeStore.manifestFile}, ${VolumeStore.volumesFolder}/ and ${VolumeStore.metaFolder.join("/")}/)`
-          }
-        : {
-            path: manifest,
-            problem: `missing: the folder is not a Tessera store, but it holds the namespace${namespaces.length === 1 ? "" : "s"} ${namespaces.join(", ")}; inspect one of them, for example ${path.join(root, namespaces[0] as string)}`,
-            namespaces
-          }
-    )
-  }
-  for (const required of [path.join(root, ...VolumeStore.metaFolder), path.join(root, VolumeStore.volumesFolder)]) {
-    const kind = yield* kindOf(required)
-    if (Option.isNone(kind) || kind.value !== "Directory") {
-      return yield* new NotAStoreFolder({
-        path: required,
-        problem: "missing or not a folder: the store is incomplete"
-      })
-    }
-  }
+  yield* checkStoreFolder(root)
 
   const store = yield* VolumeStore.open({ root })
   const descriptors = yield* store.list()
@@ -456,26 +390,6 @@ const recordedFiles = (journals: ReadonlyArray<JournalReport>): ReadonlySet<stri
   return keys
 }
 
-/** Every regular file below `folder` (symlinks are listed, never followed), sorted by path. */
-const listFiles = Effect.fnUntraced(function* (folder: string) {
-  const fs = yield* FileSystem.FileSystem
-  const path = yield* Path.Path
-  const io = (target: string, operation: string) => (error: { readonly message: string }) =>
-    new InspectIoError({ path: target, operation, detail: error.message })
-  const names = yield* fs.readDirectory(folder, { recursive: true }).pipe(Effect.mapError(io(folder, "list")))
-  const found: Array<{ readonly path: string; readonly size: number }> = []
-  for (const name of [...names].sort()) {
-    const full = path.join(folder, name)
-    const info = yield* fs.lstat(full).pipe(Effect.mapError(io(full, "stat")))
-    // A temporary name is a write in progress or one a crash cut short: never content.
-    if (info.type === "Directory" || DurableFiles.isTemporaryName(path.basename(name))) continue
-    found.push({ path: name.split(path.sep).join("/"), size: Number(info.size) })
-  }
-  return found
-})
-
-const short = (digest: string): string => digest.slice(0, 12)
-
 /**
  * Token counts as `in=… out=… cached=… reasoning=…`, the counts a provider
  * did not report left out (`none reported` when it reported none).
@@ -483,107 +397,7 @@ const short = (digest: string): string => digest.slice(0, 12)
  * @since 0.1.0
  * @category rendering
  */
-export const formatUsage = (usage: JournalEntry.UsageTotal["usage"]): string => {
-  const shown = [
-    usage.inputTokens === undefined ? undefined : `in=${usage.inputTokens}`,
-    usage.outputTokens === undefined ? undefined : `out=${usage.outputTokens}`,
-    usage.cachedInputTokens === undefined ? undefined : `cached=${usage.cachedInputTokens}`,
-    usage.reasoningTokens === undefined ? undefined : `reasoning=${usage.reasoningTokens}`
-  ].filter((part) => part !== undefined)
-  return shown.length === 0 ? "none reported" : shown.join(",")
-}
-
-const fields = (entry: JournalEntry.Entry): string => {
-  const turn = "turn" in entry && entry.turn !== undefined ? `turn=${entry.turn}` : undefined
-  const step = "step" in entry && entry.step !== undefined ? `step=${entry.step}` : undefined
-  const parts = (...rest: ReadonlyArray<string | undefined>) =>
-    [turn, step, ...rest].filter((part) => part !== undefined).join(" ")
-  switch (entry._tag) {
-    case "TurnOpened":
-      return parts(`task=${entry.task}`)
-    case "TurnResumed":
-      return parts(entry.retryStep === undefined ? undefined : `retry-step=${entry.retryStep}`)
-    case "RequestDispatched":
-      return parts(`parts=${entry.parts}`, `size=${entry.size}`, `sha256=${short(entry.sha256)}`)
-    case "ResponseReceived":
-      return parts(
-        `text=${entry.textSize}B`,
-        `calls=[${entry.toolCalls.map((call) => `${call.callId}:${call.name}`).join(", ")}]`,
-        entry.finishReason === undefined ? undefined : `finish=${entry.finishReason}`,
-        entry.usage === undefined ? undefined : `usage=${formatUsage(entry.usage)}`
-      )
-    case "SummaryRequestAnswered":
-      return parts(
-        `operation=${entry.operation}`,
-        `piece=${entry.piece}/${entry.pieces}`,
-        `text=${entry.textSize}B`,
-        entry.finishReason === undefined ? undefined : `finish=${entry.finishReason}`,
-        entry.usage === undefined ? undefined : `usage=${formatUsage(entry.usage)}`
-      )
-    case "ModelFailed":
-      return parts(`reason=${entry.reason}`, `detail=${JSON.stringify(entry.detail)}`)
-    case "ToolCalled":
-      return parts(`call=${entry.callId}`, `tool=${entry.name}`, `input=${entry.inputSize}B`)
-    case "ToolResulted":
-      return parts(
-        `call=${entry.callId}`,
-        `tool=${entry.name}`,
-        `size=${entry.size}`,
-        entry.isError ? `error=${entry.failure ?? "yes"}` : undefined
-      )
-    case "TurnClosed":
-      return parts(`steps=${entry.steps}`)
-    case "TurnAbandoned":
-      return parts(`steps=${entry.steps}`, `reason=${JSON.stringify(entry.reason)}`)
-    case "TruncationRecovered":
-      return parts(`line=${entry.line}`, `kept=${entry.keptBytes}B`, `dropped=${entry.droppedBytes}B`)
-    case "Admission":
-      return parts(`operation=${entry.operation}`, `detail=${JSON.stringify(entry.detail)}`)
-    case "Rejection":
-      return parts(`operation=${entry.operation}`, `reason=${entry.reason}`, `detail=${JSON.stringify(entry.detail)}`)
-    case "SummaryStaged":
-      return parts(
-        `operation=${entry.operation}`,
-        `file=${Volume.formatVolumeRef(entry.volume)}:${entry.path}`,
-        `size=${entry.size}`,
-        entry.adopted === true ? "adopted" : undefined
-      )
-    case "ArtifactOffloaded":
-      return parts(
-        entry.callId === undefined ? undefined : `call=${entry.callId}`,
-        `file=${entry.volume === undefined ? "" : `${Volume.formatVolumeRef(entry.volume)}:`}${entry.path}`,
-        `size=${entry.size}`,
-        entry.disposition === undefined ? undefined : `disposition=${entry.disposition}`
-      )
-    case "SummaryStarted":
-      return parts(`operation=${entry.operation}`, `inputs=${short(entry.inputsSha256)}`)
-    case "SummarySuperseded":
-      return parts(
-        `operation=${entry.operation}`,
-        `file=${Volume.formatVolumeRef(entry.volume)}:${entry.path}`,
-        `size=${entry.size}`,
-        `reason=${JSON.stringify(entry.reason)}`
-      )
-    case "JournalRepaired":
-      return parts(
-        `line=${entry.line}`,
-        `kept=${entry.keptBytes}B`,
-        `dropped=${entry.droppedBytes}B`,
-        `detail=${JSON.stringify(entry.detail)}`
-      )
-    case "CompactionWarning":
-      return parts(`reason=${entry.reason}`, `size=${entry.size}`, `limit=${entry.limit}`, `measure=${entry.measure}`)
-    case "ApprovalRequested":
-      return parts(`call=${entry.callId}`, `tool=${entry.name}`, `input=${entry.inputSize}B`, `reason=${entry.reason}`)
-    case "ApprovalDecided":
-      return parts(
-        `call=${entry.callId}`,
-        entry.approved ? "approved" : "rejected",
-        `by=${JSON.stringify(entry.by)}`,
-        entry.note === undefined ? undefined : `note=${JSON.stringify(entry.note)}`
-      )
-  }
-}
+export const formatUsage: (usage: JournalEntry.UsageTotal["usage"]) => string = InspectText.formatUsage
 
 /**
  * One journal entry on one line: `#seq  time  tag  key fields`. Bodies are
@@ -593,7 +407,7 @@ const fields = (entry: JournalEntry.Entry): string => {
  * @category rendering
  */
 export const formatEntry = (entry: JournalEntry.Entry): string =>
-  `#${String(entry.seq).padStart(3, " ")}  ${new Date(entry.at).toISOString()}  ${entry._tag.padEnd(19, " ")} ${fields(entry)}`.trimEnd()
+  `#${String(entry.seq).padStart(3, " ")}  ${new Date(entry.at).toISOString()}  ${entry._tag.padEnd(19, " ")} ${InspectText.entryFields(entry)}`.trimEnd()
 
 /**
  * A size for people: bytes below 1 KiB, else KiB or MiB with one decimal,
@@ -602,12 +416,7 @@ export const formatEntry = (entry: JournalEntry.Entry): string =>
  * @since 0.1.0
  * @category rendering
  */
-export const formatSize = (bytes: number): string =>
-  bytes < 1024
-    ? `${bytes} B`
-    : bytes < 1024 * 1024
-      ? `${(bytes / 1024).toFixed(1)} KiB (${bytes} B)`
-      : `${(bytes / (1024 * 1024)).toFixed(1)} MiB (${bytes} B)`
+export const formatSize: (bytes: number) => string = InspectText.formatSize
 
 const fileLines = (files: ReadonlyArray<VolumeFile>): ReadonlyArray<string> =>
   files.length === 0 ? ["  (none)"] : files.map((file) => `  ${file.volume}:${file.path}  ${formatSize(file.size)}`)
@@ -686,50 +495,7 @@ export const renderResumable = (task: Ids.TaskId, state: ResumableState, bodies:
   )
   const summaryParts = new Set<Model.Part>(history.summary?.parts ?? [])
   for (const [index, part] of parts.entries()) {
-    lines.push(...partLines(index + 1, part, summaryParts.has(part), bodies))
+    lines.push(...InspectText.partLines(index + 1, part, summaryParts.has(part), bodies))
   }
   return lines
-}
-
-const indent = (body: string): ReadonlyArray<string> => body.split("\n").map((line) => `        ${line}`)
-
-const partLines = (number: number, part: Model.Part, inSummary: boolean, bodies: boolean): ReadonlyArray<string> => {
-  const head = `    ${String(number).padStart(3, " ")}.`
-  switch (part._tag) {
-    case "Text": {
-      const size = ArtifactPointer.utf8Length(part.text)
-      return [
-        `${head} ${inSummary ? "summary text" : `${part.role} text`} ${formatSize(size)}`,
-        ...(bodies ? indent(part.text) : [])
-      ]
-    }
-    case "FileReference":
-      return [
-        `${head} ${inSummary ? "summary" : `${part.role} file`} ${Volume.formatVolumeRef(part.volume)}:${part.path} (${part.mediaType})`
-      ]
-    case "ToolCall": {
-      const input = JSON.stringify(part.input)
-      return [
-        `${head} call ${part.id} ${part.name} input ${formatSize(ArtifactPointer.utf8Length(input))}`,
-        ...(bodies ? indent(input) : [])
-      ]
-    }
-    case "ToolResult": {
-      const pointer = ArtifactPointer.parse(part.content)
-      const label = `${head} result ${part.callId} ${part.name}${part.isError ? " (error)" : ""}`
-      if (Option.isSome(pointer)) {
-        return [
-          `${label} offloaded: ${pointer.value.path} ${formatSize(pointer.value.bytes)} (read with ${pointer.value.readWith})`
-        ]
-      }
-      return [
-        `${label} ${formatSize(ArtifactPointer.utf8Length(part.content))}`,
-        ...(bodies ? indent(part.content) : [])
-      ]
-    }
-    case "Media":
-      return [
-        `${head} ${part.role} media ${part.mediaType} (${part.data._tag === "Url" ? part.data.url : `${part.data.base64.length} base64 characters`})`
-      ]
-  }
 }

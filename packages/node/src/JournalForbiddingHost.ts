@@ -149,26 +149,17 @@ export const open = Effect.fnUntraced(function* (
     artifactFolders: [yield* host.store.folderOf(output)],
     journalFolder
   })
-  const tasks = makeHostTasks({
-    runtime,
-    agent: options.agent,
-    taskVolumes: [output],
-    journalFolder,
-    pathPolicy,
-    taskLocks: opened.taskLocks,
-    ...(options.durability === undefined ? {} : { durability: options.durability })
-  })
   const service: JournalForbiddingHostService = {
-    ...tasks,
-    namespace: opened.namespace,
-    agent: options.agent,
-    folder: opened.folder,
-    lock: opened.lock,
-    host,
-    runtime,
-    volumes: { journal, output },
-    journalFolder,
-    pathPolicy
+    ...makeHostTasks({
+      opened,
+      runtime,
+      agent: options.agent,
+      taskVolumes: [output],
+      journalFolder,
+      pathPolicy,
+      durability: options.durability
+    }),
+    volumes: { journal, output }
   }
   return service
 })

@@ -382,27 +382,18 @@ export const open = Effect.fnUntraced(function* (
     ],
     journalFolder
   })
-  const tasks = makeHostTasks({
-    runtime,
-    agent,
-    taskVolumes: [scratch, output],
-    journalFolder,
-    pathPolicy,
-    taskLocks: opened.taskLocks,
-    ...(options.durability === undefined ? {} : { durability: options.durability })
-  })
   const harness: LocalHarnessService = {
-    ...tasks,
-    namespace: opened.namespace,
-    agent,
+    ...makeHostTasks({
+      opened,
+      runtime,
+      agent,
+      taskVolumes: [scratch, output],
+      journalFolder,
+      pathPolicy,
+      durability: options.durability
+    }),
     stateDir: opened.stateDir,
-    folder: opened.folder,
-    lock: opened.lock,
-    host,
-    runtime,
-    volumes: { scratch, journal, output },
-    journalFolder,
-    pathPolicy
+    volumes: { scratch, journal, output }
   }
   return harness
 })

@@ -15,7 +15,7 @@
  *
  * Name operations (resolving, opening, creating, linking, removing) are made
  * with Node's synchronous calls: they are answered from the kernel's caches
- * in microseconds, less than a round trip to a worker thread, and running
+ * in less time than a round trip to a worker thread takes, and running
  * them back to back also leaves a racing fiber no turn between a check and
  * the step that relies on it. Writing data and syncing wait for the device,
  * so they run on worker threads and the process keeps running meanwhile (the
@@ -35,7 +35,6 @@ import * as nodePath from "node:path"
 import type {
   DurableFileOperation,
   DurableFilesShape,
-  ReadFileOptions,
   WithinOptions,
   WriteNewFileOptions
 } from "@tessera/core/DurableFiles"
@@ -43,13 +42,15 @@ import {
   AlreadyExists,
   DurableFileFailure,
   DurableFiles,
-  NotPlainFile,
   OutsideWithin,
-  relativeWithin,
-  SymlinkRefused
+  relativeWithin
 } from "@tessera/core/DurableFiles"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import { makeReadFile } from "./internal/durableRead.ts"
+import { isWithin, makeLocator, type OpenedFolder } from "./internal/fileLocations.ts"
+import { closeQuietly, errnoCode, failure, isOurError, realWithin } from "./internal/syscallFailures.ts"
+import { fitsIn, syncDescriptor, writeAll } from "./internal/workerWrites.ts"
 import { writeAllBlocking } from "./internal/writeAllBlocking.ts"
 
 /**
@@ -67,16 +68,15 @@ export interface NodeDurableFilesOptions {
   readonly descriptorPaths?: boolean
   /**
    * Writes of at most this many bytes, and every folder sync, run on the
-   * calling thread: no worker round trip (on this kind of machine about 0.1
-   * to 0.3 ms each, even where the sync itself costs nothing), but the event
-   * loop waits while the device syncs. Defaults to 0: every write and sync
-   * runs on a worker, so a process serving many tasks keeps answering. A host
-   * that runs one task at a time may set it, as the local hosts block on
-   * journal appends; larger writes stay on a worker, where an offload's
-   * digest runs while they wait on the device. With the journal blocking
-   * too, the event loop then never idles during a turn, and the collector
-   * sizes the heap larger (in this repository's context benchmark, about
-   * 50 MiB more peak memory over 10,000 steps).
+   * calling thread: no worker round trip (which costs time even where the
+   * sync itself costs nothing), but the event loop waits while the device
+   * syncs. Defaults to 0: every write and sync runs on a worker, so a
+   * process serving many tasks keeps answering. A host that runs one task
+   * at a time may set it, as the local hosts block on journal appends;
+   * larger writes stay on a worker, where an offload's digest runs while
+   * they wait on the device. With the journal blocking too, the event loop
+   * then never idles during a turn, so the collector runs less often and the
+   * heap grows larger (bench/NOTES.md has the measurements).
    */
   readonly blockingUpTo?: number
   /**
@@ -84,9 +84,9 @@ export interface NodeDurableFilesOptions {
    * asked of the opened folder with `statfs`) writes up to 1 MiB and syncs
    * on the calling thread, whatever `blockingUpTo` says. Nothing there waits
    * for a device: a sync returns at once and copying 1 MiB costs about what a
-   * worker round trip costs (0.1 to 0.3 ms on this kind of machine), so the
-   * worker would only add latency. Defaults to `true`; `false` keeps such
-   * folders on the `blockingUpTo` rule like any other.
+   * worker round trip costs, so the worker would only add latency. Defaults
+   * to `true`; `false` keeps such folders on the `blockingUpTo` rule like any
+   * other.
    */
   readonly memoryFileSystems?: boolean
 }
@@ -99,19 +99,6 @@ const O_DIRECTORY = fs.constants.O_DIRECTORY ?? 0
 const O_SYNC = fs.constants.O_SYNC ?? 0
 const createFlags = fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_WRONLY | O_NOFOLLOW | O_SYNC
 const directoryFlags = fs.constants.O_RDONLY | O_DIRECTORY
-// Reading follows no link at any step, and a FIFO planted where a file was expected must not block the open.
-const O_NONBLOCK = fs.constants.O_NONBLOCK ?? 0
-const readFolderFlags = directoryFlags | O_NOFOLLOW
-const readFileFlags = fs.constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK
-
-/**
- * Reads of at most this many bytes run on the calling thread. What they read
- * is small and read often (a volume's registration at every admission of a
- * private writer, a staged summary), so it is in the kernel's page cache and
- * a read is a copy of microseconds, where a worker round trip costs 0.1 to
- * 0.3 ms; larger reads (an artifact read back) stay on a worker.
- */
-const blockingReadUpTo = 64 * 1024
 
 /** `statfs` magic numbers of Linux file systems that live in memory: tmpfs and ramfs. */
 const memoryFileSystemTypes: ReadonlySet<number> = new Set([0x01021994, 0x858458f6])
@@ -125,34 +112,6 @@ const heldInMemory = (folder: string): boolean => {
     return memoryFileSystemTypes.has(fs.statfsSync(folder).type)
   } catch {
     return false
-  }
-}
-
-const errnoCode = (error: unknown): string => {
-  if (typeof error === "object" && error !== null && "code" in error && typeof error.code === "string") {
-    return error.code
-  }
-  return "UNKNOWN"
-}
-
-const isOurError = (error: unknown): error is AlreadyExists | OutsideWithin | DurableFileFailure =>
-  error instanceof AlreadyExists || error instanceof OutsideWithin || error instanceof DurableFileFailure
-
-const failure = (operation: DurableFileOperation, path: string, error: unknown): DurableFileFailure =>
-  new DurableFileFailure({
-    operation,
-    path,
-    code: errnoCode(error),
-    detail: error instanceof Error ? error.message : String(error)
-  })
-
-const isWithin = (root: string, candidate: string): boolean => relativeWithin(root, candidate, nodePath) !== undefined
-
-const closeQuietly = (fd: number): void => {
-  try {
-    fs.closeSync(fd)
-  } catch {
-    // Closing can only fail for a descriptor that is already gone.
   }
 }
 
@@ -175,48 +134,6 @@ const openOrCreateFolder = (path: string): number => {
   return fs.openSync(path, directoryFlags)
 }
 
-/** Runs a callback-style call on a worker thread. */
-const onWorker = (start: (done: (error: NodeJS.ErrnoException | null) => void) => void): Promise<void> =>
-  new Promise((resolve, reject) => start((error) => (error === null ? resolve() : reject(error))))
-
-const writeAll = async (fd: number, content: Uint8Array | string): Promise<void> => {
-  const writeFrom = (bytes: Uint8Array, offset: number) =>
-    new Promise<number>((resolve, reject) =>
-      fs.write(fd, bytes, offset, bytes.byteLength - offset, null, (error, written) =>
-        error === null ? resolve(written) : reject(error)
-      )
-    )
-  let bytes: Uint8Array
-  let offset = 0
-  if (typeof content === "string") {
-    // Node encodes a string outside the JavaScript heap; only a short write needs the bytes here.
-    const written = new Promise<number>((resolve, reject) =>
-      fs.write(fd, content, null, "utf8", (error, count) => (error === null ? resolve(count) : reject(error)))
-    )
-    // Counted while the device writes, not after: issuing the write has flattened a text made of many
-    // pieces (a redacted body), so this is one pass over contiguous characters (about 0.2 ms per MiB of ASCII),
-    // where counting before the write is issued would walk the pieces (about 5 ms per MiB).
-    const total = Buffer.byteLength(content, "utf8")
-    offset = await written
-    if (offset === total) return
-    bytes = Buffer.from(content, "utf8")
-  } else {
-    bytes = content
-  }
-  while (offset < bytes.byteLength) offset += await writeFrom(bytes, offset)
-}
-
-/** Whether `content` takes at most `limit` bytes, without counting a text that is clearly larger. */
-const fitsIn = (content: Uint8Array | string, limit: number): boolean =>
-  typeof content === "string"
-    ? content.length <= limit && (content.length * 3 <= limit || Buffer.byteLength(content, "utf8") <= limit)
-    : content.byteLength <= limit
-
-const syncDescriptor = async (fd: number, blocking: boolean): Promise<void> => {
-  if (blocking) fs.fsyncSync(fd)
-  else await onWorker((done) => fs.fsync(fd, done))
-}
-
 /**
  * Builds the primitives.
  *
@@ -227,12 +144,12 @@ export const make = (options: NodeDurableFilesOptions = {}): DurableFilesShape =
   const descriptorPaths = options.descriptorPaths ?? fs.existsSync("/proc/self/fd")
   const blockingUpTo = options.blockingUpTo ?? 0
   const memoryFileSystems = options.memoryFileSystems ?? true
-
-  const descriptorPath = (fd: number): string => `/proc/self/fd/${fd}`
+  const locator = makeLocator(descriptorPaths)
+  const { childOf, folderLocation, fileLocation } = locator
 
   /** Up to how many bytes a write into the opened folder blocks (0: none), and whether its syncs block. */
   const blockingIn = (folder: number, folderPath: string): number =>
-    memoryFileSystems && heldInMemory(descriptorPaths ? descriptorPath(folder) : folderPath)
+    memoryFileSystems && heldInMemory(descriptorPaths ? locator.descriptorPath(folder) : folderPath)
       ? Math.max(blockingUpTo, memoryFileSystemBlockingUpTo)
       : blockingUpTo
 
@@ -243,27 +160,6 @@ export const make = (options: NodeDurableFilesOptions = {}): DurableFilesShape =
     } finally {
       closeQuietly(fd)
     }
-  }
-
-  /** The path to use for creating `name` inside an opened folder. */
-  const childOf = (folder: number, folderPath: string, name: string): string =>
-    descriptorPaths ? `${descriptorPath(folder)}/${name}` : nodePath.join(folderPath, name)
-
-  /** Where an opened folder really is. */
-  const folderLocation = (folder: number, folderPath: string): string =>
-    descriptorPaths ? fs.readlinkSync(descriptorPath(folder)) : fs.realpathSync.native(folderPath)
-
-  /**
-   * Where an opened file really is: its descriptor's link on Linux; elsewhere
-   * the real path of its name, accepted only if that name still denotes the
-   * very file we hold open (same device and inode).
-   */
-  const fileLocation = (file: number, path: string): string | undefined => {
-    if (descriptorPaths) return fs.readlinkSync(descriptorPath(file))
-    const candidate = nodePath.join(fs.realpathSync.native(nodePath.dirname(path)), nodePath.basename(path))
-    const held = fs.fstatSync(file)
-    const named = fs.lstatSync(candidate)
-    return held.dev === named.dev && held.ino === named.ino ? candidate : undefined
   }
 
   /** Removes `location` only if it still names the file we hold open, so a swapped-in file is never deleted. */
@@ -289,14 +185,6 @@ export const make = (options: NodeDurableFilesOptions = {}): DurableFilesShape =
       catch: (error) => (isOurError(error) ? error : failure(operation, path, error))
     })
 
-  const realWithin = (operation: DurableFileOperation, within: string): string => {
-    try {
-      return fs.realpathSync.native(within)
-    } catch (error) {
-      throw failure(operation, within, error)
-    }
-  }
-
   const realPath: DurableFilesShape["realPath"] = (path) =>
     Effect.try({ try: () => fs.realpathSync.native(path), catch: (error) => failure("realPath", path, error) })
 
@@ -311,7 +199,7 @@ export const make = (options: NodeDurableFilesOptions = {}): DurableFilesShape =
     path: string,
     within: string,
     root: string
-  ): { readonly folder: number; readonly location: string } => {
+  ): OpenedFolder => {
     const target = nodePath.resolve(path)
     // The caller may name the target through `within` as given or through its real path.
     const relative =
@@ -345,7 +233,7 @@ export const make = (options: NodeDurableFilesOptions = {}): DurableFilesShape =
   }
 
   /** Opens the existing folder of `path` and checks that it really lies within `root`. */
-  const openFolderOf = (path: string, root: string): { readonly folder: number; readonly location: string } => {
+  const openFolderOf = (path: string, root: string): OpenedFolder => {
     const folderPath = nodePath.dirname(path)
     const folder = fs.openSync(folderPath, directoryFlags)
     try {
@@ -460,147 +348,6 @@ export const make = (options: NodeDurableFilesOptions = {}): DurableFilesShape =
   const syncDirectory: DurableFilesShape["syncDirectory"] = (path) =>
     Effect.tryPromise({ try: () => syncFolder(path), catch: (error) => failure("syncDirectory", path, error) })
 
-  /**
-   * Opens `name` inside an opened folder without following it. A component
-   * that is a link fails the open (`ELOOP`; `ENOTDIR` for a link to a file
-   * opened as a folder), so the failure is told apart from a plain one by
-   * asking the name itself, after the fact: only the error's wording depends
-   * on that question, never what is opened.
-   */
-  const openNoFollow = (folder: number, folderPath: string, name: string, flags: number, path: string): number => {
-    const child = childOf(folder, folderPath, name)
-    try {
-      return fs.openSync(child, flags)
-    } catch (error) {
-      const code = errnoCode(error)
-      if (
-        (code === "ELOOP" || code === "ENOTDIR" || code === "EMLINK") &&
-        fs.lstatSync(child, { throwIfNoEntry: false })?.isSymbolicLink()
-      ) {
-        throw new SymlinkRefused({ operation: "readFile", path, link: nodePath.join(folderPath, name) })
-      }
-      throw error
-    }
-  }
-
-  const readFailure = (path: string, error: unknown) =>
-    error instanceof OutsideWithin ||
-    error instanceof SymlinkRefused ||
-    error instanceof NotPlainFile ||
-    error instanceof DurableFileFailure
-      ? error
-      : failure("readFile", path, error)
-
-  /** Reads `length` bytes of an opened file from `start`, stopping early if it shrank; the caller closes it. */
-  const readSpan = (file: number, start: number, length: number): Uint8Array => {
-    const bytes = Buffer.alloc(length)
-    let read = 0
-    while (read < length) {
-      const count = fs.readSync(file, bytes, read, length - read, start + read)
-      // The file shrank since fstat: what is there is all there is.
-      if (count === 0) break
-      read += count
-    }
-    return new Uint8Array(bytes.buffer, bytes.byteOffset, read)
-  }
-
-  const readSpanOnWorker = async (file: number, start: number, length: number): Promise<Uint8Array> => {
-    const bytes = Buffer.alloc(length)
-    let read = 0
-    while (read < length) {
-      const count = await new Promise<number>((resolve, reject) =>
-        fs.read(file, bytes, read, length - read, start + read, (error, n) =>
-          error === null ? resolve(n) : reject(error)
-        )
-      )
-      if (count === 0) break
-      read += count
-    }
-    return new Uint8Array(bytes.buffer, bytes.byteOffset, read)
-  }
-
-  const readFile: DurableFilesShape["readFile"] = (path, { maxBytes, offset = 0, within }: ReadFileOptions) =>
-    Effect.suspend(() => {
-      let file: number | undefined
-      try {
-        const root = realWithin("readFile", within)
-        const target = nodePath.resolve(path)
-        const relative =
-          relativeWithin(nodePath.resolve(within), target, nodePath) ?? relativeWithin(root, target, nodePath)
-        if (relative === undefined || relative === "") {
-          throw new OutsideWithin({ operation: "readFile", path, within: root, actual: target })
-        }
-        const names = relative.split(nodePath.sep).filter((part) => part !== "")
-        const fileName = names.pop() ?? ""
-        // Every opened component must really be where its name says: with no link followed, the real path of
-        // each is the real root joined with the names so far. Anything else (a rename racing the walk) is refused.
-        let folder = fs.openSync(root, readFolderFlags)
-        let folderPath = root
-        try {
-          for (const name of names) {
-            const next = openNoFollow(folder, folderPath, name, readFolderFlags, path)
-            const expected = nodePath.join(folderPath, name)
-            let location: string
-            try {
-              location = folderLocation(next, expected)
-            } catch (error) {
-              closeQuietly(next)
-              throw error
-            }
-            closeQuietly(folder)
-            folder = next
-            if (location !== expected) {
-              throw new OutsideWithin({ operation: "readFile", path, within: root, actual: location })
-            }
-            folderPath = location
-          }
-          file = openNoFollow(folder, folderPath, fileName, readFileFlags, path)
-        } finally {
-          closeQuietly(folder)
-        }
-        try {
-          const stat = fs.fstatSync(file)
-          if (!stat.isFile()) {
-            throw new NotPlainFile({
-              operation: "readFile",
-              path,
-              found: stat.isDirectory() ? "a folder" : "a special file"
-            })
-          }
-          if (stat.nlink !== 1) {
-            throw new NotPlainFile({
-              operation: "readFile",
-              path,
-              found: `a file with ${stat.nlink} hard links`,
-              hardLinks: stat.nlink
-            })
-          }
-          const expected = nodePath.join(folderPath, fileName)
-          const location = fileLocation(file, expected)
-          if (location !== expected) {
-            throw new OutsideWithin({ operation: "readFile", path, within: root, actual: location ?? "(moved)" })
-          }
-          const start = Math.min(Math.max(0, offset), stat.size)
-          const length = Math.min(stat.size - start, maxBytes ?? stat.size)
-          const size = stat.size
-          if (length <= blockingReadUpTo) {
-            return Effect.succeed({ bytes: readSpan(file, start, length), size, location })
-          }
-          // Handed over to the worker's read, which closes it.
-          const held = file
-          file = undefined
-          return Effect.tryPromise({
-            try: () => readSpanOnWorker(held, start, length).finally(() => closeQuietly(held)),
-            catch: (error) => readFailure(path, error)
-          }).pipe(Effect.map((bytes) => ({ bytes, size, location })))
-        } finally {
-          if (file !== undefined) closeQuietly(file)
-        }
-      } catch (error) {
-        return Effect.fail(readFailure(path, error))
-      }
-    })
-
   return DurableFiles.of({
     realPath,
     makeDirectories,
@@ -608,7 +355,7 @@ export const make = (options: NodeDurableFilesOptions = {}): DurableFilesShape =
     publishOnce,
     publishReplacing,
     syncDirectory,
-    readFile
+    readFile: makeReadFile(locator)
   })
 }
 

@@ -3,8 +3,8 @@
  *
  * An append is one `write` (repeated until every byte is out) and one
  * `fsync`, made with Node's synchronous calls: no worker-thread round trip,
- * which on a local disk roughly halves the cost of a journal line (the
- * runtime-overhead benchmark in `docs/performance.md` has the numbers). The
+ * which on a local disk is a large share of a journal line's cost
+ * (bench/NOTES.md has the measurements). The
  * price is that the whole process waits for the device during the sync, so
  * nothing else runs meanwhile: right for a process that drives one task at a
  * time (the local hosts provide it), wrong for a server that must keep

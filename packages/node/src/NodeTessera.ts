@@ -23,8 +23,8 @@
  * layer that opens its journals.
  *
  * Without the digest and the blocking journal the runtime works the same and
- * writes the same bytes; it is slower: about 3 ms more per model step on
- * this repository's benchmark machine (docs/performance.md).
+ * writes the same bytes; it is slower, by a worker round trip per digest and
+ * per journal append (bench/NOTES.md has the measurements).
  *
  * @since 0.1.0
  */

@@ -253,17 +253,8 @@ export const ensureVolume = Effect.fnUntraced(function* (
   Volume.VolumeRef,
   VolumeConflict | InvalidInput.InvalidInput | VolumeStore.VolumeMetadataInvalid | VolumeStore.StoreIoError
 > {
-  const ref: Volume.VolumeRef = { store: store.id, volume: volume.id }
   const expected: Volume.VolumeDescriptor = { id: volume.id, kind: volume.kind, owner: volume.owner }
-  let found = yield* store.custody(ref)
-  if (Option.isNone(found)) {
-    const created = yield* store.create(volume).pipe(
-      Effect.as(true),
-      Effect.catchTag("VolumeAlreadyExists", () => Effect.succeed(false))
-    )
-    if (created) return ref
-    found = yield* store.custody(ref)
-  }
+  const { ref, found } = yield* VolumeStore.createOrFind(store, volume)
   if (Option.isSome(found) && !sameFacts(found.value, expected)) {
     return yield* new VolumeConflict({ volume: ref, expected, found: found.value })
   }
@@ -271,6 +262,4 @@ export const ensureVolume = Effect.fnUntraced(function* (
 })
 
 const sameFacts = (a: Volume.VolumeDescriptor, b: Volume.VolumeDescriptor): boolean =>
-  a.kind === b.kind &&
-  a.owner._tag === b.owner._tag &&
-  (a.owner._tag === "Host" || (b.owner._tag === "Agent" && a.owner.agent === b.owner.agent))
+  a.kind === b.kind && Volume.sameOwner(a.owner, b.owner)

@@ -683,7 +683,7 @@ describe("exact refusals: the model reads the problem and what to do", () => {
         const error = yield* refused(copy, { path: "tool-results/a.txt" })
         assert.strictEqual(error.problem, "ReadFailed")
         assert.notInclude(error.detail, "the volume store failed")
-        assert.include(error.detail, "ArtifactReadTool")
+        assert.include(error.detail, "ToolResults.readableVolumes")
       })
     ))
 })

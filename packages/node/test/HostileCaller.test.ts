@@ -28,7 +28,6 @@ import {
   History,
   Journal,
   Model,
-  PrivateStaging,
   PrivateSummaries,
   TaskExecution,
   TaskHost,
@@ -409,7 +408,7 @@ describe("hostile caller: a capability is bound to the runtime, task and agent i
         const meta = nodePath.join(arena.root, "meta", "volumes", "private-x.json")
         const original = fs.readFileSync(meta, "utf8")
         fs.writeFileSync(meta, original.replace("agent-x", "agent-y"))
-        const staged = PrivateStaging.stageOnce({ operation: id.operation("changed"), step: 1 }, "text").pipe(
+        const staged = PrivateSummaries.stageOnce({ operation: id.operation("changed"), step: 1 }, "text").pipe(
           PrivateSummaries.provide(capX)
         )
         assertRefused(yield* cost(arena, "task-x", staged), "Unauthorized", "VolumeChanged")
@@ -444,7 +443,7 @@ describe("hostile caller: keys and ids that become paths are decoded first", () 
         const x = yield* arena.taskOn(agentX, "task-x", arena.privX)
         const capX = yield* PrivateSummaries.resolve(x.context)
         const stage = (key: unknown) =>
-          PrivateStaging.stageOnce(key as PrivateStaging.StagingKey, "text").pipe(PrivateSummaries.provide(capX))
+          PrivateSummaries.stageOnce(key as PrivateSummaries.StagingKey, "text").pipe(PrivateSummaries.provide(capX))
         for (const key of [
           { operation: "../../../../meta/volumes/evil", step: 1 },
           { operation: "op", step: "../../x" },
@@ -943,7 +942,7 @@ describe("hostile caller: stores and hosts are the library's, and a runtime hono
             )
             const context = yield* runtime.bindTask({ scope, output: Option.none() })
             const capability = yield* PrivateSummaries.resolve(context)
-            return yield* PrivateStaging.stageOnce(
+            return yield* PrivateSummaries.stageOnce(
               { operation: id.operation("into-y"), step: 1 },
               "X writes here"
             ).pipe(PrivateSummaries.provide(capability))

@@ -20,7 +20,6 @@ import {
   EntryGate,
   FilesystemTaskRuntime,
   Journal,
-  PrivateStaging,
   PrivateSummaries,
   TaskHost,
   VolumeStore
@@ -550,9 +549,9 @@ describe("private staging: the bytes compared, read back and withdrawn", () => {
       Effect.map((capability) => ({
         capability,
         stage: (content: string | Uint8Array) =>
-          PrivateStaging.stageOnce(key, content).pipe(PrivateSummaries.provide(capability)),
-        read: PrivateStaging.readStaged(key).pipe(PrivateSummaries.provide(capability)),
-        withdraw: PrivateStaging.withdraw(key).pipe(PrivateSummaries.provide(capability))
+          PrivateSummaries.stageOnce(key, content).pipe(PrivateSummaries.provide(capability)),
+        read: PrivateSummaries.readStaged(key).pipe(PrivateSummaries.provide(capability)),
+        withdraw: PrivateSummaries.withdraw(key).pipe(PrivateSummaries.provide(capability))
       }))
     )
 
@@ -713,7 +712,7 @@ describe("private staging: the bytes compared, read back and withdrawn", () => {
         const { capability, stage } = yield* staging(world)
         const real = yield* Path.Path
         const outside = real.join(world.root, "outside")
-        const relative = PrivateStaging.relativePath(key)
+        const relative = PrivateSummaries.stagedPath(key)
         const skewed: Path.Path = {
           ...real,
           join: (...parts) => (parts.at(-1) === relative ? real.join(outside, "4.txt") : real.join(...parts))
@@ -739,12 +738,12 @@ describe("private staging: the bytes compared, read back and withdrawn", () => {
         const { capability } = yield* staging(world)
         const bad = { operation: operationId("compaction"), step: 0 }
         const entries = (
-          given: PrivateStaging.StagingKey,
+          given: PrivateSummaries.StagingKey,
           writer: PrivateSummaries.PrivateWriterCapability
         ): ReadonlyArray<readonly [string, Effect.Effect<unknown, unknown, Layer.Success<typeof platformLayer>>]> => [
-          ["PrivateStaging.stageOnce", PrivateStaging.stageOnce(given, "x").pipe(PrivateSummaries.provide(writer))],
-          ["PrivateStaging.readStaged", PrivateStaging.readStaged(given).pipe(PrivateSummaries.provide(writer))],
-          ["PrivateStaging.withdraw", PrivateStaging.withdraw(given).pipe(PrivateSummaries.provide(writer))]
+          ["PrivateSummaries.stageOnce", PrivateSummaries.stageOnce(given, "x").pipe(PrivateSummaries.provide(writer))],
+          ["PrivateSummaries.readStaged", PrivateSummaries.readStaged(given).pipe(PrivateSummaries.provide(writer))],
+          ["PrivateSummaries.withdraw", PrivateSummaries.withdraw(given).pipe(PrivateSummaries.provide(writer))]
         ]
         for (const [entry, effect] of entries(bad, capability)) {
           const refused = yield* failureOf(effect)
@@ -758,7 +757,7 @@ describe("private staging: the bytes compared, read back and withdrawn", () => {
         }
         assert.isFalse(fs.existsSync(path.join(capability.folder, "summaries")))
         // Negative control: the genuine capability and key stage.
-        yield* PrivateStaging.stageOnce(key, "x").pipe(PrivateSummaries.provide(capability))
+        yield* PrivateSummaries.stageOnce(key, "x").pipe(PrivateSummaries.provide(capability))
         assert.isTrue(fs.existsSync(path.join(capability.folder, "summaries")))
       })
     ))
@@ -775,7 +774,7 @@ describe("private staging: the bytes compared, read back and withdrawn", () => {
         )
         assert.strictEqual(exit._tag, "Success")
         const stagings = spans
-          .filter((span) => span.name === "PrivateStaging.stageOnce")
+          .filter((span) => span.name === "PrivateSummaries.stageOnce")
           .map((span) => Object.fromEntries(span.attributes))
         const common = {
           "tessera.operation": "compaction",

@@ -27,7 +27,7 @@
  * The three options belong together: a request whose context did not pass
  * `transformContext`, or (before any request was sent) a second context
  * prepared while the first never went through `streamFn`, is refused
- * (`ForeignLoop.LoopOutOfOrder`) before it reaches the model. A refusal in
+ * (`TaskExecution.LoopOutOfOrder`) before it reaches the model. A refusal in
  * `transformContext` is thrown (Pi's `Agent` ends the run with it as its
  * error, no request sent); one in `streamFn` is an error message, as Pi
  * expects of a stream function.
@@ -51,10 +51,10 @@ import {
   streamSimple
 } from "@mariozechner/pi-ai"
 import type * as EntryGate from "@tessera/runtime/EntryGate"
-import * as ForeignLoop from "@tessera/runtime/ForeignLoop"
 import * as History from "@tessera/runtime/History"
 import * as Model from "@tessera/runtime/Model"
 import * as Observability from "@tessera/runtime/Observability"
+import * as TaskExecution from "@tessera/runtime/TaskExecution"
 import type * as ToolResults from "@tessera/runtime/ToolResults"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
@@ -147,7 +147,7 @@ export interface TesseraPi {
  * @since 0.1.0
  * @category models
  */
-export type Requirements = ForeignLoop.Requirements
+export type Requirements = TaskExecution.ForeignLoopRequirements
 
 const zeroUsage: SummaryUsage = {
   requests: 0,
@@ -216,7 +216,7 @@ const failedMessage = (model: PiModel<Api>, detail: string): AssistantMessage =>
  * @category constructors
  */
 export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding, options: Options = {}) {
-  const loop = yield* ForeignLoop.make(binding, {
+  const loop = yield* TaskExecution.foreignLoop(binding, {
     entry: "TesseraPi.make",
     ...(options.offload === undefined ? {} : { offload: options.offload }),
     ...(options.inlineLimit === undefined ? {} : { inlineLimit: options.inlineLimit })

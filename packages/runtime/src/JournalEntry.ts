@@ -29,8 +29,8 @@ export const TurnOpened = Schema.TaggedStruct("TurnOpened", {
   /**
    * The agent the task runs for, from the binding the turn was admitted
    * with (gated entries). The first one recorded is the journal's agent;
-   * a turn for another agent cannot follow. New in 0.5.0: an older reader
-   * ignores the field.
+   * a turn for another agent cannot follow. A reader that does not know
+   * the field ignores it.
    */
   agent: Schema.optionalKey(Ids.AgentId),
   /** Durable turns: the transcript record of the history the turn starts from (see `Transcript`). */
@@ -39,7 +39,7 @@ export const TurnOpened = Schema.TaggedStruct("TurnOpened", {
    * Durable turns whose history record the redactor changed: that record's
    * digest again, so the journal (not the record) says the history was
    * redacted, and a resume does not skip the request check on a record's
-   * word. New in 0.5.0: an older reader ignores it.
+   * word. A reader that does not know the field ignores it.
    */
   storedSha256: Schema.optionalKey(Sha256)
 })
@@ -59,7 +59,8 @@ export const TurnResumed = Schema.TaggedStruct("TurnResumed", {
    * Present when the resumed turn sends its lost request again under the
    * same step number (a durable resume rebuilt the exact history it was
    * built from): the next `RequestDispatched` is this step, not the one
-   * after. Readers older than 0.3.0 ignore the field and refuse that entry.
+   * after. A reader that does not know the field ignores it and so refuses
+   * that `RequestDispatched` as out of sequence, loudly.
    */
   retryStep: Schema.optionalKey(Ordinal)
 })
@@ -91,9 +92,9 @@ export const TurnResumed = Schema.TaggedStruct("TurnResumed", {
  *   they have the same parts in the same order and the same tools, and a
  *   step hashes only the parts that are new since the previous request.
  *
- * Journals written before bodies were measured on their own (0.3 and
- * earlier) have `d(p) = h(c(p))`; resuming one checks its requests against
- * that definition.
+ * A journal may record a request under the earlier definition, before
+ * bodies were measured on their own, `d(p) = h(c(p))`: a resume accepts a
+ * request that matches either.
  *
  * @since 0.1.0
  * @category entries
@@ -111,7 +112,7 @@ export const RequestDispatched = Schema.TaggedStruct("RequestDispatched", {
    * Durable turns whose history record the redactor changed: that record's
    * digest again, so the journal (not the record) says the history was
    * redacted, and a resume does not skip the request check on a record's
-   * word. New in 0.5.0: an older reader ignores it.
+   * word. A reader that does not know the field ignores it.
    */
   storedSha256: Schema.optionalKey(Sha256)
 })
@@ -154,8 +155,8 @@ export const ResponseReceived = Schema.TaggedStruct("ResponseReceived", {
    * the stored body (`Transcript.storedBodySha256`: text and calls as
    * stored), which a resume checks the record against in place of
    * `textSha256` and the calls' input digests (of what was sent, which the
-   * scrubbed record no longer holds). New in 0.5.0: an older reader ignores
-   * it (and does not check the record).
+   * scrubbed record no longer holds). A reader that does not know the
+   * field ignores it (and does not check the record).
    */
   storedSha256: Schema.optionalKey(Sha256)
 })
@@ -194,21 +195,24 @@ export const ModelFailed = Schema.TaggedStruct("ModelFailed", {
   detail: Schema.String
 })
 
-/**
- * A tool call is about to run: size and digest of its JSON input.
- *
- * @since 0.1.0
- * @category entries
- */
-export const ToolCalled = Schema.TaggedStruct("ToolCalled", {
-  ...header,
+// A call of a step with the size and digest of its JSON input, as both `ToolCalled` and `ApprovalRequested` record
+// it: the digest an approval is asked about is the one the call then runs with.
+const callInput = {
   turn: Ordinal,
   step: Ordinal,
   callId: Schema.String,
   name: Schema.String,
   inputSize: Count,
   inputSha256: Sha256
-})
+}
+
+/**
+ * A tool call is about to run: size and digest of its JSON input.
+ *
+ * @since 0.1.0
+ * @category entries
+ */
+export const ToolCalled = Schema.TaggedStruct("ToolCalled", { ...header, ...callInput })
 
 /**
  * A tool call produced the result that enters the history: its size and
@@ -234,8 +238,8 @@ export const ToolResulted = Schema.TaggedStruct("ToolResulted", {
    * Durable turns whose result record the redactor changed: the digest of
    * the stored content (`Transcript.storedBodySha256`), which a resume
    * checks the record against in place of `size`/`sha256` (of the content
-   * that was sent, which the scrubbed record no longer holds). New in
-   * 0.5.0: an older reader ignores it (and does not check the record).
+   * that was sent, which the scrubbed record no longer holds). A reader
+   * that does not know the field ignores it (and does not check the record).
    */
   storedSha256: Schema.optionalKey(Sha256)
 })
@@ -446,21 +450,16 @@ export type ApprovalReason = typeof ApprovalReason.Type
  * A call of the current step waits for the host's decision before it runs:
  * its tool, the size and digest of its input, and why. The step ends as
  * awaiting approval; nothing of the step runs until every such call is
- * decided. New in 0.3.0: a reader older than that does not know this entry
- * (nor {@link ApprovalDecided}) and refuses a journal holding one as
- * corrupt, loudly; journals without approvals stay readable by it.
+ * decided. A reader that does not know this entry (nor
+ * {@link ApprovalDecided}) refuses a journal holding one as corrupt, loudly;
+ * journals without approvals stay readable by it.
  *
  * @since 0.1.0
  * @category entries
  */
 export const ApprovalRequested = Schema.TaggedStruct("ApprovalRequested", {
   ...header,
-  turn: Ordinal,
-  step: Ordinal,
-  callId: Schema.String,
-  name: Schema.String,
-  inputSize: Count,
-  inputSha256: Sha256,
+  ...callInput,
   reason: ApprovalReason
 })
 

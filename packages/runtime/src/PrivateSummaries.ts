@@ -1,33 +1,58 @@
 /**
- * The private-summaries capability: proof that a task has a validated,
- * owner-bound writer for its private content.
+ * The private writer: one capability, proof that a task has a validated,
+ * owner-bound writer for its private content, and the one write-once
+ * operation that puts private content on that writer's volume.
  *
  * A capability is minted only by {@link resolve}, and only after the
  * private-writer verdict accepted a volume. Everything that writes private
- * content (summary staging, private artifact offload) requires the
- * {@link PrivateSummaries} service in its requirements type, so code that
- * has not resolved a writer does not compile, and a writer is always
- * resolved before the work that needs it starts.
+ * content requires the {@link PrivateSummaries} service in its requirements
+ * type, so code that has not resolved a writer does not compile, and a
+ * writer is always resolved before the work that needs it starts.
+ *
+ * A write ({@link stageOnce}) admits the capability once (minted, bound to
+ * the journal's task, its volume registered as it was), scrubs the text with
+ * the host's redactor, publishes it under `summaries/<operation>/<step>.txt`
+ * all at once or not at all, and hashes what it stored. Its bytes go to a
+ * temporary name first, are flushed, and are then published by hard link,
+ * which never replaces an existing file: a reader never sees a torn file
+ * (not even after the process is killed mid-write), and of several
+ * concurrent writers of one key exactly one publishes; the others find its
+ * file.
  *
  * @since 0.1.0
  */
 
 import * as PrivateWriter from "@tessera/core/PrivateWriter"
 import * as Unauthorized from "@tessera/core/Unauthorized"
-import * as Volume from "@tessera/core/Volume"
-import * as Context from "effect/Context"
+import type * as Volume from "@tessera/core/Volume"
 import * as Effect from "effect/Effect"
 import { dual } from "effect/Function"
 import * as Option from "effect/Option"
-import * as Path from "effect/Path"
+import type * as Path from "effect/Path"
 import * as Result from "effect/Result"
 import type { TaskContext } from "./FilesystemTaskRuntime.ts"
-import { isRecordOf } from "./internal/journalIdentity.ts"
-import type { Capability, CapabilitySource } from "./internal/privateSummaries.ts"
-import { isMinted, mint } from "./internal/privateSummaries.ts"
+import {
+  stagedPath as internalStagedPath,
+  readStaged as readStagedFile,
+  type StagedFile,
+  type StageOptions,
+  type StagingError,
+  type StagingKey,
+  type StagingServices,
+  withdraw as withdrawStaged,
+  writeOnce
+} from "./internal/privateFiles.ts"
+import {
+  admit as admitCapability,
+  type Capability,
+  type CapabilitySource,
+  type JournalRecord,
+  mint,
+  PrivateSummaries,
+  type ResolveError
+} from "./internal/privateSummaries.ts"
 import { dataFolder } from "./internal/storeFolders.ts"
 import { contexts } from "./internal/storeRuntime.ts"
-import type { JournalService } from "./Journal.ts"
 import * as Observability from "./Observability.ts"
 import type { StoreIoError, VolumeMetadataInvalid } from "./VolumeStore.ts"
 
@@ -54,26 +79,18 @@ export type PrivateWriterCapability = Capability
 export type { CapabilitySource }
 
 /**
- * The capability as an Effect service. Operations that write private content
- * list it in their requirements; only {@link resolve} (then
- * {@link provide}) can satisfy them.
+ * The capability as an Effect service ({@link PrivateSummaries}): operations
+ * that write private content list it in their requirements; only
+ * {@link resolve} (then {@link provide}) can satisfy them. And what
+ * resolution and admission fail with ({@link ResolveError}): `Unauthorized`
+ * (resolution: reason `NoPrivateWriter`, its detail naming why each
+ * candidate was refused), or a store failure while reading a volume's
+ * facts. Declared with the admission, in the package's internals.
  *
  * @since 0.1.0
  * @category services
  */
-export class PrivateSummaries extends Context.Service<PrivateSummaries, PrivateWriterCapability>()(
-  "@tessera/runtime/PrivateSummaries"
-) {}
-
-/**
- * Errors resolution can fail with: `Unauthorized` (reason `NoPrivateWriter`,
- * its detail naming why each candidate was refused), or a store failure while
- * reading a candidate's facts.
- *
- * @since 0.1.0
- * @category models
- */
-export type ResolveError = Unauthorized.Unauthorized | VolumeMetadataInvalid | StoreIoError
+export { PrivateSummaries, type ResolveError }
 
 interface Candidate {
   readonly source: CapabilitySource
@@ -197,17 +214,10 @@ export const provide: {
   Effect.provideService(effect, PrivateSummaries, capability)
 )
 
-const refuse = (reason: Unauthorized.UnauthorizedReason, detail: string, capability?: PrivateWriterCapability) =>
-  new Unauthorized.Unauthorized({
-    reason,
-    detail,
-    ...(capability === undefined ? {} : { task: capability.task, volume: capability.volume })
-  })
-
 /**
- * The capability in scope, admitted for a write by `entry`. Every consumer
- * that writes private content calls this, at the moment it is about to
- * write, and fails `Unauthorized` (never a defect) when:
+ * The capability in scope, admitted for a write by `entry`. Every write of
+ * private content admits it once, at the moment it is about to write, and
+ * fails `Unauthorized` (never a defect) when:
  *
  * - the value was not minted by {@link resolve} (`NotMinted`): a cast or a
  *   copy can fake the type, not the registry;
@@ -215,7 +225,8 @@ const refuse = (reason: Unauthorized.UnauthorizedReason, detail: string, capabil
  *   capability's store (`CapabilityMismatch`): a capability is bound to the
  *   task, agent and runtime it was minted for;
  * - the volume is no longer registered with the kind and owner it had when
- *   the capability was minted (`VolumeChanged`).
+ *   the capability was minted (`VolumeChanged`): the one read of the
+ *   volume's registration an admission makes.
  *
  * Forgery is a typed refusal rather than a defect so a host can log and
  * count it; it happens before a byte is written or a request is sent.
@@ -223,55 +234,117 @@ const refuse = (reason: Unauthorized.UnauthorizedReason, detail: string, capabil
  * @since 0.1.0
  * @category resolution
  */
-export const admit = Effect.fnUntraced(function* (
+export const admit = (
   entry: string,
-  journal: Option.Option<Pick<JournalService, "task" | "file">> = Option.none()
-): Effect.fn.Return<PrivateWriterCapability, ResolveError, PrivateSummaries | Path.Path> {
-  const capability = yield* admitBinding(entry, journal)
-  const now = yield* capability.runtime.host.store.custody(capability.volume)
-  const then = capability.writer.descriptor
-  if (Option.isNone(now) || now.value.kind !== then.kind || !Volume.sameOwner(now.value.owner, then.owner)) {
-    return yield* refuse(
-      "VolumeChanged",
-      `${entry}: volume ${capability.volume.store}/${capability.volume.volume} is no longer registered as it was when the capability was minted`,
-      capability
-    )
-  }
-  return capability
-})
+  journal: Option.Option<JournalRecord> = Option.none()
+): Effect.Effect<PrivateWriterCapability, ResolveError, PrivateSummaries | Path.Path> => admitCapability(entry, journal)
 
 /**
- * The checks of {@link admit} that read nothing: the capability in scope was
- * minted, and `journal` (when given) is the record of its task on its
- * store. For a caller whose write goes through a consumer that admits the
- * capability itself right before writing (`Compaction.publish` staging
- * through `PrivateStaging.stageOnce`): the volume's registration is then
- * read once, at the write, rather than twice in a row.
+ * Which private file to stage (`operation`, `step`), the shape of a staged
+ * file ({@link StagedFile}), what a write is checked against and bounded by
+ * ({@link StageOptions}: `journal`, the task's journal the capability must
+ * be bound to; `maxBytes`, the longest text stored in UTF-8 bytes, applied
+ * after the scrub, which may lengthen it), the services a write needs
+ * ({@link StagingServices}), and every way staging fails
+ * ({@link StagingError}: {@link StagingConflict} when the key holds other
+ * bytes, {@link StagingReadFailed} when a staged file cannot be read back).
+ * Declared with the write, in the package's internals.
  *
- * @internal
+ * @since 0.1.0
+ * @category staging
  */
-export const admitBinding = Effect.fnUntraced(function* (
-  entry: string,
-  journal: Option.Option<Pick<JournalService, "task" | "file">> = Option.none()
-): Effect.fn.Return<PrivateWriterCapability, Unauthorized.Unauthorized, PrivateSummaries | Path.Path> {
-  const given = yield* PrivateSummaries
-  if (!isMinted(given)) {
-    return yield* refuse(
-      "NotMinted",
-      `${entry}: the private-summaries capability was not minted by PrivateSummaries.resolve (forged or copied)`
-    )
-  }
-  const capability = given
-  if (Option.isSome(journal)) {
-    const record = journal.value
-    const path = yield* Path.Path
-    if (!isRecordOf(record, capability.task, capability.runtime.host.store.root, path)) {
-      return yield* refuse(
-        "CapabilityMismatch",
-        `${entry}: the capability was minted for task ${capability.task} (agent ${capability.agent}) on store ${capability.volume.store}, but the journal ${record.file} is task ${record.task}'s, or not that store's`,
-        capability
-      )
-    }
-  }
-  return capability
-})
+export {
+  type StagedFile,
+  type StageOptions,
+  StagingConflict,
+  type StagingError,
+  StagingKey,
+  StagingReadFailed,
+  type StagingServices
+} from "./internal/privateFiles.ts"
+
+/**
+ * The path of a key relative to the private volume:
+ * `summaries/<operation>/<step>.txt`.
+ *
+ * @since 0.1.0
+ * @category staging
+ */
+export const stagedPath: (key: StagingKey) => string = internalStagedPath
+
+/**
+ * Writes `content` under `key` on the resolved private volume, once: the
+ * one write of private content. In this order, and a refusal at any step
+ * writes nothing:
+ *
+ * 1. the key is decoded (`InvalidInput` naming the key: a step must be a
+ *    positive integer, an operation an identifier);
+ * 2. the capability is admitted once ({@link admit}, bound to
+ *    `options.journal` when given): one read of the volume's registration;
+ * 3. a text is scrubbed by the host's `ArtifactRedactor` when one is
+ *    provided (a failing redactor fails the write, `ArtifactRedactionFailed`)
+ *    and cut to `options.maxBytes`; bytes are stored as given when no
+ *    redactor is provided and refused (`InvalidInput`, field `content`)
+ *    when one is, since bytes cannot be scrubbed as text;
+ * 4. the final path is checked to lie in the volume's folder, and the bytes
+ *    are published and hashed.
+ *
+ * Staging the same key again returns the existing file (`AlreadyStaged`)
+ * when the bytes are identical and fails {@link StagingConflict} otherwise.
+ * Concurrent writers of one key: exactly one publishes, the others return
+ * `AlreadyStaged` or `StagingConflict`.
+ *
+ * @example
+ * ```ts
+ * import { Ids } from "@tessera/core"
+ * import { PrivateSummaries } from "@tessera/runtime"
+ * import { Effect } from "effect"
+ *
+ * declare const capability: PrivateSummaries.PrivateWriterCapability
+ *
+ * // Resolves to "summaries/notes/1.txt", on the task's private volume.
+ * export const staged = PrivateSummaries.stageOnce(
+ *   { operation: Ids.OperationId.make("notes"), step: 1 },
+ *   "what the agent found so far"
+ * ).pipe(
+ *   PrivateSummaries.provide(capability),
+ *   Effect.map((file) => file.path)
+ * )
+ * ```
+ *
+ * @since 0.1.0
+ * @category staging
+ */
+export const stageOnce = (
+  key: StagingKey,
+  content: string | Uint8Array,
+  options: StageOptions = {}
+): Effect.Effect<StagedFile, StagingError, StagingServices> =>
+  Effect.map(writeOnce("PrivateSummaries.stageOnce", key, content, options), (written) => written.file)
+
+/**
+ * The file staged under `key`, if there is one, with its text: what
+ * compaction adopts when a crash interrupted it after staging. Reading
+ * writes nothing, so it checks only that the capability was minted (and is
+ * bound to `journal`'s task when one is given); it does not read the
+ * volume's registration, which every write does.
+ *
+ * @since 0.1.0
+ * @category staging
+ */
+export const readStaged = (
+  key: StagingKey,
+  journal: Option.Option<JournalRecord> = Option.none()
+): Effect.Effect<Option.Option<{ readonly file: StagedFile; readonly text: string }>, StagingError, StagingServices> =>
+  readStagedFile("PrivateSummaries.readStaged", key, journal)
+
+/**
+ * Removes the file staged under `key` and syncs its folder: the one way a
+ * staged file goes, used only after the journal recorded why
+ * (`SummarySuperseded`). Admitted like a write. Absent already is fine.
+ *
+ * @since 0.1.0
+ * @category staging
+ */
+export const withdraw = (key: StagingKey): Effect.Effect<void, StagingError, StagingServices> =>
+  withdrawStaged("PrivateSummaries.withdraw", key)

@@ -502,3 +502,46 @@ export const open = Effect.fnUntraced(function* (options: OpenOptions) {
   registerFolders(store, (ref) => dataFolderOf(ref.volume))
   return store
 }, Observability.withSpan("VolumeStore.open"))
+
+/**
+ * Registers `volume` unless a volume of its id is registered already, and
+ * says which happened: `found` is `None` when this call created it, else
+ * the registration that was there (which may have other facts than the ones
+ * asked for: the caller decides whether that is a conflict). Of concurrent
+ * callers, exactly one creates; the others find its registration.
+ *
+ * @example
+ * ```ts
+ * import { Ids, Volume } from "@tessera/core"
+ * import { VolumeStore } from "@tessera/runtime"
+ * import { Effect, Option, Schema } from "effect"
+ *
+ * declare const store: VolumeStore.VolumeStore
+ *
+ * export const scratch = VolumeStore.createOrFind(store, {
+ *   id: Schema.decodeUnknownSync(Ids.VolumeId)("scratch"),
+ *   kind: "Scratch",
+ *   owner: Volume.hostOwner
+ * }).pipe(Effect.map(({ ref, found }) => (Option.isNone(found) ? `created ${ref.volume}` : `found ${ref.volume}`)))
+ * ```
+ *
+ * @since 0.1.0
+ * @category volumes
+ */
+export const createOrFind = (
+  store: VolumeStore,
+  volume: CreateVolume
+): Effect.Effect<
+  { readonly ref: Volume.VolumeRef; readonly found: Option.Option<Volume.VolumeDescriptor> },
+  InvalidInput.InvalidInput | VolumeMetadataInvalid | StoreIoError
+> =>
+  Effect.gen(function* () {
+    const ref: Volume.VolumeRef = { store: store.id, volume: volume.id }
+    const existing = yield* store.custody(ref)
+    if (Option.isSome(existing)) return { ref, found: existing }
+    const created = yield* store.create(volume).pipe(
+      Effect.as(true),
+      Effect.catchTag("VolumeAlreadyExists", () => Effect.succeed(false))
+    )
+    return { ref, found: created ? Option.none() : yield* store.custody(ref) }
+  })

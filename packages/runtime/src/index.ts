@@ -21,10 +21,6 @@ export * as FilesystemTaskRuntime from "./FilesystemTaskRuntime.ts"
 /**
  * @since 0.1.0
  */
-export * as ForeignLoop from "./ForeignLoop.ts"
-/**
- * @since 0.1.0
- */
 export * as History from "./History.ts"
 /**
  * @since 0.1.0
@@ -47,10 +43,6 @@ export * as Model from "./Model.ts"
  * @since 0.1.0
  */
 export * as Observability from "./Observability.ts"
-/**
- * @since 0.1.0
- */
-export * as PrivateStaging from "./PrivateStaging.ts"
 /**
  * @since 0.1.0
  */

@@ -1,18 +1,18 @@
 /**
- * The one scrub of what leaves Tessera (`ForeignLoop.scrubThrown`), held to
+ * The one scrub of what leaves Tessera (`TaskExecution.scrubThrown`), held to
  * its guarantees on hostile shapes: errors nested in errors, aggregates,
  * causes, plain objects, arrays, getters, cycles, bounds.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { ForeignLoop, Model } from "@tessera/runtime"
+import { Model, TaskExecution } from "@tessera/runtime"
 import { Effect } from "effect"
 import * as fc from "fast-check"
 import { everyText } from "./support/everyText.ts"
 
 const secret = "sk-SECRET-0123456789"
 const scrub = (text: string) => Effect.succeed(text.split(secret).join("[REDACTED]"))
-const scrubbed = (value: unknown, bounds?: Partial<ForeignLoop.ScrubBounds>): unknown =>
-  Effect.runSync(ForeignLoop.scrubThrown(value, scrub, bounds))
+const scrubbed = (value: unknown, bounds?: Partial<TaskExecution.ScrubBounds>): unknown =>
+  Effect.runSync(TaskExecution.scrubThrown(value, scrub, bounds))
 
 const holds = (value: unknown, text: string): boolean => everyText(value).some((found) => found.includes(text))
 
@@ -238,7 +238,7 @@ const neverLeaks = (scrubThrown: (value: unknown) => unknown) =>
     assert.isTrue(holds(original, secret), "the original is unchanged")
   })
 
-describe("the one scrub (ForeignLoop.scrubThrown)", () => {
+describe("the one scrub (TaskExecution.scrubThrown)", () => {
   it("deep_scrub_never_leaks: Error, AggregateError, cause, plain objects, arrays, getters and cycles nested any way, the secret planted anywhere: the copy holds it nowhere, keeps its class and data, terminates", () => {
     fc.assert(
       neverLeaks((value) => scrubbed(value)),

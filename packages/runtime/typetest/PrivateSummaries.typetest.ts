@@ -3,10 +3,10 @@
  * makes one compile, tsc reports the directive as unused and `npm test` fails.
  */
 import type { DurableFiles, Ids, PrivateWriter, Volume } from "@tessera/core"
-import { Compaction, PrivateStaging, PrivateSummaries, ToolResults } from "@tessera/runtime"
+import { Compaction, PrivateSummaries, ToolResults } from "@tessera/runtime"
 import type { Effect, FileSystem, Path } from "effect"
 
-declare const key: PrivateStaging.StagingKey
+declare const key: PrivateSummaries.StagingKey
 declare const writer: PrivateWriter.VerifiedPrivateWriter
 declare const task: Ids.TaskId
 declare const agent: Ids.AgentId
@@ -17,13 +17,14 @@ type Platform = DurableFiles.DurableFiles | FileSystem.FileSystem | Path.Path
 // Staging needs the PrivateSummaries capability in its requirements: code that
 // did not resolve (and provide) one cannot run it with only the platform.
 // @ts-expect-error
-export const stagedWithoutCapability: Effect.Effect<unknown, unknown, Platform> = PrivateStaging.stageOnce(key, "x")
+export const stagedWithoutCapability: Effect.Effect<unknown, unknown, Platform> = PrivateSummaries.stageOnce(key, "x")
 
 // Once a resolved capability is provided, the requirement is gone.
 declare const resolved: PrivateSummaries.PrivateWriterCapability
-export const stagedWithCapability: Effect.Effect<unknown, unknown, Platform> = PrivateStaging.stageOnce(key, "x").pipe(
-  PrivateSummaries.provide(resolved)
-)
+export const stagedWithCapability: Effect.Effect<unknown, unknown, Platform> = PrivateSummaries.stageOnce(
+  key,
+  "x"
+).pipe(PrivateSummaries.provide(resolved))
 
 // Publishing a summary needs it too.
 // @ts-expect-error

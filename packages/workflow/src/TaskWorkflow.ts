@@ -27,7 +27,7 @@
  *   (`Activity.idempotencyKey` over the task's execution, the turn, the step
  *   and the call id), readable by the tool through `ToolCallKey.current`.
  * - **Idempotent staging and offload.** A summary staged again with the same
- *   bytes is the same summary (`PrivateStaging.stageOnce`: `AlreadyStaged`)
+ *   bytes is the same summary (`PrivateSummaries.stageOnce`: `AlreadyStaged`)
  *   and other bytes fail `StagingConflict`; an artifact offloaded again with
  *   the same bytes is reused, and a re-run call that produced other bytes
  *   than an earlier attempt (offloaded, or recorded by digest) fails the
@@ -54,10 +54,9 @@
  */
 import * as Ids from "@tessera/core/Ids"
 import * as EntryGate from "@tessera/runtime/EntryGate"
-import * as Executor from "@tessera/runtime/Executor"
 import * as History from "@tessera/runtime/History"
 import * as Journal from "@tessera/runtime/Journal"
-import * as JournalEntry from "@tessera/runtime/JournalEntry"
+import type * as JournalEntry from "@tessera/runtime/JournalEntry"
 import * as Model from "@tessera/runtime/Model"
 import * as PrivateSummaries from "@tessera/runtime/PrivateSummaries"
 import * as TaskExecution from "@tessera/runtime/TaskExecution"
@@ -66,18 +65,24 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Path from "effect/Path"
-import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
-import * as Activity from "effect/workflow/Activity"
 import * as DurableClock from "effect/workflow/DurableClock"
 import * as DurableDeferred from "effect/workflow/DurableDeferred"
 import * as Workflow from "effect/workflow/Workflow"
 import * as WorkflowEngine from "effect/workflow/WorkflowEngine"
 import * as Approval from "./Approval.ts"
-import { approvalsOnly, deferResponse, toolView } from "./internal/journalViews.ts"
+import { openJournal } from "./internal/activityJournal.ts"
+import { failedWith, inconsistent, TaskFailed, transient } from "./internal/taskFailed.ts"
+import {
+  approvalsActivity,
+  callActivity,
+  closeTurnActivity,
+  modelStepActivity,
+  openTurnActivity,
+  resumeActivity
+} from "./internal/turnActivities.ts"
 import { TaskHosting } from "./TaskHosting.ts"
 import { TaskLock } from "./TaskLock.ts"
-import * as ToolCallKey from "./ToolCallKey.ts"
 
 /**
  * What starts a task: its id (one workflow execution per task id) and the
@@ -115,22 +120,13 @@ export type TaskAnswer = typeof TaskAnswer.Type
  * The task failed: `reason` is the tag of the error that ended it
  * (`Unauthorized` from the gate, `ModelError`, `StepLimitExceeded`,
  * `StagingConflict`, `ToolResultChanged`, `JournalCorrupt`, ...) and
- * `detail` its message. Stored by the engine like a result.
+ * `detail` its message. Stored by the engine like a result. Declared with
+ * the activities that fail with it, in the package's internals.
  *
  * @since 0.1.0
  * @category errors
  */
-export class TaskFailed extends Schema.TaggedError<TaskFailed>()("TaskFailed", {
-  task: Schema.String,
-  reason: Schema.String,
-  detail: Schema.String,
-  /** For `reason` `ModelError`: the model error's own reason. */
-  modelReason: Schema.optionalKey(Model.ModelErrorReason)
-}) {
-  override get message(): string {
-    return `task ${this.task} failed (${this.reason}): ${this.detail}`
-  }
-}
+export { TaskFailed }
 
 /**
  * The workflow: one execution per task id.
@@ -144,358 +140,6 @@ export const TaskWorkflow = Workflow.make("TesseraTask", {
   error: TaskFailed,
   idempotencyKey: (request) => request.task
 })
-
-const HistorySchema = Schema.Struct({
-  task: Schema.Array(Model.Part),
-  parts: Schema.Array(Model.Part),
-  summary: Schema.optionalKey(Schema.Struct({ parts: Schema.Array(Model.Part), text: Schema.String }))
-})
-
-const StepResult = Schema.Struct({
-  /** The journal's number for the step (one more per lost request). */
-  step: Schema.Int,
-  history: HistorySchema,
-  response: Model.ModelResponse,
-  /** The `ResponseReceived` the next activity records. */
-  received: JournalEntry.Entry
-})
-type StepResult = typeof StepResult.Type
-
-const failedWith =
-  (task: string) =>
-  (error: { readonly _tag: string; readonly message: string }): TaskFailed =>
-    error instanceof TaskFailed
-      ? error
-      : new TaskFailed({
-          task,
-          reason: error._tag,
-          detail: error.message,
-          ...(error instanceof Model.ModelError ? { modelReason: error.reason } : {})
-        })
-
-/** Model errors worth sending the step again for: the provider or the time limit, not a bad response. */
-const transient = (failed: TaskFailed): boolean =>
-  failed.reason === "ModelError" && (failed.modelReason === "ProviderFailure" || failed.modelReason === "Timeout")
-
-/**
- * The task's journal for one activity. An activity of this task that is
- * still unwinding in this process (the engine replays a workflow's body
- * while an earlier run's activity finishes) holds the journal for a moment:
- * the open waits for it (`TaskInUse` held by this process), up to 10 s.
- */
-const openJournal = (folder: string, task: Ids.TaskId) =>
-  Journal.open({ folder, task }).pipe(
-    Effect.retry({
-      while: (error) => error._tag === "TaskInUse" && error.holder === "this process",
-      schedule: Schedule.spaced("50 millis"),
-      times: 200
-    })
-  )
-
-/** Runs `body` with the task's journal open for this activity only, under the task's lock (`TaskLock`). */
-const withJournal = <A, E extends { readonly _tag: string; readonly message: string }, R>(
-  task: Ids.TaskId,
-  body: (journal: Journal.JournalService) => Effect.Effect<A, E, R>
-) =>
-  Effect.gen(function* () {
-    const hosting = yield* TaskHosting
-    const lock = yield* TaskLock
-    return yield* lock.withLock(task, Effect.scoped(Effect.flatMap(openJournal(hosting.journalFolder, task), body)))
-  }).pipe(
-    // A re-run that would record another result than the first attempt dies with `TaskFailed` (journal views).
-    Effect.catchDefect((defect) => (defect instanceof TaskFailed ? Effect.fail(defect) : Effect.die(defect))),
-    Effect.mapError(failedWith(task))
-  )
-
-const inconsistent = (task: string, detail: string) => new TaskFailed({ task, reason: "JournalInconsistent", detail })
-
-const openTurnOf = (task: Ids.TaskId, state: Journal.JournalState, turn: number) => {
-  const open = Journal.openTurn(state)
-  return Option.isSome(open) && open.value.turn === turn
-    ? Effect.succeed(open.value)
-    : Effect.fail(inconsistent(task, `turn ${turn} is not the open turn of the journal`))
-}
-
-/** Records the response an earlier activity received, unless an earlier attempt of this one did. */
-const recordResponse = (task: Ids.TaskId, journal: Journal.JournalService, received: JournalEntry.Entry) =>
-  Effect.gen(function* () {
-    if (received._tag !== "ResponseReceived")
-      return yield* inconsistent(task, `expected a response, got ${received._tag}`)
-    const open = yield* openTurnOf(task, yield* journal.state, received.turn)
-    if (open.steps === received.step && open.awaitingResponse) {
-      const { seq: _seq, at: _at, ...input } = received
-      yield* journal.append(input)
-      return
-    }
-    if (open.steps === received.step) return
-    return yield* inconsistent(task, `step ${received.step} is not the journal's current step ${open.steps}`)
-  })
-
-const openTurnActivity = (binding: EntryGate.TaskBinding) =>
-  Activity.make({
-    name: "turn/open",
-    success: Schema.Int,
-    error: TaskFailed,
-    execute: withJournal(binding.context.task, (journal) =>
-      Effect.gen(function* () {
-        // The gate's view has no state: the task's own journal answers whose it is (and records the agent).
-        yield* EntryGate.admitBinding(binding, "Turn").pipe(Effect.provideService(Journal.Journal, journal))
-        const open = Journal.openTurn(yield* journal.state)
-        // An earlier attempt opened it and the engine lost the record: this workflow owns the task's journal.
-        if (Option.isSome(open)) return open.value.turn
-        return (yield* journal.openTurn).turn
-      })
-    )
-  })
-
-const modelStepActivity = (
-  binding: EntryGate.TaskBinding,
-  turn: number,
-  index: number,
-  history: History.History,
-  attempt: number
-) =>
-  Activity.make({
-    name: attempt === 0 ? `turn/${turn}/model/${index}` : `turn/${turn}/model/${index}/retry/${attempt}`,
-    success: StepResult,
-    error: TaskFailed,
-    execute: withJournal(binding.context.task, (journal) =>
-      Effect.gen(function* () {
-        const hosting = yield* TaskHosting
-        const task = binding.context.task
-        const open = yield* openTurnOf(task, yield* journal.state, turn)
-        // An attempt that died with its request in flight: the request is lost, the step is dispatched again.
-        if (open.awaitingResponse) yield* journal.resumeTurn
-        if (open.owedCalls.length > 0) return yield* inconsistent(task, `turn ${turn} still owes tool results`)
-        const step = open.steps + 1
-        const deferred = deferResponse(journal)
-        const outcome = yield* TaskExecution.modelStep(binding, hosting.config, { task, turn, step }, history).pipe(
-          Effect.provideService(Journal.Journal, deferred.view)
-        )
-        const received = deferred.taken()
-        if (Option.isNone(received)) return yield* inconsistent(task, `step ${step} received no response`)
-        const result: StepResult = {
-          step,
-          history: outcome.history,
-          response: outcome.response,
-          received: received.value
-        }
-        return result
-      })
-    )
-  })
-
-/** The digest the journal recorded for a call's result in `turn`, if it recorded one. */
-const recordedResult = (journal: Journal.JournalService, turn: number, callId: string) =>
-  Effect.gen(function* () {
-    const hosting = yield* TaskHosting
-    const entries = yield* Journal.readEntries({ folder: hosting.journalFolder, task: journal.task })
-    const found = entries.findLast(
-      (entry) => entry._tag === "ToolResulted" && entry.turn === turn && entry.callId === callId
-    )
-    return found?._tag === "ToolResulted" ? Option.some(found.sha256) : Option.none<string>()
-  })
-
-const toolActivity = (binding: EntryGate.TaskBinding, turn: number, step: StepResult, call: Model.ToolCallPart) =>
-  Activity.make({
-    name: `turn/${turn}/tool/${step.step}/${call.id}`,
-    success: Model.ToolResultPart,
-    error: TaskFailed,
-    execute: withJournal(binding.context.task, (journal) =>
-      Effect.gen(function* () {
-        const hosting = yield* TaskHosting
-        const task = binding.context.task
-        yield* recordResponse(task, journal, step.received)
-        const open = yield* openTurnOf(task, yield* journal.state, turn)
-        const owed = open.owedCalls.some((owedCall) => owedCall.callId === call.id)
-        const recorded = owed ? Option.none<string>() : yield* recordedResult(journal, turn, call.id)
-        if (!owed && Option.isNone(recorded)) {
-          return yield* inconsistent(task, `call ${call.id} is neither owed nor recorded in turn ${turn}`)
-        }
-        const view = toolView(
-          journal,
-          call.id,
-          recorded,
-          (detail) => new TaskFailed({ task, reason: "ToolResultChanged", detail })
-        )
-        const key = yield* Activity.idempotencyKey(ToolCallKey.nameOf({ task, turn, step: step.step, callId: call.id }))
-        const results = yield* TaskExecution.dispatchTools(binding, hosting.config, { task, turn, step: step.step }, [
-          call
-        ]).pipe(Effect.provideService(Journal.Journal, view), ToolCallKey.provide(key))
-        const result = results[0]
-        if (result === undefined) return yield* inconsistent(task, `call ${call.id} gave no result`)
-        return result
-      })
-    )
-  })
-
-/**
- * Puts the step's calls that need the host's approval to the host: records
- * the step's response, then journals `ApprovalRequested` for every call
- * whose tool needs approval for its input, through the runtime's own
- * `dispatchStep` (so the records are the local executor's), on a journal
- * that refuses anything else (nothing runs here). Returns the ids of the
- * step's calls put to the host, in the model's order; an attempt that runs
- * again finds the requests an earlier one wrote and does not repeat them.
- */
-const approvalsActivity = (binding: EntryGate.TaskBinding, turn: number, step: StepResult) =>
-  Activity.make({
-    name: `turn/${turn}/approvals/${step.step}`,
-    success: Schema.Array(Schema.String),
-    error: TaskFailed,
-    execute: withJournal(binding.context.task, (journal) =>
-      Effect.gen(function* () {
-        const hosting = yield* TaskHosting
-        const task = binding.context.task
-        yield* recordResponse(task, journal, step.received)
-        const calls = step.response.toolCalls
-        const owedOf = (open: Journal.TurnState) => new Map(open.owedCalls.map((owed) => [owed.callId, owed]))
-        const before = owedOf(yield* openTurnOf(task, yield* journal.state, turn))
-        const toAsk: Array<Model.ToolCallPart> = []
-        for (const call of calls) {
-          const owed = before.get(call.id)
-          if (owed === undefined || owed.called || owed.approval !== undefined) continue
-          if (yield* Tool.needsApproval(hosting.config.tools, call)) toAsk.push(call)
-        }
-        if (toAsk.length > 0) {
-          const view = approvalsOnly(journal, (detail) => inconsistent(task, detail))
-          const dispatched = yield* TaskExecution.dispatchStep(
-            binding,
-            hosting.config,
-            { task, turn, step: step.step },
-            toAsk
-          ).pipe(Effect.provideService(Journal.Journal, view))
-          if (dispatched._tag !== "Awaiting")
-            return yield* inconsistent(task, `step ${step.step} asked for no approval`)
-        }
-        const after = owedOf(yield* openTurnOf(task, yield* journal.state, turn))
-        return calls.filter((call) => after.get(call.id)?.approval !== undefined).map((call) => call.id)
-      })
-    )
-  })
-
-/**
- * After every call put to the host is decided: checks that the journal
- * holds each decision (a deferred completed without `decide`'s record gets
- * its `ApprovalDecided` here, behind the gate), then journals
- * `TurnResumed`, once, as the local executor's resume does.
- */
-const resumeActivity = (
-  binding: EntryGate.TaskBinding,
-  turn: number,
-  step: StepResult,
-  decisions: ReadonlyArray<readonly [string, Approval.Decision]>
-) =>
-  Activity.make({
-    name: `turn/${turn}/resume/${step.step}`,
-    error: TaskFailed,
-    execute: withJournal(binding.context.task, (journal) =>
-      Effect.gen(function* () {
-        const hosting = yield* TaskHosting
-        const task = binding.context.task
-        for (const [callId, decision] of decisions) {
-          const open = yield* openTurnOf(task, yield* journal.state, turn)
-          const approval = open.owedCalls.find((owed) => owed.callId === callId)?.approval
-          if (approval === undefined) {
-            return yield* inconsistent(task, `call ${callId} of turn ${turn} is not awaiting a decision`)
-          }
-          if (approval.status === "Requested") {
-            yield* TaskExecution.decide(binding, { callId, ...decision }).pipe(
-              Effect.provideService(Journal.Journal, journal)
-            )
-          } else if ((approval.status === "Approved") !== decision.approved || approval.by !== decision.by) {
-            return yield* inconsistent(
-              task,
-              `the journal's decision on call ${callId} (${approval.status} by ${approval.by}) is not the one the workflow received`
-            )
-          }
-        }
-        const entries = yield* Journal.readEntries({ folder: hosting.journalFolder, task })
-        const lastDecided = entries.findLastIndex((entry) => entry._tag === "ApprovalDecided" && entry.turn === turn)
-        const resumed = entries
-          .slice(lastDecided + 1)
-          .some((entry) => entry._tag === "TurnResumed" && entry.turn === turn)
-        if (!resumed) yield* journal.resumeTurn
-      })
-    )
-  })
-
-/**
- * A rejected call: the model gets the `Rejected` error result the local
- * executor gives (`dispatchStep` journals it; the tool never runs). An
- * attempt that runs again after the result was recorded rebuilds the same
- * result from the journal's approval records and writes nothing.
- */
-const rejectActivity = (binding: EntryGate.TaskBinding, turn: number, step: StepResult, call: Model.ToolCallPart) =>
-  Activity.make({
-    name: `turn/${turn}/reject/${step.step}/${call.id}`,
-    success: Model.ToolResultPart,
-    error: TaskFailed,
-    execute: withJournal(binding.context.task, (journal) =>
-      Effect.gen(function* () {
-        const hosting = yield* TaskHosting
-        const task = binding.context.task
-        const open = yield* openTurnOf(task, yield* journal.state, turn)
-        const owed = open.owedCalls.find((owedCall) => owedCall.callId === call.id)
-        if (owed !== undefined) {
-          if (owed.approval?.status !== "Rejected") {
-            return yield* inconsistent(task, `call ${call.id} of turn ${turn} is not rejected in the journal`)
-          }
-          const dispatched = yield* TaskExecution.dispatchStep(
-            binding,
-            hosting.config,
-            { task, turn, step: step.step },
-            [call]
-          ).pipe(Effect.provideService(Journal.Journal, journal))
-          const result = dispatched._tag === "Results" ? dispatched.results[0] : undefined
-          if (result === undefined) return yield* inconsistent(task, `rejected call ${call.id} gave no result`)
-          return result
-        }
-        const entries = yield* Journal.readEntries({ folder: hosting.journalFolder, task })
-        const ofCall = entries.filter((entry) => "callId" in entry && entry.callId === call.id && entry.turn === turn)
-        const requested = ofCall.findLast((entry) => entry._tag === "ApprovalRequested")
-        const decided = ofCall.findLast((entry) => entry._tag === "ApprovalDecided")
-        const resulted = ofCall.findLast((entry) => entry._tag === "ToolResulted")
-        if (
-          requested?._tag !== "ApprovalRequested" ||
-          decided?._tag !== "ApprovalDecided" ||
-          decided.approved ||
-          resulted?._tag !== "ToolResulted" ||
-          resulted.failure !== "Rejected"
-        ) {
-          return yield* inconsistent(task, `call ${call.id} of turn ${turn} has no recorded rejection`)
-        }
-        const approval: Journal.CallApproval = {
-          status: "Rejected",
-          reason: requested.reason,
-          requestedSeq: requested.seq,
-          inputSha256: requested.inputSha256,
-          spent: false,
-          by: decided.by,
-          ...(decided.note === undefined ? {} : { note: decided.note })
-        }
-        return Model.toolResult({
-          callId: call.id,
-          name: call.name,
-          content: Executor.rejectionText(call, approval),
-          isError: true
-        })
-      })
-    )
-  })
-
-const closeTurnActivity = (task: Ids.TaskId, turn: number, step: StepResult) =>
-  Activity.make({
-    name: `turn/${turn}/close`,
-    error: TaskFailed,
-    execute: withJournal(task, (journal) =>
-      Effect.gen(function* () {
-        yield* recordResponse(task, journal, step.received)
-        const open = Journal.openTurn(yield* journal.state)
-        if (Option.isSome(open) && open.value.turn === turn) yield* journal.closeTurn
-      })
-    )
-  })
 
 /**
  * The task's journal as the entry gate sees it: its task and file, the
@@ -587,7 +231,7 @@ export const runTask = Effect.fnUntraced(function* (request: typeof TaskRequest.
     const step = yield* modelStepWithRetry(binding, turn, index, history)
     history = step.history
     if (step.response.toolCalls.length === 0) {
-      yield* closeTurnActivity(task, turn, step)
+      yield* closeTurnActivity(binding, turn, step)
       const answer: TaskAnswer = { task, turn, steps: step.step, text: step.response.text }
       return answer
     }
@@ -605,10 +249,7 @@ export const runTask = Effect.fnUntraced(function* (request: typeof TaskRequest.
     }
     for (const call of step.response.toolCalls) {
       const rejected = decisions.get(call.id)?.approved === false
-      const result = rejected
-        ? yield* rejectActivity(binding, turn, step, call)
-        : yield* toolActivity(binding, turn, step, call)
-      history = History.append(history, [result])
+      history = History.append(history, [yield* callActivity(binding, turn, step, call, rejected)])
     }
   }
 })

@@ -12,7 +12,6 @@ import {
   type JournalEntry,
   JournalStorage,
   Model,
-  PrivateStaging,
   PrivateSummaries,
   TaskExecution,
   ToolResults,
@@ -247,7 +246,7 @@ describe("TaskWorkflow on WorkflowEngine.layerMemory", () => {
       const binding = yield* shared.hosting.bindTask(taskOf("staging"))
       const capability = yield* PrivateSummaries.resolve(binding.context)
       const key = { operation: world.operationId("staging-t1"), step: 3 }
-      const stage = (body: string) => PrivateStaging.stageOnce(key, body).pipe(PrivateSummaries.provide(capability))
+      const stage = (body: string) => PrivateSummaries.stageOnce(key, body).pipe(PrivateSummaries.provide(capability))
       const first = yield* stage("summary A")
       const retry = yield* stage("summary A")
       const other = yield* Effect.exit(stage("summary B"))

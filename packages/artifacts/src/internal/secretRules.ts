@@ -5,7 +5,8 @@
  * charset, a checksum or a structure (a key block's armour lines, a URL's
  * user info). Where the format alone is not distinctive, the rule anchors on
  * the name the value is assigned to and checks the value (see
- * `secretChecks.ts`).
+ * `secretChecks.ts`). The fragments and combinators the patterns are
+ * composed of are in `rulePatterns.ts`.
  *
  * Conventions every rule keeps:
  * - a match never starts or ends inside a run of the value's own charset, so
@@ -19,198 +20,38 @@
  *   only when its alternatives start with literals;
  * - no numbered backreferences (rules are combined; `make` refuses them).
  */
+
+import {
+  argument,
+  argumentsBefore,
+  assignedValue,
+  assignment,
+  base64Body,
+  configAssignment,
+  configValue,
+  credential,
+  end,
+  generatedValue,
+  jsonEscape,
+  literalBackslashes,
+  netrcOrFlagValue,
+  notCredentialTokens,
+  passwordNames,
+  passwordValue,
+  prefixed,
+  type RuleData,
+  r,
+  secretNames
+} from "./rulePatterns.ts"
 import {
   basicCredentials,
-  type ConfigForm,
-  configLiteral,
   dockerConfigJson,
   flagSpecification,
   looksGenerated,
   luhn,
   notALiteral,
-  privateKeyBase64,
-  typeName
+  privateKeyBase64
 } from "./secretChecks.ts"
-
-/** The fields of `DefaultRedactor.RedactionRule`, repeated here so this module does not import its user. */
-export interface RuleData {
-  readonly name: string
-  readonly description: string
-  readonly pattern: string
-  readonly flags?: string
-  readonly maxLength: number
-  readonly maxLookbehind?: number
-  readonly verify?: (secret: string, group: string) => boolean
-}
-
-const r = String.raw
-
-/** Not followed by a character of a token's own charset. */
-const end = r`(?![A-Za-z0-9_-])`
-
-/**
- * A prefixed token: `prefix` then `body`, bounded on both sides. The check
- * that no token character precedes the prefix is a lookbehind placed after
- * the prefix, so the combined scan only stops where the prefix occurs.
- */
-const prefixed = (
-  name: string,
-  description: string,
-  prefix: string,
-  body: string,
-  maxLength: number,
-  verify?: (secret: string) => boolean
-): RuleData => ({
-  name,
-  description,
-  pattern: prefix === "" ? `(?<![A-Za-z0-9_-])${body}${end}` : `${prefix}(?<=(?<![A-Za-z0-9_-])${prefix})${body}${end}`,
-  maxLength: maxLength + 1,
-  ...(verify === undefined ? {} : { verify })
-})
-
-// ---------------------------------------------------------------------------
-// Assignments: a secret-like name, any operator, any quoting.
-
-/**
- * A `\n`, `\r`, `\t` or quote escape of JSON-escaped text, also escaped
- * again (`\\n` in a JSON string inside a JSON string).
- */
-const jsonEscape = r`\\{1,8}[nrt"'\x60]`
-/** Backslashes that are part of a value: a run not followed by an escape's letter or quote. */
-const literalBackslashes = r`\\{1,8}(?![nrt"'\x60\\])`
-/**
- * One character of an unquoted value: not whitespace, a quote or a
- * separator, and not the backslash of an {@link jsonEscape}, so in JSON-escaped
- * text (a .env file inside a JSON string) a value ends where its line does
- * and the next line's assignment is seen.
- */
-const bareChar = r`(?:[^\s"'\x60,;&<>(){}\[\]\\]|${literalBackslashes}|&(?![\w.-]{1,64}=))`
-/** What may follow an unquoted value: whitespace, a quote, a separator, an escape, the end. */
-const bareEnd = r`(?=[\s"'\x60,;&<>)}\]]|${jsonEscape}|$)`
-
-/**
- * The three forms of a value, with the names of their groups (distinct when
- * one pattern holds several); `end` is what must follow an unquoted one.
- */
-const valueForms = (escaped: string, quoted: string, bare: string, end: string, suffix = "") =>
-  r`(?:\\(?<eq${suffix}>["'])(?<${escaped}>(?:(?!\\\k<eq${suffix}>)[^\n\r]){1,512})\\\k<eq${suffix}>|(?<q${suffix}>["'\x60])(?<${quoted}>(?:(?!\k<q${suffix}>)[^\n\r\\]|\\[^\n\r]){1,512})\k<q${suffix}>|(?<${bare}>(?![-'"\x60])${bareChar}{1,512})${end})`
-
-/**
- * The value after an operator: JSON-escaped quotes (`\"pw\"`), plain quotes
- * (any of `"`, `'`, `` ` ``, up to the same quote, backslash escapes
- * allowed), or an unquoted run that ends at whitespace, a quote, a
- * separator or a JSON escape (a `&` only when another `name=` follows, as in
- * a query string).
- */
-const assignedValue = valueForms("secret2", "secret", "secret3", bareEnd)
-
-/** The end of a name: the closing quote of a quoted key (maybe JSON-escaped), an index bracket. */
-const nameEnd = r`(?![\w-]|\.\w)(?:\\?["'\x60])?\]?`
-const operator = r`[ \t]{0,8}(?::=|\?=|\+=|=>|=(?!=)|:(?!:))[ \t]{0,8}`
-/**
- * Not a name inside a URL's user info (`https://x-access-token:...@host`):
- * `url-credentials` covers those up to the `@`. A `;`, `?` or `&` between
- * the `://` and the name ends any user info: in
- * `jdbc:sqlserver://h:1433;user=u;password=...` the name is a property of
- * the connection string.
- */
-const notInUserInfo = r`(?<!://[^\s/@;?&]{0,64})`
-/**
- * Not the resource type of an ARN (`arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/db-AbCdEf`):
- * what follows is the resource's name, printed by every AWS CLI call that touches it.
- */
-const notInArn = r`(?<!\barn:[\w-]{1,32}:[\w-]{1,64}:[\w-]{0,32}:[0-9]{0,12}:[\w.-]{0,64})`
-
-const assignment = (
-  name: string,
-  description: string,
-  names: string,
-  verify: (value: string, group: string) => boolean
-): RuleData => ({
-  name,
-  description,
-  pattern: `(?:${names})${nameEnd}${notInUserInfo}${notInArn}${operator}${assignedValue}`,
-  flags: "i",
-  maxLength: 1100,
-  // The user-info check reads `://` and up to 64 characters before the operator, the ARN check up to 212.
-  maxLookbehind: 220,
-  verify
-})
-
-/**
- * Each name starts with its keyword (any prefix may come before it, `DB_`,
- * `MYSQL_ROOT_`, `openai.`), so the combined scan stops only where a keyword
- * occurs; what must or must not precede the keyword is a lookbehind after it.
- */
-const passwordNames = r`passw(?:or)?d|passphrase|pwd(?<![a-z]pwd)|pass(?<=\w[_.-]pass)`
-/**
- * Tokens that are not credentials: a model's special tokens and a cloud
- * API's pagination and idempotency tokens (`NextToken`, `--starting-token`,
- * `nextForwardToken`, `$skiptoken`): redacting those breaks an agent paging
- * through a CLI's output.
- */
-const notCredentialTokens = r`(?:eos|bos|pad|unk|sep|cls|mask|max|next|page|pagination|continuation|starting|start|resume|resumption|forward|backward|skip|sync|cancellation|idempotency|request)`
-const secretNames = r`token(?<!${notCredentialTokens}[_.-]?token)|secret|credentials?|key(?:[_.-]?base)?(?<=(?:api|access|secret|private|signing|encryption|master|auth|client|app|account|service|session)[_.-]?key(?:[_.-]?base)?)`
-
-const passwordValue = (value: string, group: string) => !notALiteral(value, group !== "secret3")
-const generatedValue = (value: string, group: string) =>
-  !notALiteral(value, group !== "secret3") && looksGenerated(value) && !(group === "secret3" && typeName(value))
-
-/** A line break inside wrapped base64: a newline and its indentation, or a JSON-escaped newline. */
-const base64Break = r`(?:\r?\n[ \t]{0,16}|(?:\\r)?\\n)`
-/**
- * Base64 wrapped at `width` columns whose first line has `first` more
- * characters; its last line must end its line (the word on the line after
- * a block, `cert:`, is not taken for the block's last line).
- */
-const wrappedBase64 = (first: number, width: number) =>
-  r`[A-Za-z0-9+/]{${first}}${base64Break}(?:[A-Za-z0-9+/]{${width}}${base64Break}){0,199}[A-Za-z0-9+/]{1,${width}}={0,2}(?=[ \t]{0,16}(?:[\r\n"'\\,\]}]|$))`
-/** After a base64 key's opening: one long line, or lines wrapped at 64 (PEM) or 76 (MIME) columns. */
-const base64Body = (opening: number) =>
-  r`(?:${wrappedBase64(64 - opening, 64)}|${wrappedBase64(76 - opening, 76)}|[A-Za-z0-9+/]{${60 - opening},12000}={0,2}(?![A-Za-z0-9+/=]))`
-
-/** An Authorization header's credential: a token68 or similar run, bounded. */
-const credential = r`[A-Za-z0-9._~+/:-]{8,1024}={0,8}(?![A-Za-z0-9._~+/:=-])`
-
-const netrcOrFlagValue = r`(?<secret>(?![-"'])[^\s"']{1,256})`
-
-/** A command-line argument: quoted (spaces allowed inside) or a bare run that ends at whitespace or an escape. */
-const argument = (quoted: string, bare: string, suffix: string) =>
-  r`(?:(?<aq${suffix}>["'])(?<${quoted}>(?:(?!\k<aq${suffix}>)[^\n\r]){1,256})\k<aq${suffix}>|(?<${bare}>(?![-\s"'])(?:[^\s"'\\]|${literalBackslashes}){1,256}))`
-/** Arguments of a command before the option that matters, which they are not (`(?!-p)`). */
-const argumentsBefore = (option: string, count: number) => r`(?:[ \t]{1,8}(?!${option})[^\s|;&<>]{1,256}){0,${count}}?`
-
-/**
- * The start of a line, also one inside JSON-escaped text or at the start of
- * a JSON string (`{"env": "TOKEN=...\n..."}`), with what may open an
- * assignment there: a YAML list's dash, a quote (`- "SECRET=..."` in a
- * Compose file), `export` and its kin.
- */
-const lineStart = r`(?:(?:^|[\r\n]|\\[nrt])[ \t]{0,32}(?:-[ \t]{1,8})?["']?|[:=,\[][ \t]{0,8}\\?["'])(?:(?:export|set|env|arg|declare[ \t]{1,8}-x)[ \t]{1,8})?`
-/**
- * What may follow a value assigned at the start of a line: the end of the
- * line, a comment, a closing quote, and after ` = ` a `;` (YAML lines never
- * end with one; `password: URLPatternComponentResult;` is a declaration).
- */
-const lineEnd = (semicolon: boolean) => r`(?=[ \t]{0,64}(?:[#\r\n"'\x60${semicolon ? ";" : ""}]|${jsonEscape}|$))`
-const configForms: ReadonlyArray<readonly [string, ConfigForm]> = [
-  ["secret", "quoted"],
-  ["secret2", "quoted"],
-  ["secret3", "env"],
-  ["secret4", "quoted"],
-  ["secret5", "quoted"],
-  ["secret6", "yaml"],
-  ["secret7", "quoted"],
-  ["secret8", "quoted"],
-  ["secret9", "spaced"]
-]
-const configForm = new Map(configForms)
-/**
- * A config line's assignment: `NAME=value` (.env, shell; a bare word is a
- * literal), `name: value` (YAML) and `name = value` (HCL, TOML, INI), each
- * with its own groups so the check knows which form it has.
- */
-const configAssignment = r`(?:${passwordNames}|${secretNames})(?<!existing[_.-]?secret)(?![\w-]|\.\w)(?<=${lineStart}[\w.-]{1,96})(?:=(?![=\s])${valueForms("secret2", "secret", "secret3", r`(?=[\s"'\x60;&]|${jsonEscape}|$)`, "e")}|:[ \t]{1,8}${valueForms("secret5", "secret4", "secret6", "", "y")}${lineEnd(false)}|(?:[ \t]{1,8}=[ \t]{0,8}|=[ \t]{1,8})(?!=)${valueForms("secret8", "secret7", "secret9", "", "s")}${lineEnd(true)})`
 
 /**
  * Ordered from the most specific to the most generic; when two rules match at
@@ -409,14 +250,16 @@ export const rules: ReadonlyArray<RuleData> = [
   ),
 
   // Chat and messaging.
-  prefixed(
-    "slack-token",
-    "Slack bot, user, app, refresh and configuration tokens",
-    "(?:xox[abeprs]|xapp)-",
-    "[0-9A-Za-z.-]{10,250}",
-    256,
-    looksGenerated
-  ),
+  {
+    ...prefixed(
+      "slack-token",
+      "Slack bot, user, app, refresh and configuration tokens",
+      "(?:xox[abeprs]|xapp)-",
+      "[0-9A-Za-z.-]{10,250}",
+      256
+    ),
+    verify: looksGenerated
+  },
   {
     name: "slack-webhook",
     description: "Slack incoming webhook and workflow URLs (the path after the host is the secret)",
@@ -429,14 +272,17 @@ export const rules: ReadonlyArray<RuleData> = [
     pattern: r`https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/[0-9]{17,20}/(?<secret>[A-Za-z0-9_-]{60,72})`,
     maxLength: 140
   },
-  prefixed(
-    "discord-bot-token",
-    "Discord bot tokens",
-    "[MNO]",
-    r`[A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}`,
-    76,
-    looksGenerated
-  ),
+  {
+    ...prefixed(
+      "discord-bot-token",
+      "Discord bot tokens",
+      // The bot's ID in base64: a decimal ID's first digit encodes as M, N or O.
+      "[MNO]",
+      r`[A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}`,
+      76
+    ),
+    verify: looksGenerated
+  },
   {
     name: "telegram-bot-token",
     description: "Telegram bot tokens",
@@ -507,14 +353,16 @@ export const rules: ReadonlyArray<RuleData> = [
     "[A-Za-z0-9_-]{32,200}",
     220
   ),
-  prefixed(
-    "openai-api-key",
-    "OpenAI project, service account, admin and legacy keys, and DeepSeek-style sk- keys",
-    "sk-(?:proj-|svcacct-|admin-|None-)?",
-    "(?:[A-Za-z0-9_-]{20,300}T3BlbkFJ[A-Za-z0-9_-]{20,300}|[A-Za-z0-9_-]{40,300}|[a-f0-9]{32})",
-    620,
-    looksGenerated
-  ),
+  {
+    ...prefixed(
+      "openai-api-key",
+      "OpenAI project, service account, admin and legacy keys, and DeepSeek-style sk- keys",
+      "sk-(?:proj-|svcacct-|admin-|None-)?",
+      "(?:[A-Za-z0-9_-]{20,300}T3BlbkFJ[A-Za-z0-9_-]{20,300}|[A-Za-z0-9_-]{40,300}|[a-f0-9]{32})",
+      620
+    ),
+    verify: looksGenerated
+  },
   prefixed("openrouter-api-key", "OpenRouter API keys", "sk-or-v1-", "[a-f0-9]{64}", 73),
   prefixed("groq-api-key", "Groq API keys", "gsk_", "[A-Za-z0-9]{52}", 56),
   prefixed("huggingface-token", "Hugging Face access tokens", "hf_", "[A-Za-z]{34}", 37),
@@ -584,7 +432,7 @@ export const rules: ReadonlyArray<RuleData> = [
     description:
       "user:password given to -u/--user (curl, wget and friends), the user maybe empty, the whole or the password quoted",
     // `"user:pw"` and `'user:pw'` quoted whole; `user:pw`, `user:'pw'` and `:pw` unquoted or with the password quoted.
-    pattern: r`(?:-u|--user|--proxy-user|--http-user|--ftp-user)(?<=(?<![\w-])-[\w-]{1,16})(?:[ \t]{1,8}|=)(?:(?<uq>["'])[^:"'\n\r]{0,128}:(?<secret>(?:(?!\k<uq>)[^\n\r]){1,256})\k<uq>|[^\s:"']{0,128}:${argument("secret2", "secret3", "u")})`,
+    pattern: r`(?:-u|--user|--proxy-user|--http-user|--ftp-user)(?<=(?<![\w-])-[\w-]{1,16})(?:[ \t]{1,8}|=)(?:(?<uq>["'])[^:"'\n\r]{0,128}:(?<secret>(?:(?!\k<uq>)[^\n\r]){1,256})\k<uq>|[^\s:"']{0,128}:${argument("secret2", "secret3")})`,
     maxLength: 410,
     maxLookbehind: 18,
     verify: (value) => !/^\d+$/.test(value) && !notALiteral(value, true)
@@ -594,7 +442,7 @@ export const rules: ReadonlyArray<RuleData> = [
     description:
       "passwords given to -p of mysql, mariadb and their tools (attached, `-pSECRET`), to -p of sshpass and of docker, podman or helm registry login, and to -a or --pass of redis-cli",
     // Found at the command; the arguments before the option are skipped, and none of them is the option itself.
-    pattern: r`\b(?:(?:mysql(?:dump|admin|import|show|check|sh|binlog|slap|pump)?|mariadb(?:-(?:dump|admin|import|check|show|slap|binlog))?)${argumentsBefore("-p", 16)}[ \t]{1,8}-p${argument("secret", "secret2", "m")}|sshpass${argumentsBefore("-p", 8)}[ \t]{1,8}-p[ \t]{0,8}${argument("secret3", "secret4", "s")}|redis-cli${argumentsBefore("-a|--pass", 16)}[ \t]{1,8}(?:-a|--pass)[ \t]{1,8}${argument("secret5", "secret6", "r")}|(?:docker|podman|buildah|nerdctl|skopeo|oras|helm[ \t]{1,8}registry)[ \t]{1,8}login${argumentsBefore("-p", 16)}[ \t]{1,8}-p[ \t]{1,8}${argument("secret7", "secret8", "l")})`,
+    pattern: r`\b(?:(?:mysql(?:dump|admin|import|show|check|sh|binlog|slap|pump)?|mariadb(?:-(?:dump|admin|import|check|show|slap|binlog))?)${argumentsBefore("-p", 16)}[ \t]{1,8}-p${argument("secret", "secret2")}|sshpass${argumentsBefore("-p", 8)}[ \t]{1,8}-p[ \t]{0,8}${argument("secret3", "secret4")}|redis-cli${argumentsBefore("-a|--pass", 16)}[ \t]{1,8}(?:-a|--pass)[ \t]{1,8}${argument("secret5", "secret6")}|(?:docker|podman|buildah|nerdctl|skopeo|oras|helm[ \t]{1,8}registry)[ \t]{1,8}login${argumentsBefore("-p", 16)}[ \t]{1,8}-p[ \t]{1,8}${argument("secret7", "secret8")})`,
     maxLength: 4600,
     verify: (value) => !notALiteral(value, true)
   },
@@ -638,7 +486,7 @@ export const rules: ReadonlyArray<RuleData> = [
     name: "cli-secret-flag",
     description:
       "values of --password, --token, --secret, --api-key style command-line flags, after a space or `=`, quoted or not (not pagination tokens such as --starting-token)",
-    pattern: r`--(?:[a-z0-9]{1,32}-){0,4}(?:password|passwd|passphrase|token(?<!${notCredentialTokens}-token)|secret|api-key|apikey|access-key|secret-key)(?:[ \t]{1,8}|=)${argument("secret", "secret2", "f")}`,
+    pattern: r`--(?:[a-z0-9]{1,32}-){0,4}(?:password|passwd|passphrase|token(?<!${notCredentialTokens}-token)|secret|api-key|apikey|access-key|secret-key)(?:[ \t]{1,8}|=)${argument("secret", "secret2")}`,
     flags: "i",
     maxLength: 420,
     // A flag's value is a literal even when it reads like an identifier, but `id=...,src=...` is a specification.
@@ -685,6 +533,6 @@ export const rules: ReadonlyArray<RuleData> = [
     // The line-start check reads a line break (2), indentation (32), a dash and a quote (10), `declare -x` and its
     // spaces (25) and up to 96 name characters: 165.
     maxLookbehind: 170,
-    verify: (value, group) => configLiteral(value, configForm.get(group) ?? "quoted")
+    verify: configValue
   }
 ]

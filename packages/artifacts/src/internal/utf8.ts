@@ -35,3 +35,11 @@ export const utf8Length = (text: string): number => {
   }
   return bytes
 }
+
+/**
+ * Whether `text` takes more than `limit` UTF-8 bytes. Every UTF-16 unit is
+ * one to three bytes, so the length alone decides most texts; only a text
+ * whose length leaves it open is counted.
+ */
+export const exceedsUtf8 = (text: string, limit: number): boolean =>
+  text.length > limit ? true : text.length * 3 <= limit ? false : utf8Length(text) > limit

@@ -28,16 +28,28 @@ import * as StateNamespace from "../StateNamespace.ts"
 
 /** What a host's task helpers need. */
 export interface HostTasksInput {
+  /** The opened namespace: its host, its lock, and where the per-task journal locks live. */
+  readonly opened: StateNamespace.StateNamespace
   readonly runtime: FilesystemTaskRuntime.FilesystemTaskRuntime
   readonly agent: Ids.AgentId
   /** Volumes every task gets read and write grants on. */
   readonly taskVolumes: ReadonlyArray<Volume.VolumeRef>
   readonly journalFolder: string
   readonly pathPolicy: ArtifactPathPolicy.ArtifactPathPolicyShape
-  /** Where the per-task journal locks live, and whether stale ones are replaced. */
-  readonly taskLocks: { readonly folder: string; readonly recoverStale: boolean }
   /** The journals' durability; the caller's `JournalStorage.JournalDurability` (by default per entry) when absent. */
-  readonly durability?: JournalStorage.Durability
+  readonly durability?: JournalStorage.Durability | undefined
+}
+
+/** What both local hosts expose of their namespace and runtime, documented on the public hosts. */
+export interface HostFacts {
+  readonly namespace: Ids.StoreId
+  readonly agent: Ids.AgentId
+  readonly folder: string
+  readonly lock: NamespaceLock.HeldLock
+  readonly host: StateNamespace.StateNamespace["host"]
+  readonly runtime: FilesystemTaskRuntime.FilesystemTaskRuntime
+  readonly journalFolder: string
+  readonly pathPolicy: ArtifactPathPolicy.ArtifactPathPolicyShape
 }
 
 /**
@@ -107,7 +119,9 @@ export const taskScratchId = (task: Ids.TaskId): Ids.VolumeId =>
 
 const decodeTask = InvalidInput.decode(Ids.TaskId, "withTask", "task")
 
-export const makeHostTasks = (input: HostTasksInput): HostTasks => {
+/** The task helpers of a host, with the facts of its namespace and runtime it exposes beside them. */
+export const makeHostTasks = (input: HostTasksInput): HostTasks & HostFacts => {
+  const taskLocks = input.opened.taskLocks
   const store = input.runtime.host.store
   const bindTask = (given: Ids.TaskId, options: TaskOptions = {}) =>
     Effect.gen(function* () {
@@ -143,15 +157,15 @@ export const makeHostTasks = (input: HostTasksInput): HostTasks => {
       const task = yield* decodeTask(given)
       const fs = yield* FileSystem.FileSystem
       const path = yield* Path.Path
-      const file = path.join(input.taskLocks.folder, `${task}.lock`)
+      const file = path.join(taskLocks.folder, `${task}.lock`)
       yield* fs
-        .makeDirectory(input.taskLocks.folder, { recursive: true })
+        .makeDirectory(taskLocks.folder, { recursive: true })
         .pipe(
           Effect.mapError(
             (error) => new NamespaceLock.NamespaceLockIoError({ file, operation: "create", detail: error.message })
           )
         )
-      const options = { recoverStale: input.taskLocks.recoverStale, recoverInterruptedRecovery: true }
+      const options = { recoverStale: taskLocks.recoverStale, recoverInterruptedRecovery: true }
       return yield* takeOneAtATime(NamespaceLock.acquire(file, options)).pipe(
         Effect.catchTag("NamespaceInUse", (held) =>
           Effect.fail(
@@ -206,5 +220,19 @@ export const makeHostTasks = (input: HostTasksInput): HostTasks => {
         )
       )
     )
-  return { bindTask, journalLayer, repairJournal, withTask, readEntries }
+  return {
+    bindTask,
+    journalLayer,
+    repairJournal,
+    withTask,
+    readEntries,
+    namespace: input.opened.namespace,
+    agent: input.agent,
+    folder: input.opened.folder,
+    lock: input.opened.lock,
+    host: input.opened.host,
+    runtime: input.runtime,
+    journalFolder: input.journalFolder,
+    pathPolicy: input.pathPolicy
+  }
 }

@@ -388,7 +388,7 @@ describe("ToolResults inline limit: limitRendered", () => {
       }
       assert.instanceOf(error, InvalidInput.InvalidInput, fc.stringify(limit))
       if (error instanceof InvalidInput.InvalidInput) {
-        assert.strictEqual(error.entry, "InlineLimit.limitRendered")
+        assert.strictEqual(error.entry, "ToolResults.limitRendered")
         assert.strictEqual(error.field, "maxBytes")
       }
     }

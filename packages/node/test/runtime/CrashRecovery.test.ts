@@ -10,16 +10,7 @@ import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import type { Ids } from "@tessera/core"
 import { NodeDigest } from "@tessera/node"
-import {
-  Compaction,
-  History,
-  Journal,
-  Model,
-  PrivateStaging,
-  PrivateSummaries,
-  TaskExecution,
-  ToolResults
-} from "@tessera/runtime"
+import { Compaction, History, Journal, Model, PrivateSummaries, TaskExecution, ToolResults } from "@tessera/runtime"
 import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Exit, Option } from "effect"
 import * as fc from "fast-check"
@@ -275,7 +266,7 @@ describe("finding 2: a summary a crash left staged", () => {
           // The one summary request is the interrupted attempt's; the resume adopts and sends none.
           ["SummaryStarted", "SummaryRequestAnswered", "SummaryStaged"]
         )
-        const staged = path.join(capability.folder, PrivateStaging.relativePath(key))
+        const staged = path.join(capability.folder, PrivateSummaries.stagedPath(key))
         assert.strictEqual(fs.readFileSync(staged, "utf8"), "first wording")
       })
     ))
@@ -284,7 +275,7 @@ describe("finding 2: a summary a crash left staged", () => {
     runInWorld((world) =>
       Effect.gen(function* () {
         const { capability, compact, folder } = yield* setup(world)
-        yield* PrivateStaging.stageOnce(key, "an older summary").pipe(PrivateSummaries.provide(capability))
+        yield* PrivateSummaries.stageOnce(key, "an older summary").pipe(PrivateSummaries.provide(capability))
         const resumed = yield* withJournal(folder, (journal) => compact(journal, "the new summary"))
         assert.strictEqual(History.summaryText(resumed).pipe(Option.getOrThrow), "the new summary")
         const entries = yield* Journal.readEntries({ folder, task })

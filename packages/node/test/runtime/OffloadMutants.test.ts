@@ -295,7 +295,7 @@ describe("ToolResults offloadResult", () => {
             yield* run("refused", "r".repeat(400)).pipe(Effect.provide(refuseAll))
           }).pipe(Effect.withTracer(tracer))
         )
-        const spans = named("ToolResultOffload.offloadResult")
+        const spans = named("ToolResults.offloadResult")
         assert.strictEqual(spans.length, 4)
         const attributes = spans.map((span) => Object.fromEntries(span.attributes))
         const common = (id: string) => ({
@@ -332,7 +332,7 @@ describe("ToolResults offloadResult", () => {
         yield* withJournal(world, (journal) =>
           ToolResults.offloadResult(config(100), target, journal, toolContext("big"), resultOf("big", "b".repeat(400)))
         )
-        assert.strictEqual(named("ToolResultOffload.offloadResult").length, 0)
+        assert.strictEqual(named("ToolResults.offloadResult").length, 0)
       })
     ))
 })
@@ -356,7 +356,7 @@ describe("ToolResults private targets", () => {
         // Making a target admits the capability too, and names itself when the volume changed.
         const remade = yield* Effect.flip(ToolResults.privateTarget.pipe(PrivateSummaries.provide(capability)))
         assert.strictEqual(remade._tag === "Unauthorized" ? remade.reason : remade._tag, "VolumeChanged")
-        assert.isTrue(remade.message.includes("ToolResultOffload.privateTarget: volume "), remade.message)
+        assert.isTrue(remade.message.includes("ToolResults.privateTarget: volume "), remade.message)
         yield* withJournal(world, (journal) =>
           Effect.gen(function* () {
             const run = (content: string) =>
@@ -378,7 +378,7 @@ describe("ToolResults private targets", () => {
             const error = Exit.isFailure(five) ? Option.getOrUndefined(Exit.findErrorOption(five)) : undefined
             assert.strictEqual(error?._tag, "Unauthorized")
             assert.strictEqual(error?._tag === "Unauthorized" ? error.reason : "", "VolumeChanged")
-            assert.include(error?.message ?? "", "ToolResultOffload.offloadResult")
+            assert.include(error?.message ?? "", "ToolResults.offloadResult")
             fs.writeFileSync(metaFile(world), original)
             const restored = yield* run("abcde".repeat(10))
             assert.isTrue(Exit.isSuccess(restored) && restored.value.content.startsWith("[artifact] "))
@@ -473,7 +473,7 @@ describe("ToolResults private targets", () => {
         assert.strictEqual(missing.reason, "MissingWriteGrant")
         assert.strictEqual(
           missing.detail,
-          "ToolResultOffload.outputTarget: offload to Output needs an output binding, and the task has none"
+          "ToolResults.outputTarget: offload to Output needs an output binding, and the task has none"
         )
         assert.strictEqual(missing.task, task)
         const bound = yield* boundTask(world, true)
@@ -513,7 +513,7 @@ describe("ToolResults offload target admission", () => {
           assert.strictEqual(error.reason, "CapabilityMismatch")
           assert.strictEqual(
             error.detail,
-            `ToolResultOffload.offloadHooks: the offload target was made for task ${task}, but the journal ${file} is task ${other}'s`
+            `ToolResults.offloadHooks: the offload target was made for task ${task}, but the journal ${file} is task ${other}'s`
           )
           assert.strictEqual(error.task, other)
           assert.deepStrictEqual(error.volume, world.outputRef)
@@ -544,7 +544,7 @@ describe("ToolResults offload target admission", () => {
             assert.strictEqual(forged.reason, "NotMinted")
             assert.strictEqual(
               forged.detail,
-              "ToolResultOffload.offloadHooks: the offload target was not made by the library (built by hand or copied); only values the library minted are trusted"
+              "ToolResults.offloadHooks: the offload target was not made by the library (built by hand or copied); only values the library minted are trusted"
             )
             const direct = yield* Effect.flip(
               ToolResults.offloadResult(config(10), copied, journal, toolContext("h2"), resultOf("h2", "h".repeat(100)))

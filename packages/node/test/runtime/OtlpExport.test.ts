@@ -149,12 +149,12 @@ const treeProblems = (spans: ReadonlyArray<OtlpSpan>): ReadonlyArray<string> => 
     ["Executor.runTurn", "TaskExecution.runTurn"],
     ["Executor.modelStep", "Executor.runTurn"],
     ["Executor.toolCall", "Executor.runTurn"],
-    ["ToolResultOffload.offloadResult", "Executor.toolCall"],
+    ["ToolResults.offloadResult", "Executor.toolCall"],
     ["Compaction.compact", "Executor.modelStep"],
     ["Compaction.summarize", "Compaction.compact"],
     ["Compaction.summaryRequest", "Compaction.summarize"],
     ["Compaction.publish", "Compaction.compact"],
-    ["PrivateStaging.stageOnce", "Compaction.publish"]
+    ["PrivateSummaries.stageOnce", "Compaction.publish"]
   ]
   const problems = expected.flatMap(([child, parent]) => {
     const found = byName(spans, child)
@@ -195,7 +195,7 @@ describe("OTLP export of a turn", () => {
         assert.deepStrictEqual(steps.map((span) => attributesOf(span)["tessera.step"]).sort(), [1, 2, 3, 4])
         const toolCalls = byName(spans, "Executor.toolCall")
         assert.strictEqual(toolCalls.length, 3)
-        const offloads = byName(spans, "ToolResultOffload.offloadResult")
+        const offloads = byName(spans, "ToolResults.offloadResult")
         assert.strictEqual(offloads.length, 3)
         const [compaction] = byName(spans, "Compaction.compact")
         const compactingStep = spans.find((span) => span.spanId === compaction?.parentSpanId)
@@ -245,7 +245,7 @@ describe("OTLP export of a turn", () => {
           assert.strictEqual(request.kind, clientKind)
           assert.isAbove(Number(attributesOf(request)["tessera.summary.piece.size"]), 0)
         }
-        assert.deepInclude(attributesOf(byName(spans, "PrivateStaging.stageOnce")[0] as OtlpSpan), {
+        assert.deepInclude(attributesOf(byName(spans, "PrivateSummaries.stageOnce")[0] as OtlpSpan), {
           "tessera.staging.outcome": "Published"
         })
         assert.deepInclude(attributesOf(byName(spans, "EntryGate.verify")[0] as OtlpSpan), {
@@ -279,7 +279,7 @@ describe("OTLP export of a turn", () => {
         const { received } = yield* exportTurn(world, produce, "flat")
         const problems = treeProblems(spansOf(received))
         assert.include(problems, "Executor.modelStep is under nothing, not Executor.runTurn")
-        assert.include(problems, "ToolResultOffload.offloadResult is under nothing, not Executor.toolCall")
+        assert.include(problems, "ToolResults.offloadResult is under nothing, not Executor.toolCall")
       })
     ))
 

@@ -785,13 +785,13 @@ describe("plain JavaScript callers: constructors", () => {
       const label = fc.stringify(limit)
       assertInvalid(
         thrown(() => ToolResults.inlineLimitHooks(limit as never), label),
-        "InlineLimit.inlineLimitHooks",
+        "ToolResults.inlineLimitHooks",
         "maxBytes",
         label
       )
       assertInvalid(
         thrown(() => Inline.limitResult(limit as never, result), label),
-        "InlineLimit.limitResult",
+        "ToolResults.limitResult",
         "maxBytes",
         label
       )

@@ -2,7 +2,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Volume } from "@tessera/core"
-import { PrivateStaging, PrivateSummaries } from "@tessera/runtime"
+import { PrivateSummaries } from "@tessera/runtime"
 import { Effect, Option } from "effect"
 import { agent, agentId, operationId, runInWorld, task, volumeId } from "./support/world.ts"
 
@@ -84,7 +84,7 @@ describe("PrivateSummaries.resolve", () => {
           source: "RuntimePrivate"
         } as unknown as PrivateSummaries.PrivateWriterCapability
         const error = yield* Effect.flip(
-          PrivateStaging.stageOnce({ operation: operationId("forged"), step: 1 }, "x").pipe(
+          PrivateSummaries.stageOnce({ operation: operationId("forged"), step: 1 }, "x").pipe(
             PrivateSummaries.provide(forged)
           )
         )

@@ -7,16 +7,7 @@
  * behaviour): they estimate, skip the summary and send another request.
  */
 import { assert, describe, it } from "@effect/vitest"
-import {
-  Compaction,
-  EntryGate,
-  ForeignLoop,
-  History,
-  Journal,
-  Model,
-  PrivateSummaries,
-  TaskExecution
-} from "@tessera/runtime"
+import { Compaction, EntryGate, History, Journal, Model, PrivateSummaries, TaskExecution } from "@tessera/runtime"
 import type { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Option } from "effect"
 import {
@@ -152,7 +143,7 @@ const throughLoops = (failSummary: boolean, withTools: boolean) =>
       const binding = yield* bound(world, policy)
       // The history as the adapter's loop holds it: a failing step leaves it where that step began.
       let held = start
-      const drive = (loop: ForeignLoop.ForeignLoop, from: History.History) =>
+      const drive = (loop: TaskExecution.ForeignLoop, from: History.History) =>
         Effect.gen(function* () {
           let history = from
           for (let step = 0; step < 4; step++) {
@@ -166,12 +157,12 @@ const throughLoops = (failSummary: boolean, withTools: boolean) =>
           }
         })
       const first = yield* Effect.gen(function* () {
-        const outcome = yield* Effect.exit(drive(yield* ForeignLoop.make(binding), start))
+        const outcome = yield* Effect.exit(drive(yield* TaskExecution.foreignLoop(binding), start))
         return { failed: outcome._tag === "Failure", texts: textsOf(yield* requests) }
       }).pipe(Effect.provide(turnLayer(world, task, scriptOf(failSummary))))
       const after = first.failed
         ? yield* Effect.gen(function* () {
-            yield* drive(yield* ForeignLoop.make(yield* bound(world, policy)), held)
+            yield* drive(yield* TaskExecution.foreignLoop(yield* bound(world, policy)), held)
             return textsOf(yield* requests)
           }).pipe(Effect.provide(turnLayer(world, task, scriptOf(false))))
         : []

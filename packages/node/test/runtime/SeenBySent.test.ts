@@ -7,7 +7,7 @@
  * rebuilds the former round-position rule, which summarizes it unseen.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Compaction, EntryGate, ForeignLoop, History, Model } from "@tessera/runtime"
+import { Compaction, EntryGate, History, Model, TaskExecution } from "@tessera/runtime"
 
 type Part = Model.Part
 
@@ -61,7 +61,7 @@ describe("seen by what was last sent", () => {
             : Model.response({ toolCalls: [call(request.parts.filter((part) => part._tag === "ToolCall").length + 1)] })
         yield* Effect.gen(function* () {
           const model = yield* Model.Model
-          const loop = yield* ForeignLoop.make(binding)
+          const loop = yield* TaskExecution.foreignLoop(binding)
           const send = (history: History.History) =>
             Effect.gen(function* () {
               const prepared = yield* loop.prepare(history, model)

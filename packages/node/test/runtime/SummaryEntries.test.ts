@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Compaction, EntryGate, History, Model, TaskExecution } from "@tessera/runtime"
-import { Effect, Option } from "effect"
+import { Compaction, EntryGate, History, Journal, Model, PrivateSummaries, TaskExecution } from "@tessera/runtime"
+import { Effect, Exit, type Layer, Option } from "effect"
 import * as fc from "fast-check"
 // The former ordering (the negative control) is written once, in the platform contract that runs it in the browser too.
 import { formerOrdering } from "../../../runtime/test/contract/PlatformContract.ts"
@@ -167,5 +167,92 @@ describe("summaries of long histories", () => {
         }
       })
       assert.strictEqual(outcome.published.text, `summary ${outcome.sent.length}`)
+    }))
+})
+
+describe("a public summary entry takes the one summary path, recovery included", () => {
+  const task = taskId("summary-leftover")
+  const operation = operationId("notes")
+  const rounds: ReadonlyArray<RoundSpec> = [
+    { kind: "tool", size: 3_000, lineBreaks: false },
+    { kind: "text", size: 2_000, lineBreaks: true }
+  ]
+
+  /** The journal as a crash right after staging leaves it: the SummaryStaged append never happens. */
+  const crashingBeforeRecord = Effect.map(
+    Journal.Journal,
+    (journal): Journal.JournalService => ({
+      ...journal,
+      append: (entry) =>
+        entry._tag === "SummaryStaged"
+          ? Effect.fail(new Journal.JournalIoError({ file: journal.file, operation: "append", detail: "killed" }))
+          : journal.append(entry)
+    })
+  )
+
+  const bound = (world: World) =>
+    Effect.gen(function* () {
+      const runtime = yield* world.openRuntime(Option.some(world.privateRef))
+      const context = yield* runtime.bindTask({
+        scope: yield* world.scopeFor([world.privateRef], task),
+        output: Option.none()
+      })
+      return { binding: yield* EntryGate.bind(context), capability: yield* PrivateSummaries.resolve(context) }
+    })
+
+  const interruptedThenAgain = (
+    world: World,
+    again: (
+      binding: EntryGate.TaskBinding,
+      capability: PrivateSummaries.PrivateWriterCapability
+    ) => Effect.Effect<unknown, unknown, Journal.Journal | Layer.Success<typeof platformLayer> | Model.Model>
+  ) =>
+    Effect.gen(function* () {
+      const { binding, capability } = yield* bound(world)
+      const interrupted = yield* Effect.exit(
+        TaskExecution.summarize(binding, historyOf(rounds), { operation }).pipe(
+          Effect.provideServiceEffect(Journal.Journal, crashingBeforeRecord)
+        )
+      )
+      assert.isTrue(Exit.isFailure(interrupted))
+      const before = (yield* requests).length
+      const result = yield* Effect.exit(again(binding, capability))
+      const entries = yield* Journal.readEntries({ folder: yield* journalFolder(world), task })
+      return { result, sentAgain: (yield* requests).length - before, entries }
+    })
+
+  it("summary_entry_adopts_its_leftover: a summary a crash left staged is adopted on the next call, with no request", () =>
+    withWorld(async (world) => {
+      let wording = 0
+      const outcome = await Effect.runPromise(
+        interruptedThenAgain(world, (binding) =>
+          TaskExecution.summarize(binding, historyOf(rounds), { operation })
+        ).pipe(Effect.provide(turnLayer(world, task, () => Model.response({ text: `wording ${++wording}` }))))
+      )
+      assert.isTrue(Exit.isSuccess(outcome.result))
+      if (Exit.isSuccess(outcome.result)) {
+        assert.strictEqual((outcome.result.value as Compaction.PublishedSummary).text, "wording 1")
+      }
+      assert.strictEqual(outcome.sentAgain, 0)
+      const last = outcome.entries.at(-1)
+      assert.isTrue(last?._tag === "SummaryStaged" && last.adopted === true)
+    }))
+
+  it("summary_entry_adopts_its_leftover negative control: the former route (publish without recovery) fails StagingConflict", () =>
+    withWorld(async (world) => {
+      let wording = 0
+      const outcome = await Effect.runPromise(
+        interruptedThenAgain(world, (_, capability) =>
+          Effect.flatMap(Journal.Journal, (journal) =>
+            Compaction.publish({
+              key: { operation, step: 1 },
+              summary: `wording ${++wording}`,
+              journal: Option.some(journal)
+            })
+          ).pipe(PrivateSummaries.provide(capability))
+        ).pipe(Effect.provide(turnLayer(world, task, () => Model.response({ text: `wording ${++wording}` }))))
+      )
+      assert.isTrue(Exit.isFailure(outcome.result))
+      if (Exit.isFailure(outcome.result)) assert.include(String(outcome.result.cause), "StagingConflict")
     }))
 })

@@ -156,7 +156,7 @@ const storeFailed = (path: string) => (error: { readonly _tag: string; readonly 
  */
 export const readableVolumes = Effect.fnUntraced(function* (context: TaskContext) {
   // The grants below are the context's own: a hand-built or copied context is refused first.
-  yield* PrivateSummaries.requireContext(context, "ArtifactReadTool")
+  yield* PrivateSummaries.requireContext(context, "ToolResults.readableVolumes")
   const store = context.runtime.host.store
   const volumes: Array<ReadableVolume> = []
   const passedOver: Array<string> = []
@@ -191,7 +191,7 @@ export const readableVolumes = Effect.fnUntraced(function* (context: TaskContext
     volumes.push({ ref: grant.volume, folder: dataFolder(store, grant.volume), source: "Grant" })
   }
   return { volumes: volumes as ReadonlyArray<ReadableVolume>, passedOver: passedOver as ReadonlyArray<string> }
-}, Observability.withSpan("ArtifactReadTool.readableVolumes"))
+}, Observability.withSpan("ToolResults.readableVolumes"))
 
 /** The path's segments when it is canonical, relative and free of `..`; the refusal otherwise. */
 export const checkPath = (path: string): Result.Result<ReadonlyArray<string>, ArtifactReadRefused> => {

@@ -4,7 +4,6 @@
  * task-over-limit warning. `Compaction` states the contract of `compact` and
  * `publish`.
  */
-import * as ArtifactRedactor from "@tessera/artifacts/ArtifactRedactor"
 import type * as DurableFiles from "@tessera/core/DurableFiles"
 import type * as Ids from "@tessera/core/Ids"
 import type * as Volume from "@tessera/core/Volume"
@@ -18,23 +17,23 @@ import { type Journal, type JournalIoError, type JournalSequenceError, summaryKe
 import type { Part } from "../Model.ts"
 import { fileReference, Model, text } from "../Model.ts"
 import * as Observability from "../Observability.ts"
-import * as PrivateStaging from "../PrivateStaging.ts"
 import * as PrivateSummaries from "../PrivateSummaries.ts"
 import { type CompactionPlan, measureParts, plan, type ReportedInput, type SentRequest } from "./compactionPlan.ts"
-import { bytesFor, summaryLimitOf, type Threshold } from "./compactionPolicy.ts"
+import { pieceBytes, summaryBytes, type Threshold } from "./compactionPolicy.ts"
 import { measureRequest } from "./digest.ts"
-import { boundSummary, journaledSummaryRequests, summarizeWith } from "./summaryRequests.ts"
+import { writeOnce } from "./privateFiles.ts"
+import { journaledSummaryRequests, summarizeWith } from "./summaryRequests.ts"
 
 /** See `Compaction.PublishedSummary`. */
 export interface PublishedSummary {
-  readonly staged: PrivateStaging.StagedFile
+  readonly staged: PrivateSummaries.StagedFile
   readonly text: string
   readonly parts: ReadonlyArray<Part>
 }
 
 /** See `Compaction.publish`. */
 export const publish = Effect.fnUntraced(function* (options: {
-  readonly key: PrivateStaging.StagingKey
+  readonly key: PrivateSummaries.StagingKey
   readonly summary: string
   readonly journal: Option.Option<Journal["Service"]>
   readonly turn?: number
@@ -42,13 +41,11 @@ export const publish = Effect.fnUntraced(function* (options: {
   /** The longest summary stored, in UTF-8 bytes: checked after the scrub, which may lengthen it ({@link boundSummary}). */
   readonly maxBytes?: number
 }) {
-  // Minted and bound to this journal, checked here; the volume's registration is checked by `stageOnce`, which
-  // admits the capability again right before it writes.
-  yield* PrivateSummaries.admitBinding("Compaction.publish", options.journal)
-  const redactor = yield* Effect.serviceOption(ArtifactRedactor.ArtifactRedactor)
-  const redacted = Option.isSome(redactor) ? yield* redactor.value.redact(options.summary) : options.summary
-  const scrubbed = options.maxBytes === undefined ? redacted : boundSummary(redacted, options.maxBytes)
-  const staged = yield* PrivateStaging.stageOnce(options.key, scrubbed)
+  // The one write: admitted once (bound to this journal), scrubbed by the host's redactor, bounded, published.
+  const { file: staged, stored: scrubbed } = yield* writeOnce("Compaction.publish", options.key, options.summary, {
+    ...(Option.isSome(options.journal) ? { journal: options.journal.value } : {}),
+    ...(options.maxBytes === undefined ? {} : { maxBytes: options.maxBytes })
+  })
   yield* Observability.annotate({ "tessera.summary.size": staged.size, "tessera.staging.outcome": staged.outcome })
   if (Option.isSome(options.journal)) {
     yield* options.journal.value.append({
@@ -95,37 +92,72 @@ export const compact = (options: CompactOptions) => {
 }
 
 const compactPlanned = Effect.fnUntraced(function* (options: CompactOptions, planned: CompactionPlan) {
-  const summaryBytes = bytesFor(options.policy.measure, summaryLimitOf(options.policy))
-  const key: PrivateStaging.StagingKey = { operation: options.operation, step: options.step }
-  const previousSummary = History.summaryText(options.history)
-  const pieceBytes = bytesFor(options.policy.measure, options.policy.pieceLimit)
-  const turn = options.turn === undefined ? {} : { turn: options.turn }
   yield* Observability.annotate({
     ...(Option.isSome(options.journal) ? { "tessera.task": options.journal.value.task } : {}),
     ...(options.turn === undefined ? {} : { "tessera.turn": options.turn }),
-    "tessera.step": key.step,
-    "tessera.operation": key.operation,
+    "tessera.step": options.step,
+    "tessera.operation": options.operation,
     "tessera.compaction.rounds": planned.summarized.length
   })
-  let inputsSha256: string | undefined
+  const summary = yield* summarizeRounds({
+    entry: "Compaction.compact",
+    key: { operation: options.operation, step: options.step },
+    history: options.history,
+    rounds: planned.summarized,
+    journal: options.journal,
+    ...(options.turn === undefined ? {} : { turn: options.turn }),
+    pieceBytes: pieceBytes(options.policy),
+    summaryBytes: summaryBytes(options.policy)
+  })
+  if (summary.recovered) yield* Observability.annotate("tessera.compaction.recovered", true)
+  return History.summarizeLeadingRounds(options.history, planned.summarized.length, {
+    parts: summary.parts,
+    text: summary.text
+  })
+}, Observability.withSpan("Compaction.compact"))
+
+/** One summary: what it replaces, where it goes, and how large its requests and its text may be. */
+export interface SummaryRun {
+  /** Names the caller in a refusal. */
+  readonly entry: string
+  readonly key: PrivateSummaries.StagingKey
+  /** The history whose task and previous summary the summary builds on. */
+  readonly history: History.History
+  /** The rounds it replaces, oldest first. */
+  readonly rounds: ReadonlyArray<ReadonlyArray<Part>>
+  readonly journal: Option.Option<Journal["Service"]>
+  readonly turn?: number
+  readonly pieceBytes: number
+  readonly summaryBytes?: number
+}
+
+/**
+ * The one path of a summary, for compaction and the public summary entries
+ * alike: the writer admitted before anything is written, journaled or sent;
+ * with a journal, a summary a crash left staged for these very inputs is
+ * adopted (`recovered`, no request sent) and any other leftover superseded;
+ * then `SummaryStarted`, the summary requests (journaled), and the one
+ * write ({@link publish}).
+ */
+export const summarizeRounds = Effect.fnUntraced(function* (run: SummaryRun) {
+  const key = run.key
+  const previousSummary = History.summaryText(run.history)
+  const turn = run.turn === undefined ? {} : { turn: run.turn }
   // The writer is admitted before the first summary request: a refusal costs no request.
-  if (Option.isNone(options.journal)) yield* PrivateSummaries.admit("Compaction.compact", options.journal)
+  if (Option.isNone(run.journal)) yield* PrivateSummaries.admit(run.entry, run.journal)
   else {
-    const journal = options.journal.value
-    // The writer is admitted before anything is written, journaled or sent. The volume's registration (a file
-    // read) is checked while the inputs are hashed and a leftover summary is looked for (another read, in the
-    // folder of the capability, whose binding is checked first); neither outcome is used unless admission passes,
-    // and a failed look is reported only then, so admission's refusal still comes first.
-    const bound = yield* PrivateSummaries.admitBinding("Compaction.compact", options.journal)
-    const [, inputs, found] = yield* Effect.all(
+    const journal = run.journal.value
+    // The volume's registration (a file read) is checked while the inputs are hashed and a leftover summary is
+    // looked for (a read that checks only the capability's binding); neither outcome is used unless admission
+    // passes, and a failed look is reported only then, so admission's refusal still comes first.
+    const [, inputsSha256, found] = yield* Effect.all(
       [
-        PrivateSummaries.admit("Compaction.compact", options.journal),
-        summaryInputsDigest(options.history.task, previousSummary, planned.summarized, pieceBytes),
-        Effect.result(PrivateStaging.readStagedAdmitted(bound, key))
+        PrivateSummaries.admit(run.entry, run.journal),
+        summaryInputsDigest(run.history.task, previousSummary, run.rounds, run.pieceBytes),
+        Effect.result(PrivateSummaries.readStaged(key, run.journal))
       ],
       { concurrency: "unbounded" }
     )
-    inputsSha256 = inputs
     const leftover = yield* recoverLeftover(
       journal,
       Result.isFailure(found) ? yield* Effect.fail(found.failure) : found.success,
@@ -133,43 +165,30 @@ const compactPlanned = Effect.fnUntraced(function* (options: CompactOptions, pla
       inputsSha256,
       turn
     )
-    if (Option.isSome(leftover)) {
-      yield* Observability.annotate("tessera.compaction.recovered", true)
-      return History.summarizeLeadingRounds(options.history, planned.summarized.length, {
-        parts: leftover.value.parts,
-        text: leftover.value.text
-      })
-    }
+    if (Option.isSome(leftover)) return { ...leftover.value, recovered: true }
     yield* journal.append({ _tag: "SummaryStarted", ...turn, step: key.step, operation: key.operation, inputsSha256 })
   }
   const model = yield* Model
-  const generate = Option.isSome(options.journal)
-    ? journaledSummaryRequests(model.generate, options.journal.value, {
-        operation: key.operation,
-        step: key.step,
-        ...turn
-      })
+  const generate = Option.isSome(run.journal)
+    ? journaledSummaryRequests(model.generate, run.journal.value, { operation: key.operation, step: key.step, ...turn })
     : model.generate
   const summary = yield* summarizeWith(generate, {
-    task: options.history.task,
+    task: run.history.task,
     previousSummary,
-    rounds: planned.summarized,
-    pieceBytes,
-    summaryBytes
+    rounds: run.rounds,
+    pieceBytes: run.pieceBytes,
+    ...(run.summaryBytes === undefined ? {} : { summaryBytes: run.summaryBytes })
   })
   const published = yield* publish({
     key,
     summary: summary.text,
-    maxBytes: summaryBytes,
+    ...(run.summaryBytes === undefined ? {} : { maxBytes: run.summaryBytes }),
     requests: summary.requests,
-    journal: options.journal,
+    journal: run.journal,
     ...turn
   })
-  return History.summarizeLeadingRounds(options.history, planned.summarized.length, {
-    parts: published.parts,
-    text: published.text
-  })
-}, Observability.withSpan("Compaction.compact"))
+  return { ...published, recovered: false }
+})
 
 /**
  * The size of `history`'s task in the policy's unit, when it alone is over
@@ -266,8 +285,8 @@ const summaryInputsDigest = (
  */
 const recoverLeftover = Effect.fnUntraced(function* (
   journal: Journal["Service"],
-  found: Option.Option<{ readonly file: PrivateStaging.StagedFile; readonly text: string }>,
-  key: PrivateStaging.StagingKey,
+  found: Option.Option<{ readonly file: PrivateSummaries.StagedFile; readonly text: string }>,
+  key: PrivateSummaries.StagingKey,
   inputsSha256: string,
   turn: { readonly turn?: number }
 ) {
@@ -299,7 +318,7 @@ const recoverLeftover = Effect.fnUntraced(function* (
         ? "the journal records no inputs for this summary"
         : "it summarizes other inputs"
   })
-  yield* PrivateStaging.withdraw(key)
+  yield* PrivateSummaries.withdraw(key)
   return Option.none<PublishedSummary>()
 })
 
@@ -319,7 +338,7 @@ export const summaryParts = (
   text("user", `Summary of the earlier work, from ${file.path}:\n${scrubbed}`)
 ]
 
-const publishedSummary = (staged: PrivateStaging.StagedFile, scrubbed: string): PublishedSummary => ({
+const publishedSummary = (staged: PrivateSummaries.StagedFile, scrubbed: string): PublishedSummary => ({
   staged,
   text: scrubbed,
   parts: summaryParts(staged, scrubbed)

@@ -207,6 +207,24 @@ export const measureText = (measure: SizeMeasure, text: string): number =>
 export const bytesFor = (measure: SizeMeasure, size: number): number => (measure === "bytes" ? size : size * 4)
 
 /**
+ * The most history one summary request carries, in UTF-8 bytes: the piece
+ * size every summary of a policy is cut into (a result the inline limit
+ * keeps fits one piece).
+ *
+ * @since 0.1.0
+ * @category measuring
+ */
+export const pieceBytes = (policy: Threshold): number => bytesFor(policy.measure, policy.pieceLimit)
+
+/**
+ * The longest summary a policy stores, in UTF-8 bytes.
+ *
+ * @since 0.1.0
+ * @category measuring
+ */
+export const summaryBytes = (policy: Threshold): number => bytesFor(policy.measure, summaryLimitOf(policy))
+
+/**
  * Decodes a policy given to a public entry: `InvalidInput` (field `policy`)
  * for a value that is not a `Threshold` of positive integers or `Disabled`.
  *

@@ -28,7 +28,7 @@ import * as Effect from "effect/Effect"
 import type * as Executor from "../Executor.ts"
 import type { ToolResultPart } from "../Model.ts"
 import { cutWithNote } from "./boundedText.ts"
-import { bytesFor, type Policy } from "./compactionPolicy.ts"
+import { type Policy, pieceBytes } from "./compactionPolicy.ts"
 
 /**
  * The note that follows a cut result.
@@ -66,7 +66,7 @@ const checkBytes = (entry: string, maxBytes: number): void => {
  * @category limiting
  */
 export const limitResult = (maxBytes: number, result: ToolResultPart): ToolResultPart => {
-  checkBytes("InlineLimit.limitResult", maxBytes)
+  checkBytes("ToolResults.limitResult", maxBytes)
   const cut = cutWithNote(result.content, maxBytes, (kept, total) => note(kept, total, maxBytes))
   return cut === undefined ? result : { ...result, content: cut.text }
 }
@@ -108,7 +108,7 @@ export const limitRendered = (
   kind: RenderedKind,
   rendered: string
 ): { readonly text: string; readonly bytes: number } | undefined => {
-  checkBytes("InlineLimit.limitRendered", maxBytes)
+  checkBytes("ToolResults.limitRendered", maxBytes)
   const cut = cutWithNote(rendered, maxBytes, (kept, total) => renderedNote(kind, kept, total, maxBytes))
   return cut === undefined
     ? undefined
@@ -129,7 +129,7 @@ export const limitRendered = (
  * @category defaults
  */
 export const defaultInlineBytes = (policy: Policy): number | undefined =>
-  policy._tag === "Threshold" ? bytesFor(policy.measure, policy.pieceLimit) : undefined
+  policy._tag === "Threshold" ? pieceBytes(policy) : undefined
 
 /**
  * The `onToolResult` hook that applies the limit.
@@ -140,6 +140,6 @@ export const defaultInlineBytes = (policy: Policy): number | undefined =>
  * @category hooks
  */
 export const inlineLimitHooks = (maxBytes: number): Executor.Hooks => {
-  checkBytes("InlineLimit.inlineLimitHooks", maxBytes)
+  checkBytes("ToolResults.inlineLimitHooks", maxBytes)
   return { onToolResult: (_context, result) => Effect.sync(() => limitResult(maxBytes, result)) }
 }

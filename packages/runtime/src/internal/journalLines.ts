@@ -2,13 +2,12 @@
  * The lines of a journal file's bytes as texts, for reopening.
  *
  * Bytes are decoded a chunk at a time (about 1 MiB, ending at a newline)
- * and each chunk's text split at its newlines: decoding every line on its own
- * cost about 40% more (100,000 lines of a benchmark journal: 85 against
- * 60 ms with their `JSON.parse`), and chunks keep each text small whatever
- * the file's size. A chunk that is not valid UTF-8 is decoded line by line,
- * so that the line at fault is the one reported. The byte order mark is kept
- * as a character wherever it appears, so no line's reading depends on where
- * a chunk starts.
+ * and each chunk's text split at its newlines: one decoder call per chunk,
+ * not one per line, which costs more (bench/NOTES.md has the measurement),
+ * and chunks keep each text small whatever the file's size. A chunk that is
+ * not valid UTF-8 is decoded line by line, so that the line at fault is the
+ * one reported. The byte order mark is kept as a character wherever it
+ * appears, so no line's reading depends on where a chunk starts.
  */
 
 const newline = 0x0a

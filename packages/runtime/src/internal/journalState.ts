@@ -97,7 +97,7 @@ export interface JournalState {
   /**
    * The agent the task runs for: recorded by the first turn opened through
    * the gate (`TurnOpened.agent`), `undefined` before that and in journals
-   * written before 0.5. Once recorded, only a binding of this agent is
+   * whose turns record none. Once recorded, only a binding of this agent is
    * admitted to the journal (`Unauthorized` `AgentMismatch`).
    */
   readonly agent: Ids.AgentId | undefined
@@ -193,6 +193,23 @@ const withoutFailedStep = (turn: TurnState): TurnState => {
   return rest
 }
 
+/**
+ * The call `callId` the open turn owes, which must be for tool `name`, or
+ * why there is none.
+ */
+const owedCallNamed = (open: TurnState, callId: string, name: string): OwedCall | string => {
+  const owed = open.owedCalls.find((call) => call.callId === callId)
+  if (owed === undefined) return `call ${callId} was not asked for or already has a result`
+  if (owed.name !== name) return `call ${callId} is for "${owed.name}", not "${name}"`
+  return owed
+}
+
+/** The turn with its owed call `callId` replaced by what `change` makes of it. */
+const withOwedCall = (turn: TurnState, callId: string, change: (call: OwedCall) => OwedCall): TurnState => ({
+  ...turn,
+  owedCalls: turn.owedCalls.map((call) => (call.callId === callId ? change(call) : call))
+})
+
 const sharesAnId = (calls: ReadonlyArray<{ readonly callId: string }>): boolean => {
   for (let index = 1; index < calls.length; index++) {
     const id = calls[index]?.callId
@@ -278,22 +295,18 @@ const transition = (state: View, entry: Entry): Outcome => {
     case "ToolCalled": {
       const open = openTurnAt(state, entry.turn, entry.step, false)
       if (typeof open === "string") return open
-      const owed = open.owedCalls.find((call) => call.callId === entry.callId)
-      if (owed === undefined) return `call ${entry.callId} was not asked for or already has a result`
-      if (owed.name !== entry.name) return `call ${entry.callId} is for "${owed.name}", not "${entry.name}"`
+      const owed = owedCallNamed(open, entry.callId, entry.name)
+      if (typeof owed === "string") return owed
       if (owed.approval?.status === "Requested") return `call ${entry.callId} is awaiting approval`
       if (owed.approval?.status === "Rejected") return `call ${entry.callId} was rejected`
       // Calling again is allowed: after a crash the earlier run's result was never recorded.
-      return updated({
-        ...open,
-        owedCalls: open.owedCalls.map((call) =>
-          call.callId !== entry.callId
-            ? call
-            : call.approval?.status === "Approved"
-              ? { ...call, called: true, approval: { ...call.approval, spent: true } }
-              : { ...call, called: true }
+      return updated(
+        withOwedCall(open, entry.callId, (call) =>
+          call.approval?.status === "Approved"
+            ? { ...call, called: true, approval: { ...call.approval, spent: true } }
+            : { ...call, called: true }
         )
-      })
+      )
     }
     case "ToolResulted": {
       const open = openTurnAt(state, entry.turn, entry.step, false)
@@ -327,9 +340,8 @@ const transition = (state: View, entry: Entry): Outcome => {
     case "ApprovalRequested": {
       const open = openTurnAt(state, entry.turn, entry.step, false)
       if (typeof open === "string") return open
-      const owed = open.owedCalls.find((call) => call.callId === entry.callId)
-      if (owed === undefined) return `call ${entry.callId} was not asked for or already has a result`
-      if (owed.name !== entry.name) return `call ${entry.callId} is for "${owed.name}", not "${entry.name}"`
+      const owed = owedCallNamed(open, entry.callId, entry.name)
+      if (typeof owed === "string") return owed
       const status = owed.approval?.status
       if (status === "Requested") return `call ${entry.callId} is already awaiting approval`
       if (status === "Rejected") return `call ${entry.callId} was rejected`
@@ -338,23 +350,18 @@ const transition = (state: View, entry: Entry): Outcome => {
       if (entry.reason === "Tool" && (owed.called || status === "Approved")) {
         return `call ${entry.callId} was already called or approved`
       }
-      return updated({
-        ...open,
-        owedCalls: open.owedCalls.map((call) =>
-          call.callId === entry.callId
-            ? {
-                ...call,
-                approval: {
-                  status: "Requested",
-                  reason: entry.reason,
-                  requestedSeq: entry.seq,
-                  inputSha256: entry.inputSha256,
-                  spent: false
-                }
-              }
-            : call
-        )
-      })
+      return updated(
+        withOwedCall(open, entry.callId, (call) => ({
+          ...call,
+          approval: {
+            status: "Requested",
+            reason: entry.reason,
+            requestedSeq: entry.seq,
+            inputSha256: entry.inputSha256,
+            spent: false
+          }
+        }))
+      )
     }
     case "ApprovalDecided": {
       const open = openTurnAt(state, entry.turn, entry.step, false)
@@ -363,26 +370,21 @@ const transition = (state: View, entry: Entry): Outcome => {
       if (owed === undefined || owed.approval?.status !== "Requested") {
         return `call ${entry.callId} is not awaiting approval`
       }
-      const reason = owed.approval.reason
-      return updated({
-        ...open,
-        owedCalls: open.owedCalls.map((call) =>
-          call.callId === entry.callId
-            ? {
-                ...call,
-                approval: {
-                  status: entry.approved ? "Approved" : "Rejected",
-                  reason,
-                  requestedSeq: owed.approval?.requestedSeq ?? entry.seq,
-                  inputSha256: owed.approval?.inputSha256 ?? "",
-                  spent: false,
-                  by: entry.by,
-                  ...(entry.note === undefined ? {} : { note: entry.note })
-                }
-              }
-            : call
-        )
-      })
+      const requested = owed.approval
+      return updated(
+        withOwedCall(open, entry.callId, (call) => ({
+          ...call,
+          approval: {
+            status: entry.approved ? "Approved" : "Rejected",
+            reason: requested.reason,
+            requestedSeq: requested.requestedSeq,
+            inputSha256: requested.inputSha256,
+            spent: false,
+            by: entry.by,
+            ...(entry.note === undefined ? {} : { note: entry.note })
+          }
+        }))
+      )
     }
     case "TruncationRecovered":
       return { _tag: "TruncationAdded", truncation: { line: entry.line, droppedBytes: entry.droppedBytes } }

@@ -89,7 +89,7 @@ export const privateTarget: Effect.Effect<
   PrivateSummaries.ResolveError,
   PrivateSummaries.PrivateSummaries | Path.Path
 > = Effect.gen(function* () {
-  const capability = yield* PrivateSummaries.admit("ToolResultOffload.privateTarget")
+  const capability = yield* PrivateSummaries.admit("ToolResults.privateTarget")
   const path = yield* Path.Path
   const target = targets.mint<OffloadTarget>({
     volume: capability.volume,
@@ -109,10 +109,7 @@ export const privateTarget: Effect.Effect<
  * @since 0.1.0
  * @category targets
  */
-export const outputTarget = Effect.fnUntraced(function* (
-  context: TaskContext,
-  entry = "ToolResultOffload.outputTarget"
-) {
+export const outputTarget = Effect.fnUntraced(function* (context: TaskContext, entry = "ToolResults.outputTarget") {
   yield* PrivateSummaries.requireContext(context, entry)
   if (Option.isNone(context.output)) {
     return yield* new Unauthorized.Unauthorized({
@@ -167,7 +164,7 @@ export const targetFor = Effect.fnUntraced(function* (
 })
 
 const admitTarget = Effect.fnUntraced(function* (target: OffloadTarget, journal: Journal["Service"]) {
-  const entry = "ToolResultOffload.offloadHooks"
+  const entry = "ToolResults.offloadHooks"
   yield* targets.require(target, { entry })
   const path = yield* Path.Path
   if (!isRecordOf(journal, target.task, target.storeRoot, path)) {
@@ -266,7 +263,7 @@ export const offloadResult = Effect.fnUntraced(function* (
   // A UTF-8 body is at least as many bytes as UTF-16 code units, at most three times as many:
   // only a result that may cross the threshold can be written, and only then is the volume re-read.
   if (capability !== undefined && result.content.length * 3 > config.threshold) {
-    yield* PrivateSummaries.admit("ToolResultOffload.offloadResult").pipe(PrivateSummaries.provide(capability))
+    yield* PrivateSummaries.admit("ToolResults.offloadResult").pipe(PrivateSummaries.provide(capability))
   }
   const outcome = yield* ArtifactOffload.offload({
     content: result.content,
@@ -299,7 +296,7 @@ export const offloadResult = Effect.fnUntraced(function* (
     ...(outcome.disposition === "Written" ? {} : { disposition: outcome.disposition })
   })
   return { ...result, content: outcome.pointer }
-}, Observability.withSpan("ToolResultOffload.offloadResult"))
+}, Observability.withSpan("ToolResults.offloadResult"))
 
 /**
  * Requirements of offloading besides a private capability.

@@ -419,7 +419,7 @@ export const readArtifact = Effect.fnUntraced(function* (
     return yield* readBytes(context, request.path, segments, selection, whole, cap)
   }
   return yield* readLines(context, request.path, segments, selection, cap, scan)
-}, Observability.withSpan("ArtifactReadTool.read"))
+}, Observability.withSpan("ToolResults.readArtifact"))
 
 /**
  * The ready tool for `context`. Its description tells the model what a

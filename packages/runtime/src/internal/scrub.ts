@@ -73,9 +73,27 @@ export const redactWith =
 
 /** The host's redactor in context as a text scrub, or none when the host provided no redactor. */
 export const hostScrub: Effect.Effect<Option.Option<TextScrub>> = Effect.map(
-  Effect.serviceOption(ArtifactRedactor.ArtifactRedactor),
+  ArtifactRedactor.provided,
   Option.map(redactWith)
 )
+
+/**
+ * The host's redactor, captured for code that runs later outside the
+ * context it was in (a foreign loop's members): `scrub`, its text scrub
+ * (none without a redactor), and `provide`, which puts the same redactor
+ * around an effect (the effect as it is without one).
+ */
+export interface CapturedRedactor {
+  readonly scrub: Option.Option<TextScrub>
+  readonly provide: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+}
+
+/** The host's redactor in context, captured (see {@link CapturedRedactor}). */
+export const captureRedactor: Effect.Effect<CapturedRedactor> = Effect.map(ArtifactRedactor.provided, (redactor) => ({
+  scrub: Option.map(redactor, redactWith),
+  provide: (effect) =>
+    Option.isSome(redactor) ? Effect.provideService(effect, ArtifactRedactor.ArtifactRedactor, redactor.value) : effect
+}))
 
 type Plan =
   | { readonly kind: "text"; readonly text: string }

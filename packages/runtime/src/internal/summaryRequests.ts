@@ -168,7 +168,7 @@ export const journaledSummaryRequests =
  * never longer than that.
  * A request that fails (an error or a defect) fails the summary with its
  * error scrubbed by the host's `ArtifactRedactor`, when one is provided,
- * deeply (see `ForeignLoop.scrubThrown`, the one scrub): the provider's
+ * deeply (see `TaskExecution.scrubThrown`, the one scrub): the provider's
  * text echoes the history being summarized.
  *
  * @since 0.1.0

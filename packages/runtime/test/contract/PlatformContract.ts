@@ -18,7 +18,6 @@ import {
   History,
   Journal,
   Model,
-  PrivateStaging,
   PrivateSummaries,
   TaskExecution,
   TaskHost,
@@ -168,7 +167,7 @@ export const platformContract = (platform: Platform): void => {
             const outcomes = yield* Effect.forEach(
               Array.from({ length: stagers }, (_, stager) => stager),
               (stager) =>
-                PrivateStaging.stageOnce(key, `stager ${stager % 4} wrote this summary\n`.repeat(32)).pipe(
+                PrivateSummaries.stageOnce(key, `stager ${stager % 4} wrote this summary\n`.repeat(32)).pipe(
                   PrivateSummaries.provide(capability),
                   Effect.map((staged) => ({ stager, outcome: staged.outcome as string, file: staged.absolutePath })),
                   Effect.catchTag("StagingConflict", () => Effect.succeed({ stager, outcome: "Conflict", file: "" }))

@@ -6,7 +6,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import type { Ids } from "@tessera/core"
-import { Compaction, EntryGate, type ForeignLoop, History, Journal, Model, Tool } from "@tessera/runtime"
+import { Compaction, EntryGate, History, Journal, Model, type TaskExecution, Tool } from "@tessera/runtime"
 import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Layer, Option, Schema } from "effect"
 import { platformLayer, type World } from "./world.ts"
@@ -65,7 +65,7 @@ export const bindPrivate = (world: World, policy: Compaction.Policy) =>
  * receive.
  */
 export const foreignStep = (
-  loop: ForeignLoop.ForeignLoop,
+  loop: TaskExecution.ForeignLoop,
   history: History.History,
   toldTools?: ReadonlyArray<Model.ToolSpec>
 ) =>

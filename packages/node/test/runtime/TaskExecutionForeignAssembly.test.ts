@@ -1,11 +1,11 @@
 /**
- * A foreign loop's hooks are the stock executor's (`TaskExecution.gatedHooks`,
- * the one assembly): the read tool's exemption and the inline limit hold for
+ * A foreign loop's hooks are the stock executor's (the one assembly of a
+ * task's hooks): the read tool's exemption and the inline limit hold for
  * an adapter's loop as they do for a turn of the executor.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { ArtifactPointer } from "@tessera/artifacts"
-import { Compaction, EntryGate, ForeignLoop, History, Journal, Model, TaskExecution } from "@tessera/runtime"
+import { Compaction, EntryGate, History, Journal, Model, TaskExecution } from "@tessera/runtime"
 import { Effect, Option } from "effect"
 import { bindPrivate, foreignStep, journalBytes, journalFolder, taskParts, turnLayer } from "./support/turns.ts"
 import { runInWorld, task, type World } from "./support/world.ts"
@@ -29,7 +29,7 @@ const readBack = (world: World, throughLibrary: boolean) =>
     const binding = yield* bindPrivate(world, Compaction.disabled)
     const folder = yield* journalFolder(world)
     const kept = yield* Effect.gen(function* () {
-      const loop = yield* ForeignLoop.make(binding, { offload })
+      const loop = yield* TaskExecution.foreignLoop(binding, { offload })
       const step = (history: History.History) => foreignStep(loop, history)
       let history = History.make(taskParts)
       yield* step(history)
@@ -63,7 +63,7 @@ const readBack = (world: World, throughLibrary: boolean) =>
     return { kept, journal: journalBytes(folder, task) }
   })
 
-describe("ForeignLoop gets the executor's hooks", () => {
+describe("TaskExecution.foreignLoop gets the executor's hooks", () => {
   it("foreign_read_tool_spared: a read run through the loop's read tool comes back as read, never offloaded again", () =>
     runInWorld((world) =>
       Effect.gen(function* () {
@@ -93,7 +93,7 @@ describe("ForeignLoop gets the executor's hooks", () => {
         const policy = Compaction.threshold({ measure: "bytes", limit: 1_000_000, keepRecent: 4, pieceLimit })
         const binding = yield* bindPrivate(world, policy)
         const kept = yield* Effect.gen(function* () {
-          const loop = yield* ForeignLoop.make(binding)
+          const loop = yield* TaskExecution.foreignLoop(binding)
           yield* foreignStep(loop, History.make(taskParts))
           return yield* loop.toolResult(produced, producedResult)
         }).pipe(Effect.provide(turnLayer(world, task, [Model.response({ toolCalls: [produced] })])))
@@ -129,9 +129,11 @@ describe("ForeignLoop gets the executor's hooks", () => {
         const binding = yield* bindPrivate(world, Compaction.disabled)
         const folder = yield* journalFolder(world)
         const refused = yield* Effect.gen(function* () {
-          const limit = yield* Effect.flip(ForeignLoop.make(binding, { inlineLimit: -1 }))
+          const limit = yield* Effect.flip(TaskExecution.foreignLoop(binding, { inlineLimit: -1 }))
           const tool = yield* Effect.flip(
-            ForeignLoop.make(binding, { offload: { ...offload, readTool: "" } as ForeignLoop.Options["offload"] & {} })
+            TaskExecution.foreignLoop(binding, {
+              offload: { ...offload, readTool: "" } as TaskExecution.ForeignLoopOptions["offload"] & {}
+            })
           )
           return [limit, tool]
         }).pipe(Effect.provide(turnLayer(world, task, [])))

@@ -1,19 +1,155 @@
 /**
- * A bound task driven by another framework's agent loop (the Vercel AI
- * SDK's `generateText`/`streamText`, Effect AI's `LanguageModel` and
- * `Chat`, Pi's agent core): the loop is theirs, the guarantees are
- * Tessera's. An adapter makes one {@link ForeignLoop} per task and calls it
- * at the points every such loop has: before a model request
- * ({@link ForeignLoop.prepare}, then {@link ForeignLoop.dispatch}), when the
- * answer or the failure arrives ({@link ForeignLoop.receive},
- * {@link ForeignLoop.fail}), and when a tool result comes back
- * ({@link ForeignLoop.toolResult}).
+ * A bound task driven by another framework's agent loop: the loop's
+ * members, what it remembers between requests (the results reported
+ * through it, the prefix its last summary covers, the summary requests'
+ * cost), and its hooks, which come from the one assembly
+ * (`taskHooks.ts`) as the stock executor's entries' do.
+ */
+import * as Digest from "@tessera/core/Digest"
+import type * as DurableFiles from "@tessera/core/DurableFiles"
+import type * as Ids from "@tessera/core/Ids"
+import type * as Unauthorized from "@tessera/core/Unauthorized"
+import * as Effect from "effect/Effect"
+import type * as FileSystem from "effect/FileSystem"
+import * as Option from "effect/Option"
+import type * as Path from "effect/Path"
+import * as Schema from "effect/Schema"
+import * as Semaphore from "effect/Semaphore"
+import * as EntryGate from "../EntryGate.ts"
+import type * as Executor from "../Executor.ts"
+import type * as History from "../History.ts"
+import {
+  Journal,
+  type JournalIoError,
+  type JournalSequenceError,
+  type NoOpenTurn,
+  openTurn,
+  type TurnAlreadyOpen,
+  type TurnState,
+  type TurnUnfinished
+} from "../Journal.ts"
+import * as Model from "../Model.ts"
+import * as Observability from "../Observability.ts"
+import type * as PrivateSummaries from "../PrivateSummaries.ts"
+import type * as ToolResults from "../ToolResults.ts"
+import type { CompactionError } from "./compactionHooks.ts"
+import { makeRequestChain, measureRequest, rememberBody } from "./digest.ts"
+import { makeReportedResults } from "./reportedResults.ts"
+import * as Scrub from "./scrub.ts"
+import { makeSummaryUsageCount, type SummaryUsage } from "./summaryUsage.ts"
+import { taskHooks } from "./taskHooks.ts"
+import { checkHooks } from "./turnConfig.ts"
+
+/**
+ * How a foreign loop treats its task: `offload` is the runtime's own
+ * `ToolResults.OffloadConfig` (threshold, read tool named in the
+ * pointer, destination; no offload without it); compaction follows the
+ * binding's policy. `entry` names the adapter in refusals. The loop's hooks
+ * are the stock executor's (the one assembly of a task's hooks):
+ * compaction, offload, then the inline limit (`inlineLimit`).
+ *
+ * @since 0.1.0
+ * @category foreign loop
+ */
+export interface ForeignLoopOptions {
+  readonly offload?: ToolResults.OffloadConfig
+  /**
+   * The most UTF-8 bytes of a tool result kept inline, as
+   * `TaskExecution.ExecutionConfig.inlineLimit` (by default the policy's
+   * piece limit, none when compaction is disabled).
+   */
+  readonly inlineLimit?: number
+  readonly entry?: string
+}
+
+/**
+ * The library's read tool (`ToolResults.readTool`) as a foreign loop offers it: `spec` for
+ * the adapter's framework, and `run`, which answers one call with the
+ * tool's bounded output (a refusal becomes an error result naming why).
+ *
+ * @since 0.1.0
+ * @category foreign loop
+ */
+export interface ForeignReadTool {
+  readonly spec: Model.ToolSpec
+  readonly run: (call: Model.ToolCallPart) => Effect.Effect<Model.ToolResultPart>
+}
+
+/**
+ * A request was dispatched that {@link ForeignLoop.prepare} did not
+ * prepare, or, before any request was dispatched, a second request was
+ * prepared while the first never was, or a tool result arrived for a call
+ * no journaled response asked for: the adapter's loop is wired only in
+ * part (for instance Pi's `transformContext` without the `streamFn` that
+ * journals the request). Raised before the request or the result is
+ * journaled or sent. Once a request was dispatched, a prepared request the
+ * loop gave up on (its own conversion failed) is simply replaced by the
+ * next one.
+ *
+ * @since 0.1.0
+ * @category foreign loop
+ */
+export class LoopOutOfOrder extends Schema.TaggedError<LoopOutOfOrder>()("LoopOutOfOrder", {
+  task: Schema.String,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `the foreign loop of task ${this.task} is wired in part: ${this.detail}`
+  }
+}
+
+/**
+ * The journal refused an entry.
+ *
+ * @since 0.1.0
+ * @category foreign loop
+ */
+export type JournalError = JournalIoError | JournalSequenceError
+
+/**
+ * What a foreign loop's steps can fail with: the gate's refusal, the
+ * journal's errors, compaction's and offload's, and {@link LoopOutOfOrder}.
+ *
+ * @since 0.1.0
+ * @category foreign loop
+ */
+export type ForeignLoopError =
+  | Unauthorized.Unauthorized
+  | JournalError
+  | TurnAlreadyOpen
+  | NoOpenTurn
+  | TurnUnfinished
+  | CompactionError
+  | PrivateSummaries.ResolveError
+  | Model.ModelError
+  | LoopOutOfOrder
+
+/**
+ * What the platform must provide to {@link foreignLoop}: the bound task's journal,
+ * and the files the runtime writes through. They are captured once; the
+ * loop's members need nothing.
+ *
+ * @since 0.1.0
+ * @category foreign loop
+ */
+export type ForeignLoopRequirements = Journal | FileSystem.FileSystem | Path.Path | DurableFiles.DurableFiles
+
+/**
+ * One task's foreign loop: a bound task driven by another framework's agent
+ * loop (the Vercel AI SDK's `generateText`/`streamText`, Effect AI's
+ * `LanguageModel` and `Chat`, Pi's agent core): the loop is theirs, the
+ * guarantees are Tessera's. An adapter makes one per task
+ * ({@link foreignLoop}) and calls it at the points every such loop has:
+ * before a model request ({@link ForeignLoop.prepare}, then
+ * {@link ForeignLoop.dispatch}), when the answer or the failure arrives
+ * ({@link ForeignLoop.receive}, {@link ForeignLoop.fail}), and when a tool
+ * result comes back ({@link ForeignLoop.toolResult}).
  *
  * - It is made only from a bound task (`EntryGate.TaskBinding`), never from
- *   a folder: {@link make} runs the gate for `Turn`, resolves the private
+ *   a folder: {@link foreignLoop} runs the gate for `Turn`, resolves the private
  *   writer when compaction or private offload needs it and admits it
  *   against the journal. A binding that needs a writer and has none fails
- *   `Unauthorized` in {@link make}, so an adapter refuses before its loop
+ *   `Unauthorized` in {@link foreignLoop}, so an adapter refuses before its loop
  *   can send a request, write a journal byte or a file.
  * - The journal gets what the stock executor writes for a turn:
  *   `TurnOpened` (or `TurnResumed` when the turn's last request never got
@@ -24,7 +160,7 @@
  *   the summary entries of compaction, and `TurnClosed` once a response
  *   asks for no tool.
  * - Offloaded bodies, staged summaries and failure details pass the host's
- *   `ArtifactRedactor` (when one is in the context of {@link make}) before
+ *   `ArtifactRedactor` (when one is in the context of {@link foreignLoop}) before
  *   they touch disk; {@link ForeignLoop.scrub} and
  *   {@link ForeignLoop.scrubThrown} give adapters the same redaction for
  *   what they hand back to their caller.
@@ -44,159 +180,7 @@
  *   ({@link LoopOutOfOrder}) before the request or the result is journaled.
  *
  * @since 0.1.0
- */
-import * as ArtifactRedactor from "@tessera/artifacts/ArtifactRedactor"
-import * as Digest from "@tessera/core/Digest"
-import type * as DurableFiles from "@tessera/core/DurableFiles"
-import type * as Ids from "@tessera/core/Ids"
-import type * as Unauthorized from "@tessera/core/Unauthorized"
-import * as Effect from "effect/Effect"
-import type * as FileSystem from "effect/FileSystem"
-import * as Option from "effect/Option"
-import type * as Path from "effect/Path"
-import * as Schema from "effect/Schema"
-import * as Semaphore from "effect/Semaphore"
-import * as EntryGate from "./EntryGate.ts"
-import type * as Executor from "./Executor.ts"
-import type * as History from "./History.ts"
-import { makeRequestChain, measureRequest, rememberBody } from "./internal/digest.ts"
-import * as Scrub from "./internal/scrub.ts"
-import {
-  Journal,
-  type JournalIoError,
-  type JournalSequenceError,
-  type NoOpenTurn,
-  openTurn,
-  type TurnAlreadyOpen,
-  type TurnState,
-  type TurnUnfinished
-} from "./Journal.ts"
-import * as Model from "./Model.ts"
-import * as Observability from "./Observability.ts"
-import type * as PrivateSummaries from "./PrivateSummaries.ts"
-import * as TaskExecution from "./TaskExecution.ts"
-import * as ToolResults from "./ToolResults.ts"
-
-/**
- * How a foreign loop treats its task: `offload` is the runtime's own
- * `ToolResults.OffloadConfig` (threshold, read tool named in the
- * pointer, destination; no offload without it); compaction follows the
- * binding's policy. `entry` names the adapter in refusals. The loop's hooks
- * are the stock executor's (`TaskExecution.gatedHooks`): compaction,
- * offload, then the inline limit (`inlineLimit`).
- *
- * @since 0.1.0
- * @category models
- */
-export interface Options {
-  readonly offload?: ToolResults.OffloadConfig
-  /**
-   * The most UTF-8 bytes of a tool result kept inline, as
-   * `TaskExecution.ExecutionConfig.inlineLimit` (by default the policy's
-   * piece limit, none when compaction is disabled).
-   */
-  readonly inlineLimit?: number
-  readonly entry?: string
-}
-
-/**
- * The library's read tool (`ToolResults.readTool`) as a foreign loop offers it: `spec` for
- * the adapter's framework, and `run`, which answers one call with the
- * tool's bounded output (a refusal becomes an error result naming why).
- *
- * @since 0.1.0
- * @category models
- */
-export interface ReadTool {
-  readonly spec: Model.ToolSpec
-  readonly run: (call: Model.ToolCallPart) => Effect.Effect<Model.ToolResultPart>
-}
-
-/**
- * What summary requests cost: how many were sent, and the input and output
- * tokens their responses reported (0 when a response reported none).
- *
- * @since 0.1.0
- * @category models
- */
-export interface SummaryUsage {
-  readonly requests: number
-  readonly inputTokens: number
-  readonly outputTokens: number
-}
-
-/**
- * No summary request.
- *
- * @since 0.1.0
- * @category models
- */
-export const noSummaryUsage: SummaryUsage = { requests: 0, inputTokens: 0, outputTokens: 0 }
-
-/**
- * A request was dispatched that {@link ForeignLoop.prepare} did not
- * prepare, or, before any request was dispatched, a second request was
- * prepared while the first never was, or a tool result arrived for a call
- * no journaled response asked for: the adapter's loop is wired only in
- * part (for instance Pi's `transformContext` without the `streamFn` that
- * journals the request). Raised before the request or the result is
- * journaled or sent. Once a request was dispatched, a prepared request the
- * loop gave up on (its own conversion failed) is simply replaced by the
- * next one.
- *
- * @since 0.1.0
- * @category errors
- */
-export class LoopOutOfOrder extends Schema.TaggedError<LoopOutOfOrder>()("LoopOutOfOrder", {
-  task: Schema.String,
-  detail: Schema.String
-}) {
-  override get message(): string {
-    return `the foreign loop of task ${this.task} is wired in part: ${this.detail}`
-  }
-}
-
-/**
- * The journal refused an entry.
- *
- * @since 0.1.0
- * @category errors
- */
-export type JournalError = JournalIoError | JournalSequenceError
-
-/**
- * What a foreign loop's steps can fail with: the gate's refusal, the
- * journal's errors, compaction's and offload's, and {@link LoopOutOfOrder}.
- *
- * @since 0.1.0
- * @category errors
- */
-export type LoopError =
-  | Unauthorized.Unauthorized
-  | JournalError
-  | TurnAlreadyOpen
-  | NoOpenTurn
-  | TurnUnfinished
-  | TaskExecution.CompactionError
-  | PrivateSummaries.ResolveError
-  | Model.ModelError
-  | LoopOutOfOrder
-
-/**
- * What the platform must provide to {@link make}: the bound task's journal,
- * and the files the runtime writes through. They are captured once; the
- * loop's members need nothing.
- *
- * @since 0.1.0
- * @category models
- */
-export type Requirements = Journal | FileSystem.FileSystem | Path.Path | DurableFiles.DurableFiles
-
-/**
- * One task's foreign loop.
- *
- * @since 0.1.0
- * @category models
+ * @category foreign loop
  */
 export interface ForeignLoop {
   readonly task: Ids.TaskId
@@ -222,14 +206,14 @@ export interface ForeignLoop {
     history: History.History,
     summaryModel: Model.Model["Service"],
     tools?: ReadonlyArray<Model.ToolSpec>
-  ) => Effect.Effect<History.History, LoopError>
+  ) => Effect.Effect<History.History, ForeignLoopError>
   /**
    * Journals `RequestDispatched` for the request {@link prepare} made, just
    * before it is sent, measured as the executor measures its requests;
    * returns where it is. Fails {@link LoopOutOfOrder} when no request was
    * prepared since the last dispatch.
    */
-  readonly dispatch: (request: Model.ModelRequest) => Effect.Effect<Executor.StepContext, LoopError>
+  readonly dispatch: (request: Model.ModelRequest) => Effect.Effect<Executor.StepContext, ForeignLoopError>
   /**
    * Journals the answer (`ResponseReceived`, with its usage and finish
    * reason) and shows it to compaction (a `reportedTokens` policy measures
@@ -239,7 +223,7 @@ export interface ForeignLoop {
     step: Executor.StepContext,
     request: Model.ModelRequest,
     response: Model.ModelResponse
-  ) => Effect.Effect<void, LoopError>
+  ) => Effect.Effect<void, ForeignLoopError>
   /**
    * Journals `ModelFailed` with `detail` scrubbed (see {@link scrub});
    * returns the scrubbed detail.
@@ -256,12 +240,12 @@ export interface ForeignLoop {
   readonly toolResult: (
     call: Model.ToolCallPart,
     result: Model.ToolResultPart
-  ) => Effect.Effect<Model.ToolResultPart, LoopError>
+  ) => Effect.Effect<Model.ToolResultPart, ForeignLoopError>
   /** `text` through the host's redactor (unchanged without one; withheld when the redactor fails). */
   readonly scrub: (text: string) => Effect.Effect<string>
   /**
    * A copy of a thrown value with every text in it scrubbed by the host's
-   * redactor (see {@link scrubThrown}), for an adapter that hands a
+   * redactor (see `TaskExecution.scrubThrown`), for an adapter that hands a
    * provider's error back to its caller; the value itself when the host
    * provided no redactor.
    */
@@ -280,22 +264,7 @@ export interface ForeignLoop {
    * read tool's cap; the inline limit still holds); the result of any
    * other tool of that name is treated as every tool's.
    */
-  readonly readTool: Option.Option<ReadTool>
-}
-
-/**
- * A result reported through the loop: what was kept (the pointer when
- * offloaded), and the original's length and digest, so a history holding
- * the same call id with another body (ids repeat across prompts in some
- * loops) is never taken for it. `verified` is the last body found to be
- * the original, so it is hashed once, not on every request. Every call of
- * an id keeps its report: the caller's history holds them all.
- */
-interface Reported {
-  readonly kept: Model.ToolResultPart
-  readonly length: number
-  readonly sha256: string
-  verified?: string
+  readonly readTool: Option.Option<ForeignReadTool>
 }
 
 interface Compacted {
@@ -323,53 +292,6 @@ const keyOf = (part: Model.Part): string => {
   }
 }
 
-const addUsage = (usage: SummaryUsage, response: Model.ModelResponse): SummaryUsage => ({
-  requests: usage.requests + 1,
-  inputTokens: usage.inputTokens + (response.usage?.inputTokens ?? 0),
-  outputTokens: usage.outputTokens + (response.usage?.outputTokens ?? 0)
-})
-
-/**
- * How much of a thrown value {@link scrubThrown} reads (see its bounds).
- *
- * @since 0.1.0
- * @category redaction
- */
-export type ScrubBounds = Scrub.ScrubBounds
-
-/**
- * A copy of a thrown value with every text in it passed through `scrub`,
- * deeply: `message`, `stack`, `cause` chains, `AggregateError.errors`,
- * nested objects, arrays, maps and sets, and own accessors (each called
- * once on the original; the copy holds what it returned, scrubbed, as a
- * data property; one that throws becomes withheld text). The keys of plain
- * objects (provider data, such as a parsed body) are scrubbed too, and a
- * key the redactor failed on (`scrub` gave the withheld text, as
- * {@link ForeignLoop.scrub} does then) drops its property; an instance's
- * own field names, a string `_tag` and a `Model.ModelError`'s `reason` (a
- * literal) are kept verbatim. Every object keeps its
- * prototype, so `instanceof`, marker symbols and tagged errors still hold;
- * numbers, booleans and other non-text values are kept; binary data is
- * withheld. Cycles and shared objects are read once (the copy has the same
- * shape). A value deeper or larger than `bounds` (by default 32 levels,
- * 20,000 objects and members, 8 million characters of distinct text) has
- * the part past the bound withheld, so a hostile value cannot make the
- * scrub unbounded. The original is never changed.
- *
- * It is the one scrub of what leaves Tessera: the stock executor's
- * `ModelFailed` detail, summary requests' failures (compaction,
- * `Compaction.summarize`, the adapters' summary models) and what adapters
- * rethrow to their caller all go through it.
- *
- * @since 0.1.0
- * @category redaction
- */
-export const scrubThrown = (
-  error: unknown,
-  scrub: (text: string) => Effect.Effect<string>,
-  bounds: Partial<ScrubBounds> = {}
-): Effect.Effect<unknown> => Scrub.scrubValue(error, scrub, bounds)
-
 // What a hook would meet if it asked for a model before the loop's first prepare: none was handed over yet.
 const unpreparedModel: Model.Model["Service"] = Model.fromGenerate(() =>
   Effect.fail(
@@ -381,7 +303,7 @@ const unpreparedModel: Model.Model["Service"] = Model.fromGenerate(() =>
 )
 
 /**
- * Makes the loop of a bound task. Runs the gate for `Turn` first (the
+ * Makes the foreign loop of a bound task (see {@link ForeignLoop}). Runs the gate for `Turn` first (the
  * binding must be one `EntryGate.bind` made, the journal in scope the
  * task's own); with a `Threshold` policy, or with `Private` offload, the
  * private writer must resolve and is admitted against the journal. Any
@@ -390,60 +312,54 @@ const unpreparedModel: Model.Model["Service"] = Model.fromGenerate(() =>
  * taken from the context here, once.
  *
  * @since 0.1.0
- * @category constructors
+ * @category foreign loop
  */
-export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding, options: Options = {}) {
-  const entry = options.entry ?? "ForeignLoop.make"
+export const foreignLoop = Effect.fnUntraced(function* (
+  binding: EntryGate.TaskBinding,
+  options: ForeignLoopOptions = {}
+) {
+  const entry = options.entry ?? "TaskExecution.foreignLoop"
+  // Before the gate: a door handing in the wrong shape (plain JavaScript) is named here, not mid-turn.
+  yield* Effect.fromResult(checkHooks(entry, options))
   const offloadConfig = options.offload
-  const offersReadTool = offloadConfig !== undefined && offloadConfig.registerReadTool !== false
   // The calls the library's read tool answered (see `readTool` below): their results are bounded already.
   const readByLibrary = new Set<string>()
   // The tools the request being prepared will carry, as the adapter said: hooks made mid-turn find the
   // provider's last count by the digest of the request it answered, which covers them.
   let requestTools: ReadonlyArray<Model.ToolSpec> | undefined
   // The stock executor's assembly, so every guarantee of its turns holds through this loop.
-  const { hooks } = yield* TaskExecution.gatedHooks(binding, "Turn", {
+  const assembled = yield* taskHooks(binding, "Turn", {
     name: entry,
-    tools: () => requestTools,
+    tools: {
+      _tag: "Foreign",
+      specs: () => requestTools,
+      readBy: (context) => context.call.name === offloadConfig?.readTool && readByLibrary.has(context.call.id)
+    },
     offload: offloadConfig,
-    inlineLimit: options.inlineLimit,
-    readBy: offersReadTool
-      ? (context) => context.call.name === offloadConfig.readTool && readByLibrary.has(context.call.id)
-      : undefined
+    inlineLimit: options.inlineLimit
   })
-  // Made once the options are known to be well formed: a tool needs a non-empty name.
-  const readTool = offersReadTool
-    ? Option.some(ToolResults.readTool(binding.context, { name: offloadConfig.readTool }))
-    : Option.none()
+  const readTool = assembled.readTool
   const journal = yield* Journal
-  const { onToolResult, beforeModelStep, afterModelStep } = hooks
-  const services = yield* Effect.context<Requirements>()
-  const redactor = yield* Effect.serviceOption(ArtifactRedactor.ArtifactRedactor)
+  const { onToolResult, beforeModelStep, afterModelStep } = assembled.hooks
+  const services = yield* Effect.context<ForeignLoopRequirements>()
+  const redactor = yield* Scrub.captureRedactor
   const task = binding.context.task
   const lock = yield* Semaphore.make(1)
 
-  // Per call id, every call's report, the latest last.
-  const results = new Map<string, Array<Reported>>()
-  const latest = (callId: string): Reported | undefined => results.get(callId)?.at(-1)
-  const pointers = new Map<string, string>()
+  const results = makeReportedResults()
   let compacted: Compacted | undefined
   let prepared: Executor.StepContext | undefined
   // Whether a prepared request was ever dispatched: the adapter's request hook is wired.
   let wired = false
   // The model the last summary requests went to; the compaction hooks' observer runs with it in scope.
   let summaries: Model.Model["Service"] | undefined
-  let pending = noSummaryUsage
-  let total = noSummaryUsage
+  const usage = makeSummaryUsageCount()
   // The loop's requests are one conversation: each is measured from the hash chain of the one before.
   const requests = makeRequestChain()
 
-  /** Runs a member with what {@link make} captured: the platform, and the host's redactor for what reaches disk. */
-  const captured = <A, E>(effect: Effect.Effect<A, E, Requirements>): Effect.Effect<A, E> => {
-    const redacted = Option.isSome(redactor)
-      ? Effect.provideService(effect, ArtifactRedactor.ArtifactRedactor, redactor.value)
-      : effect
-    return Effect.provideContext(redacted, services)
-  }
+  /** Runs a member with what {@link foreignLoop} captured: the platform, and the host's redactor for what reaches disk. */
+  const captured = <A, E>(effect: Effect.Effect<A, E, ForeignLoopRequirements>): Effect.Effect<A, E> =>
+    Effect.provideContext(redactor.provide(effect), services)
 
   /**
    * A hook runs with the task's journal and the model summary requests go to: the one the last {@link prepare}
@@ -453,17 +369,7 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
   const withStepServices = <A, E, R>(effect: Effect.Effect<A, E, R>, model: Model.Model["Service"] | undefined) =>
     effect.pipe(Effect.provideService(Model.Model, model ?? unpreparedModel), Effect.provideService(Journal, journal))
 
-  const scrub: Scrub.TextScrub = Option.isNone(redactor) ? Effect.succeed : Scrub.redactWith(redactor.value)
-
-  const counted = (model: Model.Model["Service"]): Model.Model["Service"] =>
-    Model.fromGenerate((request) =>
-      Effect.tap(model.generate(request), (response) =>
-        Effect.sync(() => {
-          pending = addUsage(pending, response)
-          total = addUsage(total, response)
-        })
-      )
-    )
+  const scrub: Scrub.TextScrub = Option.getOrElse(redactor.scrub, () => Effect.succeed)
 
   // The open turn; a request left without an answer (a crash, an abandoned stream) is counted as lost, as the executor's resume does.
   const currentTurn = Effect.gen(function* () {
@@ -477,8 +383,8 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
     const owed = Option.isSome(open) ? open.value.owedCalls.find((item) => item.callId === call.id) : undefined
     if (Option.isNone(open) || owed === undefined) {
       // Reported already (the loop asks again for the same call): the same answer, nothing journaled.
-      const known = latest(call.id)
-      if (known !== undefined) return known.kept
+      const known = results.latest(call.id)
+      if (known !== undefined) return known
       return yield* new LoopOutOfOrder({
         task,
         detail: `the result of call ${JSON.stringify(call.id)} (${call.name}) arrived, but no journaled response asked for it (is the request journaled through the adapter?)`
@@ -513,11 +419,7 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
       size: measured.size,
       sha256: measured.sha256
     })
-    const original = replaced.content === result.content ? measured : yield* Digest.measureText(result.content)
-    const reported: Reported = { kept: replaced, length: result.content.length, sha256: original.sha256 }
-    results.set(call.id, [...(results.get(call.id) ?? []), reported])
-    if (replaced.content !== result.content) pointers.set(call.id, replaced.content)
-    else pointers.delete(call.id)
+    yield* results.remember(call.id, result, replaced, measured)
     return replaced
   })
 
@@ -540,25 +442,6 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
     }
   })
 
-  // The part to send for one of the history's parts: a result reported through the loop becomes what was kept of it.
-  const keptFor = Effect.fnUntraced(function* (part: Model.Part) {
-    if (part._tag !== "ToolResult") return part
-    const reports = results.get(part.callId)
-    if (reports === undefined) return part
-    let measured: string | undefined
-    for (let index = reports.length - 1; index >= 0; index--) {
-      const known = reports[index] as Reported
-      if (known.kept.content === part.content) return part
-      if (known.verified === part.content) return known.kept
-      if (known.length !== part.content.length) continue
-      measured ??= (yield* Digest.measureText(part.content)).sha256
-      if (measured !== known.sha256) continue
-      known.verified = part.content
-      return known.kept
-    }
-    return part
-  })
-
   const prepare = Effect.fnUntraced(function* (
     history: History.History,
     summaryModel: Model.Model["Service"],
@@ -577,7 +460,7 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
     const turn = yield* currentTurn
     yield* reportOwed(turn, history)
     // What was offloaded stays offloaded: the loop hands over its whole history again on every request.
-    const parts = yield* Effect.forEach(history.parts, (part) => keptFor(part))
+    const parts = yield* Effect.forEach(history.parts, (part) => results.keptFor(part))
     const previous = compacted
     const resumes =
       previous !== undefined &&
@@ -590,7 +473,7 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
         ? { task: history.task, parts: parts.slice(base), summary: previous.summary }
         : { task: history.task, parts }
     const step: Executor.StepContext = { task, turn: turn.turn, step: turn.steps + 1 }
-    const model = counted(summaryModel)
+    const model = usage.counted(summaryModel)
     const after = beforeModelStep === undefined ? before : yield* withStepServices(beforeModelStep(step, before), model)
     if (after.summary !== undefined && after.summary !== before.summary) {
       const covered = base + (before.parts.length - after.parts.length)
@@ -665,14 +548,10 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
     fail,
     toolResult: (call, result) => captured(toolResult(call, result)),
     scrub,
-    scrubThrown: (error) => (Option.isNone(redactor) ? Effect.succeed(error) : scrubThrown(error, scrub)),
-    takeSummaryUsage: () => {
-      const usage = pending
-      pending = noSummaryUsage
-      return usage
-    },
-    summaryUsage: () => total,
-    offloaded: pointers,
+    scrubThrown: (error) => (Option.isNone(redactor.scrub) ? Effect.succeed(error) : Scrub.scrubValue(error, scrub)),
+    takeSummaryUsage: usage.take,
+    summaryUsage: usage.total,
+    offloaded: results.pointers,
     readTool: Option.map(readTool, (tool) => ({
       spec: tool.spec,
       run: (call) =>
@@ -690,4 +569,4 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
     }))
   }
   return loop
-}, Observability.withSpan("ForeignLoop.make"))
+}, Observability.withSpan("TaskExecution.foreignLoop"))

@@ -1,20 +1,10 @@
 /**
- * Write-once staging of private files on the task's private volume.
- *
- * A staged file appears at `summaries/<operation>/<step>.txt` all at once or
- * not at all: its bytes go to a temporary name first, are flushed to disk,
- * and are then published by hard link, which never replaces an existing
- * file. So a reader never sees a torn file (not even after the process is
- * killed mid-write), and of several concurrent stagers of one key exactly one
- * publishes; the others find its file.
- *
- * Staging requires the {@link PrivateSummaries.PrivateSummaries} capability
- * in its type: there is no way to call it before a private writer was
- * resolved and validated.
- *
- * @since 0.1.0
+ * The one write of private content, and reading back and withdrawing what it
+ * wrote: the bytes go to a temporary name, are flushed, and are published by
+ * hard link, which never replaces an existing file. `PrivateSummaries`
+ * states the contract.
  */
-
+import * as ArtifactRedactor from "@tessera/artifacts/ArtifactRedactor"
 import * as DurableFiles from "@tessera/core/DurableFiles"
 import * as Ids from "@tessera/core/Ids"
 import * as InvalidInput from "@tessera/core/InvalidInput"
@@ -27,26 +17,19 @@ import * as Option from "effect/Option"
 import * as Path from "effect/Path"
 import type { PlatformError } from "effect/PlatformError"
 import * as Schema from "effect/Schema"
-import { sha256Bytes } from "./internal/digest.ts"
-import { readPublished } from "./internal/durableRead.ts"
-import * as Observability from "./Observability.ts"
-import * as PrivateSummaries from "./PrivateSummaries.ts"
-import * as VolumeStore from "./VolumeStore.ts"
+import * as Observability from "../Observability.ts"
+import * as VolumeStore from "../VolumeStore.ts"
+import { sha256Bytes } from "./digest.ts"
+import { readPublished } from "./durableRead.ts"
+import { admit, type Capability, type JournalRecord, mintedFor, type PrivateSummaries } from "./privateSummaries.ts"
+import { boundSummary } from "./summaryRequests.ts"
 
-/**
- * Which private file to stage: an operation and a step within it.
- *
- * @since 0.1.0
- * @category models
- */
+/** See `PrivateSummaries.StagingKey`. */
 export const StagingKey = Schema.Struct({
   operation: Ids.OperationId,
   step: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }))
 })
-/**
- * @since 0.1.0
- * @category models
- */
+/** See `PrivateSummaries.StagingKey`. */
 export type StagingKey = typeof StagingKey.Type
 
 /**
@@ -111,71 +94,91 @@ export type StagingError =
   | Unauthorized.Unauthorized
   | VolumeStore.VolumeMetadataInvalid
   | VolumeStore.StoreIoError
+  | ArtifactRedactor.ArtifactRedactionFailed
   | StagingConflict
   | StagingReadFailed
   | DurableFiles.AlreadyExists
   | DurableFiles.OutsideWithin
   | DurableFiles.DurableFileFailure
 
-/**
- * The path of a key, relative to the private volume.
- *
- * @since 0.1.0
- * @category paths
- */
-export const relativePath = (key: StagingKey): string => VolumeStore.summaryPath(key.operation, key.step)
-
-const decodeKey = InvalidInput.decode(StagingKey, "PrivateStaging.stageOnce", "key")
-const decodeReadKey = InvalidInput.decode(StagingKey, "PrivateStaging.readStaged", "key")
-const decodeWithdrawKey = InvalidInput.decode(StagingKey, "PrivateStaging.withdraw", "key")
+/** See `PrivateSummaries.stagedPath`. */
+export const stagedPath = (key: StagingKey): string => VolumeStore.summaryPath(key.operation, key.step)
 
 const encoder = new TextEncoder()
 
 const sameBytes = (a: Uint8Array, b: Uint8Array): boolean =>
   a.length === b.length && a.every((byte, i) => byte === b[i])
 
+/** See `PrivateSummaries.StageOptions`. */
+export interface StageOptions {
+  readonly journal?: JournalRecord
+  readonly maxBytes?: number
+}
+
+/** See `PrivateSummaries.StagingServices`. */
+export type StagingServices = PrivateSummaries | DurableFiles.DurableFiles | FileSystem.FileSystem | Path.Path
+
+/** What a write stored: the file, and the content after the scrub and the bound. */
+export interface Written<Content extends string | Uint8Array> {
+  readonly file: StagedFile
+  readonly stored: Content
+}
+
+const decodeKey = (entry: string) => InvalidInput.decode(StagingKey, entry, "key")
+
 /**
- * Stages `content` under `key` on the resolved private volume, once.
- *
- * The key is decoded first (`InvalidInput` naming the key: a step must be a
- * positive integer, an operation an identifier), the capability is admitted
- * (`PrivateSummaries.admit`: minted, its volume unchanged), and the final
- * path is checked to lie in the volume's folder; a refusal writes nothing.
- *
- * Staging the same key again returns the existing file (`AlreadyStaged`)
- * when the bytes are identical and fails {@link StagingConflict} otherwise.
- * Concurrent stagers of one key: exactly one publishes, the others return
- * `AlreadyStaged` or `StagingConflict`. The caller is responsible for
- * scrubbing: the bytes given are the bytes stored.
- *
- * @since 0.1.0
- * @category staging
+ * The one write of private content (see `PrivateSummaries.stageOnce`), its
+ * refusals naming `entry`: the key decoded, the capability admitted once, the
+ * content scrubbed and bounded, then published and hashed.
  */
-export const stageOnce = Effect.fnUntraced(function* (
+export const writeOnce = <Content extends string | Uint8Array>(
+  entry: string,
   givenKey: StagingKey,
-  content: string | Uint8Array
-): Effect.fn.Return<
-  StagedFile,
-  StagingError,
-  PrivateSummaries.PrivateSummaries | DurableFiles.DurableFiles | FileSystem.FileSystem | Path.Path
-> {
-  const key = yield* decodeKey(givenKey)
-  const capability = yield* PrivateSummaries.admit("PrivateStaging.stageOnce")
-  yield* Observability.annotate({
-    "tessera.operation": key.operation,
-    "tessera.step": key.step,
-    "tessera.volume": capability.volume.volume
+  content: Content,
+  options: StageOptions = {}
+): Effect.Effect<Written<Content>, StagingError, StagingServices> =>
+  Effect.gen(function* () {
+    const key = yield* decodeKey(entry)(givenKey)
+    const capability = yield* admit(entry, Option.fromUndefinedOr(options.journal))
+    yield* Observability.annotate({
+      "tessera.operation": key.operation,
+      "tessera.step": key.step,
+      "tessera.volume": capability.volume.volume
+    })
+    // A text scrubs to a text and bytes stay bytes, so the stored content has the given content's type.
+    const stored = (yield* scrubbed(entry, content, options.maxBytes)) as Content
+    return { file: yield* publish(capability, key, stored), stored }
+  }).pipe(Observability.withSpan("PrivateSummaries.stageOnce"))
+
+// Bytes cannot be scrubbed as text: with a redactor provided they are refused rather than stored unscrubbed.
+const scrubbed = (entry: string, content: string | Uint8Array, maxBytes: number | undefined) =>
+  Effect.flatMap(ArtifactRedactor.provided, (redactor): Effect.Effect<string | Uint8Array, StagingError> => {
+    if (typeof content !== "string") {
+      return Option.isNone(redactor)
+        ? Effect.succeed(Uint8Array.from(content))
+        : Effect.fail(
+            new InvalidInput.InvalidInput({
+              entry,
+              field: "content",
+              value: `${content.length} bytes`,
+              detail: "bytes cannot be scrubbed by the host's redactor; stage text"
+            })
+          )
+    }
+    const text = Option.isNone(redactor) ? Effect.succeed(content) : redactor.value.redact(content)
+    return maxBytes === undefined ? text : Effect.map(text, (redacted) => boundSummary(redacted, maxBytes))
   })
+
+const publish = Effect.fnUntraced(function* (capability: Capability, key: StagingKey, content: string | Uint8Array) {
   const files = yield* DurableFiles.DurableFiles
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
-  const bytes = typeof content === "string" ? encoder.encode(content) : Uint8Array.from(content)
+  const bytes = typeof content === "string" ? encoder.encode(content) : content
   const sha256 = yield* sha256Bytes(bytes)
   yield* Observability.annotate("tessera.staging.size", bytes.length)
-  const relative = relativePath(key)
+  const relative = stagedPath(key)
   const finalPath = path.join(capability.folder, relative)
-  const folder = path.dirname(finalPath)
-  const tempPath = path.join(folder, DurableFiles.temporaryName(`${key.step}.txt`))
+  const tempPath = path.join(path.dirname(finalPath), DurableFiles.temporaryName(`${key.step}.txt`))
   // The temp file's real folder is checked by `writeNewFile`; the final name shares that folder.
   if (DurableFiles.relativeWithin(capability.folder, finalPath, path) === undefined) {
     return yield* new DurableFiles.OutsideWithin({
@@ -198,12 +201,12 @@ export const stageOnce = Effect.fnUntraced(function* (
     )
   )
   yield* Observability.annotate("tessera.staging.outcome", published ? "Published" : "Existing")
-  if (published) return { ...staged, outcome: "Published" as const }
+  if (published) return { ...staged, outcome: "Published" as const } satisfies StagedFile
 
   const existing = yield* fs
     .readFile(finalPath)
     .pipe(Effect.mapError((error: PlatformError) => new StagingReadFailed({ path: finalPath, detail: error.message })))
-  if (sameBytes(existing, bytes)) return { ...staged, outcome: "AlreadyStaged" as const }
+  if (sameBytes(existing, bytes)) return { ...staged, outcome: "AlreadyStaged" as const } satisfies StagedFile
   return yield* new StagingConflict({
     path: relative,
     existingSize: existing.length,
@@ -211,39 +214,20 @@ export const stageOnce = Effect.fnUntraced(function* (
     stagedSize: bytes.length,
     stagedSha256: sha256
   })
-}, Observability.withSpan("PrivateStaging.stageOnce"))
-
-/**
- * The file staged under `key`, if there is one, with its text: what
- * compaction adopts when a crash interrupted it after staging.
- *
- * @since 0.1.0
- * @category staging
- */
-export const readStaged = Effect.fnUntraced(function* (givenKey: StagingKey) {
-  const key = yield* decodeReadKey(givenKey)
-  const capability = yield* PrivateSummaries.admit("PrivateStaging.readStaged")
-  return yield* readStagedAdmitted(capability, key)
 })
 
-/**
- * {@link readStaged} with a capability its caller has just admitted
- * (`PrivateSummaries.admit`); the key is still decoded. Compaction admits its
- * writer before reading a leftover, and a second admission in the same
- * moment would read the volume's metadata again for nothing. Reading writes
- * nothing; every write still admits on its own.
- *
- * @internal
- */
-export const readStagedAdmitted = Effect.fnUntraced(function* (
-  capability: PrivateSummaries.PrivateWriterCapability,
-  givenKey: StagingKey
+/** The file staged under `key`, with its text (see `PrivateSummaries.readStaged`); reading checks what reads nothing. */
+export const readStaged = Effect.fnUntraced(function* (
+  entry: string,
+  givenKey: StagingKey,
+  journal: Option.Option<JournalRecord>
 ) {
-  const key = yield* decodeReadKey(givenKey)
+  const key = yield* decodeKey(entry)(givenKey)
+  const capability = yield* mintedFor(entry, journal)
   const files = yield* DurableFiles.DurableFiles
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
-  const relative = relativePath(key)
+  const relative = stagedPath(key)
   const absolutePath = path.join(capability.folder, relative)
   const readFailed = (error: { readonly message: string }) =>
     new StagingReadFailed({ path: absolutePath, detail: error.message })
@@ -261,21 +245,14 @@ export const readStagedAdmitted = Effect.fnUntraced(function* (
   return Option.some({ file, text: new TextDecoder().decode(bytes.value) })
 })
 
-/**
- * Removes the file staged under `key` and syncs its folder: the one way a
- * staged file goes, used only after the journal recorded why
- * (`SummarySuperseded`). Absent already is fine.
- *
- * @since 0.1.0
- * @category staging
- */
-export const withdraw = Effect.fnUntraced(function* (givenKey: StagingKey) {
-  const key = yield* decodeWithdrawKey(givenKey)
-  const capability = yield* PrivateSummaries.admit("PrivateStaging.withdraw")
+/** Removes the file staged under `key` and syncs its folder (see `PrivateSummaries.withdraw`), admitted like a write. */
+export const withdraw = Effect.fnUntraced(function* (entry: string, givenKey: StagingKey) {
+  const key = yield* decodeKey(entry)(givenKey)
+  const capability = yield* admit(entry, Option.none())
   const fs = yield* FileSystem.FileSystem
   const files = yield* DurableFiles.DurableFiles
   const path = yield* Path.Path
-  const absolutePath = path.join(capability.folder, relativePath(key))
+  const absolutePath = path.join(capability.folder, stagedPath(key))
   yield* fs.remove(absolutePath).pipe(
     Effect.catchIf(
       (error: PlatformError) => error.reason._tag === "NotFound",

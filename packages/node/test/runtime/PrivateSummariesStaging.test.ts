@@ -3,7 +3,8 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
-import { PrivateStaging, PrivateSummaries } from "@tessera/runtime"
+import { ArtifactRedactor } from "@tessera/artifacts"
+import { PrivateSummaries } from "@tessera/runtime"
 import { Effect, Option } from "effect"
 import { contentOf } from "./fixtures/stage-content.ts"
 import { operationId, runInWorld, withTempDir } from "./support/world.ts"
@@ -23,7 +24,7 @@ describe("write-once private staging", () => {
     runInWorld((world) =>
       Effect.gen(function* () {
         const capability = yield* resolvedCapability(world)
-        const staged = yield* PrivateStaging.stageOnce(key, "the summary").pipe(PrivateSummaries.provide(capability))
+        const staged = yield* PrivateSummaries.stageOnce(key, "the summary").pipe(PrivateSummaries.provide(capability))
         assert.strictEqual(staged.path, "summaries/compaction/3.txt")
         assert.strictEqual(staged.outcome, "Published")
         assert.strictEqual(staged.size, 11)
@@ -38,7 +39,7 @@ describe("write-once private staging", () => {
     runInWorld((world) =>
       Effect.gen(function* () {
         const capability = yield* resolvedCapability(world)
-        const stage = (text: string) => PrivateStaging.stageOnce(key, text).pipe(PrivateSummaries.provide(capability))
+        const stage = (text: string) => PrivateSummaries.stageOnce(key, text).pipe(PrivateSummaries.provide(capability))
         const first = yield* stage("the summary")
         const again = yield* stage("the summary")
         assert.strictEqual(again.outcome, "AlreadyStaged")
@@ -59,7 +60,7 @@ describe("write-once private staging", () => {
           const outcomes = yield* Effect.forEach(
             Array.from({ length: 64 }, (_, stager) => stager),
             (stager) =>
-              PrivateStaging.stageOnce(trialKey, `stager ${stager % 8} wrote this summary\n`.repeat(64)).pipe(
+              PrivateSummaries.stageOnce(trialKey, `stager ${stager % 8} wrote this summary\n`.repeat(64)).pipe(
                 PrivateSummaries.provide(capability),
                 Effect.map((staged) => ({ stager, outcome: staged.outcome as string })),
                 Effect.catchTag("StagingConflict", () => Effect.succeed({ stager, outcome: "Conflict" }))
@@ -136,4 +137,60 @@ describe("write-once private staging", () => {
       // is timing-dependent, so it is reported rather than asserted.
       console.info(`kill test: ${inspected} published files whole, ${interrupted} stagings cut by the kill`)
     }))
+})
+
+describe("the one write scrubs what it stores", () => {
+  const masking = ArtifactRedactor.layer({ redact: (body) => Effect.succeed(body.replaceAll("hunter2", "[masked]")) })
+  const failing = ArtifactRedactor.layer({
+    redact: () => Effect.fail(new ArtifactRedactor.ArtifactRedactionFailed({ detail: "the rules did not load" }))
+  })
+
+  it("stage_scrubs_with_the_host_redactor: the stored bytes, size and digest are the redactor's text", () =>
+    runInWorld((world) =>
+      Effect.gen(function* () {
+        const capability = yield* resolvedCapability(world)
+        const staged = yield* PrivateSummaries.stageOnce(key, "password hunter2 found").pipe(
+          PrivateSummaries.provide(capability),
+          Effect.provide(masking)
+        )
+        assert.strictEqual(fs.readFileSync(staged.absolutePath, "utf8"), "password [masked] found")
+        assert.strictEqual(staged.size, Buffer.byteLength("password [masked] found"))
+        // Negative control: without a redactor the same text is stored verbatim (a host's deliberate choice).
+        const verbatim = yield* PrivateSummaries.stageOnce({ ...key, step: 4 }, "password hunter2 found").pipe(
+          PrivateSummaries.provide(capability)
+        )
+        assert.strictEqual(fs.readFileSync(verbatim.absolutePath, "utf8"), "password hunter2 found")
+      })
+    ))
+
+  it("stage_redactor_failure_writes_nothing: ArtifactRedactionFailed, and no file under the key", () =>
+    runInWorld((world) =>
+      Effect.gen(function* () {
+        const capability = yield* resolvedCapability(world)
+        const refused = yield* Effect.flip(
+          PrivateSummaries.stageOnce(key, "password hunter2").pipe(
+            PrivateSummaries.provide(capability),
+            Effect.provide(failing)
+          )
+        )
+        assert.strictEqual(refused._tag, "ArtifactRedactionFailed")
+        assert.isFalse(fs.existsSync(path.join(capability.folder, PrivateSummaries.stagedPath(key))))
+      })
+    ))
+
+  it("stage_refuses_bytes_under_a_redactor: bytes cannot be scrubbed, so they are InvalidInput (content) and nothing is written", () =>
+    runInWorld((world) =>
+      Effect.gen(function* () {
+        const capability = yield* resolvedCapability(world)
+        const bytes = new TextEncoder().encode("password hunter2")
+        const refused = yield* Effect.flip(
+          PrivateSummaries.stageOnce(key, bytes).pipe(PrivateSummaries.provide(capability), Effect.provide(masking))
+        )
+        assert.deepInclude(refused, { _tag: "InvalidInput", entry: "PrivateSummaries.stageOnce", field: "content" })
+        assert.isFalse(fs.existsSync(path.join(capability.folder, "summaries")))
+        // Negative control: the same bytes with no redactor provided are stored as given.
+        const stored = yield* PrivateSummaries.stageOnce(key, bytes).pipe(PrivateSummaries.provide(capability))
+        assert.deepStrictEqual(new Uint8Array(fs.readFileSync(stored.absolutePath)), bytes)
+      })
+    ))
 })

@@ -1,21 +1,12 @@
 /**
- * `ForeignLoop` driven by hand, as an adapter of another framework's loop
+ * `TaskExecution.foreignLoop` driven by hand, as an adapter of another framework's loop
  * drives it: the whole history handed over on every request, results
  * reported (or not) by the loop, the journal compared with the stock
  * executor's for the same turn.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Digest } from "@tessera/core"
-import {
-  Compaction,
-  EntryGate,
-  FilesystemTaskRuntime,
-  ForeignLoop,
-  History,
-  Journal,
-  Model,
-  TaskExecution
-} from "@tessera/runtime"
+import { Compaction, EntryGate, FilesystemTaskRuntime, History, Journal, Model, TaskExecution } from "@tessera/runtime"
 import { Effect, Option } from "effect"
 import {
   bindPrivate,
@@ -54,7 +45,7 @@ const offload = { threshold: 2_000, readTool: "read_artifact", destination: "Pri
  * itself (bodies included) and never reports results; each request goes
  * through prepare, dispatch, the model, receive.
  */
-const drive = (loop: ForeignLoop.ForeignLoop, rounds: number, extra: ReadonlyArray<Model.Part> = []) =>
+const drive = (loop: TaskExecution.ForeignLoop, rounds: number, extra: ReadonlyArray<Model.Part> = []) =>
   Effect.gen(function* () {
     const model = yield* Model.Model
     let history = History.append(History.make(taskParts), extra)
@@ -71,14 +62,14 @@ const drive = (loop: ForeignLoop.ForeignLoop, rounds: number, extra: ReadonlyArr
     return history
   })
 
-describe("ForeignLoop", () => {
+describe("TaskExecution.foreignLoop", () => {
   it("foreign_loop_journal_as_executor: a hand-driven loop journals the same entries, in the same order, as the stock executor's turn", () =>
     runInWorld((world) =>
       Effect.gen(function* () {
         const binding = yield* bindPrivate(world, Compaction.disabled)
         const folder = yield* journalFolder(world)
         yield* Effect.gen(function* () {
-          const loop = yield* ForeignLoop.make(binding, { offload })
+          const loop = yield* TaskExecution.foreignLoop(binding, { offload })
           yield* drive(loop, 2)
         }).pipe(Effect.provide(turnLayer(world, task, script)))
         const foreign = tags(journalBytes(folder, task))
@@ -100,7 +91,7 @@ describe("ForeignLoop", () => {
         const binding = yield* bindPrivate(world, Compaction.disabled)
         const folder = yield* journalFolder(world)
         yield* Effect.gen(function* () {
-          yield* drive(yield* ForeignLoop.make(binding, { offload }), 2)
+          yield* drive(yield* TaskExecution.foreignLoop(binding, { offload }), 2)
         }).pipe(Effect.provide(turnLayer(world, task, script)))
         const other = yield* bindOther(world)
         yield* TaskExecution.runTurn(other, start, { tools, maxSteps: 4 }).pipe(
@@ -123,7 +114,7 @@ describe("ForeignLoop", () => {
             : Model.response({ text: "noted" })
         const dispatched: Array<Model.ModelRequest> = []
         const sent = yield* Effect.gen(function* () {
-          const loop = yield* ForeignLoop.make(binding)
+          const loop = yield* TaskExecution.foreignLoop(binding)
           const model = yield* Model.Model
           // A history already over the limit: four rounds of 6,000 bytes.
           let history = History.append(
@@ -183,7 +174,7 @@ describe("ForeignLoop", () => {
           )
           for (let i = 0; i < 2; i++) {
             // Deliberately broken wiring: the memory is thrown away with the loop.
-            const loop = yield* ForeignLoop.make(binding)
+            const loop = yield* TaskExecution.foreignLoop(binding)
             const prepared = yield* loop.prepare(history, model)
             const request: Model.ModelRequest = { parts: History.toParts(prepared), tools: tools.specs }
             const where = yield* loop.dispatch(request)
@@ -208,7 +199,7 @@ describe("ForeignLoop", () => {
         const binding = yield* bindPrivate(world, Compaction.disabled)
         const folder = yield* journalFolder(world)
         yield* Effect.gen(function* () {
-          const loop = yield* ForeignLoop.make(binding)
+          const loop = yield* TaskExecution.foreignLoop(binding)
           const model = yield* Model.Model
           const request: Model.ModelRequest = { parts: taskParts, tools: tools.specs }
           const unprepared = yield* Effect.flip(loop.dispatch(request))
@@ -244,10 +235,10 @@ describe("ForeignLoop", () => {
           const model = yield* Model.Model
           const request: Model.ModelRequest = { parts: taskParts, tools: tools.specs }
           // The first process prepares and dispatches, then dies before the answer.
-          const first = yield* ForeignLoop.make(binding)
+          const first = yield* TaskExecution.foreignLoop(binding)
           yield* first.prepare(start, model)
           yield* first.dispatch(request)
-          const again = yield* ForeignLoop.make(binding)
+          const again = yield* TaskExecution.foreignLoop(binding)
           yield* again.prepare(start, model)
           const where = yield* again.dispatch(request)
           assert.deepStrictEqual(where, { task, turn: 1, step: 2 })
@@ -272,7 +263,7 @@ describe("ForeignLoop", () => {
         const folder = yield* journalFolder(world)
         yield* Effect.gen(function* () {
           const model = yield* Model.Model
-          const first = yield* ForeignLoop.make(binding)
+          const first = yield* TaskExecution.foreignLoop(binding)
           yield* first.prepare(start, model)
           yield* first.dispatch({ parts: taskParts, tools: tools.specs })
           // Deliberately broken wiring: the next request journaled straight, as a loop that never resumes would.
@@ -295,12 +286,12 @@ describe("ForeignLoop", () => {
         const binding = yield* EntryGate.bind(context)
         const folder = yield* journalFolder(world)
         const refused = yield* Effect.flip(
-          ForeignLoop.make(binding, { offload }).pipe(Effect.provide(turnLayer(world, task, script)))
+          TaskExecution.foreignLoop(binding, { offload }).pipe(Effect.provide(turnLayer(world, task, script)))
         )
         assert.strictEqual(refused._tag, "Unauthorized")
         assert.strictEqual(journalBytes(folder, task), "")
         // Control: the same binding without offload needs no writer.
-        yield* ForeignLoop.make(binding).pipe(Effect.provide(turnLayer(world, task, script)))
+        yield* TaskExecution.foreignLoop(binding).pipe(Effect.provide(turnLayer(world, task, script)))
       })
     ))
 })

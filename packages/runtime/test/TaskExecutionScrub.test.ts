@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { ForeignLoop } from "@tessera/runtime"
+import { TaskExecution } from "@tessera/runtime"
 import { Effect } from "effect"
 import * as fc from "fast-check"
 
@@ -30,14 +30,14 @@ class ProviderError extends Error {
   }
 }
 
-describe("ForeignLoop.scrubThrown", () => {
+describe("TaskExecution.scrubThrown", () => {
   it("foreign_loop_scrub_thrown: no text of a thrown value keeps the secret, its class and flags stay, the original is untouched", async () => {
     await fc.assert(
       fc.asyncProperty(planted, fc.string(), fc.boolean(), async (body, prefix, retryable) => {
         const original = new ProviderError(`${prefix} key ${secret}`, body, retryable)
         original.cause = new Error(`inner ${secret}`)
         const before = JSON.stringify(original.body)
-        const copy = (await Effect.runPromise(ForeignLoop.scrubThrown(original, scrub))) as ProviderError
+        const copy = (await Effect.runPromise(TaskExecution.scrubThrown(original, scrub))) as ProviderError
         assert.instanceOf(copy, ProviderError)
         assert.strictEqual(copy.retryable, retryable)
         assert.notInclude(copy.message, secret)

@@ -1,0 +1,137 @@
+/**
+ * A write of one summary admits the private writer once, and an admission
+ * reads the volume's registration file once: the reads are counted where
+ * they happen, in the platform's durable files the store reads through.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { DurableFiles, Ids } from "@tessera/core"
+import { Compaction, History, Journal, Model, PrivateSummaries, VolumeStore } from "@tessera/runtime"
+import { ScriptedModel } from "@tessera/runtime/testing"
+import { Effect, Layer, Option, Schema } from "effect"
+import { makeWorld, operationId, platformLayer, task, type World, withTempDir } from "./support/world.ts"
+
+/** Reads of the private volume's registration file since the world was made. */
+interface Reads {
+  readonly registration: () => number
+}
+
+/** A world whose durable files count every read of the private volume's registration file. */
+const runInCountedWorld = <A, E>(
+  body: (world: World, reads: Reads) => Effect.Effect<A, E, Layer.Success<typeof platformLayer>>
+) =>
+  withTempDir((dir) => {
+    let count = 0
+    const registration = VolumeStore.metaFileName(Schema.decodeUnknownSync(Ids.VolumeId)("researcher-private"))
+    const counting = Layer.effect(
+      DurableFiles.DurableFiles,
+      Effect.map(DurableFiles.DurableFiles, (files) => ({
+        ...files,
+        readFile: (file: string, options: DurableFiles.ReadFileOptions) => {
+          if (file.endsWith(`/${registration}`)) count++
+          return files.readFile(file, options)
+        }
+      }))
+    ).pipe(Layer.provide(platformLayer))
+    return Effect.runPromise(
+      makeWorld(dir).pipe(
+        Effect.flatMap((world) => body(world, { registration: () => count })),
+        Effect.provide(Layer.merge(platformLayer, counting))
+      ) as Effect.Effect<A>
+    )
+  })
+
+/** How many registration reads `body` made. */
+const readsOf = <A, E, R>(reads: Reads, body: Effect.Effect<A, E, R>): Effect.Effect<number, E, R> =>
+  Effect.suspend(() => {
+    const before = reads.registration()
+    return Effect.map(body, () => reads.registration() - before)
+  })
+
+const roundOf = (id: string, fill: string): ReadonlyArray<Model.Part> => [
+  Model.toolCall(id, "produce", { fill }),
+  Model.toolResult({ callId: id, name: "produce", content: fill.repeat(2_000), isError: false })
+]
+const history = History.append(History.append(History.make([Model.text("user", "the task")]), roundOf("c1", "a")), [
+  ...roundOf("c2", "b"),
+  ...roundOf("c3", "c")
+])
+const policy = Compaction.threshold({ measure: "bytes", limit: 1_000, keepRecent: 0, pieceLimit: 100_000 })
+const key = { operation: operationId("task-1-t1"), step: 2 }
+
+const writer = (world: World) =>
+  Effect.gen(function* () {
+    const runtime = yield* world.openRuntime(Option.some(world.privateRef))
+    const scope = yield* world.scopeFor([world.privateRef])
+    const context = yield* runtime.bindTask({ scope, output: Option.none() })
+    const capability = yield* PrivateSummaries.resolve(context)
+    const folder = yield* world.host.store.folderOf(world.journalRef)
+    return { capability, folder }
+  })
+
+const withJournal = <A, E, R>(folder: string, body: (journal: Journal.JournalService) => Effect.Effect<A, E, R>) =>
+  Effect.scoped(Effect.flatMap(Journal.open({ folder, task }), body))
+
+describe("one write of a summary: one admission, one read of the volume's registration", () => {
+  it("summary_write_reads_the_registration_once: Compaction.publish and PrivateSummaries.stageOnce each read it once", () =>
+    runInCountedWorld((world, reads) =>
+      Effect.gen(function* () {
+        const { capability, folder } = yield* writer(world)
+        const published = yield* withJournal(folder, (journal) =>
+          readsOf(
+            reads,
+            Compaction.publish({ key, summary: "the summary", journal: Option.some(journal), turn: 1 }).pipe(
+              PrivateSummaries.provide(capability)
+            )
+          )
+        )
+        assert.strictEqual(published, 1)
+        const staged = yield* readsOf(
+          reads,
+          PrivateSummaries.stageOnce({ ...key, step: 3 }, "another summary").pipe(PrivateSummaries.provide(capability))
+        )
+        assert.strictEqual(staged, 1)
+      })
+    ))
+
+  it("summary_write_reads_the_registration_once negative control: the former wiring (an admission before the write that admits again) reads it twice", () =>
+    runInCountedWorld((world, reads) =>
+      Effect.gen(function* () {
+        const { capability } = yield* writer(world)
+        const former = Effect.andThen(
+          PrivateSummaries.admit("Compaction.publish"),
+          PrivateSummaries.stageOnce(key, "the summary")
+        ).pipe(PrivateSummaries.provide(capability))
+        assert.strictEqual(yield* readsOf(reads, former), 2)
+      })
+    ))
+
+  it("compaction_admits_before_the_request_and_at_the_write: a summarizing compaction reads the registration twice, an adopting one once", () =>
+    runInCountedWorld((world, reads) =>
+      Effect.gen(function* () {
+        const { capability, folder } = yield* writer(world)
+        let requests = 0
+        const summarizer = ScriptedModel.layer(() => {
+          requests++
+          return Model.response({ text: "the summary" })
+        })
+        const compact = (journal: Journal.JournalService) =>
+          Compaction.compact({
+            history,
+            policy,
+            operation: key.operation,
+            step: key.step,
+            journal: Option.some(journal),
+            turn: 1
+          }).pipe(PrivateSummaries.provide(capability), Effect.provide(summarizer))
+        // A model request lies between the admission before it (no token is spent for a refused writer) and the
+        // write (a volume re-registered meanwhile is refused): two admissions, each reading the registration once.
+        const summarized = yield* withJournal(folder, (journal) => readsOf(reads, compact(journal)))
+        assert.strictEqual(requests, 1)
+        assert.strictEqual(summarized, 2)
+        // The same compaction again finds its staged summary with the recorded inputs: adopted, nothing written.
+        const adopted = yield* withJournal(folder, (journal) => readsOf(reads, compact(journal)))
+        assert.strictEqual(requests, 1)
+        assert.strictEqual(adopted, 1)
+      })
+    ))
+})
