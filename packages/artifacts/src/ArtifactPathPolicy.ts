@@ -189,6 +189,45 @@ export const fromLocations = (locations: InternalLocations): Result.Result<Artif
 }
 
 /**
+ * The policy of a store folder a host keeps its state in and lets artifacts
+ * be written to: a path at or below one of `roots` is internal unless it is
+ * at or below one of `exempt` (the artifact folders), and a path at or below
+ * one of `stateLocations` is internal state, exempt folders or not. The
+ * locations are taken as the host computed them (absolute, normalised); a
+ * host that can be handed them from outside checks them with
+ * {@link fromLocations} instead.
+ *
+ * @example
+ * ```ts
+ * import { ArtifactPathPolicy } from "@tessera/artifacts"
+ *
+ * export const policy = ArtifactPathPolicy.internalExcept({
+ *   roots: ["/srv/tessera/store"],
+ *   exempt: ["/srv/tessera/store/volumes/output/artifacts"],
+ *   stateLocations: ["/srv/tessera/store/store.json", "/srv/tessera/store/meta"]
+ * })
+ * policy.isUnderInternalRoot("/srv/tessera/store/volumes/output/artifacts/report.txt") // false
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const internalExcept = (locations: {
+  readonly roots: ReadonlyArray<string>
+  readonly exempt: ReadonlyArray<string>
+  readonly stateLocations: ReadonlyArray<string>
+}): ArtifactPathPolicyShape => {
+  const roots = [...locations.roots]
+  const exempt = [...locations.exempt]
+  const state = [...locations.stateLocations]
+  return {
+    isInternalState: (path) => state.some((location) => isAtOrBelow(location, path)),
+    isUnderInternalRoot: (path) =>
+      roots.some((root) => isAtOrBelow(root, path)) && !exempt.some((folder) => isAtOrBelow(folder, path))
+  }
+}
+
+/**
  * Provides a policy.
  *
  * @since 0.1.0

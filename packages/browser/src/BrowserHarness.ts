@@ -232,13 +232,7 @@ export const open = Effect.fnUntraced(function* (options: OpenOptions) {
     path.join(root, VolumeStore.metaRoot),
     journalFolder
   ]
-  const pathPolicy: ArtifactPathPolicy.ArtifactPathPolicyShape = {
-    isInternalState: (absolute) =>
-      stateLocations.some((location) => ArtifactPathPolicy.isAtOrBelow(location, absolute)),
-    isUnderInternalRoot: (absolute) =>
-      ArtifactPathPolicy.isAtOrBelow(root, absolute) &&
-      !artifactFolders.some((folder) => ArtifactPathPolicy.isAtOrBelow(folder, absolute))
-  }
+  const pathPolicy = ArtifactPathPolicy.internalExcept({ roots: [root], exempt: artifactFolders, stateLocations })
   const decodeTask = InvalidInput.decode(Ids.TaskId, "BrowserHarness", "task")
   const bindTask = (given: Ids.TaskId, gate: EntryGate.BindOptions = {}) =>
     Effect.gen(function* () {

@@ -441,11 +441,5 @@ export const makePathPolicy = Effect.fnUntraced(function* (
     ],
     (location) => both(location)
   )).flat()
-  const policy: ArtifactPathPolicy.ArtifactPathPolicyShape = {
-    isInternalState: (absolute) => state.some((location) => ArtifactPathPolicy.isAtOrBelow(location, absolute)),
-    isUnderInternalRoot: (absolute) =>
-      roots.some((root) => ArtifactPathPolicy.isAtOrBelow(root, absolute)) &&
-      !exempt.some((folder) => ArtifactPathPolicy.isAtOrBelow(folder, absolute))
-  }
-  return policy
+  return ArtifactPathPolicy.internalExcept({ roots, exempt, stateLocations: state })
 })

@@ -59,7 +59,7 @@ import {
 } from "./internal/executorErrors.ts"
 import type { JournalEntryEvent, TurnEvent } from "./internal/executorEvents.ts"
 import * as loop from "./internal/executorLoop.ts"
-import { interruptedReason } from "./internal/executorLoop.ts"
+import { interruptedReason, type TurnEntry } from "./internal/executorLoop.ts"
 import type {
   InFlightCall,
   PendingApproval,
@@ -86,8 +86,9 @@ import type { Model, ModelError } from "./Model.ts"
  * {@link JournalEntryEvent}), how a turn ends ({@link TurnOutcome}:
  * {@link TurnAnswered} or {@link TurnAwaitingApproval} with its
  * {@link PendingApproval}s), what an approval-aware dispatch gave
- * ({@link StepDispatch}), and what a resume from disk did ({@link Resumed},
- * with its {@link InFlightCall}s).
+ * ({@link StepDispatch}), what a resume from disk did ({@link Resumed},
+ * with its {@link InFlightCall}s), and the shape both turn entries share
+ * ({@link TurnEntry}: a configuration and a history, to the outcome).
  *
  * @since 0.1.0
  * @category models
@@ -107,6 +108,7 @@ export type {
   TurnAnswered,
   TurnAwaitingApproval,
   TurnConfig,
+  TurnEntry,
   TurnEvent,
   TurnOutcome,
   TurnRecorder
@@ -132,24 +134,27 @@ export { ApprovalInputMismatch, type ExecutorError, interruptedReason, ResumeMis
  * @since 0.1.0
  * @category combinators
  */
-export const composeHooks = <E, R>(...all: ReadonlyArray<Hooks<E, R>>): Hooks<E, R> => ({
-  beforeTurn: (context, history) =>
-    Effect.forEach(all, (hooks) => hooks.beforeTurn?.(context, history) ?? Effect.void, { discard: true }),
-  beforeModelStep: (context, history) =>
-    Effect.reduce(
-      all,
-      () => history,
-      (current, hooks) => hooks.beforeModelStep?.(context, current) ?? Effect.succeed(current)
-    ),
-  afterModelStep: (context, outcome) =>
-    Effect.forEach(all, (hooks) => hooks.afterModelStep?.(context, outcome) ?? Effect.void, { discard: true }),
-  onToolResult: (context, result) =>
-    Effect.reduce(
-      all,
-      () => result,
-      (current, hooks) => hooks.onToolResult?.(context, current) ?? Effect.succeed(current)
-    )
-})
+export const composeHooks = <E, R>(...all: ReadonlyArray<Hooks<E, R>>): Hooks<E, R> => {
+  // An observer runs every set's hook on the same value; a rewrite feeds each set's hook the previous one's output.
+  const observe =
+    <C, A>(pick: (hooks: Hooks<E, R>) => ((context: C, value: A) => Effect.Effect<void, E, R>) | undefined) =>
+    (context: C, value: A) =>
+      Effect.forEach(all, (hooks) => pick(hooks)?.(context, value) ?? Effect.void, { discard: true })
+  const rewrite =
+    <C, A>(pick: (hooks: Hooks<E, R>) => ((context: C, value: A) => Effect.Effect<A, E, R>) | undefined) =>
+    (context: C, value: A) =>
+      Effect.reduce(
+        all,
+        () => value,
+        (current, hooks) => pick(hooks)?.(context, current) ?? Effect.succeed(current)
+      )
+  return {
+    beforeTurn: observe((hooks) => hooks.beforeTurn),
+    beforeModelStep: rewrite((hooks) => hooks.beforeModelStep),
+    afterModelStep: observe((hooks) => hooks.afterModelStep),
+    onToolResult: rewrite((hooks) => hooks.onToolResult)
+  }
+}
 
 /**
  * One model step: runs `beforeModelStep`, builds the request from the

@@ -137,6 +137,9 @@ export const durationBoundaries: ReadonlyArray<number> = [
  */
 export const tokenBoundaries: ReadonlyArray<number> = Array.from({ length: 14 }, (_, power) => 4 ** power)
 
+const secondsHistogram = (name: string, description: string) =>
+  Metric.histogram(name, { description, boundaries: durationBoundaries })
+
 /**
  * Seconds each model request took, failed ones included (with `error.type`):
  * the GenAI client duration histogram. `tessera.request.kind` is `step` for
@@ -145,10 +148,10 @@ export const tokenBoundaries: ReadonlyArray<number> = Array.from({ length: 14 },
  * @since 0.1.0
  * @category metrics
  */
-export const modelRequestDuration = Metric.histogram("gen_ai.client.operation.duration", {
-  description: "Seconds a model request took (model steps and summary requests), in seconds",
-  boundaries: durationBoundaries
-})
+export const modelRequestDuration = secondsHistogram(
+  "gen_ai.client.operation.duration",
+  "Seconds a model request took (model steps and summary requests), in seconds"
+)
 
 /**
  * Seconds each tool call took, by `gen_ai.tool.name`, failed calls included
@@ -158,10 +161,10 @@ export const modelRequestDuration = Metric.histogram("gen_ai.client.operation.du
  * @since 0.1.0
  * @category metrics
  */
-export const toolCallDuration = Metric.histogram("tessera.tool.duration", {
-  description: "Seconds a tool call took, by tool name, in seconds",
-  boundaries: durationBoundaries
-})
+export const toolCallDuration = secondsHistogram(
+  "tessera.tool.duration",
+  "Seconds a tool call took, by tool name, in seconds"
+)
 
 /**
  * Tokens a model request used, by `gen_ai.token.type` (`input` or

@@ -160,14 +160,11 @@ export const open = Effect.fnUntraced(function* (options: Options) {
     path.join(root, VolumeStore.metaRoot),
     journalFolder
   ]
-  const exempt = [privateFolder, outputFolder]
-  const pathPolicy: ArtifactPathPolicy.ArtifactPathPolicyShape = {
-    isInternalState: (absolute) =>
-      stateLocations.some((location) => ArtifactPathPolicy.isAtOrBelow(location, absolute)),
-    isUnderInternalRoot: (absolute) =>
-      ArtifactPathPolicy.isAtOrBelow(root, absolute) &&
-      !exempt.some((folder) => ArtifactPathPolicy.isAtOrBelow(folder, absolute))
-  }
+  const pathPolicy = ArtifactPathPolicy.internalExcept({
+    roots: [root],
+    exempt: [privateFolder, outputFolder],
+    stateLocations
+  })
   const shared: SharedStore = {
     root,
     host,

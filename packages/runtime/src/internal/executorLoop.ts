@@ -146,10 +146,13 @@ export const continueTurn = <E = never, R = never>(
   })
 
 /** The stock turn (see `Executor.runTurn`), in the `Executor.runTurn` span. */
-export const runTurn = <E = never, R = never>(
+/** What a turn entry is: a configuration and the history the turn starts (or resumes) from, to its outcome. */
+export type TurnEntry = <E = never, R = never>(
   config: TurnConfig<E, R>,
   history: History.History
-): Effect.Effect<TurnOutcome, ExecutorError | E, Model | Journal | R> =>
+) => Effect.Effect<TurnOutcome, ExecutorError | E, Model | Journal | R>
+
+export const runTurn: TurnEntry = (config, history) =>
   Effect.gen(function* () {
     const journal = yield* enterTurn(config, "Executor.runTurn", [["history", history]], history, false)
     const opened =

@@ -15,15 +15,19 @@ import * as Observability from "../Observability.ts"
 import * as Tool from "../Tool.ts"
 import type { TurnConfig } from "./executorConfig.ts"
 import { type ExecutorError, ResumeMismatch } from "./executorErrors.ts"
-import { abandonOnInterrupt, awaitingOutcome, closeAnswered, continueTurn, enterTurn } from "./executorLoop.ts"
+import {
+  abandonOnInterrupt,
+  awaitingOutcome,
+  closeAnswered,
+  continueTurn,
+  enterTurn,
+  type TurnEntry
+} from "./executorLoop.ts"
 import type { Resumed, TurnOutcome } from "./executorOutcomes.ts"
 import { checkApprovedInputs, dispatchStep } from "./executorTools.ts"
 
 /** Resumes the open turn from the caller's history (see `Executor.resumeTurn`), in its span. */
-export const resumeTurn = <E = never, R = never>(
-  config: TurnConfig<E, R>,
-  history: History.History
-): Effect.Effect<TurnOutcome, ExecutorError | E, Model | Journal | R> =>
+export const resumeTurn: TurnEntry = (config, history) =>
   Effect.gen(function* () {
     const journal = yield* enterTurn(config, "Executor.resumeTurn", [["history", history]], history, true)
     const turn = yield* turnToResume(journal, undefined)
