@@ -9,6 +9,7 @@
  * @since 0.1.0
  */
 import * as InvalidInput from "@tessera/core/InvalidInput"
+import * as Volume from "@tessera/core/Volume"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
@@ -56,6 +57,28 @@ export interface History {
 export interface HistorySummary {
   readonly parts: ReadonlyArray<Part>
   readonly text: string
+  /**
+   * The staged file the summary's text is, when it is one: where it lies on
+   * the private volume, and the size and SHA-256 of its bytes, as the
+   * write that staged it (or the read that verified it) found them. A
+   * transcript names the file by this digest instead of hashing the text
+   * again. Absent for a summary built by hand.
+   */
+  readonly file?: SummaryFile
+}
+
+/**
+ * A staged summary file as a history holds it: its volume, its path there,
+ * and the size and SHA-256 of its bytes.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface SummaryFile {
+  readonly volume: Volume.VolumeRef
+  readonly path: string
+  readonly size: number
+  readonly sha256: string
 }
 
 const withParts = (history: History, parts: ReadonlyArray<Part>): History =>
@@ -447,7 +470,13 @@ export const unansweredCalls = (history: History): ReadonlyArray<ToolCallPart> =
  * @since 0.1.0
  * @category codec
  */
-export const HistorySummarySchema = Schema.Struct({ parts: Schema.Array(PartSchema), text: Schema.String })
+export const HistorySummarySchema = Schema.Struct({
+  parts: Schema.Array(PartSchema),
+  text: Schema.String,
+  file: Schema.optionalKey(
+    Schema.Struct({ volume: Volume.VolumeRef, path: Schema.String, size: Schema.Number, sha256: Schema.String })
+  )
+})
 
 /**
  * The Schema of a {@link History}: its task, its parts and its summary

@@ -186,11 +186,42 @@ describe("the one write scrubs what it stores", () => {
         const refused = yield* Effect.flip(
           PrivateSummaries.stageOnce(key, bytes).pipe(PrivateSummaries.provide(capability), Effect.provide(masking))
         )
-        assert.deepInclude(refused, { _tag: "InvalidInput", entry: "PrivateSummaries.stageOnce", field: "content" })
+        assert.deepInclude(refused, {
+          _tag: "InvalidInput",
+          entry: "PrivateSummaries.stageOnce",
+          field: "content",
+          value: `${bytes.length} bytes`,
+          detail: "bytes cannot be scrubbed by the host's redactor; stage text"
+        })
         assert.isFalse(fs.existsSync(path.join(capability.folder, "summaries")))
         // Negative control: the same bytes with no redactor provided are stored as given.
         const stored = yield* PrivateSummaries.stageOnce(key, bytes).pipe(PrivateSummaries.provide(capability))
         assert.deepStrictEqual(new Uint8Array(fs.readFileSync(stored.absolutePath)), bytes)
+      })
+    ))
+
+  it("stage_cuts_to_max_bytes: a text over maxBytes (after the scrub) is stored cut, with a note; without maxBytes, whole", () =>
+    runInWorld((world) =>
+      Effect.gen(function* () {
+        const capability = yield* resolvedCapability(world)
+        const long = "a finding worth keeping. ".repeat(40)
+        const cut = yield* PrivateSummaries.stageOnce(key, long, { maxBytes: 200 }).pipe(
+          PrivateSummaries.provide(capability)
+        )
+        const stored = fs.readFileSync(cut.absolutePath, "utf8")
+        assert.isAtMost(cut.size, 200)
+        assert.isTrue(long.startsWith(stored.slice(0, 40)), stored)
+        assert.notStrictEqual(stored, long)
+        // Negative control: the same text with no bound is stored whole.
+        const whole = yield* PrivateSummaries.stageOnce({ ...key, step: 4 }, long).pipe(
+          PrivateSummaries.provide(capability)
+        )
+        assert.strictEqual(fs.readFileSync(whole.absolutePath, "utf8"), long)
+        // A text within the bound is stored as it is.
+        const within = yield* PrivateSummaries.stageOnce({ ...key, step: 5 }, "short", { maxBytes: 200 }).pipe(
+          PrivateSummaries.provide(capability)
+        )
+        assert.strictEqual(fs.readFileSync(within.absolutePath, "utf8"), "short")
       })
     ))
 })

@@ -332,12 +332,17 @@ describe("summaries: a staged summary by reference, any other inline", () => {
             size: new TextEncoder().encode(text).byteLength,
             sha256: sha256Hex(text)
           })
-          assert.deepStrictEqual(yield* store.restoreSummary(stored), staged)
+          // Read back, the summary carries the digest of the file it was verified against.
+          const verified: History.HistorySummary = {
+            ...staged,
+            file: { volume, path: file.path, size: new TextEncoder().encode(text).byteLength, sha256: sha256Hex(text) }
+          }
+          assert.deepStrictEqual(yield* store.restoreSummary(stored), verified)
           // A history holds it the same way, and one without a summary holds none.
           const history: History.History = { task: [Model.text("user", "t")], parts: [], summary: staged }
           const storedHistory = yield* store.store(history)
           assert.deepStrictEqual(storedHistory, { task: history.task, parts: [], summary: stored })
-          assert.deepStrictEqual(yield* store.restore(storedHistory), history)
+          assert.deepStrictEqual(yield* store.restore(storedHistory), { ...history, summary: verified })
           const bare = yield* store.store({ task: history.task, parts: history.parts })
           assert.deepStrictEqual(bare, { task: history.task, parts: [] })
           assert.notProperty(bare, "summary")

@@ -110,9 +110,11 @@ const compactPlanned = Effect.fnUntraced(function* (options: CompactOptions, pla
     summaryBytes: summaryBytes(options.policy)
   })
   if (summary.recovered) yield* Observability.annotate("tessera.compaction.recovered", true)
+  const { volume, path, size, sha256 } = summary.staged
   return History.summarizeLeadingRounds(options.history, planned.summarized.length, {
     parts: summary.parts,
-    text: summary.text
+    text: summary.text,
+    file: { volume, path, size, sha256 }
   })
 }, Observability.withSpan("Compaction.compact"))
 

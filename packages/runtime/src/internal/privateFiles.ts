@@ -166,7 +166,8 @@ const scrubbed = (entry: string, content: string | Uint8Array, maxBytes: number 
           )
     }
     const text = Option.isNone(redactor) ? Effect.succeed(content) : redactor.value.redact(content)
-    return maxBytes === undefined ? text : Effect.map(text, (redacted) => boundSummary(redacted, maxBytes))
+    // No bound is an unbounded one: every text fits.
+    return Effect.map(text, (redacted) => boundSummary(redacted, maxBytes ?? Number.POSITIVE_INFINITY))
   })
 
 const publish = Effect.fnUntraced(function* (capability: Capability, key: StagingKey, content: string | Uint8Array) {

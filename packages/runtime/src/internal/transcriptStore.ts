@@ -153,6 +153,11 @@ export const storeAt = Effect.fnUntraced(function* (location: {
       return yield* decodeRecord(json).pipe(Effect.mapError(failure("decode", file)))
     })
 
+  const hashed = (text: string) => {
+    const bytes = encoder.encode(text)
+    return Effect.map(sha256Bytes(bytes), (sha256) => ({ size: bytes.length, sha256 }))
+  }
+
   const storeSummary = (summary: History.HistorySummary): Effect.Effect<StoredSummary> =>
     Effect.gen(function* () {
       const reference = summary.parts[0]
@@ -163,13 +168,17 @@ export const storeAt = Effect.fnUntraced(function* (location: {
         reference.volume.volume === volume.volume &&
         samePartsJson(summary.parts, summaryParts(reference, summary.text))
       ) {
-        const bytes = encoder.encode(summary.text)
+        // A summary compaction staged carries its file's digest; only one built by hand is hashed here.
+        const file =
+          summary.file !== undefined && summary.file.path === reference.path
+            ? summary.file
+            : yield* hashed(summary.text)
         return {
           _tag: "SummaryRef",
           volume: reference.volume,
           path: reference.path,
-          size: bytes.length,
-          sha256: yield* sha256Bytes(bytes)
+          size: file.size,
+          sha256: file.sha256
         } as const
       }
       return { _tag: "SummaryInline", parts: summary.parts, text: summary.text } as const
@@ -198,7 +207,8 @@ export const storeAt = Effect.fnUntraced(function* (location: {
       const summaryText = decoder.decode(bytes)
       return {
         parts: summaryParts({ volume: stored.volume, path: stored.path }, summaryText),
-        text: summaryText
+        text: summaryText,
+        file: { volume: stored.volume, path: stored.path, size: bytes.length, sha256: actual }
       }
     })
 

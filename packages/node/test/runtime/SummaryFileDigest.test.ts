@@ -1,0 +1,91 @@
+/**
+ * A summary carries its staged file's digest from the write that staged it,
+ * and a transcript names the file by that digest rather than hashing the
+ * text again; what comes back from disk is still checked against it.
+ */
+import * as crypto from "node:crypto"
+import { assert, describe, it } from "@effect/vitest"
+import { Compaction, History, Journal, Model, PrivateSummaries, Transcript } from "@tessera/runtime"
+import { ScriptedModel } from "@tessera/runtime/testing"
+import { Effect, Option } from "effect"
+import { operationId, runInWorld, task, type World } from "./support/world.ts"
+
+const roundOf = (id: string, fill: string): ReadonlyArray<Model.Part> => [
+  Model.toolCall(id, "produce", { fill }),
+  Model.toolResult({ callId: id, name: "produce", content: fill.repeat(2_000), isError: false })
+]
+const history = History.append(History.append(History.make([Model.text("user", "the task")]), roundOf("c1", "a")), [
+  ...roundOf("c2", "b"),
+  ...roundOf("c3", "c")
+])
+const policy = Compaction.threshold({ measure: "bytes", limit: 1_000, keepRecent: 0, pieceLimit: 100_000 })
+
+const sha256 = (text: string) => crypto.createHash("sha256").update(text).digest("hex")
+
+const compacted = (world: World) =>
+  Effect.gen(function* () {
+    const runtime = yield* world.openRuntime(Option.some(world.privateRef))
+    const context = yield* runtime.bindTask({ scope: yield* world.scopeFor([world.privateRef]), output: Option.none() })
+    const capability = yield* PrivateSummaries.resolve(context)
+    const folder = yield* world.host.store.folderOf(world.journalRef)
+    return yield* Effect.scoped(
+      Effect.gen(function* () {
+        const journal = yield* Journal.open({ folder, task })
+        const summarized = yield* Compaction.compact({
+          history,
+          policy,
+          operation: operationId("task-1-t1"),
+          step: 2,
+          journal: Option.some(journal),
+          turn: 1
+        })
+        const transcript = yield* Transcript.make(Option.some(journal))
+        const entries = yield* Journal.readEntries({ folder, task })
+        return { summarized, transcript, entries }
+      })
+    ).pipe(
+      PrivateSummaries.provide(capability),
+      Effect.provide(ScriptedModel.layer(() => Model.response({ text: "the summary" })))
+    )
+  })
+
+describe("a summary carries its file's digest", () => {
+  it("summary_carries_its_file_digest: the summary names the staged file's size and digest, which the transcript records", () =>
+    runInWorld((world) =>
+      Effect.gen(function* () {
+        const { summarized, transcript, entries } = yield* compacted(world)
+        const staged = entries.find((entry) => entry._tag === "SummaryStaged")
+        assert.isDefined(staged)
+        if (staged?._tag !== "SummaryStaged" || summarized.summary === undefined) return assert.fail("no summary")
+        assert.deepStrictEqual(summarized.summary.file, {
+          volume: staged.volume,
+          path: staged.path,
+          size: staged.size,
+          sha256: staged.sha256
+        })
+        const stored = yield* transcript.storeSummary(summarized.summary)
+        assert.deepInclude(stored, { _tag: "SummaryRef", size: staged.size, sha256: staged.sha256 })
+        const restored = yield* transcript.restoreSummary(stored)
+        assert.deepStrictEqual(restored, summarized.summary)
+      })
+    ))
+
+  it("summary_carries_its_file_digest negative control: a summary carrying another digest is recorded with it, and the read back refuses it loudly", () =>
+    runInWorld((world) =>
+      Effect.gen(function* () {
+        const { summarized, transcript } = yield* compacted(world)
+        const summary = summarized.summary
+        if (summary?.file === undefined) return assert.fail("no summary file")
+        const forged = { ...summary, file: { ...summary.file, sha256: sha256("another text") } }
+        const stored = yield* transcript.storeSummary(forged)
+        // The carried digest is the one recorded: the transcript did not hash the text again.
+        assert.deepInclude(stored, { sha256: sha256("another text") })
+        const refused = yield* Effect.flip(transcript.restoreSummary(stored))
+        assert.strictEqual(refused._tag, "TranscriptError")
+        assert.include(refused.message, `not the ${sha256("another text")} the transcript recorded`)
+        // A summary built by hand (no file) is hashed from its text, as before.
+        const { file: _, ...byHand } = summary
+        assert.deepInclude(yield* transcript.storeSummary(byHand), { sha256: summary.file.sha256 })
+      })
+    ))
+})
