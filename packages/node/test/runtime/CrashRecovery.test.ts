@@ -14,10 +14,8 @@ import { Compaction, History, Journal, Model, PrivateSummaries, TaskExecution, T
 import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Exit, Option } from "effect"
 import * as fc from "fast-check"
-import { operationId, runInWorld, task, taskId, withTempDir } from "./support/world.ts"
-
-const withJournal = <A, E, R>(folder: string, body: (journal: Journal.JournalService) => Effect.Effect<A, E, R>) =>
-  Effect.scoped(Effect.flatMap(Journal.open({ folder, task }), body))
+import { privateWriter, smallLimit, summaryKey, threeRounds, withJournal } from "./support/compacting.ts"
+import { runInWorld, task, taskId, withTempDir } from "./support/world.ts"
 
 const run = <A, E>(effect: Effect.Effect<A, E, NodeServices.NodeServices>) =>
   Effect.runPromise(Effect.exit(effect.pipe(Effect.provide(NodeServices.layer))))
@@ -205,27 +203,16 @@ describe("finding 7: artifact and summary names are one-to-one", () => {
   })
 })
 
-const roundOf = (id: string, fill: string): ReadonlyArray<Model.Part> => [
-  Model.toolCall(id, "produce", { fill }),
-  Model.toolResult({ callId: id, name: "produce", content: fill.repeat(2_000), isError: false })
-]
-const history = History.append(History.append(History.make([Model.text("user", "the task")]), roundOf("c1", "a")), [
-  ...roundOf("c2", "b"),
-  ...roundOf("c3", "c")
-])
-const policy = Compaction.threshold({ measure: "bytes", limit: 1_000, keepRecent: 0, pieceLimit: 100_000 })
-const key = { operation: operationId("task-1-t1"), step: 2 }
+const history = threeRounds
+const policy = smallLimit
+const key = summaryKey
 
 const summarizer = (wording: string) => ScriptedModel.layer(() => Model.response({ text: wording }))
 
 describe("finding 2: a summary a crash left staged", () => {
   const setup = (world: Parameters<Parameters<typeof runInWorld>[0]>[0]) =>
     Effect.gen(function* () {
-      const runtime = yield* world.openRuntime(Option.some(world.privateRef))
-      const scope = yield* world.scopeFor([world.privateRef])
-      const context = yield* runtime.bindTask({ scope, output: Option.none() })
-      const capability = yield* PrivateSummaries.resolve(context)
-      const folder = yield* world.host.store.folderOf(world.journalRef)
+      const { capability, folder } = yield* privateWriter(world)
       const compact = (journal: Journal.JournalService, wording: string) =>
         Compaction.compact({
           history,

@@ -5,10 +5,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { DurableFiles, Ids } from "@tessera/core"
-import { Compaction, History, Journal, Model, PrivateSummaries, VolumeStore } from "@tessera/runtime"
+import { Compaction, type Journal, Model, PrivateSummaries, VolumeStore } from "@tessera/runtime"
 import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Layer, Option, Schema } from "effect"
-import { makeWorld, operationId, platformLayer, task, type World, withTempDir } from "./support/world.ts"
+import { privateWriter, smallLimit, summaryKey, threeRounds, withJournal } from "./support/compacting.ts"
+import { makeWorld, platformLayer, type World, withTempDir } from "./support/world.ts"
 
 /** Reads of the private volume's registration file since the world was made. */
 interface Reads {
@@ -47,47 +48,28 @@ const readsOf = <A, E, R>(reads: Reads, body: Effect.Effect<A, E, R>): Effect.Ef
     return Effect.map(body, () => reads.registration() - before)
   })
 
-const roundOf = (id: string, fill: string): ReadonlyArray<Model.Part> => [
-  Model.toolCall(id, "produce", { fill }),
-  Model.toolResult({ callId: id, name: "produce", content: fill.repeat(2_000), isError: false })
-]
-const history = History.append(History.append(History.make([Model.text("user", "the task")]), roundOf("c1", "a")), [
-  ...roundOf("c2", "b"),
-  ...roundOf("c3", "c")
-])
-const policy = Compaction.threshold({ measure: "bytes", limit: 1_000, keepRecent: 0, pieceLimit: 100_000 })
-const key = { operation: operationId("task-1-t1"), step: 2 }
-
-const writer = (world: World) =>
-  Effect.gen(function* () {
-    const runtime = yield* world.openRuntime(Option.some(world.privateRef))
-    const scope = yield* world.scopeFor([world.privateRef])
-    const context = yield* runtime.bindTask({ scope, output: Option.none() })
-    const capability = yield* PrivateSummaries.resolve(context)
-    const folder = yield* world.host.store.folderOf(world.journalRef)
-    return { capability, folder }
-  })
-
-const withJournal = <A, E, R>(folder: string, body: (journal: Journal.JournalService) => Effect.Effect<A, E, R>) =>
-  Effect.scoped(Effect.flatMap(Journal.open({ folder, task }), body))
-
 describe("one write of a summary: one admission, one read of the volume's registration", () => {
   it("summary_write_reads_the_registration_once: Compaction.publish and PrivateSummaries.stageOnce each read it once", () =>
     runInCountedWorld((world, reads) =>
       Effect.gen(function* () {
-        const { capability, folder } = yield* writer(world)
+        const { capability, folder } = yield* privateWriter(world)
         const published = yield* withJournal(folder, (journal) =>
           readsOf(
             reads,
-            Compaction.publish({ key, summary: "the summary", journal: Option.some(journal), turn: 1 }).pipe(
-              PrivateSummaries.provide(capability)
-            )
+            Compaction.publish({
+              key: summaryKey,
+              summary: "the summary",
+              journal: Option.some(journal),
+              turn: 1
+            }).pipe(PrivateSummaries.provide(capability))
           )
         )
         assert.strictEqual(published, 1)
         const staged = yield* readsOf(
           reads,
-          PrivateSummaries.stageOnce({ ...key, step: 3 }, "another summary").pipe(PrivateSummaries.provide(capability))
+          PrivateSummaries.stageOnce({ ...summaryKey, step: 3 }, "another summary").pipe(
+            PrivateSummaries.provide(capability)
+          )
         )
         assert.strictEqual(staged, 1)
       })
@@ -96,10 +78,10 @@ describe("one write of a summary: one admission, one read of the volume's regist
   it("summary_write_reads_the_registration_once negative control: the former wiring (an admission before the write that admits again) reads it twice", () =>
     runInCountedWorld((world, reads) =>
       Effect.gen(function* () {
-        const { capability } = yield* writer(world)
+        const { capability } = yield* privateWriter(world)
         const former = Effect.andThen(
           PrivateSummaries.admit("Compaction.publish"),
-          PrivateSummaries.stageOnce(key, "the summary")
+          PrivateSummaries.stageOnce(summaryKey, "the summary")
         ).pipe(PrivateSummaries.provide(capability))
         assert.strictEqual(yield* readsOf(reads, former), 2)
       })
@@ -108,7 +90,7 @@ describe("one write of a summary: one admission, one read of the volume's regist
   it("compaction_admits_before_the_request_and_at_the_write: a summarizing compaction reads the registration twice, an adopting one once", () =>
     runInCountedWorld((world, reads) =>
       Effect.gen(function* () {
-        const { capability, folder } = yield* writer(world)
+        const { capability, folder } = yield* privateWriter(world)
         let requests = 0
         const summarizer = ScriptedModel.layer(() => {
           requests++
@@ -116,10 +98,10 @@ describe("one write of a summary: one admission, one read of the volume's regist
         })
         const compact = (journal: Journal.JournalService) =>
           Compaction.compact({
-            history,
-            policy,
-            operation: key.operation,
-            step: key.step,
+            history: threeRounds,
+            policy: smallLimit,
+            operation: summaryKey.operation,
+            step: summaryKey.step,
             journal: Option.some(journal),
             turn: 1
           }).pipe(PrivateSummaries.provide(capability), Effect.provide(summarizer))

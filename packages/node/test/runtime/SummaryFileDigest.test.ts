@@ -5,37 +5,25 @@
  */
 import * as crypto from "node:crypto"
 import { assert, describe, it } from "@effect/vitest"
-import { Compaction, History, Journal, Model, PrivateSummaries, Transcript } from "@tessera/runtime"
+import { Compaction, Journal, Model, PrivateSummaries, Transcript } from "@tessera/runtime"
 import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Option } from "effect"
-import { operationId, runInWorld, task, type World } from "./support/world.ts"
-
-const roundOf = (id: string, fill: string): ReadonlyArray<Model.Part> => [
-  Model.toolCall(id, "produce", { fill }),
-  Model.toolResult({ callId: id, name: "produce", content: fill.repeat(2_000), isError: false })
-]
-const history = History.append(History.append(History.make([Model.text("user", "the task")]), roundOf("c1", "a")), [
-  ...roundOf("c2", "b"),
-  ...roundOf("c3", "c")
-])
-const policy = Compaction.threshold({ measure: "bytes", limit: 1_000, keepRecent: 0, pieceLimit: 100_000 })
+import { privateWriter, smallLimit, summaryKey, threeRounds } from "./support/compacting.ts"
+import { runInWorld, task, type World } from "./support/world.ts"
 
 const sha256 = (text: string) => crypto.createHash("sha256").update(text).digest("hex")
 
 const compacted = (world: World) =>
   Effect.gen(function* () {
-    const runtime = yield* world.openRuntime(Option.some(world.privateRef))
-    const context = yield* runtime.bindTask({ scope: yield* world.scopeFor([world.privateRef]), output: Option.none() })
-    const capability = yield* PrivateSummaries.resolve(context)
-    const folder = yield* world.host.store.folderOf(world.journalRef)
+    const { capability, folder } = yield* privateWriter(world)
     return yield* Effect.scoped(
       Effect.gen(function* () {
         const journal = yield* Journal.open({ folder, task })
         const summarized = yield* Compaction.compact({
-          history,
-          policy,
-          operation: operationId("task-1-t1"),
-          step: 2,
+          history: threeRounds,
+          policy: smallLimit,
+          operation: summaryKey.operation,
+          step: summaryKey.step,
           journal: Option.some(journal),
           turn: 1
         })
