@@ -171,7 +171,6 @@ const scrubbed = (entry: string, content: string | Uint8Array, maxBytes: number 
   })
 
 const publish = Effect.fnUntraced(function* (capability: Capability, key: StagingKey, content: string | Uint8Array) {
-  const files = yield* DurableFiles.DurableFiles
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const bytes = typeof content === "string" ? encoder.encode(content) : content
@@ -179,28 +178,8 @@ const publish = Effect.fnUntraced(function* (capability: Capability, key: Stagin
   yield* Observability.annotate("tessera.staging.size", bytes.length)
   const relative = stagedPath(key)
   const finalPath = path.join(capability.folder, relative)
-  const tempPath = path.join(path.dirname(finalPath), DurableFiles.temporaryName(`${key.step}.txt`))
-  // The temp file's real folder is checked by `writeNewFile`; the final name shares that folder.
-  if (DurableFiles.relativeWithin(capability.folder, finalPath, path) === undefined) {
-    return yield* new DurableFiles.OutsideWithin({
-      operation: "publishOnce",
-      path: finalPath,
-      within: capability.folder,
-      actual: finalPath
-    })
-  }
   const staged = { volume: capability.volume, path: relative, absolutePath: finalPath, size: bytes.length, sha256 }
-
-  // The temp name need not survive a crash: the publish syncs the folder once the final name exists.
-  yield* files.writeNewFile(tempPath, bytes, { within: capability.folder, createFolders: true, syncFolder: false })
-  const published = yield* files.publishOnce(tempPath, finalPath).pipe(
-    Effect.as(true),
-    Effect.catchTag("AlreadyExists", () => Effect.succeed(false)),
-    // The temp name is ours alone and must not linger; a successful publish has already removed it.
-    Effect.onExit((exit) =>
-      Exit.isSuccess(exit) && exit.value ? Effect.void : fs.remove(tempPath).pipe(Effect.ignore)
-    )
-  )
+  const published = yield* publishNew(capability.folder, finalPath, bytes)
   yield* Observability.annotate("tessera.staging.outcome", published ? "Published" : "Existing")
   if (published) return { ...staged, outcome: "Published" as const } satisfies StagedFile
 
@@ -215,6 +194,40 @@ const publish = Effect.fnUntraced(function* (capability: Capability, key: Stagin
     stagedSize: bytes.length,
     stagedSha256: sha256
   })
+})
+
+/**
+ * Publishes `bytes` at `finalPath` inside `within`, write-once: the bytes go
+ * to a temporary name in the same folder and are flushed, then linked to the
+ * final name, which is never replaced. Whether this call published them
+ * (`false`: a file was already there); the temporary name never lingers.
+ * The final path is checked to lie in `within` before anything is written.
+ * Every write of private content (a summary, a transcript record) ends here.
+ */
+export const publishNew = Effect.fnUntraced(function* (within: string, finalPath: string, bytes: Uint8Array) {
+  const files = yield* DurableFiles.DurableFiles
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
+  const tempPath = path.join(path.dirname(finalPath), DurableFiles.temporaryName(path.basename(finalPath)))
+  // The temp file's real folder is checked by `writeNewFile`; the final name shares that folder.
+  if (DurableFiles.relativeWithin(within, finalPath, path) === undefined) {
+    return yield* new DurableFiles.OutsideWithin({
+      operation: "publishOnce",
+      path: finalPath,
+      within,
+      actual: finalPath
+    })
+  }
+  // The temp name need not survive a crash: the publish syncs the folder once the final name exists.
+  yield* files.writeNewFile(tempPath, bytes, { within, createFolders: true, syncFolder: false })
+  return yield* files.publishOnce(tempPath, finalPath).pipe(
+    Effect.as(true),
+    Effect.catchTag("AlreadyExists", () => Effect.succeed(false)),
+    // The temp name is ours alone and must not linger; a successful publish has already removed it.
+    Effect.onExit((exit) =>
+      Exit.isSuccess(exit) && exit.value ? Effect.void : fs.remove(tempPath).pipe(Effect.ignore)
+    )
+  )
 })
 
 /** The file staged under `key`, with its text (see `PrivateSummaries.readStaged`); reading checks what reads nothing. */

@@ -10,7 +10,6 @@ import * as DurableFiles from "@tessera/core/DurableFiles"
 import type * as Ids from "@tessera/core/Ids"
 import type * as Volume from "@tessera/core/Volume"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as FileSystem from "effect/FileSystem"
 import * as Option from "effect/Option"
 import * as Path from "effect/Path"
@@ -20,6 +19,7 @@ import type { Part } from "../Model.ts"
 import * as VolumeStore from "../VolumeStore.ts"
 import { summaryParts } from "./compacting.ts"
 import { sha256Bytes } from "./digest.ts"
+import { publishNew } from "./privateFiles.ts"
 import {
   type StoredHistory,
   type StoredSummary,
@@ -51,7 +51,7 @@ export const storeAt = Effect.fnUntraced(function* (location: {
   const files = yield* DurableFiles.DurableFiles
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
-  const redactor = yield* Effect.serviceOption(ArtifactRedactor.ArtifactRedactor)
+  const redactor = yield* ArtifactRedactor.provided
   const task = location.task
   const folder = location.folder
   const volume = location.volume
@@ -70,22 +70,15 @@ export const storeAt = Effect.fnUntraced(function* (location: {
         )
   )
 
-  const publish = (sha256: string, bytes: Uint8Array): Effect.Effect<void, TranscriptError> => {
-    const finalPath = absolute(sha256)
-    const temp = path.join(path.dirname(finalPath), DurableFiles.temporaryName(path.basename(finalPath)))
-    return files.writeNewFile(temp, bytes, { within: folder, createFolders: true, syncFolder: false }).pipe(
-      Effect.andThen(
-        files.publishOnce(temp, finalPath).pipe(
-          // A publish that lost (`AlreadyExists`) leaves its temporary file to the caller: removed before the
-          // loss is forgiven, or every later store writing a record already there would leave one behind.
-          Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : fs.remove(temp).pipe(Effect.ignore))),
-          // Named by its digest: a file already there holds these bytes (a read checks it).
-          Effect.catchTag("AlreadyExists", () => Effect.void)
-        )
-      ),
-      Effect.mapError(failure("write", finalPath))
+  // Named by its digest: a file already there holds these bytes (a read checks it).
+  const publish = (sha256: string, bytes: Uint8Array): Effect.Effect<void, TranscriptError> =>
+    publishNew(folder, absolute(sha256), bytes).pipe(
+      Effect.asVoid,
+      Effect.mapError(failure("write", absolute(sha256))),
+      Effect.provideService(DurableFiles.DurableFiles, files),
+      Effect.provideService(FileSystem.FileSystem, fs),
+      Effect.provideService(Path.Path, path)
     )
-  }
 
   const writeRecord = (given: TranscriptRecord) =>
     Effect.gen(function* () {
