@@ -26,6 +26,7 @@ const guardTests: Readonly<Record<string, ReadonlyArray<string>>> = {
     "test/TranscriptTamper.test.ts",
     "test/runtime/PrivateSummariesStaging.test.ts",
     "test/runtime/PrivateWriteCount.test.ts",
+    "test/runtime/SummaryFileDigest.test.ts",
     "test/runtime/PrivateSummaries.test.ts",
     "test/TrustMutants.test.ts",
     "test/runtime/SummaryEntries.test.ts",

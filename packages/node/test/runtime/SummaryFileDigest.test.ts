@@ -71,6 +71,9 @@ describe("a summary carries its file's digest", () => {
         const refused = yield* Effect.flip(transcript.restoreSummary(stored))
         assert.strictEqual(refused._tag, "TranscriptError")
         assert.include(refused.message, `not the ${sha256("another text")} the transcript recorded`)
+        // A file named elsewhere than the summary's reference says nothing about it: the text is hashed.
+        const elsewhere = { ...summary, file: { ...forged.file, path: "summaries/other/1.txt" } }
+        assert.deepInclude(yield* transcript.storeSummary(elsewhere), { sha256: summary.file.sha256 })
         // A summary built by hand (no file) is hashed from its text, as before.
         const { file: _, ...byHand } = summary
         assert.deepInclude(yield* transcript.storeSummary(byHand), { sha256: summary.file.sha256 })

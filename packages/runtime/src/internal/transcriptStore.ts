@@ -21,6 +21,8 @@ import { summaryParts } from "./compacting.ts"
 import { sha256Bytes } from "./digest.ts"
 import { publishNew } from "./privateFiles.ts"
 import {
+  Responded,
+  Resulted,
   type StoredHistory,
   type StoredSummary,
   storedBodySha256,
@@ -34,6 +36,8 @@ import { type Redact, scrubRecord } from "./transcriptScrub.ts"
 
 const encodeRecord = Schema.encodeEffect(TranscriptRecordJson)
 const decodeRecord = Schema.decodeUnknownEffect(TranscriptRecordJson)
+// A record with a body (a response or a result), as a reader decodes it: any other record is a decode failure.
+const decodeBodyRecord = Schema.decodeUnknownEffect(Schema.fromJsonString(Schema.Union([Responded, Resulted])))
 const encoder = new TextEncoder()
 const decoder = new TextDecoder("utf-8", { fatal: true })
 
@@ -110,14 +114,7 @@ export const storeAt = Effect.fnUntraced(function* (location: {
       if (!changed) return { transcript: sha256 }
       if (given._tag !== "Responded" && given._tag !== "Resulted") return { transcript: sha256, storedSha256: sha256 }
       // Measured on the record as a reader decodes it from these bytes, so a rebuild measures the same value.
-      const stored = yield* decodeRecord(json).pipe(Effect.mapError(failure("decode", absolute(sha256))))
-      if (stored._tag !== "Responded" && stored._tag !== "Resulted") {
-        return yield* new TranscriptError({
-          operation: "write",
-          path: absolute(sha256),
-          detail: `a ${given._tag} record decoded as a ${stored._tag} record`
-        })
-      }
+      const stored = yield* decodeBodyRecord(json).pipe(Effect.mapError(failure("decode", absolute(sha256))))
       return { transcript: sha256, storedSha256: yield* storedBodySha256(stored) }
     })
 
