@@ -14,7 +14,7 @@ import { Compaction, History, Journal, Model, PrivateSummaries, TaskExecution, T
 import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Exit, Option } from "effect"
 import * as fc from "fast-check"
-import { privateWriter, smallLimit, summaryKey, threeRounds, withJournal } from "./support/compacting.ts"
+import { compactThreeRounds, privateWriter, summaryKey, withJournal } from "./support/compacting.ts"
 import { runInWorld, task, taskId, withTempDir } from "./support/world.ts"
 
 const run = <A, E>(effect: Effect.Effect<A, E, NodeServices.NodeServices>) =>
@@ -203,8 +203,6 @@ describe("finding 7: artifact and summary names are one-to-one", () => {
   })
 })
 
-const history = threeRounds
-const policy = smallLimit
 const key = summaryKey
 
 const summarizer = (wording: string) => ScriptedModel.layer(() => Model.response({ text: wording }))
@@ -214,14 +212,7 @@ describe("finding 2: a summary a crash left staged", () => {
     Effect.gen(function* () {
       const { capability, folder } = yield* privateWriter(world)
       const compact = (journal: Journal.JournalService, wording: string) =>
-        Compaction.compact({
-          history,
-          policy,
-          operation: key.operation,
-          step: key.step,
-          journal: Option.some(journal),
-          turn: 1
-        }).pipe(PrivateSummaries.provide(capability), Effect.provide(summarizer(wording)))
+        compactThreeRounds(journal).pipe(PrivateSummaries.provide(capability), Effect.provide(summarizer(wording)))
       return { capability, folder, compact }
     })
 

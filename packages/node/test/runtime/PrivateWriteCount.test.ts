@@ -8,7 +8,7 @@ import { DurableFiles, Ids } from "@tessera/core"
 import { Compaction, type Journal, Model, PrivateSummaries, VolumeStore } from "@tessera/runtime"
 import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Layer, Option, Schema } from "effect"
-import { privateWriter, smallLimit, summaryKey, threeRounds, withJournal } from "./support/compacting.ts"
+import { compactThreeRounds, privateWriter, summaryKey, withJournal } from "./support/compacting.ts"
 import { makeWorld, platformLayer, type World, withTempDir } from "./support/world.ts"
 
 /** Reads of the private volume's registration file since the world was made. */
@@ -97,14 +97,7 @@ describe("one write of a summary: one admission, one read of the volume's regist
           return Model.response({ text: "the summary" })
         })
         const compact = (journal: Journal.JournalService) =>
-          Compaction.compact({
-            history: threeRounds,
-            policy: smallLimit,
-            operation: summaryKey.operation,
-            step: summaryKey.step,
-            journal: Option.some(journal),
-            turn: 1
-          }).pipe(PrivateSummaries.provide(capability), Effect.provide(summarizer))
+          compactThreeRounds(journal).pipe(PrivateSummaries.provide(capability), Effect.provide(summarizer))
         // A model request lies between the admission before it (no token is spent for a refused writer) and the
         // write (a volume re-registered meanwhile is refused): two admissions, each reading the registration once.
         const summarized = yield* withJournal(folder, (journal) => readsOf(reads, compact(journal)))

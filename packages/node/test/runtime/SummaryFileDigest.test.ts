@@ -5,10 +5,10 @@
  */
 import * as crypto from "node:crypto"
 import { assert, describe, it } from "@effect/vitest"
-import { Compaction, Journal, Model, PrivateSummaries, Transcript } from "@tessera/runtime"
+import { Journal, Model, PrivateSummaries, Transcript } from "@tessera/runtime"
 import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Option } from "effect"
-import { privateWriter, smallLimit, summaryKey, threeRounds } from "./support/compacting.ts"
+import { compactThreeRounds, privateWriter } from "./support/compacting.ts"
 import { runInWorld, task, type World } from "./support/world.ts"
 
 const sha256 = (text: string) => crypto.createHash("sha256").update(text).digest("hex")
@@ -19,14 +19,7 @@ const compacted = (world: World) =>
     return yield* Effect.scoped(
       Effect.gen(function* () {
         const journal = yield* Journal.open({ folder, task })
-        const summarized = yield* Compaction.compact({
-          history: threeRounds,
-          policy: smallLimit,
-          operation: summaryKey.operation,
-          step: summaryKey.step,
-          journal: Option.some(journal),
-          turn: 1
-        })
+        const summarized = yield* compactThreeRounds(journal)
         const transcript = yield* Transcript.make(Option.some(journal))
         const entries = yield* Journal.readEntries({ folder, task })
         return { summarized, transcript, entries }

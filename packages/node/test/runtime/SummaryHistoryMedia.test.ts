@@ -25,6 +25,7 @@ import { Effect, Exit, Option } from "effect"
 import * as fc from "fast-check"
 import * as Planning from "../../../runtime/src/internal/compactionPlan.js"
 import * as SummaryRequests from "../../../runtime/src/internal/summaryRequests.js"
+import { privateWriter, withJournal } from "./support/compacting.ts"
 import { isSummaryRequest, requests, taskParts, tools, turnLayer } from "./support/turns.ts"
 import { operationId, runInWorld, task, type World } from "./support/world.ts"
 
@@ -421,17 +422,10 @@ const summarizer = (failAt?: number) =>
       : Model.response({ text: "the summary so far" })
   )
 
-const withJournal = <A, E, R>(folder: string, body: (journal: Journal.JournalService) => Effect.Effect<A, E, R>) =>
-  Effect.scoped(Effect.flatMap(Journal.open({ folder, task }), body))
-
 /** Compacts `history` at `key` on the world's journal: its outcome and every summary request the model received. */
 const compactIn = (world: World, history: History.History, journalOf = (journal: Journal.JournalService) => journal) =>
   Effect.gen(function* () {
-    const runtime = yield* world.openRuntime(Option.some(world.privateRef))
-    const scope = yield* world.scopeFor([world.privateRef])
-    const context = yield* runtime.bindTask({ scope, output: Option.none() })
-    const capability = yield* PrivateSummaries.resolve(context)
-    const folder = yield* world.host.store.folderOf(world.journalRef)
+    const { capability, folder } = yield* privateWriter(world)
     return (failAt?: number) =>
       withJournal(folder, (journal) =>
         Effect.gen(function* () {

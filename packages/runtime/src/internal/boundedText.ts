@@ -85,8 +85,11 @@ export const cutWithNote = (
   maxBytes: number,
   note: (keptBytes: number, totalBytes: number) => string
 ): Cut | undefined => {
-  if (!ArtifactPointer.exceedsUtf8(text, maxBytes)) return undefined
+  // Every UTF-16 unit is at least one byte and at most three: most texts are decided without counting, and a
+  // text left open is counted once, since the note needs its size.
+  if (text.length * 3 <= maxBytes) return undefined
   const totalBytes = ArtifactPointer.utf8Length(text)
+  if (totalBytes <= maxBytes) return undefined
   // The note's length depends on the kept size; sized for the largest kept size, it fits every smaller one.
   const budget = Math.max(0, maxBytes - ArtifactPointer.utf8Length(note(maxBytes, totalBytes)))
   const prefix = prefixWithin(text, budget)

@@ -124,7 +124,15 @@ export interface Written<Content extends string | Uint8Array> {
   readonly stored: Content
 }
 
-const decodeKey = (entry: string) => InvalidInput.decode(StagingKey, entry, "key")
+// Decoders are made once per entry (a handful: the public staging entries and compaction's publish).
+const keyDecoders = new Map<string, ReturnType<typeof InvalidInput.decode<typeof StagingKey>>>()
+const decodeKey = (entry: string) => {
+  const known = keyDecoders.get(entry)
+  if (known !== undefined) return known
+  const made = InvalidInput.decode(StagingKey, entry, "key")
+  keyDecoders.set(entry, made)
+  return made
+}
 
 /**
  * The one write of private content (see `PrivateSummaries.stageOnce`), its

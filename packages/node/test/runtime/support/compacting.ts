@@ -25,6 +25,17 @@ export const smallLimit = Compaction.threshold({ measure: "bytes", limit: 1_000,
 /** Where the summary is staged. */
 export const summaryKey = { operation: operationId("task-1-t1"), step: 2 }
 
+/** Compacts {@link threeRounds} under {@link smallLimit} at {@link summaryKey}, in turn 1 of `journal`'s task. */
+export const compactThreeRounds = (journal: Journal.JournalService) =>
+  Compaction.compact({
+    history: threeRounds,
+    policy: smallLimit,
+    operation: summaryKey.operation,
+    step: summaryKey.step,
+    journal: Option.some(journal),
+    turn: 1
+  })
+
 /** The world's task bound with its agent's private volume: its resolved writer and its journal folder. */
 export const privateWriter = (world: World) =>
   Effect.gen(function* () {
