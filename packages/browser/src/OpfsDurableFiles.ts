@@ -99,95 +99,88 @@ const existingFolder = async (operation: DurableFileOperation, path: string): Pr
   if (kind !== "directory") throw new NotPlainFile({ operation, path, found: "a file where a folder is needed" })
 }
 
-const realPath: DurableFilesShape["realPath"] = (path) =>
-  run("realPath", path, async () => {
-    if ((await kindAt(path)) === undefined) {
-      throw new DurableFileFailure({ operation: "realPath", path, code: "ENOENT", detail: `${path} does not exist` })
-    }
-    return normalize(path)
-  }) as Effect.Effect<string, DurableFileFailure>
-
-const makeDirectories: DurableFilesShape["makeDirectories"] = (path, { within }) =>
-  run("makeDirectories", path, async () => {
-    await existingFolder("makeDirectories", within)
-    const target = normalize(path)
-    if (target !== normalize(within)) inside("makeDirectories", target, within)
-    await directoryAt(segmentsOf(target), true)
-  }) as Effect.Effect<void, OutsideWithin | DurableFileFailure>
-
-const writeNewFile: DurableFilesShape["writeNewFile"] = (path, bytes, options) =>
-  run("writeNewFile", path, async () => {
-    await existingFolder("writeNewFile", options.within)
-    const target = inside("writeNewFile", path, options.within)
-    const created = await withPathLock(target, async () => {
-      if ((await kindAt(target)) !== undefined) throw new AlreadyExists({ operation: "writeNewFile", path })
-      const { folder, name } = await parentOf(target, options.createFolders === true)
-      return folder.getFileHandle(name, { create: true })
-    })
-    try {
-      await writeWhole(created, bytes)
-    } catch (error) {
-      const { folder, name } = await parentOf(target)
-      await folder.removeEntry(name).catch(() => undefined)
-      throw error
-    }
-  }) as Effect.Effect<void, AlreadyExists | OutsideWithin | DurableFileFailure>
-
-const publishOnce: DurableFilesShape["publishOnce"] = (tempPath, finalPath) =>
-  run("publishOnce", finalPath, async () => {
-    const bytes = await readBytes(await fileAt(tempPath))
-    await withPathLock(finalPath, async () => {
-      if ((await kindAt(finalPath)) !== undefined)
-        throw new AlreadyExists({ operation: "publishOnce", path: finalPath })
-      await writeWhole(await fileAt(finalPath, true), bytes)
-    })
-    const { folder, name } = await parentOf(tempPath)
-    await folder.removeEntry(name)
-  }) as Effect.Effect<void, AlreadyExists | DurableFileFailure>
-
-const publishReplacing: DurableFilesShape["publishReplacing"] = (tempPath, finalPath) =>
-  run("publishReplacing", finalPath, async () => {
-    const bytes = await readBytes(await fileAt(tempPath))
-    await withPathLock(finalPath, async () => writeWhole(await fileAt(finalPath, true), bytes))
-    const { folder, name } = await parentOf(tempPath)
-    await folder.removeEntry(name)
-  }) as Effect.Effect<void, DurableFileFailure>
-
-const syncDirectory: DurableFilesShape["syncDirectory"] = (path) =>
-  run("syncDirectory", path, () => existingFolder("syncDirectory", path)) as Effect.Effect<void, DurableFileFailure>
-
-const readFile: DurableFilesShape["readFile"] = (path, { maxBytes, offset = 0, within }) =>
-  run("readFile", path, async () => {
-    await existingFolder("readFile", within)
-    const target = inside("readFile", path, within)
-    const kind = await kindAt(target)
-    if (kind === undefined)
-      throw new DurableFileFailure({ operation: "readFile", path, code: "ENOENT", detail: `${path} does not exist` })
-    if (kind === "directory") throw new NotPlainFile({ operation: "readFile", path, found: "a folder" })
-    const file = await (await fileAt(target)).getFile()
-    const end = maxBytes === undefined ? file.size : Math.min(file.size, offset + maxBytes)
-    const bytes = offset >= file.size ? new Uint8Array(0) : new Uint8Array(await file.slice(offset, end).arrayBuffer())
-    return { bytes, size: file.size, location: target }
-  }) as Effect.Effect<
-    { readonly bytes: Uint8Array; readonly size: number; readonly location: string },
-    OutsideWithin | NotPlainFile | DurableFileFailure
-  >
-
 /**
  * The OPFS implementation.
  *
  * @since 0.1.0
  * @category implementations
  */
-export const opfs: DurableFilesShape = {
-  realPath,
-  makeDirectories,
-  writeNewFile,
-  publishOnce,
-  publishReplacing,
-  syncDirectory,
-  readFile
-}
+export const opfs: DurableFilesShape = DurableFiles.of({
+  realPath: (path) =>
+    run("realPath", path, async () => {
+      if ((await kindAt(path)) === undefined) {
+        throw new DurableFileFailure({ operation: "realPath", path, code: "ENOENT", detail: `${path} does not exist` })
+      }
+      return normalize(path)
+    }) as Effect.Effect<string, DurableFileFailure>,
+
+  makeDirectories: (path, { within }) =>
+    run("makeDirectories", path, async () => {
+      await existingFolder("makeDirectories", within)
+      const target = normalize(path)
+      if (target !== normalize(within)) inside("makeDirectories", target, within)
+      await directoryAt(segmentsOf(target), true)
+    }) as Effect.Effect<void, OutsideWithin | DurableFileFailure>,
+
+  writeNewFile: (path, bytes, options) =>
+    run("writeNewFile", path, async () => {
+      await existingFolder("writeNewFile", options.within)
+      const target = inside("writeNewFile", path, options.within)
+      const created = await withPathLock(target, async () => {
+        if ((await kindAt(target)) !== undefined) throw new AlreadyExists({ operation: "writeNewFile", path })
+        const { folder, name } = await parentOf(target, options.createFolders === true)
+        return folder.getFileHandle(name, { create: true })
+      })
+      try {
+        await writeWhole(created, bytes)
+      } catch (error) {
+        const { folder, name } = await parentOf(target)
+        await folder.removeEntry(name).catch(() => undefined)
+        throw error
+      }
+    }) as Effect.Effect<void, AlreadyExists | OutsideWithin | DurableFileFailure>,
+
+  publishOnce: (tempPath, finalPath) =>
+    run("publishOnce", finalPath, async () => {
+      const bytes = await readBytes(await fileAt(tempPath))
+      await withPathLock(finalPath, async () => {
+        if ((await kindAt(finalPath)) !== undefined)
+          throw new AlreadyExists({ operation: "publishOnce", path: finalPath })
+        await writeWhole(await fileAt(finalPath, true), bytes)
+      })
+      const { folder, name } = await parentOf(tempPath)
+      await folder.removeEntry(name)
+    }) as Effect.Effect<void, AlreadyExists | DurableFileFailure>,
+
+  publishReplacing: (tempPath, finalPath) =>
+    run("publishReplacing", finalPath, async () => {
+      const bytes = await readBytes(await fileAt(tempPath))
+      await withPathLock(finalPath, async () => writeWhole(await fileAt(finalPath, true), bytes))
+      const { folder, name } = await parentOf(tempPath)
+      await folder.removeEntry(name)
+    }) as Effect.Effect<void, DurableFileFailure>,
+
+  syncDirectory: (path) =>
+    run("syncDirectory", path, () => existingFolder("syncDirectory", path)) as Effect.Effect<void, DurableFileFailure>,
+
+  readFile: (path, { maxBytes, offset = 0, within }) =>
+    run("readFile", path, async () => {
+      await existingFolder("readFile", within)
+      const target = inside("readFile", path, within)
+      const kind = await kindAt(target)
+      if (kind === undefined)
+        throw new DurableFileFailure({ operation: "readFile", path, code: "ENOENT", detail: `${path} does not exist` })
+      if (kind === "directory") throw new NotPlainFile({ operation: "readFile", path, found: "a folder" })
+      const file = await (await fileAt(target)).getFile()
+      const end = maxBytes === undefined ? file.size : Math.min(file.size, offset + maxBytes)
+      const bytes =
+        offset >= file.size ? new Uint8Array(0) : new Uint8Array(await file.slice(offset, end).arrayBuffer())
+      return { bytes, size: file.size, location: target }
+    }) as Effect.Effect<
+      { readonly bytes: Uint8Array; readonly size: number; readonly location: string },
+      OutsideWithin | NotPlainFile | DurableFileFailure
+    >
+})
 
 /**
  * Provides {@link opfs} as the `DurableFiles` service.

@@ -280,6 +280,7 @@ describe("hostile caller: objects the guards trust are minted and checked by ide
         assertRefused(yield* cost(arena, "task-x", turn), "Unauthorized", "NotMinted")
 
         const handTarget = {
+          destination: "Private" as const,
           volume: arena.privY,
           root: nodePath.join(arena.root, "volumes", "private-y", "artifacts"),
           task: x.context.task,
@@ -291,7 +292,7 @@ describe("hostile caller: objects the guards trust are minted and checked by ide
             handTarget,
             journal
           )
-        )
+        ).pipe(PrivateSummaries.provide(yield* PrivateSummaries.resolve(x.context)))
         assertRefused(yield* cost(arena, "task-x", hooks), "Unauthorized", "NotMinted")
 
         // Negative control: the genuine binding runs its turn (requests, journal, files): the check flags it.
@@ -362,7 +363,9 @@ describe("hostile caller: a capability is bound to the runtime, task and agent i
           "CapabilityMismatch"
         )
         // The hook constructor refuses it too, before a turn could send anything.
-        const hooks = Effect.flatMap(Journal.Journal, (journal) => TaskExecution.compactionHooks(policy, capX, journal))
+        const hooks = Effect.flatMap(Journal.Journal, (journal) =>
+          TaskExecution.compactionHooks(policy, journal).pipe(PrivateSummaries.provide(capX))
+        )
         assertRefused(yield* cost(arena, "task-y", hooks), "Unauthorized", "CapabilityMismatch")
         // Another store whose task has the same id: the journal is not this store's.
         const other = tempDir()
@@ -412,7 +415,7 @@ describe("hostile caller: a capability is bound to the runtime, task and agent i
           PrivateSummaries.provide(capX)
         )
         assertRefused(yield* cost(arena, "task-x", staged), "Unauthorized", "VolumeChanged")
-        // The private offload target made before the change re-admits its capability before a body is written.
+        // A private offload target made before the change: the write admits the capability in scope again.
         fs.writeFileSync(meta, original)
         const target = yield* ToolResults.privateTarget.pipe(PrivateSummaries.provide(capX))
         fs.writeFileSync(meta, original.replace("agent-x", "agent-y"))
@@ -426,7 +429,7 @@ describe("hostile caller: a capability is bound to the runtime, task and agent i
             { task: x.context.task, turn: 1, step: 1, call: Model.toolCall("c1", "produce", { size: 500 }) },
             Model.toolResult({ callId: "c1", name: "produce", content: "z".repeat(500), isError: false })
           )
-        })
+        }).pipe(PrivateSummaries.provide(capX))
         assertRefused(yield* cost(arena, "task-x", offloadOnce), "Unauthorized", "VolumeChanged")
         // Negative control: with the facts restored, the same staging and the same offload write.
         fs.writeFileSync(meta, original)
@@ -829,17 +832,19 @@ describe("property: only the matching genuine capability writes", () => {
                     journal: Option.some(journal)
                   }).pipe(PrivateSummaries.provide(capability))
                 case "hooks":
-                  return yield* TaskExecution.compactionHooks(policy, capability, journal)
+                  return yield* TaskExecution.compactionHooks(policy, journal).pipe(
+                    PrivateSummaries.provide(capability)
+                  )
                 case "privateTarget":
                   return yield* ToolResults.privateTarget.pipe(
-                    PrivateSummaries.provide(capability),
                     Effect.flatMap((target) =>
                       ToolResults.offloadHooks(
                         { threshold: 10, readTool: "r", destination: "Private" },
                         target,
                         journal
                       )
-                    )
+                    ),
+                    PrivateSummaries.provide(capability)
                   )
               }
             }).pipe(
@@ -869,7 +874,7 @@ describe("property: only the matching genuine capability writes", () => {
             fc.asyncProperty(fc.constant(0), async () => {
               const exit = await Effect.runPromiseExit(
                 Effect.flatMap(Journal.Journal, (journal) =>
-                  TaskExecution.compactionHooks(policy, caps.x2, journal)
+                  TaskExecution.compactionHooks(policy, journal).pipe(PrivateSummaries.provide(caps.x2))
                 ).pipe(
                   Effect.provide(Journal.layer({ folder: arena.journalFolder, task: id.task("task-x") })),
                   Effect.provide(platform)

@@ -139,7 +139,7 @@ describe("trust guards: a refusal says which check refused", () => {
         assert.include(copiedAtBind.detail as string, "Bind: the task context was not made")
 
         // Negative control: the genuine objects pass the same entries.
-        assert.isTrue(Option.isNone(yield* EntryGate.verify(binding, "Turn").pipe(Effect.provide(journal))))
+        assert.isTrue(Option.isNone((yield* EntryGate.verify(binding, "Turn").pipe(Effect.provide(journal))).writer))
         assert.strictEqual((yield* PrivateSummaries.resolve(context)).source, "RuntimePrivate")
         assert.isTrue(FilesystemTaskRuntime.isTaskContext(yield* runtime.bindTask({ scope, output: Option.none() })))
         yield* FilesystemTaskRuntime.fromHost(world.host, { private: Option.none(), scope })
@@ -305,7 +305,7 @@ describe("trust guards: a refusal says which check refused", () => {
         // Negative control: readable again, each of them resolves the writer.
         assert.isTrue(Option.isSome(yield* PrivateSummaries.resolveOption(context)))
         yield* EntryGate.bind(context, { policy: Compaction.threshold() })
-        assert.isTrue(Option.isSome(yield* EntryGate.verify(armed, "Turn").pipe(Effect.provide(journal))))
+        assert.isTrue(Option.isSome((yield* EntryGate.verify(armed, "Turn").pipe(Effect.provide(journal))).writer))
       })
     ))
 })
@@ -335,6 +335,35 @@ describe("private-summaries service: its identity", () => {
 })
 
 describe("entry gate: the policy a binding carries decides what verify requires", () => {
+  it("verify_hands_back_the_admission: the binding's context and policy, and the writer when the policy or the entry needs it; a writerless task asked for one is NoPrivateWriter", () =>
+    runInWorld((world) =>
+      Effect.gen(function* () {
+        const { context } = yield* withWriter(world)
+        const journal = yield* journalOf(world)
+        const disabled = yield* EntryGate.bind(context, { policy: Compaction.disabled })
+        const byPolicy = yield* EntryGate.verify(disabled, "Turn").pipe(Effect.provide(journal))
+        assert.strictEqual(byPolicy.context, context)
+        assert.strictEqual(byPolicy.policy, disabled.policy)
+        assert.isTrue(Option.isNone(byPolicy.writer))
+        const required = yield* EntryGate.verify(disabled, "SummaryFileTurn", { writer: "Required" }).pipe(
+          Effect.provide(journal)
+        )
+        assert.strictEqual(Option.getOrThrow(required.writer).source, "RuntimePrivate")
+        assert.strictEqual(Option.getOrThrow(required.writer).task, context.task)
+
+        // The volume now belongs to another agent: asked for, the writer is refused with the resolution's reason.
+        const restore = reregister(world, (d) => ({ ...d, owner: { _tag: "Agent", agent: "reviewer" } }))
+        const refused = yield* failureOf(
+          EntryGate.verify(disabled, "SummaryFileTurn", { writer: "Required" }).pipe(Effect.provide(journal))
+        )
+        // Negative control: the same entry not asking for the writer passes on the same task.
+        const unasked = yield* EntryGate.verify(disabled, "SummaryFileTurn").pipe(Effect.provide(journal))
+        restore()
+        assert.strictEqual(refused.reason, "NoPrivateWriter")
+        assert.isTrue(Option.isNone(unasked.writer))
+      })
+    ))
+
   it("verify_follows_the_policy: Disabled resolves nothing, Threshold returns the writer, an armed task that lost it is refused", () =>
     runInWorld((world) =>
       Effect.gen(function* () {
@@ -344,14 +373,14 @@ describe("entry gate: the policy a binding carries decides what verify requires"
         const armed = yield* EntryGate.bind(context, { policy: Compaction.threshold({ limit: 5_000 }) })
         assert.strictEqual(armed.policy._tag, "Threshold")
         assert.strictEqual((armed.policy as Compaction.Threshold).limit, 5_000)
-        assert.isTrue(Option.isNone(yield* EntryGate.verify(disabled, "Turn").pipe(Effect.provide(journal))))
-        const writer = yield* EntryGate.verify(armed, "Turn").pipe(Effect.provide(journal))
+        assert.isTrue(Option.isNone((yield* EntryGate.verify(disabled, "Turn").pipe(Effect.provide(journal))).writer))
+        const { writer } = yield* EntryGate.verify(armed, "Turn").pipe(Effect.provide(journal))
         assert.strictEqual(Option.getOrThrow(writer).source, "RuntimePrivate")
 
         // The volume now belongs to another agent: an armed task has no writer, a disabled one does not care.
         const restore = reregister(world, (d) => ({ ...d, owner: { _tag: "Agent", agent: "reviewer" } }))
         const lost = yield* failureOf(EntryGate.verify(armed, "ModelStep").pipe(Effect.provide(journal)))
-        const stillDisabled = yield* EntryGate.verify(disabled, "ModelStep").pipe(Effect.provide(journal))
+        const stillDisabled = (yield* EntryGate.verify(disabled, "ModelStep").pipe(Effect.provide(journal))).writer
         restore()
         assert.strictEqual(lost.reason, "NoPrivateWriter")
         assert.strictEqual(lost.task, "task-1")
@@ -457,7 +486,7 @@ describe("entry gate: the policy a binding carries decides what verify requires"
           yield* EntryGate.verify(binding, "Turn")
           return yield* EntryGate.verify(binding, "ResumeTurn")
         })
-        assert.isTrue(Option.isNone(yield* again.pipe(Effect.provide(yield* journalOf(world)))))
+        assert.isTrue(Option.isNone((yield* again.pipe(Effect.provide(yield* journalOf(world)))).writer))
       })
     ))
 

@@ -136,28 +136,88 @@ const armedWithoutWriter = (context: TaskContext, entry: EntryPoint, cause: Unau
   })
 
 /**
- * Runs the gate for `entry`: {@link admitBinding} first; then, with a
- * `Threshold` policy, the capability must resolve (and is returned); with
- * `Disabled` nothing more is required. Sends no model request and writes
- * nothing.
+ * What an entry may use once the gate passed: the task's minted `context`,
+ * the binding's `policy`, and its private `writer` (a capability the gate
+ * resolved: under a `Threshold` policy always, else when the entry asked
+ * for one), to be provided as the `PrivateSummaries` service to whatever
+ * writes private content. Only {@link verify} makes one.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Admission {
+  readonly context: TaskContext
+  readonly policy: Policies.Policy
+  readonly writer: Option.Option<PrivateSummaries.PrivateWriterCapability>
+}
+
+/**
+ * What an entry asks of the gate besides the binding: `writer`, whether it
+ * needs the private writer whatever the policy (`"Required"`, a
+ * summary-file turn, private offload) or only when the policy arms
+ * compaction (`"ByPolicy"`, the default).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface VerifyOptions {
+  readonly writer?: "ByPolicy" | "Required"
+}
+
+/**
+ * Runs the gate for `entry`, once, and hands back what the entry may use
+ * ({@link Admission}): {@link admitBinding} first; then the private writer
+ * must resolve when the policy is `Threshold` (a refusal names the armed
+ * policy) or when `options.writer` is `"Required"` (a refusal is the
+ * resolution's own `NoPrivateWriter`); otherwise nothing more is required.
+ * Sends no model request and writes nothing.
+ *
+ * @example
+ * ```ts
+ * import { EntryGate, PrivateSummaries } from "@tessera/runtime"
+ * import { Effect, Option } from "effect"
+ *
+ * // The gate's answer: the writer (when there is one) reaches private writes as the `PrivateSummaries` service.
+ * export const writerVolume = (binding: EntryGate.TaskBinding) =>
+ *   Effect.gen(function* () {
+ *     const admission = yield* EntryGate.verify(binding, "Turn", { writer: "Required" })
+ *     const writer = Option.getOrThrow(admission.writer)
+ *     return yield* PrivateSummaries.admit("my-entry").pipe(
+ *       PrivateSummaries.provide(writer),
+ *       Effect.map((admitted) => admitted.volume.volume)
+ *     )
+ *   })
+ * ```
  *
  * @since 0.1.0
  * @category gate
  */
-export const verify = Effect.fnUntraced(function* (binding: TaskBinding, entry: EntryPoint) {
+export const verify = Effect.fnUntraced(function* (
+  binding: TaskBinding,
+  entry: EntryPoint,
+  options: VerifyOptions = {}
+): Effect.fn.Return<Admission, Unauthorized.Unauthorized | PrivateSummaries.ResolveError, Journal | Path.Path> {
   yield* Observability.annotate({
     "tessera.task": binding.context.task,
     "tessera.entry": entry,
     "tessera.policy": binding.policy._tag
   })
   yield* admitBinding(binding, entry)
-  if (binding.policy._tag === "Disabled") return Option.none<PrivateSummaries.PrivateWriterCapability>()
-  const capability = yield* PrivateSummaries.resolve(binding.context).pipe(
-    Effect.mapError((error) =>
-      error._tag === "Unauthorized" ? armedWithoutWriter(binding.context, entry, error) : error
+  const admitted = (writer: Option.Option<PrivateSummaries.PrivateWriterCapability>): Admission => ({
+    context: binding.context,
+    policy: binding.policy,
+    writer
+  })
+  if (binding.policy._tag === "Threshold") {
+    const capability = yield* PrivateSummaries.resolve(binding.context).pipe(
+      Effect.mapError((error) =>
+        error._tag === "Unauthorized" ? armedWithoutWriter(binding.context, entry, error) : error
+      )
     )
-  )
-  return Option.some(capability)
+    return admitted(Option.some(capability))
+  }
+  if (options.writer === "Required") return admitted(Option.some(yield* PrivateSummaries.resolve(binding.context)))
+  return admitted(Option.none())
 }, Observability.withSpan("EntryGate.verify"))
 
 /**

@@ -24,6 +24,10 @@ import {
   type ForeignRole,
   type ForeignRun,
   messageParts,
+  type PromptFields,
+  type PromptMessage,
+  type PromptPart,
+  promptReader as readerOf,
   foreignRuns as runsOf,
   withoutAnsweredCarries as unansweredCarries
 } from "./internal/foreignMessages.ts"
@@ -217,6 +221,29 @@ export const fromMessages = <M>(
  * @since 0.1.0
  * @category foreign messages
  */
+/**
+ * A prompt message in the shape the AI SDK and Effect AI share, which
+ * {@link promptReader} reads: a system message's text, or the parts (tagged
+ * by `type`) of a user, assistant or tool message.
+ *
+ * @since 0.1.0
+ * @category foreign messages
+ */
+/**
+ * The parts a prompt's messages ({@link PromptMessage}) hold.
+ *
+ * @since 0.1.0
+ * @category foreign messages
+ */
+/**
+ * Where a library keeps each fact of its prompt's parts, for
+ * {@link promptReader}: the text of a text or reasoning part, a call's and
+ * a result's fields, the files a result carries, a file's data, and what a
+ * part of a type only that library has says (`others`, by type).
+ *
+ * @since 0.1.0
+ * @category foreign messages
+ */
 export type {
   ForeignCarried,
   ForeignContent,
@@ -225,8 +252,37 @@ export type {
   ForeignMessage,
   ForeignOrigin,
   ForeignRole,
-  ForeignRun
+  ForeignRun,
+  PromptFields,
+  PromptMessage,
+  PromptPart
 }
+
+/**
+ * The reader of one library's prompt messages as {@link ForeignMessage}s
+ * (for {@link fromForeign}), the mapping rules stated once for every
+ * adapter whose prompt has {@link PromptMessage}'s shape, so that they map
+ * the same parts alike:
+ *
+ * - a system message is one text item, its text;
+ * - a `text` or `reasoning` part is text, a `tool-call` a call, a
+ *   `tool-result` a result, a `file` a file whose stand-in is
+ *   `[file <media type>]`;
+ * - a part of any other type is what `fields.others` says for its type,
+ *   and without an entry the text stand-in `[<type>]`;
+ * - a tool message carries the files `fields.resultFiles` finds in its
+ *   results, each with its result's call.
+ *
+ * Every item is the library's own part (a system message's, its text), so
+ * {@link foreignRuns} renders it as the very original. `fields` states only
+ * where the library keeps each fact ({@link PromptFields}).
+ *
+ * @since 0.1.0
+ * @category foreign messages
+ */
+export const promptReader: <M extends PromptMessage>(
+  fields: PromptFields<PromptPart<M>>
+) => (message: M) => ForeignMessage<M, PromptPart<M> | string> = readerOf
 
 /**
  * A conversation another library keeps, as a history, with the origin of

@@ -17,11 +17,16 @@
  * which never replaces an existing file: a reader never sees a torn file
  * (not even after the process is killed mid-write), and of several
  * concurrent writers of one key exactly one publishes; the others find its
- * file.
+ * file. An offloaded tool result of a private task takes the same road
+ * ({@link offloadOnce}): the capability admitted once, the body scrubbed by
+ * the same redactor, published under the volume's artifact folder and
+ * hashed; transcripts publish their records through the same write-once
+ * publish.
  *
  * @since 0.1.0
  */
 
+import type * as ArtifactOffload from "@tessera/artifacts/ArtifactOffload"
 import * as PrivateWriter from "@tessera/core/PrivateWriter"
 import * as Unauthorized from "@tessera/core/Unauthorized"
 import type * as Volume from "@tessera/core/Volume"
@@ -33,6 +38,8 @@ import * as Result from "effect/Result"
 import type { TaskContext } from "./FilesystemTaskRuntime.ts"
 import {
   stagedPath as internalStagedPath,
+  offloadOnce as offloadPrivately,
+  type PrivateOffloadRequest,
   readStaged as readStagedFile,
   type StagedFile,
   type StageOptions,
@@ -348,3 +355,36 @@ export const readStaged = (
  */
 export const withdraw = (key: StagingKey): Effect.Effect<void, StagingError, StagingServices> =>
   withdrawStaged("PrivateSummaries.withdraw", key)
+
+/**
+ * What {@link offloadOnce} takes: an `ArtifactOffload.OffloadRequest`
+ * without its root (the private writer's own artifact folder) and with its
+ * body as one text.
+ *
+ * @since 0.1.0
+ * @category offload
+ */
+export type { PrivateOffloadRequest }
+
+/**
+ * Offloads a tool result onto the resolved private volume: the private
+ * writer's road for an offloaded body, which `ToolResults.offloadResult`
+ * takes for a private task. The capability is checked to be minted for
+ * `journal`'s task (`NotMinted`, `CapabilityMismatch`) and, when the body
+ * may cross `request.threshold`, admitted (`VolumeChanged`: the one read of
+ * the volume's registration) before anything is written; then
+ * `ArtifactOffload.offload` runs with the volume's artifact folder as its
+ * root: the target resolved inside it, the body scrubbed by the host's
+ * redactor, written to a temporary name, published and hashed. A refused or
+ * failed write is soft (`Inline`, with the caller's content and the
+ * reason); only a refused capability fails.
+ *
+ * @since 0.1.0
+ * @category offload
+ */
+export const offloadOnce = (
+  entry: string,
+  request: PrivateOffloadRequest,
+  journal: JournalRecord
+): Effect.Effect<ArtifactOffload.OffloadResult, ResolveError, StagingServices> =>
+  offloadPrivately(entry, request, journal)

@@ -58,7 +58,6 @@ import * as History from "@tessera/runtime/History"
 import * as Journal from "@tessera/runtime/Journal"
 import type * as JournalEntry from "@tessera/runtime/JournalEntry"
 import * as Model from "@tessera/runtime/Model"
-import * as PrivateSummaries from "@tessera/runtime/PrivateSummaries"
 import * as TaskExecution from "@tessera/runtime/TaskExecution"
 import * as Tool from "@tessera/runtime/Tool"
 import * as Effect from "effect/Effect"
@@ -180,8 +179,8 @@ const gate = (task: Ids.TaskId) =>
     // The body may run again while an activity of an earlier run holds the journal: the gate asks its question
     // of the journal's identity (`recordOf`), without opening it for writing.
     const record = yield* recordOf(hosting.journalFolder, task)
-    yield* EntryGate.verify(binding, "Turn").pipe(Effect.provideService(Journal.Journal, record))
-    if (hosting.config.offload?.destination === "Private") yield* PrivateSummaries.resolve(binding.context)
+    const writer = hosting.config.offload?.destination === "Private" ? "Required" : "ByPolicy"
+    yield* EntryGate.verify(binding, "Turn", { writer }).pipe(Effect.provideService(Journal.Journal, record))
     return binding
   }).pipe(Effect.mapError(failedWith(task)))
 

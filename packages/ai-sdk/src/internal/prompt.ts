@@ -69,52 +69,22 @@ const fileOf = (
   providerOptions: file.providerOptions ?? {}
 })
 
-const contentOf = (part: ContentPart): History.ForeignContent => {
-  switch (part.type) {
-    case "text":
-    case "reasoning":
-      return { _tag: "Text", text: part.text }
-    case "tool-call":
-      return { _tag: "ToolCall", id: part.toolCallId, name: part.toolName, input: part.input as Schema.Json }
-    case "tool-result":
-      return {
-        _tag: "ToolResult",
-        callId: part.toolCallId,
-        name: part.toolName,
-        content: outputText(part.output),
-        isError: isErrorOutput(part.output)
-      }
-    case "file":
-      return { _tag: "File", file: fileOf(part), standIn: `[file ${part.mediaType}]` }
-    case "reasoning-file":
-      return { _tag: "Text", text: `[reasoning-file ${part.mediaType}]` }
-    default:
-      return { _tag: "Text", text: `[${part.type}]` }
-  }
-}
-
-/** The files inside a tool message's `content` outputs (the result's own part still carries every item). */
-const carriedOf = (message: LanguageModelV4Message): Array<History.ForeignCarried<Item>> => {
-  if (message.role !== "tool") return []
-  const out: Array<History.ForeignCarried<Item>> = []
-  for (const content of message.content) {
-    if (content.type !== "tool-result" || content.output.type !== "content") continue
-    for (const item of content.output.value) {
-      if (item.type === "file") out.push({ item, callId: content.toolCallId, file: fileOf(item) })
-    }
-  }
-  return out
-}
-
-const foreignOf = (message: LanguageModelV4Message): History.ForeignMessage<LanguageModelV4Message, Item> =>
-  message.role === "system"
-    ? { message, role: "system", items: [{ item: message.content, content: { _tag: "Text", text: message.content } }] }
-    : {
-        message,
-        role: message.role,
-        items: message.content.map((item) => ({ item, content: contentOf(item) })),
-        carried: carriedOf(message)
-      }
+// The AI SDK's fields; the rules (stand-ins, carried files) are the bridge's, alike for every adapter.
+const foreignOf = History.promptReader<LanguageModelV4Message>({
+  text: (part) => part.text,
+  toolCall: (part) => ({ id: part.toolCallId, name: part.toolName, input: part.input as Schema.Json }),
+  toolResult: (part) => ({
+    callId: part.toolCallId,
+    name: part.toolName,
+    content: outputText(part.output),
+    isError: isErrorOutput(part.output)
+  }),
+  // The files inside a `content` output (the result's own part still carries every item).
+  resultFiles: (part) =>
+    part.output.type === "content" ? part.output.value.filter((item) => item.type === "file") : [],
+  file: fileOf,
+  others: { "reasoning-file": (part) => ({ _tag: "Text", text: `[reasoning-file ${part.mediaType}]` }) }
+})
 
 /**
  * The prompt as a history (`History.fromForeign`): the leading system

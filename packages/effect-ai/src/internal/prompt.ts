@@ -47,50 +47,15 @@ const fileOf = (file: Prompt.FilePart): History.ForeignFile => ({
   providerOptions: file.options ?? {}
 })
 
-const contentOf = (part: ContentPart): History.ForeignContent => {
-  switch (part.type) {
-    case "text":
-    case "reasoning":
-      return { _tag: "Text", text: part.text }
-    case "tool-call":
-      return { _tag: "ToolCall", id: part.id, name: part.name, input: (part.params ?? null) as Schema.Json }
-    case "tool-result":
-      return {
-        _tag: "ToolResult",
-        callId: part.id,
-        name: part.name,
-        content: resultText(part),
-        isError: part.isFailure
-      }
-    case "file":
-      return { _tag: "File", file: fileOf(part), standIn: `[file ${part.mediaType}]` }
-    default:
-      return { _tag: "Text", text: `[${part.type}]` }
-  }
-}
-
-/** The files of a tool message's results (their `modelOutput`; the result's own part still carries every item). */
-const carriedOf = (message: Prompt.Message): Array<History.ForeignCarried<Item>> => {
-  if (message.role !== "tool") return []
-  const out: Array<History.ForeignCarried<Item>> = []
-  for (const content of message.content) {
-    if (content.type !== "tool-result") continue
-    for (const item of content.modelOutput ?? []) {
-      if (item.type === "file") out.push({ item, callId: content.id, file: fileOf(item) })
-    }
-  }
-  return out
-}
-
-const foreignOf = (message: Prompt.Message): History.ForeignMessage<Prompt.Message, Item> =>
-  message.role === "system"
-    ? { message, role: "system", items: [{ item: message.content, content: { _tag: "Text", text: message.content } }] }
-    : {
-        message,
-        role: message.role,
-        items: message.content.map((item: ContentPart) => ({ item, content: contentOf(item) })),
-        carried: carriedOf(message)
-      }
+// Effect AI's fields; the rules (stand-ins, carried files) are the bridge's, alike for every adapter.
+const foreignOf = History.promptReader<Prompt.Message>({
+  text: (part) => part.text,
+  toolCall: (part) => ({ id: part.id, name: part.name, input: (part.params ?? null) as Schema.Json }),
+  toolResult: (part) => ({ callId: part.id, name: part.name, content: resultText(part), isError: part.isFailure }),
+  // The files of the result's `modelOutput` (the result's own part still carries every item).
+  resultFiles: (part) => (part.modelOutput ?? []).filter((item) => item.type === "file"),
+  file: fileOf
+})
 
 /**
  * The prompt as a history (`History.fromForeign`): the leading system

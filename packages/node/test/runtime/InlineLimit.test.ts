@@ -119,7 +119,7 @@ describe("inline_limit", () => {
         const capability = yield* PrivateSummaries.resolve(binding.context)
         const sent = yield* Effect.gen(function* () {
           const journal = yield* Journal.Journal
-          const hooks = yield* TaskExecution.compactionHooks(policy, capability, journal)
+          const hooks = yield* TaskExecution.compactionHooks(policy, journal).pipe(PrivateSummaries.provide(capability))
           yield* Executor.runTurn({ tools, maxSteps: 6, hooks }, start)
           return yield* requests
         }).pipe(Effect.provide(turnLayer(world, task, hugeThenSmall())))

@@ -341,7 +341,7 @@ const metaFile = (world: World) =>
   path.join(world.root, ...VolumeStore.metaFolder, VolumeStore.metaFileName(world.privateRef.volume))
 
 describe("ToolResults private targets", () => {
-  it("private_readmission: a private target re-reads its volume exactly when a result may cross the threshold (3 x length > threshold), and fails VolumeChanged then", () =>
+  it("private_readmission: a private target re-reads its volume exactly when a result crosses the threshold in UTF-8 bytes, and fails VolumeChanged then", () =>
     runInWorld((world) =>
       Effect.gen(function* () {
         const context = yield* boundTask(world, false)
@@ -367,13 +367,13 @@ describe("ToolResults private targets", () => {
                   journal,
                   toolContext("c1"),
                   resultOf("c1", content)
-                )
+                ).pipe(PrivateSummaries.provide(capability))
               )
-            // 4 units are at most 12 bytes: cannot cross, so the volume is not read.
-            const four = yield* run("abcd")
-            assert.isTrue(Exit.isSuccess(four) && four.value.content === "abcd")
-            // 5 units may be 15 bytes: the volume is read, and its change refuses even this small result.
-            const five = yield* run("abcde")
+            // 12 bytes do not cross: nothing is written, so the volume is not read.
+            const twelve = yield* run("ééééé12")
+            assert.isTrue(Exit.isSuccess(twelve) && twelve.value.content === "ééééé12")
+            // 13 bytes cross: the volume is read before the body is written, and its change refuses the write.
+            const five = yield* run("ééééé123")
             assert.isTrue(Exit.isFailure(five))
             const error = Exit.isFailure(five) ? Option.getOrUndefined(Exit.findErrorOption(five)) : undefined
             assert.strictEqual(error?._tag, "Unauthorized")
@@ -403,21 +403,23 @@ describe("ToolResults private targets", () => {
       })
     ))
 
-  it("target_for: Output names the output volume, Private uses the armed capability or resolves one; a writerless task is Unauthorized naming the entry", () =>
+  it("target_for: Output names the output volume, a private offload writes through the gate's writer or resolves one; a writerless task is Unauthorized naming the entry", () =>
     runInWorld((world) =>
       Effect.gen(function* () {
         const context = yield* boundTask(world, true)
-        const output = yield* Offload.targetFor(context, "Entry.x", config(10, "Output"), Option.none())
+        const output = yield* ToolResults.outputTarget(context, "Entry.x")
         assert.deepStrictEqual(output.volume, world.outputRef)
         const folder = yield* world.host.store.folderOf(world.outputRef)
         assert.strictEqual(output.root, path.join(folder, "artifacts"))
         assert.strictEqual(output.storeRoot, world.host.store.root)
         assert.strictEqual(output.task, task)
-        const resolved = yield* Offload.targetFor(context, "Entry.x", config(10, "Private"), Option.none())
+        const resolved = yield* Offload.offloadWriter(context, "Entry.x", Option.none())
         assert.deepStrictEqual(resolved.volume, world.privateRef)
         const capability = yield* PrivateSummaries.resolve(context)
-        const armed = yield* Offload.targetFor(context, "Entry.x", config(10, "Private"), Option.some(capability))
-        assert.deepStrictEqual(armed.volume, world.privateRef)
+        const armed = yield* Offload.offloadWriter(context, "Entry.x", Option.some(capability))
+        assert.strictEqual(armed, capability)
+        const target = yield* ToolResults.privateTarget.pipe(PrivateSummaries.provide(armed))
+        assert.deepStrictEqual(target.volume, world.privateRef)
 
         // A task whose runtime has no private volume.
         const plain = yield* world.openRuntime(Option.none(), [world.outputRef])
@@ -425,9 +427,7 @@ describe("ToolResults private targets", () => {
           scope: yield* world.scopeFor([world.outputRef]),
           output: Option.none()
         })
-        const refused = yield* Effect.flip(
-          Offload.targetFor(writerless, "Entry.x", config(10, "Private"), Option.none())
-        )
+        const refused = yield* Effect.flip(Offload.offloadWriter(writerless, "Entry.x", Option.none()))
         assert.strictEqual(refused._tag, "Unauthorized")
         if (refused._tag === "Unauthorized") {
           assert.isTrue(
@@ -436,12 +436,10 @@ describe("ToolResults private targets", () => {
           )
           assert.strictEqual(refused.task, task)
         }
-        // The armed capability is used as it is: a writerless task handed one gets its volume.
-        const lent = yield* Offload.targetFor(writerless, "Entry.x", config(10, "Private"), Option.some(capability))
+        // The gate's writer is used as it is: a writerless task handed one gets its volume.
+        const lent = yield* Offload.offloadWriter(writerless, "Entry.x", Option.some(capability))
         assert.deepStrictEqual(lent.volume, world.privateRef)
-        const noOutput = yield* Effect.flip(
-          Offload.targetFor(writerless, "Entry.y", config(10, "Output"), Option.none())
-        )
+        const noOutput = yield* Effect.flip(ToolResults.outputTarget(writerless, "Entry.y"))
         assert.strictEqual(noOutput._tag, "Unauthorized")
         if (noOutput._tag === "Unauthorized") {
           assert.strictEqual(noOutput.reason, "MissingWriteGrant")
@@ -458,7 +456,7 @@ describe("ToolResults private targets", () => {
       Effect.gen(function* () {
         const context = yield* boundTask(world, false)
         fs.writeFileSync(metaFile(world), "{ not json")
-        const error = yield* Effect.flip(Offload.targetFor(context, "Entry.z", config(10, "Private"), Option.none()))
+        const error = yield* Effect.flip(Offload.offloadWriter(context, "Entry.z", Option.none()))
         assert.strictEqual(error._tag, "VolumeMetadataInvalid")
       })
     ))
@@ -485,6 +483,33 @@ describe("ToolResults private targets", () => {
 })
 
 describe("ToolResults offload target admission", () => {
+  it("private_hooks_take_the_targets_writer: hooks for a private target made under another task's capability are CapabilityMismatch naming both, before a file is written; the target's own capability (control) makes them", () =>
+    runInWorld((world) =>
+      Effect.gen(function* () {
+        const context = yield* boundTask(world, false)
+        const capability = yield* PrivateSummaries.resolve(context)
+        const target = yield* ToolResults.privateTarget.pipe(PrivateSummaries.provide(capability))
+        const runtime = yield* world.openRuntime(Option.some(world.privateRef), [world.privateRef])
+        const otherTask = taskId("task-2")
+        const other = yield* runtime.bindTask({
+          scope: yield* world.scopeFor([world.privateRef], otherTask),
+          output: Option.none()
+        })
+        const foreign = yield* PrivateSummaries.resolve(other)
+        const hooksUnder = (writer: PrivateSummaries.PrivateWriterCapability) =>
+          withJournal(world, (journal) =>
+            ToolResults.offloadHooks(config(10, "Private"), target, journal).pipe(PrivateSummaries.provide(writer))
+          )
+        const refused = yield* Effect.flip(hooksUnder(foreign))
+        assert.strictEqual(refused._tag === "Unauthorized" ? refused.reason : refused._tag, "CapabilityMismatch")
+        assert.include(refused.message, `of task ${task}, but the capability in scope writes volume `)
+        assert.include(refused.message, `for task ${otherTask}`)
+        assert.isFalse(fs.existsSync(target.root))
+        const made = yield* hooksUnder(capability)
+        assert.isDefined(made.onToolResult)
+      })
+    ))
+
   it("journal_of_another_task: a target used with another task's journal is CapabilityMismatch naming both tasks and the journal file, before anything is written", () =>
     runInWorld((world) =>
       Effect.gen(function* () {

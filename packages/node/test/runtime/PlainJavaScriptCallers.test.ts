@@ -42,7 +42,7 @@ import {
 import { Cause, Effect, Exit, Layer, Option, Result, Schema } from "effect"
 import * as fc from "fast-check"
 import * as Inline from "../../../runtime/src/internal/inlineLimit.js"
-import * as Offload from "../../../runtime/src/internal/offload.js"
+import { taskHooks } from "../../../runtime/src/internal/taskHooks.js"
 import { journalBytes, journalFolder, requests, start, tools, turnLayer } from "./support/turns.ts"
 import { platformLayer, runInWorld, task, taskId, type World } from "./support/world.ts"
 
@@ -661,17 +661,17 @@ describe("plain JavaScript callers: TaskExecution entries", () => {
       })
     ))
 
-  it("negative control: the unchecked offload target (Offload.targetFor, built here without the gate's check) takes the misspelt destination for Private", () =>
+  it("negative control: the unchecked hook assembly (taskHooks, called here without the entry's check) takes the misspelt destination for Private", () =>
     runInWorld((world) =>
       Effect.gen(function* () {
-        const { context } = yield* bound(world)
-        const target = yield* Offload.targetFor(
-          context,
-          "Turn",
-          { ...offload, destination: "Privat" } as never,
-          Option.none()
-        )
-        assert.deepStrictEqual(target.volume, world.privateRef, "the output the host meant was not chosen")
+        const { binding } = yield* bound(world)
+        const assembled = yield* taskHooks(binding, "Turn", {
+          name: "Turn",
+          tools: { _tag: "Registry", registry: tools },
+          offload: { ...offload, destination: "Privat" } as never
+        }).pipe(Effect.provide(turnLayer(world, task, keepsCalling)))
+        const writer = Option.getOrThrow(assembled.capability)
+        assert.deepStrictEqual(writer.volume, world.privateRef, "the output the host meant was not chosen")
       })
     ))
 })

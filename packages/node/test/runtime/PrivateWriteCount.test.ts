@@ -1,11 +1,13 @@
 /**
  * A write of one summary admits the private writer once, and an admission
  * reads the volume's registration file once: the reads are counted where
- * they happen, in the platform's durable files the store reads through.
+ * they happen, in the platform's durable files the store reads through. A
+ * private offload takes the same road: one admission per body written, none
+ * for a result that stays inline.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { DurableFiles, Ids } from "@tessera/core"
-import { Compaction, type Journal, Model, PrivateSummaries, VolumeStore } from "@tessera/runtime"
+import { Compaction, type Journal, Model, PrivateSummaries, ToolResults, VolumeStore } from "@tessera/runtime"
 import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Layer, Option, Schema } from "effect"
 import { compactThreeRounds, privateWriter, summaryKey, withJournal } from "./support/compacting.ts"
@@ -107,6 +109,52 @@ describe("one write of a summary: one admission, one read of the volume's regist
         const adopted = yield* withJournal(folder, (journal) => readsOf(reads, compact(journal)))
         assert.strictEqual(requests, 1)
         assert.strictEqual(adopted, 1)
+      })
+    ))
+})
+
+describe("one private offload: one admission, one read of the volume's registration", () => {
+  const config = { threshold: 64, readTool: "read_artifact", destination: "Private" } as const
+  const offloadOf = (journal: Journal.JournalService, callId: string, content: string) =>
+    Effect.flatMap(ToolResults.privateTarget, (target) =>
+      ToolResults.offloadResult(
+        config,
+        target,
+        journal,
+        { task: journal.task, turn: 1, step: 1, call: Model.toolCall(callId, "produce", {}) },
+        Model.toolResult({ callId, name: "produce", content, isError: false })
+      )
+    )
+
+  it("private_offload_reads_the_registration_once: a body written reads it once, a result kept inline never", () =>
+    runInCountedWorld((world, reads) =>
+      Effect.gen(function* () {
+        const { capability, folder } = yield* privateWriter(world)
+        const target = yield* ToolResults.privateTarget.pipe(PrivateSummaries.provide(capability))
+        const run = (journal: Journal.JournalService, callId: string, content: string) =>
+          ToolResults.offloadResult(
+            config,
+            target,
+            journal,
+            { task: journal.task, turn: 1, step: 1, call: Model.toolCall(callId, "produce", {}) },
+            Model.toolResult({ callId, name: "produce", content, isError: false })
+          ).pipe(PrivateSummaries.provide(capability))
+        const [written, inline] = yield* withJournal(folder, (journal) =>
+          Effect.all([readsOf(reads, run(journal, "big", "b".repeat(500))), readsOf(reads, run(journal, "small", "s"))])
+        )
+        assert.strictEqual(written, 1)
+        assert.strictEqual(inline, 0)
+      })
+    ))
+
+  it("private_offload_reads_the_registration_once negative control: a target made per result (an admission of its own before the write's) reads it twice", () =>
+    runInCountedWorld((world, reads) =>
+      Effect.gen(function* () {
+        const { capability, folder } = yield* privateWriter(world)
+        const perResult = yield* withJournal(folder, (journal) =>
+          readsOf(reads, offloadOf(journal, "big", "b".repeat(500)).pipe(PrivateSummaries.provide(capability)))
+        )
+        assert.strictEqual(perResult, 2)
       })
     ))
 })

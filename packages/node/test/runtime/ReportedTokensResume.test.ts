@@ -119,7 +119,9 @@ const interruptedThenResumed = (oldHooks: boolean) =>
         } else {
           const plain = yield* bound(world, Compaction.disabled)
           const capability = yield* PrivateSummaries.resolve(plain.context)
-          const memoryOnly = yield* TaskExecution.compactionHooks(policy, capability, yield* Journal.Journal)
+          const memoryOnly = yield* TaskExecution.compactionHooks(policy, yield* Journal.Journal).pipe(
+            PrivateSummaries.provide(capability)
+          )
           const resumed = yield* TaskExecution.resume(plain, { tools, maxSteps: 8, hooks: memoryOnly })
           assert.strictEqual(resumed.outcome._tag, "Answered")
         }

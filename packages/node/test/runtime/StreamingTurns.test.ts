@@ -519,7 +519,9 @@ describe("every gated entry's onEvent hears every event", () => {
           const capability = yield* PrivateSummaries.resolve(context)
           const journal = yield* Journal.Journal
           const target = yield* ToolResults.privateTarget.pipe(PrivateSummaries.provide(capability))
-          const hooks = yield* ToolResults.offloadHooks(offload, target, journal)
+          const hooks = yield* ToolResults.offloadHooks(offload, target, journal).pipe(
+            PrivateSummaries.provide(capability)
+          )
           yield* Executor.runTurn(
             { tools, maxSteps: 8, hooks, onEvent: (event) => Effect.sync(() => void missed.push(event)) },
             start

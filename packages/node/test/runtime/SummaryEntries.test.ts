@@ -1,3 +1,5 @@
+import * as fs from "node:fs"
+import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Compaction, EntryGate, History, Journal, Model, PrivateSummaries, TaskExecution } from "@tessera/runtime"
 import { Effect, Exit, type Layer, Option } from "effect"
@@ -5,7 +7,15 @@ import * as fc from "fast-check"
 // The former ordering (the negative control) is written once, in the platform contract that runs it in the browser too.
 import { formerOrdering } from "../../../runtime/test/contract/PlatformContract.ts"
 import { journalBytes, journalFolder, requests, taskParts, tools, turnLayer } from "./support/turns.ts"
-import { makeWorld, operationId, platformLayer, taskId, type World, withTempDir } from "./support/world.ts"
+import {
+  dataFolderOf,
+  makeWorld,
+  operationId,
+  platformLayer,
+  taskId,
+  type World,
+  withTempDir
+} from "./support/world.ts"
 
 interface RoundSpec {
   readonly kind: "text" | "tool"
@@ -236,6 +246,63 @@ describe("a public summary entry takes the one summary path, recovery included",
       assert.strictEqual(outcome.sentAgain, 0)
       const last = outcome.entries.at(-1)
       assert.isTrue(last?._tag === "SummaryStaged" && last.adopted === true)
+    }))
+
+  const fileTurn = (
+    binding: EntryGate.TaskBinding,
+    journal?: Effect.Effect<Journal.JournalService, never, Journal.Journal>
+  ) => {
+    const run = TaskExecution.runSummaryFileTurn(
+      binding,
+      History.make([Model.text("user", "write the notes")]),
+      { tools, maxSteps: 4 },
+      { operation, step: 1 }
+    )
+    return journal === undefined ? run : run.pipe(Effect.provideServiceEffect(Journal.Journal, journal))
+  }
+  const stagedText = (world: World) =>
+    Effect.sync(() =>
+      fs.readFileSync(
+        path.join(dataFolderOf(world, world.privateRef), PrivateSummaries.stagedPath({ operation, step: 1 })),
+        "utf8"
+      )
+    )
+
+  it("summary_file_turn_supersedes_its_leftover: a file a crash left unrecorded under the key is superseded, and the rerun's answer staged", () =>
+    withWorld(async (world) => {
+      let wording = 0
+      const outcome = await Effect.runPromise(
+        Effect.gen(function* () {
+          const { binding } = yield* bound(world)
+          assert.isTrue(Exit.isFailure(yield* Effect.exit(fileTurn(binding, crashingBeforeRecord))))
+          assert.strictEqual(yield* stagedText(world), "wording 1")
+          const again = yield* fileTurn(binding)
+          const entries = yield* Journal.readEntries({ folder: yield* journalFolder(world), task })
+          return { again, entries, text: yield* stagedText(world) }
+        }).pipe(Effect.provide(turnLayer(world, task, () => Model.response({ text: `wording ${++wording}` }))))
+      )
+      assert.strictEqual(outcome.again.published.text, "wording 2")
+      assert.strictEqual(outcome.text, "wording 2")
+      const tags = outcome.entries.map((entry) => entry._tag)
+      const superseded = outcome.entries.find((entry) => entry._tag === "SummarySuperseded")
+      assert.isTrue(superseded?._tag === "SummarySuperseded" && superseded.reason.includes("records no staging"))
+      assert.isBelow(tags.indexOf("SummarySuperseded"), tags.lastIndexOf("SummaryStaged"))
+    }))
+
+  it("summary_file_turn_supersedes_its_leftover negative control: a summary the journal records under the key is never superseded (StagingConflict)", () =>
+    withWorld(async (world) => {
+      let wording = 0
+      const outcome = await Effect.runPromise(
+        Effect.gen(function* () {
+          const { binding } = yield* bound(world)
+          yield* fileTurn(binding)
+          const again = yield* Effect.exit(fileTurn(binding))
+          return { again, text: yield* stagedText(world) }
+        }).pipe(Effect.provide(turnLayer(world, task, () => Model.response({ text: `wording ${++wording}` }))))
+      )
+      assert.isTrue(Exit.isFailure(outcome.again))
+      if (Exit.isFailure(outcome.again)) assert.include(String(outcome.again.cause), "StagingConflict")
+      assert.strictEqual(outcome.text, "wording 1")
     }))
 
   it("summary_entry_adopts_its_leftover negative control: the former route (publish without recovery) fails StagingConflict", () =>

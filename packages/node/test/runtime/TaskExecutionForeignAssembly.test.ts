@@ -5,7 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { ArtifactPointer } from "@tessera/artifacts"
-import { Compaction, EntryGate, History, Journal, Model, TaskExecution } from "@tessera/runtime"
+import { Compaction, EntryGate, History, Journal, Model, PrivateSummaries, TaskExecution } from "@tessera/runtime"
 import { Effect, Option } from "effect"
 import { bindPrivate, foreignStep, journalBytes, journalFolder, taskParts, turnLayer } from "./support/turns.ts"
 import { runInWorld, task, type World } from "./support/world.ts"
@@ -113,9 +113,11 @@ describe("TaskExecution.foreignLoop gets the executor's hooks", () => {
         })
         const binding = yield* bindPrivate(world, policy)
         const kept = yield* Effect.gen(function* () {
-          const capability = yield* EntryGate.verify(binding, "Turn")
+          const capability = (yield* EntryGate.verify(binding, "Turn")).writer
           if (Option.isNone(capability)) return undefined
-          const hooks = yield* TaskExecution.compactionHooks(policy, capability.value, yield* Journal.Journal)
+          const hooks = yield* TaskExecution.compactionHooks(policy, yield* Journal.Journal).pipe(
+            PrivateSummaries.provide(capability.value)
+          )
           const context = { task: binding.context.task, turn: 1, step: 1, call: produced }
           return hooks.onToolResult === undefined ? producedResult : yield* hooks.onToolResult(context, producedResult)
         }).pipe(Effect.provide(turnLayer(world, task, [])))

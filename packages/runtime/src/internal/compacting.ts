@@ -297,31 +297,67 @@ const recoverLeftover = Effect.fnUntraced(function* (
   const record = (yield* journal.state).summaries.get(summaryKey(key.operation, key.step))
   const sameInputs = record?.inputsSha256 === inputsSha256
   const intact = record?.staged === undefined || record.staged.sha256 === staged.file.sha256
-  // What either entry says about the staged file it adopts or supersedes.
-  const file = {
-    ...turn,
-    step: key.step,
-    operation: key.operation,
-    volume: staged.file.volume,
-    path: staged.file.path,
-    size: staged.file.size,
-    sha256: staged.file.sha256
-  }
+  const file = stagedFacts(staged.file, key, turn)
   if (sameInputs && intact) {
     if (record?.staged === undefined) yield* journal.append({ _tag: "SummaryStaged", ...file, adopted: true })
     return Option.some(publishedSummary(staged.file, staged.text))
   }
-  yield* journal.append({
-    _tag: "SummarySuperseded",
-    ...file,
-    reason: !intact
+  yield* supersede(
+    journal,
+    key,
+    file,
+    !intact
       ? "the file is not the one the journal recorded"
       : record?.inputsSha256 === undefined
         ? "the journal records no inputs for this summary"
         : "it summarizes other inputs"
-  })
-  yield* PrivateSummaries.withdraw(key)
+  )
   return Option.none<PublishedSummary>()
+})
+
+/** What an adopting or superseding entry says about the file staged under `key`. */
+const stagedFacts = (
+  file: PrivateSummaries.StagedFile,
+  key: PrivateSummaries.StagingKey,
+  turn: { readonly turn?: number }
+) => ({
+  ...turn,
+  step: key.step,
+  operation: key.operation,
+  volume: file.volume,
+  path: file.path,
+  size: file.size,
+  sha256: file.sha256
+})
+
+/** The one way a staged summary goes: the journal records why (`SummarySuperseded`), then the file is withdrawn. */
+const supersede = Effect.fnUntraced(function* (
+  journal: Journal["Service"],
+  key: PrivateSummaries.StagingKey,
+  file: ReturnType<typeof stagedFacts>,
+  reason: string
+) {
+  yield* journal.append({ _tag: "SummarySuperseded", ...file, reason })
+  yield* PrivateSummaries.withdraw(key)
+})
+
+/**
+ * Before a summary-file turn's answer is staged under `key`: a file there
+ * that the journal does not record as staged (a crash came between its
+ * publication and `SummaryStaged`) is superseded, so the answer is staged
+ * instead of refused `StagingConflict`. A staged summary the journal
+ * records is left alone: a key holds one summary, and staging other bytes
+ * there stays a conflict.
+ */
+export const supersedeUnrecorded = Effect.fnUntraced(function* (
+  journal: Journal["Service"],
+  key: PrivateSummaries.StagingKey,
+  turn: { readonly turn?: number }
+) {
+  const found = yield* PrivateSummaries.readStaged(key, Option.some(journal))
+  if (Option.isNone(found)) return
+  if ((yield* journal.state).summaries.get(summaryKey(key.operation, key.step))?.staged !== undefined) return
+  yield* supersede(journal, key, stagedFacts(found.value.file, key, turn), "the journal records no staging of it")
 })
 
 /**

@@ -27,7 +27,8 @@ import { turnOperation } from "./turnOperation.ts"
 export type CompactionError = Effect.Error<ReturnType<typeof Compaction.compact>>
 
 /**
- * What compaction needs besides the capability it is given.
+ * What compaction needs besides the `PrivateSummaries` capability its
+ * hooks are made under.
  *
  * @since 0.1.0
  * @category models
@@ -58,10 +59,12 @@ export interface CompactionHooksOptions {
 
 /**
  * The hooks that compact history before every model step (mid-turn too)
- * under a `Threshold` policy, publishing through `capability`. The
- * capability is admitted against `journal` when the hooks are made (minted,
- * minted for the journal's task on its store, volume unchanged), so a
- * foreign capability is refused before the turn sends anything.
+ * under a `Threshold` policy, publishing through the `PrivateSummaries`
+ * capability in scope. The capability is admitted against `journal` when
+ * the hooks are made (minted, minted for the journal's task on its store,
+ * volume unchanged), so a foreign capability is refused before the turn
+ * sends anything; the hooks then write through the capability they
+ * admitted, which every publish admits again.
  *
  * They remember the last request the model answered: no tool result it did
  * not carry is summarized (see `Compaction.compact`), whatever was queued after
@@ -85,12 +88,14 @@ export interface CompactionHooksOptions {
  */
 export const compactionHooks = (
   policy: Compaction.Threshold,
-  capability: PrivateSummaries.PrivateWriterCapability,
   journal: Journal["Service"],
   options: CompactionHooksOptions = {}
-): Effect.Effect<Executor.Hooks<CompactionError, CompactionRequirements>, PrivateSummaries.ResolveError, Path.Path> =>
+): Effect.Effect<
+  Executor.Hooks<CompactionError, CompactionRequirements>,
+  PrivateSummaries.ResolveError,
+  PrivateSummaries.PrivateSummaries | Path.Path
+> =>
   PrivateSummaries.admit("TaskExecution.compactionHooks", Option.some(journal)).pipe(
-    PrivateSummaries.provide(capability),
     Effect.map((admitted) => {
       const warn = warnTaskOverLimit(journal, policy)
       // The last request of these hooks' turn the model answered, and the provider's count for it.

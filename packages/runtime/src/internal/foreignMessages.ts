@@ -87,6 +87,96 @@ export interface ForeignRun<M, I> {
   readonly items: ReadonlyArray<I>
 }
 
+/**
+ * A prompt message in the shape the AI SDK and Effect AI share: a system
+ * message's text, or the parts (tagged by `type`) of any other role's.
+ */
+export type PromptMessage =
+  | { readonly role: "system"; readonly content: string }
+  | { readonly role: "user" | "assistant" | "tool"; readonly content: ReadonlyArray<{ readonly type: string }> }
+
+/** The parts a prompt's messages hold. */
+export type PromptPart<M extends PromptMessage> = Exclude<M["content"], string>[number]
+
+/** The part of `P` whose `type` is `T`. */
+type PartOf<P, T extends string> = Extract<P, { readonly type: T }>
+
+/** The part types every prompt names alike; any other is the library's own. */
+type KnownType = "text" | "reasoning" | "tool-call" | "tool-result" | "file"
+
+type Tagged<T extends ForeignContent["_tag"]> = Omit<Extract<ForeignContent, { readonly _tag: T }>, "_tag">
+
+/**
+ * Where a library keeps each fact of its prompt's parts: the text of a text
+ * or reasoning part, a call's id, name and input, a result's call, name,
+ * text and failure, the files a result carries, a file's data; and, by part
+ * type, what a part of a type only that library has (`others`) says.
+ */
+export interface PromptFields<P extends { readonly type: string }> {
+  readonly text: (part: PartOf<P, "text" | "reasoning">) => string
+  readonly toolCall: (part: PartOf<P, "tool-call">) => Tagged<"ToolCall">
+  readonly toolResult: (part: PartOf<P, "tool-result">) => Tagged<"ToolResult">
+  readonly resultFiles: (part: PartOf<P, "tool-result">) => ReadonlyArray<PartOf<P, "file">>
+  readonly file: (part: PartOf<P, "file">) => ForeignFile
+  readonly others?: {
+    readonly [T in Exclude<P["type"], KnownType>]?: (part: PartOf<P, T>) => ForeignContent
+  }
+}
+
+// A generic union does not narrow on a `switch` over its tag: this guard does the narrowing the switch would.
+const isType = <P extends { readonly type: string }, T extends string>(
+  part: P,
+  types: ReadonlyArray<T>
+): part is PartOf<P, T> => (types as ReadonlyArray<string>).includes(part.type)
+
+/**
+ * A reader of prompt messages as {@link ForeignMessage}s, the rules stated
+ * once for every library whose prompt has {@link PromptMessage}'s shape: a
+ * system message is one text item; a text or reasoning part is text, a
+ * `tool-call` a call, a `tool-result` a result, a `file` a file standing in
+ * as `[file <media type>]`; a part of another type is what `others` says
+ * for its type, else the stand-in `[<type>]`; a tool message carries the
+ * files `resultFiles` finds in its results. `fields` says only where the
+ * library keeps each fact.
+ */
+export const promptReader = <M extends PromptMessage>(
+  fields: PromptFields<PromptPart<M>>
+): ((message: M) => ForeignMessage<M, PromptPart<M> | string>) => {
+  type P = PromptPart<M>
+  // Each entry takes the parts of its own key's type, the only ones it is called with: a mapped type's union
+  // of entries is not callable with `P`, so it is read as a record of readers of `P`.
+  const others = (fields.others ?? {}) as Readonly<Record<string, ((part: P) => ForeignContent) | undefined>>
+  const contentOf = (part: P): ForeignContent => {
+    if (isType(part, ["text", "reasoning"])) return { _tag: "Text", text: fields.text(part) }
+    if (isType(part, ["tool-call"])) return { _tag: "ToolCall", ...fields.toolCall(part) }
+    if (isType(part, ["tool-result"])) return { _tag: "ToolResult", ...fields.toolResult(part) }
+    if (isType(part, ["file"])) {
+      const file = fields.file(part)
+      return { _tag: "File", file, standIn: `[file ${file.mediaType}]` }
+    }
+    // Own keys only: a part typed like an object's inherited member (`constructor`) is still unknown.
+    const other = Object.hasOwn(others, part.type) ? others[part.type] : undefined
+    return other === undefined ? { _tag: "Text", text: `[${part.type}]` } : other(part)
+  }
+  return (message) => {
+    const read: PromptMessage = message
+    if (read.role === "system") {
+      return { message, role: "system", items: [{ item: read.content, content: { _tag: "Text", text: read.content } }] }
+    }
+    // `M`'s parts are `P` by definition; the constraint alone types them as any tagged object.
+    const items = (read.content as ReadonlyArray<P>).map((item) => ({ item, content: contentOf(item) }))
+    const carried: Array<ForeignCarried<P>> = []
+    if (read.role === "tool") {
+      for (const { content, item } of items) {
+        if (content._tag !== "ToolResult" || !isType(item, ["tool-result"])) continue
+        for (const file of fields.resultFiles(item))
+          carried.push({ item: file, callId: content.callId, file: fields.file(file) })
+      }
+    }
+    return { message, role: read.role, items, carried }
+  }
+}
+
 const speakerOf = (role: ForeignRole): Role =>
   role === "assistant" ? "assistant" : role === "system" ? "system" : "user"
 

@@ -129,14 +129,14 @@ export type GatedError =
 /**
  * The gated configuration of an entry's turn, and the transcript store of a
  * durable one. Before the gate, `config` is checked (a wrong shape is named
- * here instead of dying where the hooks are built or mid-turn); `resolved`
- * is a writer the entry resolved already.
+ * here instead of dying where the hooks are built or mid-turn); `admitted`
+ * is the gate's admission when the entry ran the gate already.
  */
 export const gate = Effect.fnUntraced(function* <E, R>(
   binding: EntryGate.TaskBinding,
   entry: EntryGate.EntryPoint,
   config: ExecutionConfig<E, R>,
-  resolved: Option.Option<PrivateSummaries.PrivateWriterCapability> = Option.none()
+  admitted?: EntryGate.Admission
 ) {
   yield* Effect.fromResult(checkExecution(`TaskExecution (${entry} entry)`, config))
   const assembled = yield* taskHooks(binding, entry, {
@@ -145,7 +145,7 @@ export const gate = Effect.fnUntraced(function* <E, R>(
     offload: config.offload,
     inlineLimit: config.inlineLimit,
     hooks: config.hooks,
-    resolved
+    admitted
   })
   const capability = assembled.capability
   const tools = Option.getOrElse(assembled.tools, () => config.tools)
@@ -171,8 +171,8 @@ export const withGate = <E, R>(
   binding: EntryGate.TaskBinding,
   entry: EntryGate.EntryPoint,
   config: ExecutionConfig<E, R>,
-  resolved: Option.Option<PrivateSummaries.PrivateWriterCapability> = Option.none()
-) => Effect.map(gate(binding, entry, config, resolved), (gated) => gated.config)
+  admitted?: EntryGate.Admission
+) => Effect.map(gate(binding, entry, config, admitted), (gated) => gated.config)
 
 /**
  * Hands `onEvent` the journal entries that become turn events (the table of

@@ -3,11 +3,12 @@
  * task's artifact root, and the model (and the journal) get a one-line
  * pointer instead, before the result enters the next request.
  *
- * Private tasks offload onto their agent-private volume, which needs the
- * {@link PrivateSummaries.PrivateSummaries} capability in the type, exactly
- * like summary staging; public results go to the task's output volume and
- * need only its (already checked) output binding. A refused or failed
- * offload keeps the result inline: the content is never lost.
+ * Private tasks offload onto their agent-private volume, through the private
+ * writer's own offload write (the {@link PrivateSummaries.PrivateSummaries}
+ * capability in the type, provided as a service, exactly like summary
+ * staging); public results go to the task's output volume and need only its
+ * (already checked) output binding. A refused or failed offload keeps the
+ * result inline: the content is never lost.
  *
  * @since 0.1.0
  */
@@ -16,7 +17,7 @@ import * as Digest from "@tessera/core/Digest"
 import type * as DurableFiles from "@tessera/core/DurableFiles"
 import type * as Ids from "@tessera/core/Ids"
 import * as Unauthorized from "@tessera/core/Unauthorized"
-import type * as Volume from "@tessera/core/Volume"
+import * as Volume from "@tessera/core/Volume"
 import * as Effect from "effect/Effect"
 import type * as FileSystem from "effect/FileSystem"
 import * as Option from "effect/Option"
@@ -56,15 +57,18 @@ export interface OffloadConfig {
 }
 
 /**
- * Where offloaded results of a task go: a volume, the artifact root folder
- * inside it, and the task it was made for. Only {@link privateTarget} and
- * {@link outputTarget} make one, and the offload hook accepts no other (a
- * hand-built or copied target is refused `Unauthorized` `NotMinted`).
+ * Where offloaded results of a task go: its destination, a volume, the
+ * artifact root folder inside it, and the task it was made for. Only
+ * {@link privateTarget} and {@link outputTarget} make one, and the offload
+ * hook accepts no other (a hand-built or copied target is refused
+ * `Unauthorized` `NotMinted`). A `Private` target is written through the
+ * `PrivateSummaries` capability in scope ({@link WriterOf}).
  *
  * @since 0.1.0
  * @category models
  */
-export interface OffloadTarget {
+export interface OffloadTarget<Destination extends OffloadConfig["destination"] = OffloadConfig["destination"]> {
+  readonly destination: Destination
   readonly volume: Volume.VolumeRef
   readonly root: string
   readonly task: Ids.TaskId
@@ -72,10 +76,19 @@ export interface OffloadTarget {
   readonly storeRoot: string
 }
 
-const targets = makeRegistry<OffloadTarget>("offload target")
+/**
+ * What writing to a target needs besides {@link OffloadRequirements}: the
+ * `PrivateSummaries` capability for a `Private` target, nothing more for an
+ * `Output` one.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type WriterOf<Destination extends OffloadConfig["destination"]> = Destination extends "Private"
+  ? PrivateSummaries.PrivateSummaries
+  : never
 
-// The capability a private target was made from, re-admitted before each write.
-const capabilityOf = new WeakMap<OffloadTarget, PrivateSummaries.PrivateWriterCapability>()
+const targets = makeRegistry<OffloadTarget>("offload target")
 
 /**
  * The private target: the capability's volume, `artifacts/` inside it. The
@@ -85,20 +98,19 @@ const capabilityOf = new WeakMap<OffloadTarget, PrivateSummaries.PrivateWriterCa
  * @category targets
  */
 export const privateTarget: Effect.Effect<
-  OffloadTarget,
+  OffloadTarget<"Private">,
   PrivateSummaries.ResolveError,
   PrivateSummaries.PrivateSummaries | Path.Path
 > = Effect.gen(function* () {
   const capability = yield* PrivateSummaries.admit("ToolResults.privateTarget")
   const path = yield* Path.Path
-  const target = targets.mint<OffloadTarget>({
+  return targets.mint<OffloadTarget<"Private">>({
+    destination: "Private",
     volume: capability.volume,
     root: path.join(capability.folder, VolumeStore.artifactFolder),
     task: capability.task,
     storeRoot: capability.runtime.host.store.root
   })
-  capabilityOf.set(target, capability)
-  return target
 })
 
 /**
@@ -109,7 +121,14 @@ export const privateTarget: Effect.Effect<
  * @since 0.1.0
  * @category targets
  */
-export const outputTarget = Effect.fnUntraced(function* (context: TaskContext, entry = "ToolResults.outputTarget") {
+export const outputTarget = Effect.fnUntraced(function* (
+  context: TaskContext,
+  entry = "ToolResults.outputTarget"
+): Effect.fn.Return<
+  OffloadTarget<"Output">,
+  Unauthorized.Unauthorized | VolumeStore.StoreIoError | VolumeStore.VolumeMetadataInvalid,
+  Path.Path
+> {
   yield* PrivateSummaries.requireContext(context, entry)
   if (Option.isNone(context.output)) {
     return yield* new Unauthorized.Unauthorized({
@@ -121,7 +140,8 @@ export const outputTarget = Effect.fnUntraced(function* (context: TaskContext, e
   const volume = context.output.value.ref
   const path = yield* Path.Path
   const folder = yield* context.runtime.host.store.folderOf(volume)
-  return targets.mint<OffloadTarget>({
+  return targets.mint<OffloadTarget<"Output">>({
+    destination: "Output",
     volume,
     root: path.join(folder, VolumeStore.artifactFolder),
     task: context.task,
@@ -130,26 +150,19 @@ export const outputTarget = Effect.fnUntraced(function* (context: TaskContext, e
 })
 
 /**
- * The target `config` names for a bound task's context: its output volume
- * (`Output`, see {@link outputTarget}), or its agent-private volume
- * (`Private`, see {@link privateTarget}) through `armed`, the capability the
- * caller already resolved, else one resolved from the context here. A task
- * with no private writer fails `Unauthorized`, its detail naming `entry`,
- * before anything is written.
- *
- * @since 0.1.0
- * @category targets
+ * The private writer a bound task's private offload writes through: the
+ * one the entry's gate resolved (`admitted`), else one resolved from the
+ * context here. A task with no private writer fails `Unauthorized`, its
+ * detail naming `entry`, before anything is written.
  */
-export const targetFor = Effect.fnUntraced(function* (
+export const offloadWriter = (
   context: TaskContext,
   entry: string,
-  config: OffloadConfig,
-  armed: Option.Option<PrivateSummaries.PrivateWriterCapability>
-) {
-  if (config.destination === "Output") return yield* outputTarget(context, entry)
-  const capability = Option.isSome(armed)
-    ? armed.value
-    : yield* PrivateSummaries.resolve(context).pipe(
+  admitted: Option.Option<PrivateSummaries.PrivateWriterCapability>
+): Effect.Effect<PrivateSummaries.PrivateWriterCapability, PrivateSummaries.ResolveError, Path.Path> =>
+  Option.isSome(admitted)
+    ? Effect.succeed(admitted.value)
+    : PrivateSummaries.resolve(context).pipe(
         Effect.mapError((error) =>
           error._tag === "Unauthorized"
             ? new Unauthorized.Unauthorized({
@@ -160,10 +173,11 @@ export const targetFor = Effect.fnUntraced(function* (
             : error
         )
       )
-  return yield* privateTarget.pipe(PrivateSummaries.provide(capability))
-})
 
-const admitTarget = Effect.fnUntraced(function* (target: OffloadTarget, journal: Journal["Service"]) {
+const admitTarget = Effect.fnUntraced(function* <Destination extends OffloadConfig["destination"]>(
+  target: OffloadTarget<Destination>,
+  journal: Journal["Service"]
+) {
   const entry = "ToolResults.offloadHooks"
   yield* targets.require(target, { entry })
   const path = yield* Path.Path
@@ -233,70 +247,78 @@ const stripDigestPrefix = (digest: string): string => digest.replace(/^sha256:/,
  * Offloads one tool result to `target` when it is over the threshold, and
  * records the pointer (path, size, digest; never the body) in the journal.
  * Returns the result to use: the pointer when offloaded, the original
- * otherwise. The target is checked first (minted, for the journal's task);
- * for a private target the capability it was made from is admitted again
- * before a body is written (`PrivateSummaries.admit`), so a volume whose
- * owner or kind changed mid-turn fails the call `Unauthorized`
- * (`VolumeChanged`), loudly, instead of receiving the body.
+ * otherwise. The target is checked first (minted, for the journal's task).
+ * A private target is written by the private writer's offload write
+ * (`PrivateSummaries.offloadOnce`): the capability in scope is checked to be
+ * minted for the journal's task, and a body that may cross the threshold
+ * admits it (one read of the volume's registration) before it is written,
+ * so a volume whose owner or kind changed mid-turn fails the call
+ * `Unauthorized` (`VolumeChanged`), loudly, instead of receiving the body.
  *
  * @since 0.1.0
  * @category offload
  */
-export const offloadResult = Effect.fnUntraced(function* (
+export const offloadResult = <Destination extends OffloadConfig["destination"]>(
   config: OffloadConfig,
-  target: OffloadTarget,
+  target: OffloadTarget<Destination>,
   journal: Journal["Service"],
   context: Executor.ToolContext,
   result: ToolResultPart
-) {
-  yield* admitTarget(target, journal)
-  yield* Observability.annotate({
-    "tessera.task": context.task,
-    "tessera.turn": context.turn,
-    "tessera.step": context.step,
-    "gen_ai.tool.name": context.call.name,
-    "gen_ai.tool.call.id": context.call.id,
-    "tessera.offload.volume": target.volume.volume,
-    "tessera.offload.threshold": config.threshold
-  })
-  const capability = capabilityOf.get(target)
-  // A UTF-8 body is at least as many bytes as UTF-16 code units, at most three times as many:
-  // only a result that may cross the threshold can be written, and only then is the volume re-read.
-  if (capability !== undefined && result.content.length * 3 > config.threshold) {
-    yield* PrivateSummaries.admit("ToolResults.offloadResult").pipe(PrivateSummaries.provide(capability))
-  }
-  const outcome = yield* ArtifactOffload.offload({
-    content: result.content,
-    threshold: config.threshold,
-    root: target.root,
-    target: yield* resultTarget(context),
-    readTool: config.readTool,
-    ...(config.abstractBytes === undefined ? {} : { abstractBytes: config.abstractBytes })
-  })
-  yield* Observability.annotate(
-    outcome._tag === "Inline"
-      ? { "tessera.offload.outcome": Option.isSome(outcome.reason) ? "Refused" : "Inline" }
-      : { "tessera.offload.outcome": outcome.disposition, "tessera.offload.size": outcome.size }
-  )
-  if (outcome._tag === "Inline") {
-    if (Option.isSome(outcome.reason)) {
-      yield* Effect.logWarning(`offload of ${context.call.id} refused; kept inline: ${outcome.reason.value.message}`)
+): Effect.Effect<
+  ToolResultPart,
+  JournalIoError | JournalSequenceError | PrivateSummaries.ResolveError,
+  Exclude<OffloadRequirements, Journal> | WriterOf<Destination>
+> =>
+  Effect.gen(function* () {
+    const admitted = yield* admitTarget(target, journal)
+    yield* Observability.annotate({
+      "tessera.task": context.task,
+      "tessera.turn": context.turn,
+      "tessera.step": context.step,
+      "gen_ai.tool.name": context.call.name,
+      "gen_ai.tool.call.id": context.call.id,
+      "tessera.offload.volume": admitted.volume.volume,
+      "tessera.offload.threshold": config.threshold
+    })
+    const request = {
+      content: result.content,
+      threshold: config.threshold,
+      target: yield* resultTarget(context),
+      readTool: config.readTool,
+      ...(config.abstractBytes === undefined ? {} : { abstractBytes: config.abstractBytes })
     }
-    return result
-  }
-  yield* journal.append({
-    _tag: "ArtifactOffloaded",
-    turn: context.turn,
-    step: context.step,
-    callId: context.call.id,
-    volume: target.volume,
-    path: `${VolumeStore.artifactFolder}/${outcome.path}`,
-    size: outcome.size,
-    sha256: stripDigestPrefix(outcome.digest),
-    ...(outcome.disposition === "Written" ? {} : { disposition: outcome.disposition })
-  })
-  return { ...result, content: outcome.pointer }
-}, Observability.withSpan("ToolResults.offloadResult"))
+    const outcome =
+      admitted.destination === "Private"
+        ? yield* PrivateSummaries.offloadOnce("ToolResults.offloadResult", request, journal) as Effect.Effect<
+            ArtifactOffload.OffloadResult,
+            PrivateSummaries.ResolveError,
+            Exclude<OffloadRequirements, Journal> | WriterOf<Destination>
+          >
+        : yield* ArtifactOffload.offload({ ...request, root: admitted.root })
+    yield* Observability.annotate(
+      outcome._tag === "Inline"
+        ? { "tessera.offload.outcome": Option.isSome(outcome.reason) ? "Refused" : "Inline" }
+        : { "tessera.offload.outcome": outcome.disposition, "tessera.offload.size": outcome.size }
+    )
+    if (outcome._tag === "Inline") {
+      if (Option.isSome(outcome.reason)) {
+        yield* Effect.logWarning(`offload of ${context.call.id} refused; kept inline: ${outcome.reason.value.message}`)
+      }
+      return result
+    }
+    yield* journal.append({
+      _tag: "ArtifactOffloaded",
+      turn: context.turn,
+      step: context.step,
+      callId: context.call.id,
+      volume: admitted.volume,
+      path: `${VolumeStore.artifactFolder}/${outcome.path}`,
+      size: outcome.size,
+      sha256: stripDigestPrefix(outcome.digest),
+      ...(outcome.disposition === "Written" ? {} : { disposition: outcome.disposition })
+    })
+    return { ...result, content: outcome.pointer }
+  }).pipe(Observability.withSpan("ToolResults.offloadResult"))
 
 /**
  * Requirements of offloading besides a private capability.
@@ -310,20 +332,50 @@ export type OffloadRequirements = FileSystem.FileSystem | Path.Path | DurableFil
  * The `onToolResult` hook that offloads large results to `target`, checked
  * first: the target must be one the library made ({@link privateTarget},
  * {@link outputTarget}) for the journal's task on the journal's store, else
- * `Unauthorized` before any file is written.
+ * `Unauthorized` before any file is written. For a `Private` target the
+ * hooks are made under the `PrivateSummaries` capability in scope, which
+ * must be the one of the target's volume and task (else `Unauthorized`
+ * `CapabilityMismatch`); every write through them admits it again (see
+ * {@link offloadResult}).
  *
  * @since 0.1.0
  * @category hooks
  */
-export const offloadHooks = (
+export const offloadHooks = <Destination extends OffloadConfig["destination"]>(
   config: OffloadConfig,
-  target: OffloadTarget,
+  target: OffloadTarget<Destination>,
   journal: Journal["Service"]
 ): Effect.Effect<
   Executor.Hooks<JournalIoError | JournalSequenceError | PrivateSummaries.ResolveError, OffloadRequirements>,
   Unauthorized.Unauthorized,
-  Path.Path
+  Path.Path | WriterOf<Destination>
 > =>
-  Effect.map(admitTarget(target, journal), (admitted) => ({
-    onToolResult: (context, result) => offloadResult(config, admitted, journal, context, result)
-  }))
+  Effect.gen(function* () {
+    const admitted = yield* admitTarget(target, journal)
+    if (admitted.destination === "Output") {
+      const output = admitted as OffloadTarget<"Output">
+      return { onToolResult: (context, result) => offloadResult(config, output, journal, context, result) }
+    }
+    const writer = yield* PrivateSummaries.PrivateSummaries as unknown as Effect.Effect<
+      PrivateSummaries.PrivateWriterCapability,
+      never,
+      WriterOf<Destination>
+    >
+    if (
+      writer.task !== admitted.task ||
+      Volume.formatVolumeRef(writer.volume) !== Volume.formatVolumeRef(admitted.volume)
+    ) {
+      return yield* new Unauthorized.Unauthorized({
+        reason: "CapabilityMismatch",
+        detail: `ToolResults.offloadHooks: the private target is volume ${Volume.formatVolumeRef(admitted.volume)} of task ${admitted.task}, but the capability in scope writes volume ${Volume.formatVolumeRef(writer.volume)} for task ${writer.task}`,
+        task: admitted.task,
+        volume: admitted.volume
+      })
+    }
+    return {
+      onToolResult: (context, result) =>
+        offloadResult(config, admitted as OffloadTarget<"Private">, journal, context, result).pipe(
+          PrivateSummaries.provide(writer)
+        )
+    }
+  })

@@ -4,6 +4,8 @@
  * hard link, which never replaces an existing file. `PrivateSummaries`
  * states the contract.
  */
+import * as ArtifactOffload from "@tessera/artifacts/ArtifactOffload"
+import * as ArtifactPointer from "@tessera/artifacts/ArtifactPointer"
 import * as ArtifactRedactor from "@tessera/artifacts/ArtifactRedactor"
 import * as DurableFiles from "@tessera/core/DurableFiles"
 import * as Ids from "@tessera/core/Ids"
@@ -21,7 +23,14 @@ import * as Observability from "../Observability.ts"
 import * as VolumeStore from "../VolumeStore.ts"
 import { sha256Bytes } from "./digest.ts"
 import { readPublished } from "./durableRead.ts"
-import { admit, type Capability, type JournalRecord, mintedFor, type PrivateSummaries } from "./privateSummaries.ts"
+import {
+  admit,
+  type Capability,
+  type JournalRecord,
+  mintedFor,
+  type PrivateSummaries,
+  type ResolveError
+} from "./privateSummaries.ts"
 import { boundSummary } from "./summaryRequests.ts"
 
 /** See `PrivateSummaries.StagingKey`. */
@@ -284,3 +293,32 @@ export const withdraw = Effect.fnUntraced(function* (entry: string, givenKey: St
   )
   yield* files.syncDirectory(path.dirname(absolutePath))
 })
+
+/** An offload request as the private writer takes it: its root is the writer's own artifact folder. */
+export type PrivateOffloadRequest = Omit<ArtifactOffload.OffloadRequest, "root" | "content"> & {
+  readonly content: string
+}
+
+/**
+ * The one write of an offloaded result onto the private volume (see
+ * `PrivateSummaries.offloadOnce`): the capability checked to be minted for
+ * `journal`'s task, admitted (the read of the volume's registration) only
+ * when the body may be written, then offloaded below the volume's artifact
+ * folder: scrubbed, written to a temporary name, published and hashed.
+ */
+export const offloadOnce = (
+  entry: string,
+  request: PrivateOffloadRequest,
+  journal: JournalRecord
+): Effect.Effect<ArtifactOffload.OffloadResult, ResolveError, StagingServices> =>
+  Effect.gen(function* () {
+    const bound = Option.some(journal)
+    const capability = ArtifactPointer.exceedsUtf8(request.content, request.threshold)
+      ? yield* admit(entry, bound)
+      : yield* mintedFor(entry, bound)
+    const path = yield* Path.Path
+    return yield* ArtifactOffload.offload({
+      ...request,
+      root: path.join(capability.folder, VolumeStore.artifactFolder)
+    })
+  })

@@ -15,6 +15,7 @@ import type * as History from "../History.ts"
 import { Journal } from "../Journal.ts"
 import * as Observability from "../Observability.ts"
 import * as PrivateSummaries from "../PrivateSummaries.ts"
+import { supersedeUnrecorded } from "./compacting.ts"
 import { decodePolicy } from "./compactionPolicy.ts"
 import { type ExecutionConfig, withGate, withJournalEvents } from "./gatedTurn.ts"
 import { summarySession } from "./summarySession.ts"
@@ -89,8 +90,13 @@ export class SummaryFileTurnAwaitingApproval extends Schema.TaggedError<SummaryF
 }
 
 /**
- * A summary-file turn: resolves the private writer first, runs a turn behind
- * the gate, and stages the turn's final answer as a summary file.
+ * A summary-file turn: the gate first, asked for the private writer
+ * whatever the policy (`EntryGate.verify` with `writer: "Required"`), then a
+ * turn behind it, and the turn's final answer staged as a summary file. A
+ * file a crash left under the key unrecorded by the journal is superseded
+ * first (`SummarySuperseded`), so a rerun stages its own answer; a summary
+ * the journal records under the key stays, and other bytes there are a
+ * `StagingConflict`.
  *
  * @since 0.1.0
  * @category entries
@@ -101,10 +107,10 @@ export const runSummaryFileTurn = Effect.fnUntraced(function* <E = never, R = ne
   config: ExecutionConfig<E, R>,
   options: SummaryOptions = {}
 ) {
-  yield* EntryGate.admitBinding(binding, "SummaryFileTurn")
+  const admission = yield* EntryGate.verify(binding, "SummaryFileTurn", { writer: "Required" })
   const key = yield* decodeSummaryKey(options)
-  const capability = yield* PrivateSummaries.resolve(binding.context)
-  const gated = yield* withGate(binding, "SummaryFileTurn", config, Option.some(capability))
+  const capability = Option.getOrThrow(admission.writer)
+  const gated = yield* withGate(binding, "SummaryFileTurn", config, admission)
   const journal = yield* Journal
   const outcome = yield* Executor.runTurn(gated, history).pipe(withJournalEvents(config.onEvent))
   if (outcome._tag === "AwaitingApproval") {
@@ -114,14 +120,13 @@ export const runSummaryFileTurn = Effect.fnUntraced(function* <E = never, R = ne
       awaiting: outcome.awaiting.map((pending) => pending.call.id)
     })
   }
-  const published = yield* Compaction.publish({
-    key: {
-      operation: key.operation ?? (yield* turnOperation(binding.context.task, outcome.turn, "file")),
-      step: key.step ?? outcome.steps
-    },
-    summary: outcome.text,
-    journal: Option.some(journal),
-    turn: outcome.turn
-  }).pipe(PrivateSummaries.provide(capability))
+  const staging = {
+    operation: key.operation ?? (yield* turnOperation(binding.context.task, outcome.turn, "file")),
+    step: key.step ?? outcome.steps
+  }
+  const published = yield* Effect.andThen(
+    supersedeUnrecorded(journal, staging, { turn: outcome.turn }),
+    Compaction.publish({ key: staging, summary: outcome.text, journal: Option.some(journal), turn: outcome.turn })
+  ).pipe(PrivateSummaries.provide(capability))
   return { outcome, published }
 }, Observability.withSpan("TaskExecution.runSummaryFileTurn"))

@@ -6,8 +6,8 @@
  *
  * What the doors really differ in is a parameter, never a copy:
  *
- * - the writer an entry resolved already (a summary-file turn), which has
- *   passed the gate's question;
+ * - the gate's admission an entry made already (a summary-file turn, which
+ *   needs the writer whatever the policy), so the gate runs once per entry;
  * - the tools: the executor's doors hand in a registry, which the library's
  *   read tool joins unless the host has a tool of its name, and every call
  *   of that name is then the library's; a foreign loop cannot see its
@@ -21,11 +21,11 @@ import * as EntryGate from "../EntryGate.ts"
 import * as Executor from "../Executor.ts"
 import { Journal, type JournalIoError, type JournalSequenceError } from "../Journal.ts"
 import type { ToolSpec } from "../Model.ts"
-import type * as PrivateSummaries from "../PrivateSummaries.ts"
+import * as PrivateSummaries from "../PrivateSummaries.ts"
 import type * as Tool from "../Tool.ts"
 import * as ToolResults from "../ToolResults.ts"
 import { type CompactionError, type CompactionRequirements, compactionHooks } from "./compactionHooks.ts"
-import { targetFor } from "./offload.ts"
+import { offloadWriter } from "./offload.ts"
 
 /**
  * What the gate's own hooks add to a turn's requirements.
@@ -56,7 +56,8 @@ export type TaskTools<R> =
  * What {@link taskHooks} assembles a turn's hooks from, besides the
  * binding's policy: `name`, the door named in refusals; `offload`,
  * `inlineLimit` and `hooks` as in `TaskExecution.ExecutionConfig`, checked
- * by the door beforehand; `resolved`, a writer the entry resolved already.
+ * by the door beforehand; `admitted`, the gate's admission when the entry
+ * ran the gate already.
  */
 export interface TaskHooksOptions<E, R> {
   readonly name: string
@@ -64,12 +65,12 @@ export interface TaskHooksOptions<E, R> {
   readonly offload?: ToolResults.OffloadConfig | undefined
   readonly inlineLimit?: number | undefined
   readonly hooks?: Executor.Hooks<E, R> | undefined
-  readonly resolved?: Option.Option<PrivateSummaries.PrivateWriterCapability> | undefined
+  readonly admitted?: EntryGate.Admission | undefined
 }
 
 /**
- * A turn's hooks, with the private writer the gate resolved (none when the
- * binding needs none), the registry the turn runs with (the door's, with
+ * A turn's hooks, with the private writer they write through (none when
+ * the turn needs none), the registry the turn runs with (the door's, with
  * the library's read tool when it joined) and that read tool, when made.
  */
 export interface TaskHooks<E, R> {
@@ -80,28 +81,30 @@ export interface TaskHooks<E, R> {
 }
 
 /**
- * The gate first (`EntryGate.verify` for `entry`: a forged or unarmed
- * binding is refused `Unauthorized` having sent and written nothing; an
- * entry that resolved the writer already is admitted with it); then, in
- * order, compaction under a `Threshold` policy (its capability admitted
- * against the task's journal), offload when `offload` is given (its target
- * resolved and admitted; results the library's read tool answered are left
- * alone), the door's `hooks`, and last the inline limit (`inlineLimit`, by
- * default `ToolResults.defaultInlineBytes` of the policy), so the limit
- * holds for whatever offload and the door's hooks leave inline.
+ * The gate first (`EntryGate.verify` for `entry`, unless the entry hands in
+ * its admission: a forged or unarmed binding is refused `Unauthorized`
+ * having sent and written nothing); a private offload needs the writer
+ * whatever the policy (resolved here when the gate did not). Then, in
+ * order, compaction under a `Threshold` policy and offload when `offload`
+ * is given (results the library's read tool answered are left alone), both
+ * made under the writer as the `PrivateSummaries` service (each admits it
+ * against the task's journal), the door's `hooks`, and last the inline
+ * limit (`inlineLimit`, by default `ToolResults.defaultInlineBytes` of the
+ * policy), so the limit holds for whatever offload and the door's hooks
+ * leave inline.
  */
 export const taskHooks = Effect.fnUntraced(function* <E = never, R = never>(
   binding: EntryGate.TaskBinding,
   entry: EntryGate.EntryPoint,
   options: TaskHooksOptions<E, R>
 ) {
-  const resolved = options.resolved ?? Option.none()
-  // An entry that already resolved the writer has passed the gate's question.
-  const capability =
-    Option.isSome(resolved) && binding.policy._tag === "Threshold"
-      ? yield* Effect.as(EntryGate.admitBinding(binding, entry), resolved)
-      : yield* EntryGate.verify(binding, entry)
+  const admission = options.admitted ?? (yield* EntryGate.verify(binding, entry))
   const offload = options.offload
+  const capability =
+    // Anything but `Output` is private, as the offload itself decides (a misspelt destination never writes publicly).
+    offload !== undefined && offload.destination !== "Output"
+      ? Option.some(yield* offloadWriter(admission.context, options.name, admission.writer))
+      : admission.writer
   const doorTools = options.tools
   // Pointers name `offload.readTool`; unless the host opts out, the turn offers a tool of that name (the host's own wins).
   const readTool =
@@ -117,18 +120,23 @@ export const taskHooks = Effect.fnUntraced(function* <E = never, R = never>(
         ? ToolResults.registerUnlessNamed(doorTools.registry, readTool.value)
         : doorTools.registry
   const journal = yield* Journal
-  const target =
-    offload === undefined
-      ? Option.none()
-      : Option.some(yield* targetFor(binding.context, options.name, offload, capability))
   const hooks: Array<Executor.Hooks<E | TaskHooksError, R | GatedRequirements>> = []
   if (binding.policy._tag === "Threshold" && Option.isSome(capability)) {
     // The specs the turn's requests carry: the registry's, or what the foreign loop learns request by request.
     const specs = doorTools._tag === "Foreign" ? doorTools.specs : registry?.specs
-    hooks.push(yield* compactionHooks(binding.policy, capability.value, journal, { tools: specs }))
+    hooks.push(
+      yield* compactionHooks(binding.policy, journal, { tools: specs }).pipe(PrivateSummaries.provide(capability.value))
+    )
   }
-  if (offload !== undefined && Option.isSome(target)) {
-    const offloading = yield* ToolResults.offloadHooks(offload, target.value, journal)
+  if (offload !== undefined) {
+    const offloading =
+      offload.destination === "Output" || Option.isNone(capability)
+        ? yield* Effect.flatMap(ToolResults.outputTarget(admission.context, options.name), (target) =>
+            ToolResults.offloadHooks(offload, target, journal)
+          )
+        : yield* Effect.flatMap(ToolResults.privateTarget, (target) =>
+            ToolResults.offloadHooks(offload, target, journal)
+          ).pipe(PrivateSummaries.provide(capability.value))
     hooks.push(
       Option.isNone(readTool)
         ? offloading
