@@ -162,84 +162,37 @@ export const fromMessages = <M>(
 }
 
 /**
- * Who sent a foreign message: `custom` is a message kind the library's core
- * does not know (an app's own), read as the user's without ending the task.
+ * The neutral shapes of another library's messages, which {@link fromForeign}
+ * reads and {@link foreignRuns} renders (declared in the package's internals):
  *
- * @since 0.1.0
- * @category foreign messages
- */
-/**
- * What one item of a foreign message says: text (a text, reasoning or
- * thinking block, or the stand-in of anything else), a tool call, a tool
- * result (its text as the model reads it), or a file with the text that
- * stands in for it where it cannot be media.
- *
- * @since 0.1.0
- * @category foreign messages
- */
-/**
- * A file in a foreign message: its media type, its inline data as base64
- * (`undefined` when the provider fetches or reads it otherwise) and the
- * library's provider options object.
- *
- * @since 0.1.0
- * @category foreign messages
- */
-/**
- * One item of a foreign message: the library's own object and what it says.
- *
- * @since 0.1.0
- * @category foreign messages
- */
-/**
- * A file inside a tool result's output, with the call whose result carries it.
- *
- * @since 0.1.0
- * @category foreign messages
- */
-/**
- * A message of another library in the neutral shape {@link fromForeign}
- * reads: the library's own message, its role, its items in order and the
- * files its tool results carry. An adapter's converter is only the mapping
- * from its library's message to this shape.
- *
- * @since 0.1.0
- * @category foreign messages
- */
-/**
- * Where a part made by {@link fromForeign} came from: the message's role
- * (`user` for a carried file), the library's own item, its message (none
- * for a carried file) and, for a carried file, the call carrying it.
- *
- * @since 0.1.0
- * @category foreign messages
- */
-/**
- * One foreign message {@link foreignRuns} renders: its role, the message it
- * came from (none for parts Tessera made), and its items in order.
- *
- * @since 0.1.0
- * @category foreign messages
- */
-/**
- * A prompt message in the shape the AI SDK and Effect AI share, which
- * {@link promptReader} reads: a system message's text, or the parts (tagged
- * by `type`) of a user, assistant or tool message.
- *
- * @since 0.1.0
- * @category foreign messages
- */
-/**
- * The parts a prompt's messages ({@link PromptMessage}) hold.
- *
- * @since 0.1.0
- * @category foreign messages
- */
-/**
- * Where a library keeps each fact of its prompt's parts, for
- * {@link promptReader}: the text of a text or reasoning part, a call's and
- * a result's fields, the files a result carries, a file's data, and what a
- * part of a type only that library has says (`others`, by type).
+ * - {@link ForeignMessage}: the library's own message, its role, its items in
+ *   order and the files its tool results carry. An adapter's converter is
+ *   only the mapping from its library's message to this shape.
+ * - {@link ForeignRole}: who sent it; `custom` is a message kind the
+ *   library's core does not know (an app's own), read as the user's without
+ *   ending the task.
+ * - {@link ForeignItem}: one item, the library's own object and what it
+ *   says ({@link ForeignContent}): text (a text, reasoning or thinking block,
+ *   or the stand-in of anything else), a tool call, a tool result (its text
+ *   as the model reads it), or a file with the text that stands in for it
+ *   where it cannot be media.
+ * - {@link ForeignFile}: a file's media type, its inline data as base64
+ *   (`undefined` when the provider fetches or reads it otherwise) and the
+ *   library's provider options object; {@link ForeignCarried}: a file inside
+ *   a tool result's output, with the call whose result carries it.
+ * - {@link ForeignOrigin}: where a part made by {@link fromForeign} came
+ *   from: the message's role (`user` for a carried file), the library's own
+ *   item, its message (none for a carried file) and, for a carried file, the
+ *   call carrying it.
+ * - {@link ForeignRun}: one message {@link foreignRuns} renders: its role,
+ *   the message it came from (none for parts Tessera made), its items.
+ * - {@link PromptMessage}: the prompt shape the AI SDK and Effect AI share,
+ *   which {@link promptReader} reads (a system message's text, or the
+ *   `type`-tagged parts of a user, assistant or tool message);
+ *   {@link PromptPart}: its parts; {@link PromptFields}: where a library
+ *   keeps each fact of them (a text's text, a call's and a result's fields,
+ *   the files a result carries, a file's data, and by type what a part only
+ *   that library has says, `others`).
  *
  * @since 0.1.0
  * @category foreign messages
