@@ -115,15 +115,18 @@ describe("one write of a summary: one admission, one read of the volume's regist
 
 describe("one private offload: one admission, one read of the volume's registration", () => {
   const config = { threshold: 64, readTool: "read_artifact", destination: "Private" } as const
-  const offloadOf = (journal: Journal.JournalService, callId: string, content: string) =>
-    Effect.flatMap(ToolResults.privateTarget, (target) =>
-      ToolResults.offloadResult(
-        config,
-        target,
-        journal,
-        { task: journal.task, turn: 1, step: 1, call: Model.toolCall(callId, "produce", {}) },
-        Model.toolResult({ callId, name: "produce", content, isError: false })
-      )
+  const offloadTo = (
+    target: ToolResults.OffloadTarget<"Private">,
+    journal: Journal.JournalService,
+    callId: string,
+    content: string
+  ) =>
+    ToolResults.offloadResult(
+      config,
+      target,
+      journal,
+      { task: journal.task, turn: 1, step: 1, call: Model.toolCall(callId, "produce", {}) },
+      Model.toolResult({ callId, name: "produce", content, isError: false })
     )
 
   it("private_offload_reads_the_registration_once: a body written reads it once, a result kept inline never", () =>
@@ -132,13 +135,7 @@ describe("one private offload: one admission, one read of the volume's registrat
         const { capability, folder } = yield* privateWriter(world)
         const target = yield* ToolResults.privateTarget.pipe(PrivateSummaries.provide(capability))
         const run = (journal: Journal.JournalService, callId: string, content: string) =>
-          ToolResults.offloadResult(
-            config,
-            target,
-            journal,
-            { task: journal.task, turn: 1, step: 1, call: Model.toolCall(callId, "produce", {}) },
-            Model.toolResult({ callId, name: "produce", content, isError: false })
-          ).pipe(PrivateSummaries.provide(capability))
+          offloadTo(target, journal, callId, content).pipe(PrivateSummaries.provide(capability))
         const [written, inline] = yield* withJournal(folder, (journal) =>
           Effect.all([readsOf(reads, run(journal, "big", "b".repeat(500))), readsOf(reads, run(journal, "small", "s"))])
         )
@@ -152,7 +149,12 @@ describe("one private offload: one admission, one read of the volume's registrat
       Effect.gen(function* () {
         const { capability, folder } = yield* privateWriter(world)
         const perResult = yield* withJournal(folder, (journal) =>
-          readsOf(reads, offloadOf(journal, "big", "b".repeat(500)).pipe(PrivateSummaries.provide(capability)))
+          readsOf(
+            reads,
+            Effect.flatMap(ToolResults.privateTarget, (target) =>
+              offloadTo(target, journal, "big", "b".repeat(500))
+            ).pipe(PrivateSummaries.provide(capability))
+          )
         )
         assert.strictEqual(perResult, 2)
       })
