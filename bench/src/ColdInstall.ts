@@ -1,7 +1,9 @@
 /**
  * The packages as an npm user gets them, for the cold-start job: built
- * (`tsc -b`), packed with `pnpm pack` (which applies each package's
- * `publishConfig`: exports point at `dist/*.js`), and installed with plain
+ * (`tsc -b`, then `scripts/bundle.mjs`, which replaces tsc's JavaScript with
+ * one file per entry point and one shared chunk per package), packed with
+ * `pnpm pack` (which applies each package's `publishConfig`: exports point at
+ * `dist/*.js`), and installed with plain
  * `npm install` into a fresh folder outside the workspace, together with the
  * peers and the other sides' libraries at the versions `bench/package.json`
  * pins, as the consumer test installs them (`scripts/test/consumer.test.ts`).
@@ -182,6 +184,8 @@ export const makeInstall = async (): Promise<ColdInstall> => {
       root,
       "tsc -b"
     )
+    // The published dist/: one module per entry point and one chunk per package instead of tsc's file per module.
+    run(process.execPath, [path.join(root, "scripts", "bundle.mjs"), ...packedPackages], root, "scripts/bundle.mjs")
     const packed = performance.now()
     const tarballFolder = path.join(folder, "tarballs")
     fs.mkdirSync(tarballFolder)

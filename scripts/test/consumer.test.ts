@@ -15,11 +15,13 @@ import {
   readFileSync,
   rmSync,
   statSync,
+  symlinkSync,
   writeFileSync
 } from "node:fs"
+import { createRequire } from "node:module"
 import { tmpdir } from "node:os"
 import { delimiter, dirname, join, relative } from "node:path"
-import { fileURLToPath } from "node:url"
+import { fileURLToPath, pathToFileURL } from "node:url"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
@@ -219,6 +221,59 @@ const entriesFile = (consumer: string): string => {
   return `${lines.join("\n")}\n\nexport const entryPoints = [${names.join(", ")}].length\n`
 }
 
+/**
+ * The JavaScript files of a tarball listing that an installed package could load other than its bundle: anything
+ * under `dist/` but the inspector's bin, an entry point (a `.js` beside its `.d.ts`) or a shared chunk
+ * (`dist/internal/chunks/`). tsc's file per module, left in `dist/`, is what this finds.
+ */
+const unbundledJavaScript = (files: ReadonlyArray<string>): Array<string> =>
+  files.filter((file) => {
+    if (!/^package\/dist\/.*\.js$/.test(file)) return false
+    if (file.startsWith("package/dist/bin/") || file.startsWith("package/dist/internal/chunks/")) return false
+    const entryPoint = !file.startsWith("package/dist/internal/") && files.includes(file.replace(/\.js$/, ".d.ts"))
+    return !entryPoint
+  })
+
+/**
+ * A program, run in a consumer folder, that imports every public module of every package both by its subpath
+ * (`@tessera/runtime/Compaction`) and through the package's index (`(await import("@tessera/runtime")).Compaction`)
+ * and compares every export of the two: identical values mean one copy of the module, its registries and service
+ * keys included. Prints `{ compared, mismatches }` as JSON.
+ */
+const identityProgram = (modules: Record<string, ReadonlyArray<string>>): string => `
+const modules = ${JSON.stringify(modules)}
+let compared = 0
+const mismatches = []
+for (const [name, subpaths] of Object.entries(modules)) {
+  const index = await import(name)
+  for (const subpath of subpaths) {
+    const direct = await import(name + "/" + subpath)
+    const viaIndex = index[subpath]
+    if (viaIndex === undefined) continue
+    for (const key of Object.keys(direct)) {
+      compared++
+      if (direct[key] !== viaIndex[key]) mismatches.push(name + "/" + subpath + "." + key)
+    }
+  }
+}
+process.stdout.write(JSON.stringify({ compared, mismatches }))
+`
+
+/** Runs {@link identityProgram} in `folder` over the public modules of the installed packages. */
+const compareIdentities = (folder: string): { readonly compared: number; readonly mismatches: Array<string> } => {
+  const modules: Record<string, Array<string>> = {}
+  for (const name of packages) {
+    modules[`@tessera/${name}`] = readdirSync(join(folder, "node_modules", "@tessera", name, "dist"))
+      .filter((file) => file.endsWith(".d.ts") && file !== "index.d.ts")
+      .map((file) => file.slice(0, -".d.ts".length))
+  }
+  const out = succeed(
+    run(process.execPath, ["--input-type=module", "-e", identityProgram(modules)], folder),
+    "identity program"
+  )
+  return JSON.parse(out)
+}
+
 let scratch = ""
 let consumer = ""
 let tarballs: Array<string> = []
@@ -276,6 +331,8 @@ beforeAll(() => {
   )
   // tsc -b never removes the output of a source that was deleted or renamed; a tarball would ship it.
   for (const name of packages) removeStaleOutputs(join(root, "packages", name))
+  // The published JavaScript: one file per entry point and one shared chunk per package, in place of tsc's.
+  succeed(run(process.execPath, [join(root, "scripts", "bundle.mjs"), ...packages], root), "scripts/bundle.mjs")
   const packed = join(scratch, "tarballs")
   mkdirSync(packed)
   for (const name of packages) {
@@ -295,7 +352,7 @@ afterAll(() => {
 })
 
 describe("the packed packages, installed with npm outside the workspace", () => {
-  it("each tarball holds package.json, README.md, LICENSE, dist/ and src/ only, with no workspace: specifier", () => {
+  it("each tarball holds package.json, README.md, LICENSE, dist/ (bundled) and src/ only, with no workspace: specifier", () => {
     assert.strictEqual(tarballs.length, packages.length)
     for (const tarball of tarballs) {
       const files = succeed(run("tar", ["-tzf", tarball], scratch), `tar -tzf ${tarball}`)
@@ -307,6 +364,11 @@ describe("the packed packages, installed with npm outside the workspace", () => 
       assert.isTrue(
         files.includes("package/dist/index.d.ts.map") && files.includes("package/dist/index.js.map"),
         tarball
+      )
+      assert.deepStrictEqual(unbundledJavaScript(files), [], `${tarball}: JavaScript outside the bundle`)
+      assert.isTrue(
+        files.some((file) => file.startsWith("package/dist/internal/chunks/") && file.endsWith(".js")),
+        `${tarball}: no shared chunk`
       )
       const manifest = succeed(run("tar", ["-xzOf", tarball, "package/package.json"], scratch), "tar -xzOf")
       assert.notInclude(manifest, "workspace:", tarball)
@@ -352,6 +414,13 @@ describe("the packed packages, installed with npm outside the workspace", () => 
     const internal = load("@tessera/runtime/internal/digest")
     assert.notStrictEqual(internal.status, 0)
     assert.include(internal.stderr, "ERR_PACKAGE_PATH_NOT_EXPORTED")
+  })
+
+  it("imports each public module as one copy, by its subpath and through the package's index alike", () => {
+    const { compared, mismatches } = compareIdentities(consumer)
+    assert.deepStrictEqual(mismatches, [])
+    // Every package's index re-exports its modules; a vacuous comparison would prove nothing.
+    assert.isAbove(compared, 100)
   })
 
   for (const resolution of ["nodenext", "bundler"] as const) {
@@ -425,6 +494,54 @@ describe("negative controls: the same consumer checks against broken packages", 
     },
     typeCheckTimeout
   )
+
+  it("tsc's file per module left in a tarball's dist/ is found", () => {
+    const runtime = tarballs.find((tarball) => tarball.includes("tessera-runtime-"))
+    assert.isDefined(runtime)
+    const files = succeed(run("tar", ["-tzf", runtime ?? ""], scratch), "tar -tzf")
+      .trim()
+      .split("\n")
+    assert.deepStrictEqual(unbundledJavaScript([...files, "package/dist/internal/digest.js"]), [
+      "package/dist/internal/digest.js"
+    ])
+  })
+
+  it("two separate bundles of one package (no shared chunk) fail the identity check", () => {
+    // The consumer's node_modules linked, but for a copy of @tessera/runtime (copying all of it takes a minute).
+    const broken = join(scratch, "broken-two-bundles")
+    const installed = join(consumer, "node_modules")
+    mkdirSync(join(broken, "node_modules", "@tessera"), { recursive: true })
+    for (const entry of readdirSync(installed).filter((entry) => entry !== "@tessera"))
+      symlinkSync(join(installed, entry), join(broken, "node_modules", entry))
+    for (const name of packages.filter((name) => name !== "runtime"))
+      symlinkSync(join(installed, "@tessera", name), join(broken, "node_modules", "@tessera", name))
+    const runtime = join(broken, "node_modules", "@tessera", "runtime")
+    cpSync(join(installed, "@tessera", "runtime"), runtime, { recursive: true })
+    // The index and Compaction bundled each on its own from the shipped src/: each holds its own copy of every module.
+    const rolldown = pathToFileURL(createRequire(join(root, "bench", "package.json")).resolve("rolldown")).href
+    const separate = `
+const { rolldown } = await import(${JSON.stringify(rolldown)})
+for (const name of ["index", "Compaction"]) {
+  const build = await rolldown({
+    input: "src/" + name + ".ts",
+    cwd: process.cwd(),
+    platform: "neutral",
+    external: (id) => !id.startsWith(".") && !id.startsWith("/"),
+    treeshake: false,
+    logLevel: "silent"
+  })
+  await build.write({ file: "dist/" + name + ".js", format: "esm" })
+  await build.close()
+}
+`
+    succeed(run(process.execPath, ["--input-type=module", "-e", separate], runtime), "separate bundles")
+    const { mismatches } = compareIdentities(broken)
+    assert.isTrue(
+      mismatches.some((name) => name.startsWith("@tessera/runtime/Compaction.")),
+      mismatches.join(", ")
+    )
+    rmSync(broken, { recursive: true, force: true })
+  }, 120_000)
 
   it("a second copy of effect nested under a Tessera package is found", () => {
     const broken = join(scratch, "broken-two-effects")
