@@ -1,6 +1,9 @@
 /**
- * The one layer a Node host provides: every Node service the runtime
- * works with or runs faster with, and nothing else.
+ * Tessera on Node: the front door ({@link open}: a harness on a folder for
+ * an agent, turns run with offload, compaction and durability on, and the
+ * host's redaction decision stated) and the one layer a Node host provides
+ * ({@link layer}): every Node service the runtime works with or runs faster
+ * with, and nothing else.
  *
  * - `FileSystem` and `Path` from `@effect/platform-node` (the runtime needs
  *   both; the rest of `NodeServices`, child processes and terminals, it does
@@ -30,10 +33,14 @@
  */
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodePath from "@effect/platform-node/NodePath"
+import type * as ArtifactRedactor from "@tessera/artifacts/ArtifactRedactor"
+import * as DefaultRedactor from "@tessera/artifacts/DefaultRedactor"
 import type * as DurableFiles from "@tessera/core/DurableFiles"
+import type * as Effect from "effect/Effect"
 import type * as FileSystem from "effect/FileSystem"
 import * as Layer from "effect/Layer"
 import type * as Path from "effect/Path"
+import * as FrontDoor from "./internal/frontDoor.ts"
 import * as NodeDigest from "./NodeDigest.ts"
 import * as NodeDurableFiles from "./NodeDurableFiles.ts"
 import * as NodeJournalFile from "./NodeJournalFile.ts"
@@ -129,3 +136,134 @@ export const layer: Layer.Layer<Services> = Layer.merge(platform, NodeJournalFil
  * @category layers
  */
 export const layerConcurrent: Layer.Layer<Services> = platform
+
+/**
+ * What {@link open} takes:
+ *
+ * - `folder`: where Tessera keeps its state (created when missing; the
+ *   namespace folder inside it is what the inspector reads);
+ * - `agent`: the agent the harness runs for (an identifier): its
+ *   `<agent>-scratch` volume is the private volume of its tasks;
+ * - `redactor`: the host's redaction decision, required:
+ *   `Option.some(NodeTessera.defaultRedactor)` (or a redactor layer of the
+ *   host's own) scrubs every offloaded body, summary and transcript record
+ *   before it is stored; `Option.none()` stores them as written, a
+ *   legitimate decision that every turn records (`TurnOpened.redaction`)
+ *   and the inspector shows;
+ * - `namespace`: the namespace inside `folder` ({@link defaultNamespace});
+ * - `offload`: how large tool results leave the context ({@link defaultOffload};
+ *   `false` keeps every result inline, cut to the inline limit);
+ * - `compaction`: the policy (default: `Threshold`, since the scratch
+ *   volume is the private writer);
+ * - `recoverStaleLock`: see `LocalHarness.OpenOptions`.
+ *
+ * @since 0.1.0
+ * @category front door
+ */
+export type OpenOptions<RedactorError = never> = FrontDoor.OpenOptions<RedactorError>
+
+/**
+ * What a turn is run with: its tools (none by default) and the most model
+ * steps it may take ({@link defaultMaxSteps}).
+ *
+ * @since 0.1.0
+ * @category front door
+ */
+export type RunOptions<R> = FrontDoor.RunOptions<R>
+
+/**
+ * An open front door, valid until the scope it was opened in closes:
+ *
+ * - `run(task, prompt, options)`: one turn of `task` (created on first use,
+ *   its conversation continued on every later run) answering `prompt`,
+ *   durable, with offload and compaction on, under the redaction decision;
+ * - `resume(task, options)`: the task's open turn continued from disk after
+ *   a crash (`TaskExecution.resume`);
+ * - `entries(task)`: the task's journal;
+ * - `folder`, `agent`, `redaction` (`Scrubbed` or `Verbatim`), and
+ *   `harness`: the `LocalHarness` underneath, for a host that steps down to
+ *   the full API (its own policies per task, its own executor, several
+ *   agents).
+ *
+ * @since 0.1.0
+ * @category front door
+ */
+export type Tessera = Effect.Success<ReturnType<typeof FrontDoor.open>>
+
+/**
+ * The front door: opens a local harness on `options.folder` for
+ * `options.agent` (get-or-create: its volumes, its scope, each task's
+ * journal), with the host's redaction decision, for the current scope.
+ * Refuses options of the wrong shape `InvalidInput` naming the field before
+ * anything is created (a missing `redactor` names the two decisions); see
+ * {@link OpenOptions} and {@link Tessera}.
+ *
+ * @example
+ * ```ts
+ * import { NodeTessera } from "@tessera/node"
+ * import { Tool } from "@tessera/runtime"
+ * import { ScriptedModel } from "@tessera/runtime/testing"
+ * import { Effect, Option, Schema } from "effect"
+ *
+ * const fetchReport = Tool.make({
+ *   name: "fetch_report",
+ *   description: "Fetches a report by name",
+ *   input: Schema.Struct({ name: Schema.String }),
+ *   handler: ({ name }) => Effect.succeed(`Report ${name}: every measurement within tolerance`)
+ * })
+ *
+ * const program = Effect.gen(function* () {
+ *   const tessera = yield* NodeTessera.open({
+ *     folder: "/tmp/tessera-state",
+ *     agent: "researcher",
+ *     redactor: Option.some(NodeTessera.defaultRedactor)
+ *   })
+ *   const outcome = yield* tessera.run("survey-1", "Summarize the north report.", { tools: [fetchReport] })
+ *   console.log(outcome._tag === "Answered" ? outcome.text : outcome._tag)
+ * })
+ *
+ * const model = ScriptedModel.layer([ScriptedModel.calling("fetch_report", { name: "north" }), "All within tolerance."])
+ * Effect.runPromise(program.pipe(Effect.scoped, Effect.provide(model), Effect.provide(NodeTessera.layer)))
+ * ```
+ *
+ * @since 0.1.0
+ * @category front door
+ */
+export const open: <RedactorError = never>(
+  options: OpenOptions<RedactorError>
+) => ReturnType<typeof FrontDoor.open<RedactorError>> = FrontDoor.open
+
+/**
+ * The default redactor (`DefaultRedactor.layer()` with its built-in rules),
+ * one name away for {@link open}'s `redactor`.
+ *
+ * @since 0.1.0
+ * @category front door
+ */
+export const defaultRedactor: Layer.Layer<ArtifactRedactor.ArtifactRedactor, DefaultRedactor.InvalidRedactionRule> =
+  DefaultRedactor.layer()
+
+/**
+ * The front door's offload: results over 8 KiB go to the agent's private
+ * volume, and the pointer names the library's read tool.
+ *
+ * @since 0.1.0
+ * @category front door
+ */
+export const defaultOffload = FrontDoor.defaultOffload
+
+/**
+ * The most model steps a front-door turn takes unless told otherwise: 16.
+ *
+ * @since 0.1.0
+ * @category front door
+ */
+export const defaultMaxSteps = FrontDoor.defaultMaxSteps
+
+/**
+ * The namespace the front door keeps its state in inside its folder: `tessera`.
+ *
+ * @since 0.1.0
+ * @category front door
+ */
+export const defaultNamespace = FrontDoor.defaultNamespace

@@ -41,7 +41,16 @@ export const TurnOpened = Schema.TaggedStruct("TurnOpened", {
    * redacted, and a resume does not skip the request check on a record's
    * word. A reader that does not know the field ignores it.
    */
-  storedSha256: Schema.optionalKey(Sha256)
+  storedSha256: Schema.optionalKey(Sha256),
+  /**
+   * The host's redaction decision for the turn, recorded when the turn
+   * opens: `Scrubbed` when an `ArtifactRedactor` was provided to it (every
+   * offloaded body, summary and transcript record is scrubbed before it is
+   * stored), `Verbatim` when none was, which is a legitimate decision and a
+   * visible one: those bodies are stored as the tools and the model wrote
+   * them. Absent in journals written before the field existed.
+   */
+  redaction: Schema.optionalKey(Schema.Literals(["Scrubbed", "Verbatim"]))
 })
 
 /**

@@ -7,6 +7,7 @@
  * journal lives on, and the one-writer-per-journal claim.
  */
 import * as ArtifactPointer from "@tessera/artifacts/ArtifactPointer"
+import * as ArtifactRedactor from "@tessera/artifacts/ArtifactRedactor"
 import * as Ids from "@tessera/core/Ids"
 import * as InvalidInput from "@tessera/core/InvalidInput"
 import * as Clock from "effect/Clock"
@@ -342,7 +343,17 @@ export const openJournal = Effect.fnUntraced(function* (
       claimedAgent = agent
       return Option.none<Ids.AgentId>()
     })
-  const write = (given: EntryInput): Effect.Effect<Entry, JournalIoError | JournalSequenceError> => {
+  // The turn's redaction decision is whether the host provided a redactor to the fiber opening it.
+  const decided = (given: EntryInput): Effect.Effect<EntryInput> =>
+    given._tag !== "TurnOpened" || given.redaction !== undefined
+      ? Effect.succeed(given)
+      : Effect.map(ArtifactRedactor.provided, (redactor) => ({
+          ...given,
+          redaction: Option.isSome(redactor) ? ("Scrubbed" as const) : ("Verbatim" as const)
+        }))
+  const write = (given: EntryInput): Effect.Effect<Entry, JournalIoError | JournalSequenceError> =>
+    given._tag === "TurnOpened" ? Effect.flatMap(decided(given), writeStamped) : writeStamped(given)
+  const writeStamped = (given: EntryInput): Effect.Effect<Entry, JournalIoError | JournalSequenceError> => {
     const input = stamp(given)
     return writeTo !== undefined
       ? writeTo(input)

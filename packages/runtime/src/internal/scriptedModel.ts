@@ -16,18 +16,19 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import type * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import type { ModelRequest, ModelResponse, ModelStreamEvent } from "../Model.ts"
-import { fromStream, Model, ModelError } from "../Model.ts"
+import { fromStream, Model, ModelError, response, toolCall } from "../Model.ts"
 
 /**
- * What a script step may produce: a response, or a model error (to script a
- * provider failure).
+ * What a script step may produce: a response, a text (a response with that
+ * text and no tool calls), or a model error (to script a provider failure).
  *
  * @since 0.1.0
  * @category models
  */
-export type ScriptedReply = ModelResponse | ModelError
+export type ScriptedReply = ModelResponse | ModelError | string
 
 /**
  * A script: either a list of replies used in order (the `n`-th request gets
@@ -65,7 +66,35 @@ const isModelError = (reply: ScriptedReply): reply is ModelError => reply instan
 const reply = (
   value: ScriptedReply | Effect.Effect<ModelResponse, ModelError>
 ): Effect.Effect<ModelResponse, ModelError> =>
-  Effect.isEffect(value) ? value : isModelError(value) ? Effect.fail(value) : Effect.succeed(value)
+  Effect.isEffect(value)
+    ? value
+    : typeof value === "string"
+      ? Effect.succeed(response({ text: value }))
+      : isModelError(value)
+        ? Effect.fail(value)
+        : Effect.succeed(value)
+
+/**
+ * A reply that calls one tool: `name` with `input`, under the call id
+ * `id` (by default `call-<name>`; a script that calls one tool twice in one
+ * step names the ids itself).
+ *
+ * @example
+ * ```ts
+ * import { ScriptedModel } from "@tessera/runtime/testing"
+ *
+ * // The first request is answered with a call of `fetch_report`, the second with a text.
+ * export const model = ScriptedModel.layer([
+ *   ScriptedModel.calling("fetch_report", { name: "north" }),
+ *   "The north report shows every measurement within tolerance."
+ * ])
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const calling = (name: string, input: Schema.Json, id = `call-${name}`): ModelResponse =>
+  response({ toolCalls: [toolCall(id, name, input)] })
 
 // A script may hand over input that is not JSON (to test the executor's check): such a call streams
 // no input delta, only the completed call, which the executor then refuses.
