@@ -204,6 +204,22 @@ const typeCheck = (consumer: string, resolution: keyof typeof resolutions, files
   return { result, ours: lines.filter((line) => !peers.includes(line)), peers }
 }
 
+/** The documents whose complete programs (snippets that start with their imports) a newcomer copies and runs. */
+const frontDocuments = ["README.md", "docs/getting-started.md"]
+const snippetMarker = /<!-- snippet: ([^#\s]+)#([\w-]+) -->\n```ts\n([\s\S]*?)```/g
+
+/**
+ * The complete programs of {@link frontDocuments}, as the documents show
+ * them (the text a reader copies, not the example file around it): a
+ * snippet whose first line is an import is a program of its own.
+ */
+const documentedPrograms = (): ReadonlyArray<{ readonly name: string; readonly text: string }> =>
+  frontDocuments.flatMap((document) =>
+    [...readFileSync(join(root, document), "utf8").matchAll(snippetMarker)].flatMap(([, , name, body]) =>
+      body?.startsWith("import ") === true && name !== undefined ? [{ name, text: body }] : []
+    )
+  )
+
 /** A file importing every public entry point of every package, as listed in the installed `dist/` folders. */
 const entriesFile = (consumer: string): string => {
   const lines: Array<string> = []
@@ -344,6 +360,7 @@ beforeAll(() => {
   writeFileSync(join(consumer, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module" }))
   succeed(run("npm", ["install", "--no-save", ...tarballs, ...consumerExtras], consumer), "npm install")
   cpSync(join(root, "examples", "getting-started.ts"), join(consumer, "app.ts"))
+  for (const program of documentedPrograms()) writeFileSync(join(consumer, `doc-${program.name}.ts`), program.text)
   writeFileSync(join(consumer, "entries.ts"), entriesFile(consumer))
 }, 300_000)
 
@@ -397,6 +414,24 @@ describe("the packed packages, installed with npm outside the workspace", () => 
     programState = join(state, namespaces[0] ?? "")
   })
 
+  it("(e) runs every complete program of the README and getting-started as the documents show it, twice in one folder", () => {
+    const programs = documentedPrograms()
+    // The first program of getting-started is one of them; an empty list would prove nothing.
+    assert.include(
+      programs.map((program) => program.name),
+      "first-program"
+    )
+    for (const program of programs) {
+      const cwd = join(scratch, `run-${program.name}`)
+      mkdirSync(cwd)
+      const file = join(consumer, `doc-${program.name}.ts`)
+      const first = succeed(run(process.execPath, [file], cwd), `node doc-${program.name}.ts`)
+      const second = succeed(run(process.execPath, [file], cwd), `node doc-${program.name}.ts (again)`)
+      assert.isAbove(first.length, 0, `${program.name} printed nothing`)
+      assert.isAbove(second.length, 0, `${program.name} printed nothing the second time`)
+    }
+  })
+
   it("(d) runs the inspector's bin (JavaScript with a shebang, linked by npm) on the folder (a) left", () => {
     assert.notStrictEqual(programState, "", "(a) did not leave a namespace folder")
     const bin = join(consumer, "node_modules", ".bin", "tessera-inspect")
@@ -427,7 +462,8 @@ describe("the packed packages, installed with npm outside the workspace", () => 
     it(
       `(b) type-checks every entry point and the program under strict flags, skipLibCheck off, ${resolution} resolution`,
       () => {
-        const checked = typeCheck(consumer, resolution, ["entries.ts", "app.ts"])
+        const programs = documentedPrograms().map((program) => `doc-${program.name}.ts`)
+        const checked = typeCheck(consumer, resolution, ["entries.ts", "app.ts", ...programs])
         assert.deepStrictEqual(checked.ours, [], output(checked.result))
         if (checked.peers.length > 0)
           process.stdout.write(`[consumer] the peers' own declarations: ${checked.peers.join("; ")}\n`)
