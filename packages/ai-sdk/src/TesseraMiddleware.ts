@@ -38,12 +38,20 @@
  * prompt is a new call, never given the earlier call's pointer. {@link TesseraAiSdk.prepareStep} and
  * {@link TesseraAiSdk.toModelOutput} also shrink the caller's own copy.
  *
+ * Pointers name a read tool (`offload.readTool`); unless the host opts out
+ * (`registerReadTool: false`), the middleware lists it in every request
+ * that lacks it, and {@link TesseraAiSdk.tools} is the AI SDK tool that
+ * answers it, for the caller's `tools`: the AI SDK runs only the tools it
+ * was given, so a model that follows a pointer gets the artifact's bytes
+ * only when `tessera.tools` is spread there.
+ *
  * @since 0.1.0
  */
 import type {
   JSONObject,
   LanguageModelV4,
   LanguageModelV4CallOptions,
+  LanguageModelV4FunctionTool,
   LanguageModelV4GenerateResult,
   LanguageModelV4Middleware,
   LanguageModelV4Prompt,
@@ -57,10 +65,11 @@ import * as Model from "@tessera/runtime/Model"
 import * as Observability from "@tessera/runtime/Observability"
 import * as TaskExecution from "@tessera/runtime/TaskExecution"
 import type * as ToolResults from "@tessera/runtime/ToolResults"
-import type { ModelMessage } from "ai"
+import { jsonSchema, type ModelMessage, type Tool, tool } from "ai"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
 import type * as Schema from "effect/Schema"
 import { toFinishReason, toUsage } from "./AiSdkModel.ts"
 import { type Converted, outputText, toHistory, toPrompt } from "./internal/prompt.ts"
@@ -125,11 +134,33 @@ export interface TesseraAiSdk {
   }) => Promise<
     { readonly type: "text"; readonly value: string } | { readonly type: "json"; readonly value: Schema.Json }
   >
+  /**
+   * The read tool the pointers name, under its name (`offload.readTool`),
+   * for `generateText`/`streamText`: `tools: { ...tessera.tools, ...yours }`.
+   * Its `execute` is the foreign loop's read tool (`TaskExecution.ForeignLoop.readTool`):
+   * a read returns at most the read tool's output cap, and its result is
+   * journaled as soon as it returns and never offloaded again. A refused read
+   * (a path no pointer gave, a bad selection) is thrown, so the model gets
+   * the AI SDK's tool error naming why. Empty when the middleware does not
+   * offload or the host opted out (`offload.registerReadTool: false`); a
+   * tool of yours spread after it under the same name replaces it.
+   */
+  readonly tools: Readonly<Record<string, ReadTool>>
   /** The pointer each offloaded call id was replaced by. */
   readonly offloaded: ReadonlyMap<string, string>
   /** Every summary request's cost so far (also reported step by step). */
   readonly summaryUsage: () => SummaryUsage
 }
+
+/**
+ * The AI SDK tool of {@link TesseraAiSdk.tools}: the read request
+ * (`ToolResults.ReadRequest`: a pointer's path, at most one selection) in,
+ * the read's text out.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type ReadTool = Tool<ToolResults.ReadRequest, string>
 
 /**
  * What {@link make} needs: the bound task's journal, and the platform the
@@ -218,6 +249,29 @@ const toolSpecs = (params: Pick<LanguageModelV4CallOptions, "tools">): ReadonlyA
         ]
       : []
   )
+
+/**
+ * `params` with the read tool's spec appended when no tool of its name is
+ * offered: the model is always shown the tool its pointers name, as the
+ * stock executor offers it. A tool of that name the caller gave (the one in
+ * {@link TesseraAiSdk.tools}, or the caller's own) is left as it is.
+ */
+const offeringRead = (
+  params: LanguageModelV4CallOptions,
+  read: Option.Option<TaskExecution.ForeignReadTool>
+): LanguageModelV4CallOptions => {
+  if (Option.isNone(read)) return params
+  const spec = read.value.spec
+  const tools = params.tools ?? []
+  if (tools.some((offered) => offered.name === spec.name)) return params
+  const listed: LanguageModelV4FunctionTool = {
+    type: "function",
+    name: spec.name,
+    description: spec.description,
+    inputSchema: spec.inputSchema as LanguageModelV4FunctionTool["inputSchema"]
+  }
+  return { ...params, tools: [...tools, listed] }
+}
 
 const renderOutput = (output: unknown): string =>
   typeof output === "string" ? output : (JSON.stringify(output) ?? "null")
@@ -381,7 +435,10 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
 
   const middleware: LanguageModelV4Middleware = {
     specificationVersion: "v4",
-    transformParams: async ({ model, params }) => ({ ...params, prompt: await run(prepare(params, model)) }),
+    transformParams: async ({ model, params }) => {
+      const offered = offeringRead(params, loop.readTool)
+      return { ...offered, prompt: await run(prepare(offered, model)) }
+    },
     wrapGenerate: ({ doGenerate, params }) => generate(params, doGenerate),
     wrapStream: stream
   }
@@ -416,10 +473,29 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
       return { type: "json", value: JSON.parse(content) as Schema.Json }
     }
 
+  const tools: Record<string, ReadTool> = {}
+  if (Option.isSome(loop.readTool)) {
+    const read = loop.readTool.value
+    const name = read.spec.name
+    tools[name] = tool({
+      description: read.spec.description,
+      inputSchema: jsonSchema<ToolResults.ReadRequest>(read.spec.inputSchema as Parameters<typeof jsonSchema>[0]),
+      execute: async (input, { toolCallId }) => {
+        // The input is the model's, unchecked by the AI SDK (a JSON Schema alone): the read tool decodes it.
+        const result = await run(read.run(Model.toolCall(toolCallId, name, input as unknown as Schema.Json)))
+        if (result.isError) throw new Error(result.content)
+        return result.content
+      },
+      // Journaled (and held to the inline limit) as soon as it returns, as any tool with `toModelOutput`.
+      toModelOutput: toModelOutput(name)
+    })
+  }
+
   const adapter: TesseraAiSdk = {
     middleware,
     prepareStep,
     toModelOutput,
+    tools,
     offloaded: loop.offloaded,
     summaryUsage: loop.summaryUsage
   }

@@ -40,6 +40,12 @@
  *   pointer as its encoded result (the typed `result` is unchanged), so the
  *   caller's history (`Prompt.fromResponseParts`, `Chat`) shrinks too.
  *   Streamed results are offloaded on the next request instead.
+ * - Pointers name a read tool (`offload.readTool`). Unless the host opts out
+ *   (`registerReadTool: false`), every call that offers a toolkit offers it
+ *   too, with its handler (the foreign loop's read tool): Effect AI runs a
+ *   read as any tool of the toolkit, a read returns at most the read tool's
+ *   output cap and is never offloaded again. A tool of the caller's of that
+ *   name is kept instead.
  *
  * The caller's whole history comes back on every request; the wrapper
  * remembers what it offloaded (per call id and original body) and what it
@@ -58,10 +64,12 @@ import * as AiError from "effect/ai/AiError"
 import * as LanguageModel from "effect/ai/LanguageModel"
 import * as Prompt from "effect/ai/Prompt"
 import * as Response from "effect/ai/Response"
-import type * as Tool from "effect/ai/Tool"
-import type * as Toolkit from "effect/ai/Toolkit"
+import * as Tool from "effect/ai/Tool"
+import * as Toolkit from "effect/ai/Toolkit"
 import * as Effect from "effect/Effect"
+import type * as JsonSchema from "effect/JsonSchema"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { fromLanguageModel, toFinishReason, toUsage } from "./EffectAiModel.ts"
@@ -90,6 +98,16 @@ export type Options = Pick<TaskExecution.ForeignLoopOptions, "offload" | "inline
 export interface TesseraLanguageModel {
   /** The wrapper: provide it as `LanguageModel.LanguageModel` (see {@link layer}). */
   readonly languageModel: LanguageModel.LanguageModel
+  /**
+   * The read tool the pointers name with its handler, as the wrapper adds it
+   * to each call's toolkit: for a caller that resolves tool calls itself
+   * (`disableToolCallResolution`) and answers a read with
+   * `readToolkit.handle(name, params, callId)`. A read succeeds with its
+   * text, or fails (failure mode `return`) with the refusal's text. None when
+   * the wrapper does not offload or the host opted out
+   * (`offload.registerReadTool: false`).
+   */
+  readonly readToolkit: Option.Option<Toolkit.WithHandler<Record<string, Tool.Any>>>
   /** The pointer each offloaded call id was replaced by. */
   readonly offloaded: ReadonlyMap<string, string>
   /** Every summary request's cost so far (also reported step by step). */
@@ -179,6 +197,43 @@ const withSummary = (part: Finish, summary: TaskExecution.SummaryUsage): Finish 
       }
 
 /**
+ * The foreign loop's read tool as an Effect AI tool with its handler: the
+ * pointer's JSON Schema as the runtime gives it (the handler decodes the
+ * input), the read's text as its success, a refusal's text as its failure,
+ * returned to the model (`failureMode: "return"`) rather than failing the
+ * call.
+ */
+const readToolkitOf = (read: TaskExecution.ForeignReadTool) => {
+  const name = read.spec.name
+  const tool = Tool.dynamic(name, {
+    description: read.spec.description,
+    parameters: read.spec.inputSchema as JsonSchema.JsonSchema,
+    success: Schema.String,
+    failure: Schema.String,
+    failureMode: "return"
+  })
+  const toolkit = Toolkit.make(tool)
+  const handler = (params: unknown, context: Toolkit.HandlerContext<typeof tool>) =>
+    Effect.flatMap(read.run(Model.toolCall(context.toolCallId ?? "", name, params as Schema.Json)), (result) =>
+      result.isError ? Effect.fail(result.content) : Effect.succeed(result.content)
+    )
+  const handlers = { [name]: handler } as unknown as Toolkit.HandlersFrom<Record<string, typeof tool>>
+  return Effect.flatMap(toolkit.toHandlers(handlers), (context) =>
+    Effect.provideContext(toolkit as unknown as Effect.Effect<WithHandler, never, never>, context)
+  )
+}
+
+/** `toolkit` with the read tool added, unless it has a tool of that name (the caller's is kept). */
+const withRead = (toolkit: WithHandler, read: Option.Option<WithHandler>): WithHandler => {
+  if (Option.isNone(read)) return toolkit
+  const [name, tool] = Object.entries(read.value.tools)[0] as [string, Tool.Any]
+  if (Object.hasOwn(toolkit.tools, name)) return toolkit
+  const handle: WithHandler["handle"] = (called, params, callId, parse) =>
+    called === name ? read.value.handle(called, params, callId, parse) : toolkit.handle(called, params, callId, parse)
+  return { tools: { ...toolkit.tools, [name]: tool }, handle }
+}
+
+/**
  * Wraps the `LanguageModel` in context for a bound task (see the module
  * comment). Runs the entry gate first; with a `Threshold` policy, or with
  * `Private` offload, the private-summaries capability must resolve. Any
@@ -194,21 +249,27 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
     ...(options.offload === undefined ? {} : { offload: options.offload }),
     ...(options.inlineLimit === undefined ? {} : { inlineLimit: options.inlineLimit })
   })
+  const readToolkit = Option.isNone(loop.readTool)
+    ? Option.none<WithHandler>()
+    : Option.some(yield* readToolkitOf(loop.readTool.value))
 
   /**
    * The call's toolkit resolved as `LanguageModel` resolves it (an Effect is
-   * run, in the caller's context), and the specs of the tools it offers.
-   * The options passed on carry the resolved toolkit, so the caller's
-   * Effect runs once per call; the inner model resolves a `WithHandler` to
-   * itself and offers the same tools.
+   * run, in the caller's context), the read tool added, and the specs of the
+   * tools it offers. The options passed on carry that toolkit, so the
+   * caller's Effect runs once per call; the inner model resolves a
+   * `WithHandler` to itself and offers the same tools. A call without a
+   * toolkit runs no tools and is given none: a read it could not run would
+   * end its answer with an unresolved call.
    */
   const offered = (method: string, options: Options_) =>
     Effect.gen(function* () {
       if (options.toolkit === undefined) return { options, tools: [] }
       // Its error and services are the caller's: the interface types them from the options.
-      const toolkit = yield* (
+      const resolved = yield* (
         Effect.isEffect(options.toolkit) ? options.toolkit : Effect.succeed(options.toolkit)
       ) as Effect.Effect<WithHandler>
+      const toolkit = withRead(resolved, readToolkit)
       const tools = yield* toolSpecs(toolkit, options.toolChoice, method)
       return { options: { ...options, toolkit }, tools }
     })
@@ -358,6 +419,7 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
 
   const wrapped: TesseraLanguageModel = {
     languageModel,
+    readToolkit,
     offloaded: loop.offloaded,
     summaryUsage: loop.summaryUsage
   }

@@ -32,13 +32,20 @@
  * error, no request sent); one in `streamFn` is an error message, as Pi
  * expects of a stream function.
  *
+ * Pointers name a read tool (`offload.readTool`). Unless the host opts out
+ * (`registerReadTool: false`), {@link TesseraPi.tools} is the `AgentTool`
+ * that answers it, for the agent's tools, and `streamFn` lists it in every
+ * request that lacks it: Pi runs only the agent's own tools, so a model that
+ * follows a pointer gets the artifact's bytes only when `tessera.tools` is
+ * among them.
+ *
  * Pi's tool-call ids contain `:` (`tool:<time>:<random>`). They are map keys
  * here and become file names only through `ToolResults.callIdSegment`,
  * which encodes every byte outside `[A-Za-z0-9_]`.
  *
  * @since 0.1.0
  */
-import type { AgentOptions, StreamFn } from "@mariozechner/pi-agent-core"
+import type { AgentOptions, AgentTool, StreamFn } from "@mariozechner/pi-agent-core"
 import {
   type Api,
   type AssistantMessage,
@@ -48,7 +55,8 @@ import {
   type Model as PiModel,
   type Usage as PiUsage,
   type SimpleStreamOptions,
-  streamSimple
+  streamSimple,
+  type TSchema
 } from "@mariozechner/pi-ai"
 import type * as EntryGate from "@tessera/runtime/EntryGate"
 import * as History from "@tessera/runtime/History"
@@ -59,6 +67,8 @@ import type * as ToolResults from "@tessera/runtime/ToolResults"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
+import type * as Schema from "effect/Schema"
 import {
   resultText,
   toHistory,
@@ -134,6 +144,16 @@ export interface TesseraPi {
     readonly transformContext: NonNullable<AgentOptions["transformContext"]>
     readonly streamFn: StreamFn
   }
+  /**
+   * The read tool the pointers name, for the agent's tools:
+   * `tools: [...yours, ...tessera.tools]`. Its `execute` is the foreign loop's
+   * read tool (`TaskExecution.ForeignLoop.readTool`): a read returns at most
+   * the read tool's output cap and, through `afterToolCall`, is journaled
+   * and never offloaded again; a refused read is thrown, so Pi hands the
+   * model an error result naming why. Empty when the hooks do not offload
+   * or the host opted out (`offload.registerReadTool: false`).
+   */
+  readonly tools: ReadonlyArray<AgentTool>
   /** The pointer each offloaded call id was replaced by. */
   readonly offloaded: ReadonlyMap<string, string>
   /** Every summary request's cost so far (also added to the answers' usage). */
@@ -349,7 +369,40 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
     }
   }
 
-  const streamFn: StreamFn = (model, context, streamOptions) => {
+  const tools: Array<AgentTool> = []
+  if (Option.isSome(loop.readTool)) {
+    const read = loop.readTool.value
+    tools.push({
+      name: read.spec.name,
+      label: "Read artifact",
+      description: read.spec.description,
+      // Plain JSON Schema, which Pi validates as such; the read tool decodes the input again.
+      parameters: read.spec.inputSchema as unknown as TSchema,
+      execute: async (toolCallId, params) => {
+        const result = await run(read.run(Model.toolCall(toolCallId, read.spec.name, params as Schema.Json)))
+        if (result.isError) throw new Error(result.content)
+        return { content: [{ type: "text", text: result.content }], details: {} }
+      }
+    })
+  }
+
+  /**
+   * `context` with the read tool appended when no tool of its name is
+   * offered: the model is always shown the tool its pointers name. A tool
+   * of that name the agent has (the one in `tools`, or its own) is left as
+   * it is.
+   */
+  const offeringRead = (context: Context): Context => {
+    const read = tools[0]
+    if (read === undefined || (context.tools ?? []).some((tool) => tool.name === read.name)) return context
+    return {
+      ...context,
+      tools: [...(context.tools ?? []), { name: read.name, description: read.description, parameters: read.parameters }]
+    }
+  }
+
+  const streamFn: StreamFn = (model, given, streamOptions) => {
+    const context = offeringRead(given)
     latestModel = model
     latestSystemPrompt = context.systemPrompt ?? ""
     latestOptions = borrowed(streamOptions)
@@ -363,6 +416,7 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
     transformContext,
     streamFn,
     agentOptions: { afterToolCall, transformContext, streamFn },
+    tools,
     offloaded: loop.offloaded,
     summaryUsage: () => total
   }
