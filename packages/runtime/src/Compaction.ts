@@ -52,6 +52,7 @@ import type * as Effect from "effect/Effect"
 import * as Compacting from "./internal/compacting.ts"
 import * as Planning from "./internal/compactionPlan.ts"
 import * as Policies from "./internal/compactionPolicy.ts"
+import * as Summarizing from "./internal/summarizer.ts"
 import * as SummaryRequests from "./internal/summaryRequests.ts"
 import type { Model, ModelError, ModelRequest, Part } from "./Model.ts"
 
@@ -255,7 +256,8 @@ export type SentRequest = Planning.SentRequest
 // ---------------------------------------------------------------------------
 
 /**
- * The instruction that opens every summary request.
+ * The instruction that opens every summary request, unless the host gives
+ * its own ({@link summarizer}).
  *
  * @since 0.1.0
  * @category summarizing
@@ -263,14 +265,54 @@ export type SentRequest = Planning.SentRequest
 export const summaryInstruction: string = SummaryRequests.summaryInstruction
 
 /**
- * Whether a request is a summary request (it opens with
- * {@link summaryInstruction}), for harnesses and scripted models that answer
- * summary requests differently from the turn's own.
+ * Whether a request is a summary request: it opens with `instruction` as
+ * its system text ({@link summaryInstruction} by default; a host that gave
+ * its own instruction to {@link summarizer} passes that one), for harnesses
+ * and scripted models that answer summary requests differently from the
+ * turn's own.
  *
  * @since 0.1.0
  * @category summarizing
  */
-export const isSummaryRequest: (request: ModelRequest) => boolean = SummaryRequests.isSummaryRequest
+export const isSummaryRequest: (request: ModelRequest, instruction?: string) => boolean =
+  SummaryRequests.isSummaryRequest
+
+/**
+ * Who writes the summaries of compaction and of the summary entries: the
+ * system `instruction` that opens every summary request, and the `model`
+ * that answers them (none: the turn's own `Model`). Provided by
+ * {@link summarizer}; without it, the turn's model answers the library's
+ * instruction. A custom instruction is an input of the summaries it writes:
+ * a summary a crash left staged under another instruction is not adopted.
+ *
+ * @since 0.1.0
+ * @category summarizing
+ */
+export { Summarizer, type SummarizerOptions, type SummarizerShape } from "./internal/summarizer.ts"
+
+/**
+ * The host's summarizer as a layer: `instruction` (a non-empty text; the
+ * library's by default) and `model` (a `Model` layer, built once: a
+ * different, cheaper model for summaries is common; the turn's own by
+ * default). An empty instruction fails `InvalidInput` naming it when the
+ * layer is built.
+ *
+ * @example
+ * ```ts
+ * import { Compaction, Model } from "@tessera/runtime"
+ * import { ScriptedModel } from "@tessera/runtime/testing"
+ *
+ * // Summaries from their own (here scripted) model, asked in the host's words.
+ * export const summaries = Compaction.summarizer({
+ *   instruction: "Summarize the work so far in five bullet points for your own later use.",
+ *   model: ScriptedModel.layer(() => Model.response({ text: "- the reports were fetched" }))
+ * })
+ * ```
+ *
+ * @since 0.1.0
+ * @category summarizing
+ */
+export const summarizer = Summarizing.layer
 
 /**
  * What a summary is made of: the task, the summary so far, the rounds to

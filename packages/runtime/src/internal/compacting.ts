@@ -15,13 +15,15 @@ import * as Result from "effect/Result"
 import * as History from "../History.ts"
 import { type Journal, type JournalIoError, type JournalSequenceError, summaryKey } from "../Journal.ts"
 import type { Part } from "../Model.ts"
-import { fileReference, Model, text } from "../Model.ts"
+import { fileReference, type Model, text } from "../Model.ts"
 import * as Observability from "../Observability.ts"
 import * as PrivateSummaries from "../PrivateSummaries.ts"
 import { type CompactionPlan, measureParts, plan, type ReportedInput, type SentRequest } from "./compactionPlan.ts"
 import { pieceBytes, summaryBytes, type Threshold } from "./compactionPolicy.ts"
 import { measureRequest } from "./digest.ts"
 import { writeOnce } from "./privateFiles.ts"
+import * as Summarizer from "./summarizer.ts"
+import { defaultInstruction } from "./summarizer.ts"
 import { journaledSummaryRequests, summarizeWith } from "./summaryRequests.ts"
 
 /** See `Compaction.PublishedSummary`. */
@@ -145,6 +147,7 @@ export const summarizeRounds = Effect.fnUntraced(function* (run: SummaryRun) {
   const key = run.key
   const previousSummary = History.summaryText(run.history)
   const turn = run.turn === undefined ? {} : { turn: run.turn }
+  const summarizer = yield* Summarizer.current
   // The writer is admitted before the first summary request: a refusal costs no request.
   if (Option.isNone(run.journal)) yield* PrivateSummaries.admit(run.entry, run.journal)
   else {
@@ -155,7 +158,7 @@ export const summarizeRounds = Effect.fnUntraced(function* (run: SummaryRun) {
     const [, inputsSha256, found] = yield* Effect.all(
       [
         PrivateSummaries.admit(run.entry, run.journal),
-        summaryInputsDigest(run.history.task, previousSummary, run.rounds, run.pieceBytes),
+        summaryInputsDigest(run.history.task, previousSummary, run.rounds, run.pieceBytes, summarizer.instruction),
         Effect.result(PrivateSummaries.readStaged(key, run.journal))
       ],
       { concurrency: "unbounded" }
@@ -170,11 +173,12 @@ export const summarizeRounds = Effect.fnUntraced(function* (run: SummaryRun) {
     if (Option.isSome(leftover)) return { ...leftover.value, recovered: true }
     yield* journal.append({ _tag: "SummaryStarted", ...turn, step: key.step, operation: key.operation, inputsSha256 })
   }
-  const model = yield* Model
+  const model = summarizer.model
   const generate = Option.isSome(run.journal)
     ? journaledSummaryRequests(model.generate, run.journal.value, { operation: key.operation, step: key.step, ...turn })
     : model.generate
   const summary = yield* summarizeWith(generate, {
+    instruction: summarizer.instruction,
     task: run.history.task,
     previousSummary,
     rounds: run.rounds,
@@ -257,12 +261,19 @@ const summaryInputsDigest = (
   task: ReadonlyArray<Part>,
   previousSummary: Option.Option<string>,
   rounds: ReadonlyArray<ReadonlyArray<Part>>,
-  pieceBytes: number
+  pieceBytes: number,
+  instruction: string
 ): Effect.Effect<string> =>
   Effect.map(
     measureRequest({
       parts: [
-        text("system", `summary inputs, pieces of ${pieceBytes} bytes`),
+        // A host's own instruction is an input of its summaries; the library's keeps the digests it always had.
+        text(
+          "system",
+          instruction === defaultInstruction
+            ? `summary inputs, pieces of ${pieceBytes} bytes`
+            : `summary inputs, pieces of ${pieceBytes} bytes, instruction: ${instruction}`
+        ),
         ...task,
         text(
           "user",

@@ -8,21 +8,21 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { Journal, JournalIoError, JournalSequenceError } from "../Journal.ts"
 import type { MediaPart, ModelError, ModelRequest, ModelResponse, Part } from "../Model.ts"
-import { Model, text } from "../Model.ts"
+import { type Model, text } from "../Model.ts"
 import * as Observability from "../Observability.ts"
 import { cutWithNote } from "./boundedText.ts"
 import { sizedPieces, summaryRendering } from "./compactionPlan.ts"
 import { scrubFailures } from "./scrub.ts"
+import * as Summarizer from "./summarizer.ts"
+import { defaultInstruction } from "./summarizer.ts"
 
 /** See `Compaction.summaryInstruction`. */
-export const summaryInstruction =
-  "Summarize the work so far for your own later use: decisions, facts found, open questions and next steps. " +
-  "Build on the previous summary when one is given; do not drop what it established."
+export const summaryInstruction = defaultInstruction
 
 /** See `Compaction.isSummaryRequest`. */
-export const isSummaryRequest = (request: ModelRequest): boolean => {
+export const isSummaryRequest = (request: ModelRequest, instruction = summaryInstruction): boolean => {
   const first = request.parts[0]
-  return first?._tag === "Text" && first.role === "system" && first.text === summaryInstruction
+  return first?._tag === "Text" && first.role === "system" && first.text === instruction
 }
 
 /**
@@ -42,13 +42,15 @@ export const summaryRequest = (options: {
   readonly piece: string
   readonly index: number
   readonly count: number
-  /** The media the piece's placeholders stand for, sent as native parts (since 0.5.0). */
+  /** The media the piece's placeholders stand for, sent as native parts. */
   readonly media?: ReadonlyArray<MediaPart>
+  /** The system instruction; the library's ({@link summaryInstruction}) when absent. */
+  readonly instruction?: string
 }): ModelRequest => {
   const media = options.media ?? []
   return {
     parts: [
-      text("system", summaryInstruction),
+      text("system", options.instruction ?? summaryInstruction),
       ...options.task,
       ...Option.match(options.previousSummary, {
         onNone: () => [],
@@ -81,6 +83,8 @@ export interface SummaryInput {
   readonly pieceBytes: number
   /** The longest summary kept, in UTF-8 bytes; a longer answer is cut ({@link boundSummary}). No bound when absent. */
   readonly summaryBytes?: number
+  /** The requests' system instruction; the library's ({@link summaryInstruction}) when absent. */
+  readonly instruction?: string
 }
 
 /**
@@ -236,7 +240,8 @@ const summarizing = Effect.fnUntraced(function* <E, R>(
             piece,
             index,
             count: all.length,
-            media
+            media,
+            ...(input.instruction === undefined ? {} : { instruction: input.instruction })
           }),
           { index, count: all.length }
         )
@@ -252,4 +257,6 @@ const summarizing = Effect.fnUntraced(function* <E, R>(
 
 /** See `Compaction.summarize`. */
 export const summarize = (input: SummaryInput): Effect.Effect<SummaryOutcome, ModelError, Model> =>
-  Effect.flatMap(Effect.service(Model), (model) => summarizeWith(model.generate, input))
+  Effect.flatMap(Summarizer.current, (summarizer) =>
+    summarizeWith(summarizer.model.generate, { instruction: summarizer.instruction, ...input })
+  )
