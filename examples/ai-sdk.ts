@@ -129,7 +129,7 @@ const runWithTessera = (binding: EntryGate.TaskBinding, model: MockLanguageModel
     const result = yield* Effect.promise(() =>
       generateText({
         model: wrapLanguageModel({ model, middleware: tessera.middleware }),
-        tools: { fetchLog },
+        tools: { ...tessera.tools, fetchLog },
         messages,
         stopWhen: stepCountIs(calls + 1),
         prepareStep: tessera.prepareStep
@@ -147,7 +147,7 @@ const streamWithTessera = (binding: EntryGate.TaskBinding, model: MockLanguageMo
     })
     const result = streamText({
       model: wrapLanguageModel({ model, middleware: tessera.middleware }),
-      tools: { fetchLog },
+      tools: { ...tessera.tools, fetchLog },
       messages,
       stopWhen: stepCountIs(calls + 1),
       prepareStep: tessera.prepareStep

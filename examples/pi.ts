@@ -98,7 +98,11 @@ const runWithTessera = (binding: EntryGate.TaskBinding, model: ReturnType<typeof
       offload: { threshold: 2_000, readTool: "read_artifact", destination: "Private" }
     })
     const agent = new Agent({
-      initialState: { systemPrompt: "You check services.", model: model.faux.getModel(), tools: [fetchLog] },
+      initialState: {
+        systemPrompt: "You check services.",
+        model: model.faux.getModel(),
+        tools: [...tessera.tools, fetchLog]
+      },
       ...tessera.agentOptions
     })
     yield* Effect.promise(() => agent.prompt(prompt))
