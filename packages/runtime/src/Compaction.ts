@@ -54,6 +54,7 @@ import * as Planning from "./internal/compactionPlan.ts"
 import * as Policies from "./internal/compactionPolicy.ts"
 import * as Summarizing from "./internal/summarizer.ts"
 import * as SummaryRequests from "./internal/summaryRequests.ts"
+import * as Tokenizing from "./internal/tokenizer.ts"
 import type { Model, ModelError, ModelRequest, Part } from "./Model.ts"
 
 // ---------------------------------------------------------------------------
@@ -313,6 +314,38 @@ export { Summarizer, type SummarizerOptions, type SummarizerShape } from "./inte
  * @category summarizing
  */
 export const summarizer = Summarizing.layer
+
+/**
+ * The host's tokenizer, for the `tokenizer` measure: `count` gives the
+ * tokens of a text (a part as it is rendered for the request), a
+ * non-negative whole number (anything else is a defect naming the count).
+ * A part is counted once per tokenizer. A policy measured by `tokenizer`
+ * with none in scope fails `InvalidInput` (field `policy.measure`) when it
+ * would compact, before any request.
+ *
+ * @since 0.1.0
+ * @category measuring
+ */
+export { Tokenizer, type TokenizerShape } from "./internal/tokenizer.ts"
+
+/**
+ * The host's tokenizer as a layer, from a counting function: one of a
+ * tokenizer package (such as `gpt-tokenizer`'s `countTokens`, or the one
+ * the provider's model uses), or the host's own.
+ *
+ * @example
+ * ```ts
+ * import { Compaction } from "@tessera/runtime"
+ *
+ * // A stand-in that counts words; a real host passes its tokenizer package's count.
+ * export const words = Compaction.tokenizer((text) => text.split(/\s+/).filter((word) => word.length > 0).length)
+ * export const policy = Compaction.threshold({ measure: "tokenizer", limit: 100_000 })
+ * ```
+ *
+ * @since 0.1.0
+ * @category measuring
+ */
+export const tokenizer = Tokenizing.layer
 
 /**
  * What a summary is made of: the task, the summary so far, the rounds to

@@ -25,6 +25,7 @@ import { writeOnce } from "./privateFiles.ts"
 import * as Summarizer from "./summarizer.ts"
 import { defaultInstruction } from "./summarizer.ts"
 import { journaledSummaryRequests, summarizeWith } from "./summaryRequests.ts"
+import { required as requiredTokenizer, type TokenizerShape } from "./tokenizer.ts"
 
 /** See `Compaction.PublishedSummary`. */
 export interface PublishedSummary {
@@ -89,8 +90,14 @@ export interface CompactOptions {
 
 /** See `Compaction.compact`. */
 export const compact = (options: CompactOptions) => {
-  const planned = plan(options.history, options.policy, options.reported, options.sent)
-  return Option.isNone(planned) ? Effect.succeed(options.history) : compactPlanned(options, planned.value)
+  const planned = (tokenizer?: TokenizerShape) => {
+    const chosen = plan(options.history, options.policy, options.reported, options.sent, tokenizer)
+    return Option.isNone(chosen) ? Effect.succeed(options.history) : compactPlanned(options, chosen.value)
+  }
+  // The host's tokenizer is asked for only by the measure that counts with it.
+  return options.policy.measure === "tokenizer"
+    ? Effect.flatMap(requiredTokenizer("Compaction.compact"), planned)
+    : planned()
 }
 
 const compactPlanned = Effect.fnUntraced(function* (options: CompactOptions, planned: CompactionPlan) {

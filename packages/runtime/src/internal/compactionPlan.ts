@@ -13,6 +13,7 @@ import { cutPieces, type SizedPiece } from "./boundedText.ts"
 import { fromBytes, type SizeMeasure, type Threshold } from "./compactionPolicy.ts"
 import { rememberedBodySize } from "./digest.ts"
 import { limitRendered } from "./inlineLimit.ts"
+import { countWith, type TokenizerShape } from "./tokenizer.ts"
 
 /** See `Compaction.renderPart`. */
 export const renderPart = (part: Part): string => {
@@ -64,12 +65,35 @@ export interface ReportedInput {
 export const measureRequestParts = (
   measure: SizeMeasure,
   parts: ReadonlyArray<Part>,
-  reported?: ReportedInput
+  reported?: ReportedInput,
+  tokenizer?: TokenizerShape
 ): number => {
+  if (measure === "tokenizer" && tokenizer !== undefined) return countedParts(tokenizer, parts)
   if (measure !== "reportedTokens" || reported === undefined || !isPrefix(reported.parts, parts)) {
     return measureParts(measure, parts)
   }
   return reported.inputTokens + measureParts(measure, parts.slice(reported.parts.length))
+}
+
+// Parts are counted once per tokenizer, like their rendered sizes: a history keeps reusing them.
+const countedByTokenizer = new WeakMap<TokenizerShape, WeakMap<Part, number>>()
+
+const countedParts = (tokenizer: TokenizerShape, parts: ReadonlyArray<Part>): number => {
+  let counts = countedByTokenizer.get(tokenizer)
+  if (counts === undefined) {
+    counts = new WeakMap()
+    countedByTokenizer.set(tokenizer, counts)
+  }
+  let total = 0
+  for (const part of parts) {
+    let counted = counts.get(part)
+    if (counted === undefined) {
+      counted = countWith(tokenizer, renderedPieces(part).join(""))
+      counts.set(part, counted)
+    }
+    total += counted
+  }
+  return total
 }
 
 const isPrefix = (prefix: ReadonlyArray<Part>, parts: ReadonlyArray<Part>): boolean => {
@@ -188,7 +212,8 @@ const carried = (sent: SentResults, part: Extract<Part, { readonly _tag: "ToolRe
  * followed it. Their size counts against `keepRecent`. `None` when under
  * the limit or when there is nothing older than the kept rounds. The
  * request is measured by {@link measureRequestParts} (with `reported`, the
- * provider's count of the previous request, under `reportedTokens`).
+ * provider's count of the previous request, under `reportedTokens`; with
+ * `tokenizer`, the host's count, under `tokenizer`).
  *
  * @since 0.1.0
  * @category planning
@@ -197,9 +222,12 @@ export const plan = (
   history: History.History,
   policy: Threshold,
   reported?: ReportedInput,
-  sent?: SentRequest
+  sent?: SentRequest,
+  tokenizer?: TokenizerShape
 ): Option.Option<CompactionPlan> => {
-  if (measureRequestParts(policy.measure, History.toParts(history), reported) <= policy.limit) return Option.none()
+  if (measureRequestParts(policy.measure, History.toParts(history), reported, tokenizer) <= policy.limit) {
+    return Option.none()
+  }
   const all = History.rounds(history)
   const firstUnseen = unseenFrom(all, sent)
   let kept = all.length - firstUnseen

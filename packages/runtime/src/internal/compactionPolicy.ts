@@ -20,13 +20,16 @@ const NonNegativeInt = Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 
  * previous request, plus the estimate for what was added since, when that
  * request is a prefix of the next one; the estimate alone otherwise (no
  * report yet, a provider that reports none, a history just compacted).
- * Every other size (`keepRecent`, pieces, summaries) is estimated under
- * `reportedTokens` as under `estimatedTokens`.
+ * `tokenizer`: the tokens the host's tokenizer (`Compaction.Tokenizer`,
+ * required in scope: its absence fails the compaction `InvalidInput` before
+ * any request) counts in the request's rendered parts. Every other size
+ * (`keepRecent`, pieces, summaries) is estimated under `reportedTokens` and
+ * `tokenizer` as under `estimatedTokens`.
  *
  * @since 0.1.0
  * @category models
  */
-export const SizeMeasure = Schema.Literals(["bytes", "estimatedTokens", "reportedTokens"])
+export const SizeMeasure = Schema.Literals(["bytes", "estimatedTokens", "reportedTokens", "tokenizer"])
 /**
  * @since 0.1.0
  * @category models
