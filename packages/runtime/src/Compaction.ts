@@ -266,17 +266,24 @@ export type SentRequest = Planning.SentRequest
 export const summaryInstruction: string = SummaryRequests.summaryInstruction
 
 /**
- * Whether a request is a summary request: it opens with `instruction` as
- * its system text ({@link summaryInstruction} by default; a host that gave
- * its own instruction to {@link summarizer} passes that one), for harnesses
- * and scripted models that answer summary requests differently from the
- * turn's own.
+ * Whether a request is a summary request (it opens with
+ * {@link summaryInstruction}), for harnesses and scripted models that answer
+ * summary requests differently from the turn's own.
  *
  * @since 0.1.0
  * @category summarizing
  */
-export const isSummaryRequest: (request: ModelRequest, instruction?: string) => boolean =
-  SummaryRequests.isSummaryRequest
+export const isSummaryRequest: (request: ModelRequest) => boolean = SummaryRequests.isSummaryRequest
+
+/**
+ * {@link isSummaryRequest} for a host that gave its own instruction to
+ * {@link summarizer}: whether a request opens with `instruction`.
+ *
+ * @since 0.1.0
+ * @category summarizing
+ */
+export const isSummaryRequestFor: (instruction: string) => (request: ModelRequest) => boolean =
+  SummaryRequests.isSummaryRequestFor
 
 /**
  * Who writes the summaries of compaction and of the summary entries: the

@@ -51,7 +51,7 @@ describe("the host's summarizer", () => {
         assert.lengthOf(turnModel, 0)
         assert.lengthOf(summaryModel, 1)
         assert.strictEqual(systemText(summaryModel[0]), instruction)
-        assert.isTrue(Compaction.isSummaryRequest(summaryModel[0] as Model.ModelRequest, instruction))
+        assert.isTrue(Compaction.isSummaryRequestFor(instruction)(summaryModel[0] as Model.ModelRequest))
         assert.strictEqual(Option.getOrUndefined(summary), "the summary model's summary")
       })
     ))

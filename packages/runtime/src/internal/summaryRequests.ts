@@ -19,11 +19,16 @@ import { defaultInstruction } from "./summarizer.ts"
 /** See `Compaction.summaryInstruction`. */
 export const summaryInstruction = defaultInstruction
 
+/** See `Compaction.isSummaryRequestFor`. */
+export const isSummaryRequestFor =
+  (instruction: string) =>
+  (request: ModelRequest): boolean => {
+    const first = request.parts[0]
+    return first?._tag === "Text" && first.role === "system" && first.text === instruction
+  }
+
 /** See `Compaction.isSummaryRequest`. */
-export const isSummaryRequest = (request: ModelRequest, instruction = summaryInstruction): boolean => {
-  const first = request.parts[0]
-  return first?._tag === "Text" && first.role === "system" && first.text === instruction
-}
+export const isSummaryRequest: (request: ModelRequest) => boolean = isSummaryRequestFor(summaryInstruction)
 
 /**
  * One summary request: the instruction, the user's original task, the
