@@ -22,7 +22,17 @@
  *   artifacts (every other file on a volume), with their sizes.
  *
  * With a task filter only that task's journal is shown, and only the
- * summaries and artifacts its journal records.
+ * summaries and artifacts its journal records. Entry filters
+ * ({@link InspectOptions.kinds}, {@link InspectOptions.turn},
+ * {@link InspectOptions.since}) narrow the entries shown, and nothing else:
+ * a task's tokens, resumable state and files are read from all its entries.
+ *
+ * Each task's redaction decision (the one its last turn recorded) is shown,
+ * and a task whose bodies were stored verbatim is marked.
+ *
+ * {@link toJson} gives the report as a JSON document of the schema
+ * {@link ReportJson} (`tessera-inspect/1`), and {@link follow} streams a
+ * task's entries as they are journaled.
  *
  * For each task, its resumable state: its last turn (open or not, its
  * step), the calls awaiting the host's approval, the calls that were in
@@ -34,21 +44,30 @@
  * @since 0.1.0
  */
 import type * as DurableFiles from "@tessera/core/DurableFiles"
-import * as Ids from "@tessera/core/Ids"
+import type * as Ids from "@tessera/core/Ids"
 import * as Volume from "@tessera/core/Volume"
-import * as History from "@tessera/runtime/History"
 import * as Journal from "@tessera/runtime/Journal"
 import * as JournalEntry from "@tessera/runtime/JournalEntry"
-import type * as Model from "@tessera/runtime/Model"
-import * as Transcript from "@tessera/runtime/Transcript"
 import * as VolumeStore from "@tessera/runtime/VolumeStore"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import type * as FileSystemNs from "effect/FileSystem"
-import * as FileSystem from "effect/FileSystem"
+import type * as FileSystem from "effect/FileSystem"
 import * as Option from "effect/Option"
 import * as Path from "effect/Path"
-import * as Result from "effect/Result"
-import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import * as InspectFilter from "./internal/inspectFilter.ts"
+import { followTask } from "./internal/inspectFollow.ts"
+import * as InspectJson from "./internal/inspectJson.ts"
+import { journalTask, notRecorded, recordedFiles, resumableState } from "./internal/inspectRead.ts"
+import * as InspectRedaction from "./internal/inspectRedaction.ts"
+import {
+  type JournalReport,
+  type Report,
+  type ResumableState,
+  TaskNotFound,
+  type VolumeFile,
+  type VolumeReport
+} from "./internal/inspectReport.ts"
 import * as InspectText from "./internal/inspectText.ts"
 import { checkStoreFolder, InspectIoError, listFiles, NotAStoreFolder } from "./internal/storeFolder.ts"
 
@@ -67,19 +86,82 @@ import { checkStoreFolder, InspectIoError, listFiles, NotAStoreFolder } from "./
 export { InspectIoError, NotAStoreFolder }
 
 /**
- * A task was asked for and no journal volume holds its journal.
+ * An entry filter that cannot be used, refused before anything is read:
+ * `filter` names it (`kind`, `turn`, `since`) and the message says why; an
+ * unknown kind's message lists every known one ({@link entryKinds}).
  *
  * @since 0.1.0
  * @category errors
  */
-export class TaskNotFound extends Schema.TaggedError<TaskNotFound>()("TaskNotFound", {
-  task: Schema.String,
-  searched: Schema.Array(Schema.String)
-}) {
-  override get message(): string {
-    return `no journal for task ${this.task} in ${this.searched.length === 0 ? "(no journal volume)" : this.searched.join(", ")}`
-  }
-}
+export const InvalidFilter = InspectFilter.InvalidFilter
+/**
+ * An {@link InvalidFilter} failure, as a type.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export type InvalidFilter = InspectFilter.InvalidFilter
+
+/**
+ * Every journal entry tag ({@link EntryKind}), in the order
+ * `JournalEntry.Entry` declares them: the values {@link InspectOptions.kinds}
+ * accepts.
+ *
+ * @since 0.1.0
+ * @category filters
+ */
+export const entryKinds: ReadonlyArray<InspectFilter.EntryKind> = InspectFilter.entryKinds
+
+/**
+ * A journal entry's tag, and the checked entry filters a report was read
+ * with ({@link EntryFilter}: an absent field does not filter).
+ *
+ * @since 0.1.0
+ * @category filters
+ */
+export type { EntryFilter, EntryKind } from "./internal/inspectFilter.ts"
+
+/**
+ * A task's redaction decision as the inspector reports it: `Scrubbed` (a
+ * host redactor ran before offloaded results, summaries and transcript
+ * records were stored), `Verbatim` (none did: they hold what the tools and
+ * the model wrote), or `Unknown` (no turn recorded a decision, as in
+ * journals written before `TurnOpened.redaction` existed). The last turn's
+ * decision is the task's.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type { Redaction } from "./internal/inspectRedaction.ts"
+
+/**
+ * What the inspector found ({@link Report}): the volumes
+ * ({@link VolumeReport}), files on them ({@link VolumeFile}), each task's
+ * journal ({@link JournalReport}) with where it stands for a resume
+ * ({@link ResumableState}) and its last conversation ({@link Conversation}).
+ * Declared in the package's internals, so the readers and renderers there
+ * share them.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type {
+  Conversation,
+  JournalReport,
+  Report,
+  ResumableState,
+  VolumeFile,
+  VolumeReport
+} from "./internal/inspectReport.ts"
+
+/**
+ * A task was asked for and no journal volume holds its journal. Declared
+ * with the report's model, in the package's internals.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export { TaskNotFound }
 
 /**
  * Everything {@link inspect} can fail with; every one names the file or
@@ -91,106 +173,13 @@ export class TaskNotFound extends Schema.TaggedError<TaskNotFound>()("TaskNotFou
 export type InspectError =
   | NotAStoreFolder
   | TaskNotFound
+  | InvalidFilter
   | InspectIoError
   | VolumeStore.OpenError
   | VolumeStore.VolumeMetadataInvalid
   | Journal.JournalCorrupt
   | Journal.JournalNotRecognized
   | Journal.JournalIoError
-
-/**
- * A file on a volume: its path relative to the volume's data folder
- * (`/`-separated) and its size in bytes.
- *
- * @since 0.1.0
- * @category models
- */
-export interface VolumeFile {
-  readonly volume: Ids.VolumeId
-  readonly path: string
-  readonly size: number
-}
-
-/**
- * A volume and its data folder.
- *
- * @since 0.1.0
- * @category models
- */
-export interface VolumeReport {
-  readonly descriptor: Volume.VolumeDescriptor
-  readonly folder: string
-}
-
-/**
- * One task's journal and its entries.
- *
- * @since 0.1.0
- * @category models
- */
-export interface JournalReport {
-  readonly task: Ids.TaskId
-  readonly volume: Ids.VolumeId
-  readonly file: string
-  readonly entries: ReadonlyArray<JournalEntry.Entry>
-  /** The task's token total: the usage its turn steps and summary requests reported. */
-  readonly usage: JournalEntry.UsageTotal
-  /** Where the task stands for a resume. */
-  readonly resumable: ResumableState
-}
-
-/**
- * Where a task stands for a resume: its last turn, the calls awaiting the
- * host's approval and those in flight at a crash (both only while the turn
- * is open), and the conversation as the model last saw it.
- *
- * @since 0.1.0
- * @category models
- */
-export interface ResumableState {
-  readonly lastTurn: Option.Option<Journal.TurnState>
-  readonly awaitingApproval: ReadonlyArray<Journal.OwedCall>
-  readonly inFlight: ReadonlyArray<Journal.OwedCall>
-  readonly conversation: Conversation
-}
-
-/**
- * The conversation of a task's last turn: rebuilt from its transcript
- * (`Rebuilt`, with the volume it was read from), not recorded (the turn was
- * not run durably, or the task has no turn), or unreadable (why).
- *
- * @since 0.1.0
- * @category models
- */
-export type Conversation =
-  | {
-      readonly _tag: "Rebuilt"
-      readonly turn: number
-      readonly volume: Ids.VolumeId
-      readonly history: History.History
-    }
-  | { readonly _tag: "NotRecorded"; readonly detail: string }
-  | { readonly _tag: "Unreadable"; readonly detail: string }
-
-/**
- * Everything the inspector found.
- *
- * @since 0.1.0
- * @category models
- */
-export interface Report {
-  readonly root: string
-  readonly store: Ids.StoreId
-  readonly task: Option.Option<Ids.TaskId>
-  readonly volumes: ReadonlyArray<VolumeReport>
-  readonly journals: ReadonlyArray<JournalReport>
-  readonly summaries: ReadonlyArray<VolumeFile>
-  readonly artifacts: ReadonlyArray<VolumeFile>
-  /** Transcript records (`transcripts/<task>/...` on agent-private volumes), counted rather than listed. */
-  readonly transcripts: ReadonlyArray<VolumeFile>
-  /** Whether bodies are shown (see {@link InspectOptions.bodies}). */
-  readonly bodies: boolean
-}
 
 /**
  * Options of {@link inspect}.
@@ -203,9 +192,16 @@ export interface InspectOptions {
   readonly task?: Ids.TaskId
   /** Show the bodies of the conversation (texts, tool inputs and results, summaries); hidden by default. */
   readonly bodies?: boolean
+  /**
+   * Only entries of these tags ({@link entryKinds}); an item may hold several,
+   * comma-separated. An unknown tag fails {@link InvalidFilter}.
+   */
+  readonly kinds?: ReadonlyArray<string> | undefined
+  /** Only entries of this turn (an integer >= 1); entries that belong to no turn do not match. */
+  readonly turn?: number | undefined
+  /** Only entries journaled at or after this instant: a `Date` or an ISO 8601 time (`2026-01-02T03:04:05Z`). */
+  readonly since?: Date | string | undefined
 }
-
-const decodeTaskId = Schema.decodeUnknownOption(Ids.TaskId)
 
 const isSummary = (descriptor: Volume.VolumeDescriptor, file: string): boolean =>
   descriptor.kind === "AgentPrivate" && file.startsWith(`${VolumeStore.summariesFolder}/`)
@@ -231,7 +227,9 @@ export const resolveFolder = (
 
 /**
  * Reads a namespace folder. Never writes: the folder is checked to be a
- * complete store before the store is opened.
+ * complete store before the store is opened. The filters are checked first
+ * ({@link InvalidFilter}, nothing read); a journal's entries are then the
+ * ones matching every filter given, in order.
  *
  * @since 0.1.0
  * @category reading
@@ -239,7 +237,8 @@ export const resolveFolder = (
 export const inspect = Effect.fnUntraced(function* (
   folder: string,
   options: InspectOptions = {}
-): Effect.fn.Return<Report, InspectError, FileSystemNs.FileSystem | Path.Path | DurableFiles.DurableFiles> {
+): Effect.fn.Return<Report, InspectError, FileSystem.FileSystem | Path.Path | DurableFiles.DurableFiles> {
+  const filter = yield* Effect.fromResult(InspectFilter.makeFilter(options))
   const path = yield* Path.Path
   const root = path.resolve(folder)
   yield* checkStoreFolder(root)
@@ -266,8 +265,10 @@ export const inspect = Effect.fnUntraced(function* (
           task: task.value,
           volume: descriptor.id,
           file: path.join(volumeFolder, file.path),
+          journaled: entries.length,
           entries,
           usage: JournalEntry.totalUsage(entries),
+          redaction: InspectRedaction.redactionOf(entries),
           resumable: { lastTurn: Option.none(), awaitingApproval: [], inFlight: [], conversation: notRecorded }
         })
         continue
@@ -307,88 +308,20 @@ export const inspect = Effect.fnUntraced(function* (
     store: store.id,
     task: Option.fromUndefinedOr(options.task),
     volumes,
-    journals,
+    journals: InspectFilter.isFiltering(filter)
+      ? journals.map((journal) => ({
+          ...journal,
+          entries: journal.entries.filter((entry) => InspectFilter.matches(filter, entry))
+        }))
+      : journals,
     summaries: shown.filter(summary),
     artifacts: shown.filter((file) => !summary(file) && !transcript(file)),
     transcripts,
-    bodies: options.bodies === true
+    bodies: options.bodies === true,
+    filter
   }
   return report
 })
-
-const notRecorded: Conversation = { _tag: "NotRecorded", detail: "the task has no turn" }
-
-/** The resumable state of one journal: its state folded from the entries, and the conversation from a transcript. */
-const resumableState = Effect.fnUntraced(function* (
-  store: Ids.StoreId,
-  privateVolumes: ReadonlyArray<VolumeReport>,
-  journal: JournalReport
-) {
-  const folded = Journal.stateOf(journal.task, journal.entries)
-  if (Result.isFailure(folded)) {
-    const unreadable: ResumableState = {
-      lastTurn: Option.none(),
-      awaitingApproval: [],
-      inFlight: [],
-      conversation: { _tag: "Unreadable", detail: folded.failure }
-    }
-    return unreadable
-  }
-  const lastTurn = Option.fromUndefinedOr(folded.success.turns.at(-1))
-  const open = Option.filter(lastTurn, (turn) => turn.status === "Open")
-  const owed = Option.match(open, { onNone: () => [], onSome: (turn) => turn.owedCalls })
-  const state = {
-    lastTurn,
-    awaitingApproval: owed.filter((call) => call.approval?.status === "Requested"),
-    inFlight: owed.filter((call) => call.called && call.approval?.status !== "Rejected")
-  }
-  if (Option.isNone(lastTurn)) return { ...state, conversation: notRecorded } satisfies ResumableState
-  const path = yield* Path.Path
-  const fs = yield* FileSystem.FileSystem
-  for (const volume of privateVolumes) {
-    const folder = path.join(volume.folder, VolumeStore.transcriptsFolder, journal.task)
-    if (!(yield* fs.exists(folder).pipe(Effect.orElseSucceed(() => false)))) continue
-    const reader = yield* Transcript.reader({
-      folder: volume.folder,
-      task: journal.task,
-      volume: { store, volume: volume.descriptor.id }
-    })
-    const rebuilt = yield* Effect.result(Transcript.rebuild(reader, journal.entries, lastTurn.value.turn))
-    const conversation: Conversation = Result.isSuccess(rebuilt)
-      ? { _tag: "Rebuilt", turn: lastTurn.value.turn, volume: volume.descriptor.id, history: rebuilt.success.history }
-      : rebuilt.failure._tag === "TranscriptMissing"
-        ? { _tag: "NotRecorded", detail: rebuilt.failure.message }
-        : { _tag: "Unreadable", detail: rebuilt.failure.message }
-    return { ...state, conversation } satisfies ResumableState
-  }
-  return {
-    ...state,
-    conversation: {
-      _tag: "NotRecorded",
-      detail: `no transcript of task ${journal.task} on any agent-private volume (its turns were not run durably)`
-    }
-  } satisfies ResumableState
-})
-
-/** `<task>.jsonl` at the top of a journal volume names a task's journal. */
-const journalTask = (file: string): Option.Option<Ids.TaskId> => {
-  if (file.includes("/") || !file.endsWith(VolumeStore.journalExtension)) return Option.none()
-  return decodeTaskId(file.slice(0, -VolumeStore.journalExtension.length))
-}
-
-/** `<volume>\0<path>` of every file the journals record (summaries staged, artifacts offloaded). */
-const recordedFiles = (journals: ReadonlyArray<JournalReport>): ReadonlySet<string> => {
-  const keys = new Set<string>()
-  for (const journal of journals) {
-    for (const entry of journal.entries) {
-      if (entry._tag === "SummaryStaged") keys.add(`${entry.volume.volume}\u0000${entry.path}`)
-      if (entry._tag === "ArtifactOffloaded" && entry.volume !== undefined) {
-        keys.add(`${entry.volume.volume}\u0000${entry.path}`)
-      }
-    }
-  }
-  return keys
-}
 
 /**
  * Token counts as `in=… out=… cached=… reasoning=…`, the counts a provider
@@ -431,6 +364,9 @@ export const render = (report: Report): string => {
   const lines: Array<string> = [
     `store ${report.store} at ${report.root}`,
     ...Option.match(report.task, { onNone: () => [], onSome: (task) => [`(task ${task} only)`] }),
+    ...(InspectFilter.isFiltering(report.filter)
+      ? [`(entries filtered: ${InspectFilter.describeFilter(report.filter)})`]
+      : []),
     "",
     `volumes (${report.volumes.length}):`,
     ...report.volumes.map(
@@ -441,7 +377,9 @@ export const render = (report: Report): string => {
   ]
   if (report.journals.length === 0) lines.push("journals: (none)", "")
   for (const journal of report.journals) {
-    lines.push(`journal of task ${journal.task} (${journal.entries.length} entries, ${journal.file}):`)
+    const shown = InspectFilter.isFiltering(report.filter) ? `, ${journal.entries.length} shown` : ""
+    lines.push(`journal of task ${journal.task} (${journal.journaled} entries${shown}, ${journal.file}):`)
+    lines.push(InspectRedaction.redactionLine(journal.redaction))
     lines.push(...journal.entries.map((entry) => `  ${formatEntry(entry)}`))
     lines.push(
       `  tokens: ${formatUsage(journal.usage.usage)} (${journal.usage.reported} of ${journal.usage.responses} responses reported usage)`,
@@ -458,9 +396,6 @@ export const render = (report: Report): string => {
   return `${lines.join("\n")}\n`
 }
 
-const callLine = (call: Journal.OwedCall): string =>
-  `${call.callId} ${call.name}${call.approval === undefined ? "" : ` (${call.approval.reason})`}`
-
 /**
  * A task's resumable state as text lines: its last turn, the calls awaiting
  * approval and in flight, and the conversation as the model last saw it,
@@ -470,32 +405,98 @@ const callLine = (call: Journal.OwedCall): string =>
  * @since 0.1.0
  * @category rendering
  */
-export const renderResumable = (task: Ids.TaskId, state: ResumableState, bodies: boolean): ReadonlyArray<string> => {
-  const lines = [`resumable state of task ${task}:`]
-  if (Option.isNone(state.lastTurn)) return [...lines, "  no turn yet"]
-  const turn = state.lastTurn.value
-  lines.push(
-    turn.status === "Open"
-      ? `  open turn ${turn.turn}: step ${turn.steps}${turn.awaitingResponse ? " (its request got no response)" : ""}${turn.answered ? " (answered, not closed)" : ""}, ${turn.resumptions} resumption${turn.resumptions === 1 ? "" : "s"}`
-      : `  no open turn: turn ${turn.turn} ${turn.status.toLowerCase()} after ${turn.steps} step${turn.steps === 1 ? "" : "s"}`,
-    `  awaiting approval: ${state.awaitingApproval.length === 0 ? "none" : state.awaitingApproval.map(callLine).join(", ")}`,
-    `  in flight at a crash: ${state.inFlight.length === 0 ? "none" : state.inFlight.map(callLine).join(", ")}`
-  )
-  const conversation = state.conversation
-  if (conversation._tag !== "Rebuilt") {
-    lines.push(
-      `  conversation: ${conversation._tag === "NotRecorded" ? "not recorded" : "unreadable"}: ${conversation.detail}`
-    )
-    return lines
-  }
-  const history = conversation.history
-  const parts = History.toParts(history)
-  lines.push(
-    `  conversation as the model last saw it (turn ${conversation.turn}, ${parts.length} parts, transcript on ${conversation.volume}${bodies ? "" : "; bodies hidden, --bodies shows them"}):`
-  )
-  const summaryParts = new Set<Model.Part>(history.summary?.parts ?? [])
-  for (const [index, part] of parts.entries()) {
-    lines.push(...InspectText.partLines(index + 1, part, summaryParts.has(part), bodies))
-  }
-  return lines
+export const renderResumable: (task: Ids.TaskId, state: ResumableState, bodies: boolean) => ReadonlyArray<string> =
+  InspectText.resumableLines
+
+/**
+ * The schema of the inspector's JSON document (`tessera-inspect --json`),
+ * named `tessera-inspect/1` in its `schema` field: the store, its volumes,
+ * each task (its journal file, the entries the filters kept, each as the
+ * `JournalEntry.Entry` it is journaled as, its token total, resumable state
+ * and redaction decision), summaries and artifacts, and the transcript
+ * records counted. Bodies are in it only when the report was read with
+ * {@link InspectOptions.bodies}. A change that breaks a reader of this
+ * schema gets a new `schema` name.
+ *
+ * @example
+ * ```ts
+ * import { execFileSync } from "node:child_process"
+ * import { Inspector } from "@tessera/node"
+ * import { Schema } from "effect"
+ *
+ * // A harness's own tooling reads the inspector's output back as typed data.
+ * const output = execFileSync("npx", ["tessera-inspect", "state/project-a", "--json"], { encoding: "utf8" })
+ * const report = Schema.decodeUnknownSync(Schema.fromJsonString(Inspector.ReportJson))(output)
+ * for (const task of report.tasks) {
+ *   console.log(`${task.task}: ${task.entries.length} entries, redaction ${task.redaction}`)
+ * }
+ * ```
+ *
+ * @since 0.1.0
+ * @category json
+ */
+export const ReportJson = InspectJson.ReportJson
+/**
+ * @since 0.1.0
+ * @category json
+ */
+export type ReportJson = typeof ReportJson.Type
+
+/**
+ * The report as a {@link ReportJson} document: a plain value to
+ * `JSON.stringify`, equal to what `tessera-inspect --json` prints. Pure.
+ *
+ * @since 0.1.0
+ * @category json
+ */
+export const toJson: (report: Report) => typeof ReportJson.Encoded = InspectJson.toJson
+
+/**
+ * One entry as one line of JSON, exactly the entry's journaled encoding
+ * (decodable with `JournalEntry.EntryLine`): a line of
+ * `tessera-inspect --follow --json`.
+ *
+ * @since 0.1.0
+ * @category json
+ */
+export const formatEntryJson: (entry: JournalEntry.Entry) => string = InspectJson.entryJson
+
+/**
+ * Options of {@link follow}: the task, the entry filters of
+ * {@link InspectOptions}, and how often the journal's size is looked at.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface FollowOptions extends Pick<InspectOptions, "kinds" | "turn" | "since"> {
+  readonly task: Ids.TaskId
+  /** Time between two looks at the journal's size; 200 milliseconds by default. */
+  readonly interval?: Duration.Input
 }
+
+/**
+ * A live view of a task: its journal's entries, from the first, then each
+ * one as it is journaled, filtered as {@link inspect} filters. Never ends by
+ * itself: interrupt it, or take what you need. Reads only, by polling the
+ * journal file's size, and emits a line only once its newline is written,
+ * so an append in progress (or a crash's cut line) is never shown as an
+ * entry.
+ *
+ * Fails before following: {@link InvalidFilter}, {@link NotAStoreFolder},
+ * or {@link TaskNotFound} when no journal volume holds the task's journal
+ * yet. While following: `JournalCorrupt` on a complete line that is not an
+ * entry (file and line named), {@link InspectIoError} when the file cannot
+ * be read or shrinks below what was read (a repair replaced it).
+ *
+ * @since 0.1.0
+ * @category reading
+ */
+export const follow = (
+  folder: string,
+  options: FollowOptions
+): Stream.Stream<JournalEntry.Entry, InspectError, FileSystem.FileSystem | Path.Path | DurableFiles.DurableFiles> =>
+  Stream.unwrap(
+    Effect.map(Effect.fromResult(InspectFilter.makeFilter(options)), (filter) =>
+      followTask(folder, options.task, { filter, interval: options.interval ?? 200 })
+    )
+  )

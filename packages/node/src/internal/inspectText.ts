@@ -1,14 +1,19 @@
 /**
  * The inspector's text forms of its pieces: a size, token counts, a journal
- * entry's key fields, a conversation part. Pure functions of the data.
+ * entry's key fields, a conversation part, a task's resumable state. Pure
+ * functions of the data.
  *
  * @internal
  */
 import * as ArtifactPointer from "@tessera/artifacts/ArtifactPointer"
+import type * as Ids from "@tessera/core/Ids"
 import * as Volume from "@tessera/core/Volume"
+import * as History from "@tessera/runtime/History"
+import type * as Journal from "@tessera/runtime/Journal"
 import type * as JournalEntry from "@tessera/runtime/JournalEntry"
 import type * as Model from "@tessera/runtime/Model"
 import * as Option from "effect/Option"
+import type { ResumableState } from "./inspectReport.ts"
 
 /** A size for people, followed by the exact byte count (documented where `Inspector` exports it). */
 export const formatSize = (bytes: number): string =>
@@ -39,7 +44,7 @@ export const entryFields = (entry: JournalEntry.Entry): string => {
     [turn, step, ...rest].filter((part) => part !== undefined).join(" ")
   switch (entry._tag) {
     case "TurnOpened":
-      return parts(`task=${entry.task}`)
+      return parts(`task=${entry.task}`, entry.redaction === undefined ? undefined : `redaction=${entry.redaction}`)
     case "TurnResumed":
       return parts(entry.retryStep === undefined ? undefined : `retry-step=${entry.retryStep}`)
     case "RequestDispatched":
@@ -175,4 +180,38 @@ export const partLines = (
         `${head} ${part.role} media ${part.mediaType} (${part.data._tag === "Url" ? part.data.url : `${part.data.base64.length} base64 characters`})`
       ]
   }
+}
+
+const callLine = (call: Journal.OwedCall): string =>
+  `${call.callId} ${call.name}${call.approval === undefined ? "" : ` (${call.approval.reason})`}`
+
+/** A task's resumable state as text lines (documented where `Inspector` exports it as `renderResumable`). */
+export const resumableLines = (task: Ids.TaskId, state: ResumableState, bodies: boolean): ReadonlyArray<string> => {
+  const lines = [`resumable state of task ${task}:`]
+  if (Option.isNone(state.lastTurn)) return [...lines, "  no turn yet"]
+  const turn = state.lastTurn.value
+  lines.push(
+    turn.status === "Open"
+      ? `  open turn ${turn.turn}: step ${turn.steps}${turn.awaitingResponse ? " (its request got no response)" : ""}${turn.answered ? " (answered, not closed)" : ""}, ${turn.resumptions} resumption${turn.resumptions === 1 ? "" : "s"}`
+      : `  no open turn: turn ${turn.turn} ${turn.status.toLowerCase()} after ${turn.steps} step${turn.steps === 1 ? "" : "s"}`,
+    `  awaiting approval: ${state.awaitingApproval.length === 0 ? "none" : state.awaitingApproval.map(callLine).join(", ")}`,
+    `  in flight at a crash: ${state.inFlight.length === 0 ? "none" : state.inFlight.map(callLine).join(", ")}`
+  )
+  const conversation = state.conversation
+  if (conversation._tag !== "Rebuilt") {
+    lines.push(
+      `  conversation: ${conversation._tag === "NotRecorded" ? "not recorded" : "unreadable"}: ${conversation.detail}`
+    )
+    return lines
+  }
+  const history = conversation.history
+  const parts = History.toParts(history)
+  lines.push(
+    `  conversation as the model last saw it (turn ${conversation.turn}, ${parts.length} parts, transcript on ${conversation.volume}${bodies ? "" : "; bodies hidden, --bodies shows them"}):`
+  )
+  const summaryParts = new Set<Model.Part>(history.summary?.parts ?? [])
+  for (const [index, part] of parts.entries()) {
+    lines.push(...partLines(index + 1, part, summaryParts.has(part), bodies))
+  }
+  return lines
 }
