@@ -2,7 +2,7 @@
 /**
  * `tessera-inspect <namespace-folder> [--task <id>] [--bodies] [--json]
  * [--kind <Tag>]... [--turn <n>] [--since <ISO time>] [--follow]
- * [--follow-for <seconds>]`: prints what a Tessera namespace folder holds
+ * [--follow-for <seconds>] [--html <file>]`: prints what a Tessera namespace folder holds
  * (store, volumes, journals, summaries, artifacts, each task's resumable
  * state and redaction decision), as text or as the `tessera-inspect/1` JSON
  * document (`--json`); the filters narrow the entries shown. `--follow`
@@ -15,6 +15,7 @@
  *
  * The logic lives in `src/Inspector.ts`; this file only wires the CLI.
  */
+import * as fs from "node:fs"
 import * as path from "node:path"
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import { Ids } from "@tessera/core"
@@ -62,9 +63,15 @@ const inspect = Command.make(
     followFor: Flag.Finite("follow-for").pipe(
       Flag.withDescription("Follow for this many seconds, then stop (implies --follow)"),
       Flag.optional
+    ),
+    html: Flag.String("html").pipe(
+      Flag.withDescription(
+        "Write the task's page (context size per request with compactions and offloads, usage, summaries, artifacts, approvals) to this file (needs --task)"
+      ),
+      Flag.optional
     )
   },
-  ({ bodies, folder, follow, followFor, json, kind, since, task, turn }) => {
+  ({ bodies, folder, follow, followFor, html, json, kind, since, task, turn }) => {
     const root = Inspector.resolveFolder(path, folder, { cwd: process.cwd(), initCwd: process.env.INIT_CWD })
     const filters = {
       ...(kind.length === 0 ? {} : { kinds: kind }),
@@ -80,6 +87,23 @@ const inspect = Command.make(
           })
         )
       )
+    if (Option.isSome(html)) {
+      if (Option.isNone(task)) return failed("--html needs --task <id>: the page shows one task")
+      const file = path.resolve(process.env.INIT_CWD ?? process.cwd(), html.value)
+      // The page charts every request: it is drawn from the whole journal, whatever the filters.
+      return Inspector.inspect(root, { task: task.value, bodies }).pipe(
+        Effect.flatMap((report) => {
+          const journal = report.journals[0]
+          return journal === undefined
+            ? failed(`task ${task.value} has no journal`)
+            : Effect.sync(() => {
+                fs.writeFileSync(file, Inspector.renderHtml(report, journal))
+                process.stdout.write(`${file}\n`)
+              })
+        }),
+        Effect.catch((error) => failed(error.message))
+      )
+    }
     if (!follow && Option.isNone(followFor)) {
       const only = Option.match(task, { onNone: () => ({}), onSome: (id) => ({ task: id }) })
       return Inspector.inspect(root, { ...only, bodies, ...filters }).pipe(

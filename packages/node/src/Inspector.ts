@@ -57,6 +57,7 @@ import * as Path from "effect/Path"
 import * as Stream from "effect/Stream"
 import * as InspectFilter from "./internal/inspectFilter.ts"
 import { followTask } from "./internal/inspectFollow.ts"
+import * as InspectHtml from "./internal/inspectHtml.ts"
 import * as InspectJson from "./internal/inspectJson.ts"
 import { journalTask, notRecorded, recordedFiles, resumableState } from "./internal/inspectRead.ts"
 import * as InspectRedaction from "./internal/inspectRedaction.ts"
@@ -500,3 +501,19 @@ export const follow = (
       followTask(folder, options.task, { filter, interval: options.interval ?? 200 })
     )
   )
+
+/**
+ * One task's page as one self-contained HTML document (inline CSS and SVG,
+ * no script, a Content-Security-Policy that allows no fetch): the context
+ * size per request as a chart with compactions and offloads marked, the
+ * provider's input tokens beside it, the usage per response, the summaries
+ * and artifacts its journal records, the calls awaiting approval, the
+ * redaction decision, and the conversation (bodies only when
+ * `report.bodies`). Every text from the journal or the disk is escaped.
+ * Draw it from a report read without filters: the chart shows the entries
+ * the report holds. `tessera-inspect --task <id> --html <file>` writes it.
+ *
+ * @since 0.1.0
+ * @category rendering
+ */
+export const renderHtml: (report: Report, journal: JournalReport) => string = InspectHtml.renderHtml

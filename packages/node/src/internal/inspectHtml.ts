@@ -29,6 +29,7 @@ import type * as Journal from "@tessera/runtime/Journal"
 import type * as JournalEntry from "@tessera/runtime/JournalEntry"
 import type * as Model from "@tessera/runtime/Model"
 import * as Option from "effect/Option"
+import { redactionLine, redactionOf } from "./inspectRedaction.ts"
 import { formatSize, formatUsage, partLines } from "./inspectText.ts"
 
 /** A file on a volume as the inspector lists it (an `Inspector.VolumeFile`). */
@@ -448,6 +449,7 @@ export const renderHtml = (report: HtmlReport, journal: HtmlJournal): string => 
 <header>
 <h1>Task <code id="task">${escapeHtml(journal.task)}</code></h1>
 <p class="meta">store <code>${escapeHtml(report.store)}</code> at <code>${escapeHtml(report.root)}</code>; journal <code>${escapeHtml(journal.file)}</code> (${journal.entries.length} entries); ${escapeHtml(turnLine(journal))}; tokens ${escapeHtml(formatUsage(journal.usage.usage))}</p>
+<p class="meta" id="redaction">${escapeHtml(redactionLine(redactionOf(journal.entries)))}</p>
 </header>
 <section id="context">
 <h2>Context size per request</h2>
