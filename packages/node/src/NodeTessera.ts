@@ -237,6 +237,16 @@ export const open: <RedactorError = never>(
  * The default redactor (`DefaultRedactor.layer()` with its built-in rules),
  * one name away for {@link open}'s `redactor`.
  *
+ * @example
+ * ```ts
+ * import { NodeTessera } from "@tessera/node"
+ * import { Option } from "effect"
+ *
+ * // The redaction decision: scrub with the built-in rules, or store bodies verbatim (recorded in the journal).
+ * export const scrubbed = { folder: "tessera-state", agent: "researcher", redactor: Option.some(NodeTessera.defaultRedactor) }
+ * export const verbatim = { folder: "tessera-state", agent: "researcher", redactor: Option.none() }
+ * ```
+ *
  * @since 0.1.0
  * @category front door
  */
@@ -246,6 +256,20 @@ export const defaultRedactor: Layer.Layer<ArtifactRedactor.ArtifactRedactor, Def
 /**
  * The front door's offload: results over 8 KiB go to the agent's private
  * volume, and the pointer names the library's read tool.
+ *
+ * @example
+ * ```ts
+ * import { NodeTessera } from "@tessera/node"
+ * import { Option } from "effect"
+ *
+ * // A larger threshold than the default, the rest as it is.
+ * export const options: NodeTessera.OpenOptions = {
+ *   folder: "tessera-state",
+ *   agent: "researcher",
+ *   redactor: Option.none(),
+ *   offload: { ...NodeTessera.defaultOffload, threshold: 32_768 }
+ * }
+ * ```
  *
  * @since 0.1.0
  * @category front door

@@ -260,6 +260,14 @@ export type SentRequest = Planning.SentRequest
  * The instruction that opens every summary request, unless the host gives
  * its own ({@link summarizer}).
  *
+ * @example
+ * ```ts
+ * import { Compaction } from "@tessera/runtime"
+ *
+ * // The host's own words, built on the library's.
+ * export const terse = Compaction.summarizer({ instruction: `${Compaction.summaryInstruction} Use at most ten lines.` })
+ * ```
+ *
  * @since 0.1.0
  * @category summarizing
  */
