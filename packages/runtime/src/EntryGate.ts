@@ -11,6 +11,7 @@
  *
  * @since 0.1.0
  */
+import type * as InvalidInput from "@tessera/core/InvalidInput"
 import * as Unauthorized from "@tessera/core/Unauthorized"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -165,6 +166,17 @@ export interface VerifyOptions {
 }
 
 /**
+ * What {@link verify} needs: the journal in scope (a binding is admitted
+ * only against its own task's journal) and paths to compare it by. It
+ * fails only with `PrivateSummaries.ResolveError` (`Unauthorized` among
+ * them).
+ *
+ * @since 0.1.0
+ * @category gate
+ */
+export type VerifyRequirements = Journal | Path.Path
+
+/**
  * Runs the gate for `entry`, once, and hands back what the entry may use
  * ({@link Admission}): {@link admitBinding} first; then the private writer
  * must resolve when the policy is `Threshold` (a refusal names the armed
@@ -192,11 +204,18 @@ export interface VerifyOptions {
  * @since 0.1.0
  * @category gate
  */
-export const verify = Effect.fnUntraced(function* (
+export const verify = (
   binding: TaskBinding,
   entry: EntryPoint,
   options: VerifyOptions = {}
-): Effect.fn.Return<Admission, Unauthorized.Unauthorized | PrivateSummaries.ResolveError, Journal | Path.Path> {
+): Effect.Effect<Admission, PrivateSummaries.ResolveError, VerifyRequirements> => runGate(binding, entry, options)
+
+/** The body of {@link verify}, whose public signature names its requirements. */
+const runGate = Effect.fnUntraced(function* (
+  binding: TaskBinding,
+  entry: EntryPoint,
+  options: VerifyOptions
+): Effect.fn.Return<Admission, PrivateSummaries.ResolveError, VerifyRequirements> {
   yield* Observability.annotate({
     "tessera.task": binding.context.task,
     "tessera.entry": entry,
@@ -219,6 +238,19 @@ export const verify = Effect.fnUntraced(function* (
   if (options.writer === "Required") return admitted(Option.some(yield* PrivateSummaries.resolve(binding.context)))
   return admitted(Option.none())
 }, Observability.withSpan("EntryGate.verify"))
+
+/**
+ * Every way {@link bind} can fail: a context or options it refuses
+ * (`InvalidInput`), and the private writer's resolution
+ * (`PrivateSummaries.ResolveError`: `Unauthorized` for a `Threshold` policy
+ * armed where no private writer resolves or a context that is not the
+ * runtime's, and the store's answer on the private volume).
+ * Binding needs no service.
+ *
+ * @since 0.1.0
+ * @category gate
+ */
+export type BindError = InvalidInput.InvalidInput | PrivateSummaries.ResolveError
 
 /**
  * Binds a task context for execution: picks the policy (see
@@ -259,7 +291,14 @@ export const verify = Effect.fnUntraced(function* (
  * @since 0.1.0
  * @category gate
  */
-export const bind = Effect.fnUntraced(function* (context: TaskContext, options: BindOptions = {}) {
+export const bind = (context: TaskContext, options: BindOptions = {}): Effect.Effect<TaskBinding, BindError> =>
+  bindTask(context, options)
+
+/** The body of {@link bind}, whose public signature names its error union. */
+const bindTask = Effect.fnUntraced(function* (
+  context: TaskContext,
+  options: BindOptions
+): Effect.fn.Return<TaskBinding, BindError> {
   yield* PrivateSummaries.requireContext(context, "Bind")
   if (options.policy !== undefined) {
     const policy = yield* Policies.decodePolicy(options.policy, "EntryGate.bind")

@@ -44,18 +44,20 @@ export {
 } from "./internal/compactionHooks.ts"
 /**
  * Durable turns from disk alone: {@link resume} continues the open turn
- * from the journal and the transcript (reporting {@link Resumed}), and
- * {@link restoreHistory} gives the conversation a next turn starts from.
- * Declared in the package's internals.
+ * from the journal and the transcript (reporting {@link Resumed}, failing
+ * with {@link ResumeError}), and {@link restoreHistory} gives the
+ * conversation a next turn starts from. Declared in the package's
+ * internals.
  *
  * @since 0.1.0
  * @category entries
  */
-export { type Resumed, restoreHistory, resume } from "./internal/durableTurns.ts"
+export { type Resumed, type ResumeError, restoreHistory, resume } from "./internal/durableTurns.ts"
 /**
  * The foreign loop: a bound task driven by another framework's agent loop.
  * {@link foreignLoop} makes one ({@link ForeignLoop}) from a binding and
- * {@link ForeignLoopOptions}, needing {@link ForeignLoopRequirements}; its
+ * {@link ForeignLoopOptions}, needing {@link ForeignLoopRequirements} and
+ * refused with {@link ForeignLoopOpenError}; its
  * steps fail with {@link ForeignLoopError} (the journal's part is
  * {@link JournalError}; a loop wired in part is {@link LoopOutOfOrder}); it
  * offers the library's read tool as a {@link ForeignReadTool} and counts
@@ -68,6 +70,7 @@ export { type Resumed, restoreHistory, resume } from "./internal/durableTurns.ts
 export {
   type ForeignLoop,
   type ForeignLoopError,
+  type ForeignLoopOpenError,
   type ForeignLoopOptions,
   type ForeignLoopRequirements,
   type ForeignReadTool,
@@ -76,28 +79,36 @@ export {
   LoopOutOfOrder
 } from "./internal/foreignLoop.ts"
 /**
- * A turn's configuration ({@link ExecutionConfig}) and what the gate's own
- * hooks add to a turn's errors ({@link GatedError}). Declared in the
- * package's internals.
+ * A turn's configuration ({@link ExecutionConfig}), what the gate's own
+ * hooks add to a turn's errors ({@link GatedError}), and what every turn
+ * entry fails with ({@link TurnError}) and needs ({@link TurnRequirements}).
+ * Declared in the package's internals.
  *
  * @since 0.1.0
  * @category models
  */
-export type { ExecutionConfig, GatedError } from "./internal/gatedTurn.ts"
+export type { ExecutionConfig, GatedError, TurnError, TurnRequirements } from "./internal/gatedTurn.ts"
 /**
  * The summary entries: {@link summarize} (a direct summary) and
  * {@link runSummaryFileTurn} (a turn whose answer is staged as the summary,
  * refused with {@link SummaryFileTurnAwaitingApproval} while it waits for
- * approvals), shaped by {@link SummaryOptions}. Declared in the package's
- * internals.
+ * approvals), shaped by {@link SummaryOptions}; what they hand back
+ * ({@link Summarized}, {@link SummaryFileTurn}), fail with
+ * ({@link SummaryError}, {@link SummaryFileTurnError}) and need
+ * ({@link SummaryRequirements}). Declared in the package's internals.
  *
  * @since 0.1.0
  * @category entries
  */
 export {
   runSummaryFileTurn,
+  type Summarized,
+  type SummaryError,
+  type SummaryFileTurn,
   SummaryFileTurnAwaitingApproval,
+  type SummaryFileTurnError,
   type SummaryOptions,
+  type SummaryRequirements,
   summarize
 } from "./internal/summaryEntries.ts"
 /**

@@ -9,10 +9,24 @@ import * as Path from "effect/Path"
 import * as EntryGate from "../EntryGate.ts"
 import * as Executor from "../Executor.ts"
 import type * as History from "../History.ts"
-import { Journal, NoOpenTurn, openTurn, readEntries } from "../Journal.ts"
+import {
+  Journal,
+  type JournalCorrupt,
+  type JournalNotRecognized,
+  NoOpenTurn,
+  openTurn,
+  readEntries
+} from "../Journal.ts"
 import * as Observability from "../Observability.ts"
 import * as Transcript from "../Transcript.ts"
-import { type ExecutionConfig, gate, transcriptOf, withJournalEvents } from "./gatedTurn.ts"
+import {
+  type ExecutionConfig,
+  gate,
+  type TurnError,
+  type TurnRequirements,
+  transcriptOf,
+  withJournalEvents
+} from "./gatedTurn.ts"
 
 /**
  * What {@link resume} did: how the turn went on (answered, or awaiting
@@ -99,23 +113,55 @@ export interface Resumed extends Executor.Resumed {
  * @since 0.1.0
  * @category entries
  */
-export const resume = Effect.fnUntraced(function* <E = never, R = never>(
+export const resume = <E = never, R = never>(
   binding: EntryGate.TaskBinding,
   config: ExecutionConfig<E, R>
-) {
-  const gated = yield* gate(binding, "ResumeTurn", { ...config, durable: true })
-  const transcript = Option.getOrThrow(gated.transcript)
-  const journal = yield* Journal
-  const open = openTurn(yield* journal.state)
-  if (Option.isNone(open)) return yield* new NoOpenTurn({ task: journal.task, operation: "resume" })
-  const path = yield* Path.Path
-  const entries = yield* readEntries({ folder: path.dirname(journal.file), task: journal.task })
-  const rebuilt = yield* Transcript.rebuild(transcript, entries, open.value.turn)
-  const verifiedRequests = yield* Transcript.verify(journal.task, rebuilt, gated.config.tools.specs)
-  const resumed = yield* Executor.resumeRebuilt(gated.config, rebuilt).pipe(withJournalEvents(config.onEvent))
-  const outcome: Resumed = { ...resumed, verifiedRequests }
-  return outcome
-}, Observability.withSpan("TaskExecution.resume"))
+): Effect.Effect<Resumed, ResumeError<E>, TurnRequirements<R>> => inferred.resume(binding, config)
+
+/**
+ * Every way {@link resume} can fail: what a turn fails with
+ * ({@link TurnError}), and what reading the open turn back from disk adds:
+ * a journal that is not one, or is corrupt (`JournalNotRecognized`,
+ * `JournalCorrupt`), a turn that did not run durably
+ * (`Transcript.TranscriptMissing`), or a record or rebuilt request that is
+ * not what the journal recorded (`Transcript.TranscriptRecordMismatch`,
+ * `Transcript.TranscriptMismatch`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type ResumeError<E = never> =
+  | TurnError<E>
+  | JournalCorrupt
+  | JournalNotRecognized
+  | Transcript.TranscriptMissing
+  | Transcript.TranscriptRecordMismatch
+  | Transcript.TranscriptMismatch
+
+/**
+ * The durable entries as their bodies infer them; `resume` states its type
+ * with the named aliases and `typetest/EntrySignatures.typetest.ts` pins them
+ * to this.
+ */
+export const inferred = {
+  resume: Effect.fnUntraced(function* <E = never, R = never>(
+    binding: EntryGate.TaskBinding,
+    config: ExecutionConfig<E, R>
+  ) {
+    const gated = yield* gate(binding, "ResumeTurn", { ...config, durable: true })
+    const transcript = Option.getOrThrow(gated.transcript)
+    const journal = yield* Journal
+    const open = openTurn(yield* journal.state)
+    if (Option.isNone(open)) return yield* new NoOpenTurn({ task: journal.task, operation: "resume" })
+    const path = yield* Path.Path
+    const entries = yield* readEntries({ folder: path.dirname(journal.file), task: journal.task })
+    const rebuilt = yield* Transcript.rebuild(transcript, entries, open.value.turn)
+    const verifiedRequests = yield* Transcript.verify(journal.task, rebuilt, gated.config.tools.specs)
+    const resumed = yield* Executor.resumeRebuilt(gated.config, rebuilt).pipe(withJournalEvents(config.onEvent))
+    const outcome: Resumed = { ...resumed, verifiedRequests }
+    return outcome
+  }, Observability.withSpan("TaskExecution.resume"))
+}
 
 /**
  * The task's conversation as the model last saw it, from disk alone: the

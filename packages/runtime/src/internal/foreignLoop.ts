@@ -8,6 +8,7 @@
 import * as Digest from "@tessera/core/Digest"
 import type * as DurableFiles from "@tessera/core/DurableFiles"
 import type * as Ids from "@tessera/core/Ids"
+import type * as InvalidInput from "@tessera/core/InvalidInput"
 import type * as Unauthorized from "@tessera/core/Unauthorized"
 import * as Effect from "effect/Effect"
 import type * as FileSystem from "effect/FileSystem"
@@ -123,6 +124,17 @@ export type ForeignLoopError =
   | PrivateSummaries.ResolveError
   | Model.ModelError
   | LoopOutOfOrder
+
+/**
+ * What making a foreign loop ({@link foreignLoop}) can fail with: options
+ * it refuses (`InvalidInput`), and the gate's refusal or a private writer
+ * that does not resolve (`PrivateSummaries.ResolveError`). A loop made
+ * fails only in its steps ({@link ForeignLoopError}).
+ *
+ * @since 0.1.0
+ * @category foreign loop
+ */
+export type ForeignLoopOpenError = InvalidInput.InvalidInput | PrivateSummaries.ResolveError
 
 /**
  * What the platform must provide to {@link foreignLoop}: the bound task's journal,
@@ -314,10 +326,16 @@ const unpreparedModel: Model.Model["Service"] = Model.fromGenerate(() =>
  * @since 0.1.0
  * @category foreign loop
  */
-export const foreignLoop = Effect.fnUntraced(function* (
+export const foreignLoop = (
   binding: EntryGate.TaskBinding,
   options: ForeignLoopOptions = {}
-) {
+): Effect.Effect<ForeignLoop, ForeignLoopOpenError, ForeignLoopRequirements> => makeForeignLoop(binding, options)
+
+/** The body of {@link foreignLoop}, whose public signature names its error union. */
+const makeForeignLoop = Effect.fnUntraced(function* (
+  binding: EntryGate.TaskBinding,
+  options: ForeignLoopOptions
+): Effect.fn.Return<ForeignLoop, ForeignLoopOpenError, ForeignLoopRequirements> {
   const entry = options.entry ?? "TaskExecution.foreignLoop"
   // Before the gate: a door handing in the wrong shape (plain JavaScript) is named here, not mid-turn.
   yield* Effect.fromResult(checkHooks(entry, options))

@@ -11,6 +11,7 @@ import * as Option from "effect/Option"
 import type * as EntryGate from "../EntryGate.ts"
 import type * as Executor from "../Executor.ts"
 import { Journal, type JournalIoError, type JournalSequenceError } from "../Journal.ts"
+import type { Model } from "../Model.ts"
 import * as Observability from "../Observability.ts"
 import * as PrivateSummaries from "../PrivateSummaries.ts"
 import type * as ToolResults from "../ToolResults.ts"
@@ -125,6 +126,32 @@ export type GatedError =
   | JournalSequenceError
   | Unauthorized.Unauthorized
   | Transcript.TranscriptError
+
+/**
+ * Every way a turn entry (`TaskExecution.runTurn`, `streamTurn`,
+ * `resumeTurn`) can fail: the stock executor's own errors
+ * (`Executor.ExecutorError`: a configuration or history the entry refuses
+ * as `InvalidInput`, the model's `ModelError`, the journal's, the step
+ * limit), what the gate adds ({@link GatedError}: refusal `Unauthorized`,
+ * a writer that does not resolve, compaction's and the transcript's
+ * errors), and `E`, what the host's own hooks fail with.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type TurnError<E = never> = Executor.ExecutorError | GatedError | PrivateSummaries.ResolveError | E
+
+/**
+ * Every service a turn entry needs: the `Model` it asks, the task's
+ * `Journal`, what the gate's own hooks need ({@link GatedRequirements}:
+ * compaction's and offload's file system, paths and durable files), and
+ * `R`, what the host's tools and hooks need. Providing a harness's layer
+ * and a `Model` leaves `R`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type TurnRequirements<R = never> = Model | Journal | GatedRequirements | R
 
 /**
  * The gated configuration of an entry's turn, and the transcript store of a

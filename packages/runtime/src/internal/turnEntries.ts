@@ -14,11 +14,41 @@ import type * as History from "../History.ts"
 import { Journal } from "../Journal.ts"
 import type { ToolCallPart } from "../Model.ts"
 import * as Observability from "../Observability.ts"
-import { type ExecutionConfig, gatedRun, gatedStep, type StepArguments } from "./gatedTurn.ts"
+import {
+  type ExecutionConfig,
+  gatedRun,
+  gatedStep,
+  type StepArguments,
+  type TurnError,
+  type TurnRequirements
+} from "./gatedTurn.ts"
+
+/**
+ * The turn entries as their bodies infer them. The public entries below
+ * state their types with the named aliases ({@link TurnError},
+ * {@link TurnRequirements}) and call these; `typetest/EntrySignatures.typetest.ts`
+ * pins each alias to the inferred type, so naming them changed no caller's
+ * types.
+ */
+export const inferred = {
+  runTurn: <E = never, R = never>(
+    binding: EntryGate.TaskBinding,
+    history: History.History,
+    config: ExecutionConfig<E, R>
+  ) => gatedRun(binding, "Turn", config, "TaskExecution.runTurn", (gated) => Executor.runTurn(gated, history)),
+  resumeTurn: <E = never, R = never>(
+    binding: EntryGate.TaskBinding,
+    history: History.History,
+    config: ExecutionConfig<E, R>
+  ) =>
+    gatedRun(binding, "ResumeTurn", config, "TaskExecution.resumeTurn", (gated) => Executor.resumeTurn(gated, history))
+}
 
 /**
  * Runs a turn for a bound task: the gate first, then the stock turn, with
- * compaction hooks when the policy is `Threshold`.
+ * compaction hooks when the policy is `Threshold`. It fails with
+ * {@link TurnError} and needs {@link TurnRequirements} (the `Model` among
+ * them), each with the host's own `E` and `R`.
  *
  * @example
  * ```ts
@@ -67,7 +97,7 @@ export const runTurn = <E = never, R = never>(
   binding: EntryGate.TaskBinding,
   history: History.History,
   config: ExecutionConfig<E, R>
-) => gatedRun(binding, "Turn", config, "TaskExecution.runTurn", (gated) => Executor.runTurn(gated, history))
+): Effect.Effect<Executor.TurnOutcome, TurnError<E>, TurnRequirements<R>> => inferred.runTurn(binding, history, config)
 
 /**
  * Options of {@link streamTurn}.
@@ -173,18 +203,10 @@ export const streamTurn = <E = never, R = never>(
   history: History.History,
   config: ExecutionConfig<E, R>,
   options: StreamOptions = {}
-): Stream.Stream<
-  Executor.TurnEvent,
-  Effect.Error<ReturnType<typeof runTurn<E, R>>> | InvalidInput.InvalidInput,
-  Effect.Services<ReturnType<typeof runTurn<E, R>>>
-> =>
+): Stream.Stream<Executor.TurnEvent, TurnError<E>, TurnRequirements<R>> =>
   Stream.unwrap(
     Effect.map(decodeBufferSize(options.bufferSize ?? defaultStreamBuffer), (bufferSize) =>
-      Stream.callback<
-        Executor.TurnEvent,
-        Effect.Error<ReturnType<typeof runTurn<E, R>>>,
-        Effect.Services<ReturnType<typeof runTurn<E, R>>>
-      >(
+      Stream.callback<Executor.TurnEvent, TurnError<E>, TurnRequirements<R>>(
         (queue) => {
           // With room in the buffer an event is handed over at once; a full buffer suspends the turn.
           const offer = (event: Executor.TurnEvent): Effect.Effect<void> =>
@@ -234,7 +256,8 @@ export const resumeTurn = <E = never, R = never>(
   binding: EntryGate.TaskBinding,
   history: History.History,
   config: ExecutionConfig<E, R>
-) => gatedRun(binding, "ResumeTurn", config, "TaskExecution.resumeTurn", (gated) => Executor.resumeTurn(gated, history))
+): Effect.Effect<Executor.TurnOutcome, TurnError<E>, TurnRequirements<R>> =>
+  inferred.resumeTurn(binding, history, config)
 
 /**
  * One model step behind the gate, for harnesses that drive steps themselves.
