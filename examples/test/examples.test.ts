@@ -172,6 +172,31 @@ describe("examples run as smoke tests", () => {
     }
   })
 
+  it("resume-after-crash.ts resumes a durable turn killed with SIGKILL, with default options: the dead holder's locks are recovered and reported, the call in flight runs again; a second run in the same folder does it again", () => {
+    const scratch = mkdtempSync(join(tmpdir(), "tessera-resume-example-"))
+    try {
+      for (let run = 1; run <= 2; run++) {
+        const result = spawnSync(process.execPath, [join(folder, "resume-after-crash.ts")], {
+          cwd: scratch,
+          encoding: "utf8",
+          env: { ...process.env, TESSERA_EXAMPLE_DIR: scratch },
+          timeout: 120_000
+        })
+        assert.strictEqual(result.status, 0, `run ${run}: ${result.stdout}\n${result.stderr}`)
+        const out = result.stdout
+        const crashed = /start 1 \(process (\d+)\): killed with SIGKILL in the middle of the turn/.exec(out)
+        assert.isNotNull(crashed, out)
+        assert.include(out, `recovered the namespace lock of process ${crashed?.[1]}`)
+        assert.match(out, /recovered the stale lock \S+task-locks\/reports\.lock left by process/)
+        assert.match(out, /resumed the open turn: 2 earlier request\(s\) checked byte for byte/)
+        assert.match(out, /in flight at the crash, run again: c2/)
+        assert.match(out, /start 2: Answered: North and south: all systems nominal\./)
+      }
+    } finally {
+      rmSync(scratch, { recursive: true, force: true })
+    }
+  })
+
   it("durable-tasks.ts resumes a failed turn from disk (requests checked byte for byte) and continues a turn after one approval and one rejection", () => {
     const scratch = mkdtempSync(join(tmpdir(), "tessera-durable-example-"))
     try {

@@ -6,8 +6,10 @@
  *
  * 1. takes the namespace's lock for the scope (see `StateNamespace` and
  *    `NamespaceLock`): one runtime per namespace at a time, a typed
- *    `NamespaceInUse` naming the holder otherwise, and a typed
- *    `StaleNamespaceLock` for a lock a crashed process left;
+ *    `NamespaceInUse` naming the holder otherwise; a lock a crashed
+ *    process of this machine left is replaced and reported as
+ *    `lock.recovered` (with `recoverStaleLock: false`, a typed
+ *    `StaleNamespaceLock` instead);
  * 2. removes the temporary names a crash left in the store
  *    (`DurableFiles.isTemporaryName`: writes cut short, never content);
  * 3. makes sure the standard volumes exist: `<agent>-scratch`
@@ -66,7 +68,9 @@ import * as StateNamespace from "./StateNamespace.ts"
  * - `agent`: the agent whose scratch volume becomes the private volume.
  * - `stateDir`: where namespaces live; defaults to
  *   `StateNamespace.defaultStateDir`.
- * - `recoverStaleLock`: replace a lock left by a dead process of this host.
+ * - `recoverStaleLock`: replace a lock left by a dead process of this host
+ *   (`true`, the default) or refuse it with `StaleNamespaceLock` (`false`);
+ *   see `StateNamespace.OpenOptions`.
  * - `authority`: the host's authority; defaults to `HostAuthority.permissive`
  *   (the harness only ever grants its tasks scratch and output).
  * - `runtimeTask`: the task id the runtime's own scope is issued to;
@@ -141,8 +145,8 @@ export interface LocalHarnessService extends HostTasks {
    * `NodeJournalFile`, under the task's lock (`task-locks/<task>.lock` in the
    * namespace folder): one writer per task journal, in this process and
    * across processes; a live holder fails `Journal.TaskInUse`, a lock a dead
-   * process left fails `StaleNamespaceLock` unless the harness was opened
-   * with `recoverStaleLock`.
+   * process left is replaced, or fails `StaleNamespaceLock` when the harness
+   * was opened with `recoverStaleLock: false`.
    */
   readonly journalLayer: HostTasks["journalLayer"]
   /**

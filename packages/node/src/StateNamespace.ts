@@ -148,12 +148,23 @@ export interface OpenOptions {
   readonly namespace: string
   /** The state folder; defaults to {@link defaultStateDir}. */
   readonly stateDir?: string
-  /** Replace a lock left by a dead process of this host (see `NamespaceLock`). */
+  /**
+   * What to do with a lock a process of this machine left when it died (a
+   * crash, a SIGKILL; see `NamespaceLock` for how "died" is judged). `true`,
+   * the default: replace it atomically, log a warning and report the dead
+   * holder as `lock.recovered`; the same holds for the task journal locks
+   * under the namespace. `false`: refuse with `StaleNamespaceLock` naming
+   * the holder and this option, and change nothing. A lock of a live
+   * process, or of another host, boot or container, is never replaced
+   * (`NamespaceInUse`).
+   */
   readonly recoverStaleLock?: boolean
 }
 
 /**
- * An opened, locked namespace.
+ * An opened, locked namespace. `lock.recovered` is the holder whose stale
+ * lock this open replaced (a crashed process), `None` when the namespace was
+ * free.
  *
  * @since 0.1.0
  * @category models
@@ -168,10 +179,22 @@ export interface StateNamespace {
   readonly host: TaskHost.TaskHost
   /**
    * Where task journal locks live, and whether a task lock a dead process of
-   * this host left is replaced (the namespace's own `recoverStaleLock`).
+   * this host left is replaced (the namespace's own `recoverStaleLock`, on
+   * by default).
    */
   readonly taskLocks: { readonly folder: string; readonly recoverStale: boolean }
 }
+
+/**
+ * The `hint` of a `StaleNamespaceLock` that {@link open} (and the task locks
+ * under it) refused because `recoverStaleLock` is `false`: it names the
+ * option that replaces the lock.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export const staleLockHint =
+  "kept because recoverStaleLock is false; open with recoverStaleLock: true (the default) to replace it"
 
 /**
  * Everything {@link open} can fail with.
@@ -185,7 +208,8 @@ export type OpenError = InvalidNamespace | NamespaceLock.LockError | VolumeStore
  * Takes the namespace's lock for the current scope, then opens (creating when
  * needed) its store and a host over it with `authority`. The lock is taken
  * before the store is touched, so a second process never reads or writes a
- * store another one holds.
+ * store another one holds. A lock a crashed process of this machine left is
+ * replaced unless `recoverStaleLock` is `false` (see {@link OpenOptions}).
  *
  * @since 0.1.0
  * @category constructors
@@ -208,10 +232,11 @@ export const open = Effect.fnUntraced(function* (
         (error) => new NamespaceLock.NamespaceLockIoError({ file: folder, operation: "create", detail: error.message })
       )
     )
-  const lock = yield* NamespaceLock.acquire(
-    path.join(folder, lockFileName),
-    options.recoverStaleLock === true ? { recoverStale: true } : {}
-  )
+  const recoverStale = options.recoverStaleLock !== false
+  const lock = yield* NamespaceLock.acquire(path.join(folder, lockFileName), {
+    recoverStale,
+    staleHint: staleLockHint
+  })
   // Holding the namespace, no write of anyone's is in progress: every temporary name is a crash's leftover.
   for (const inside of [VolumeStore.volumesFolder, VolumeStore.metaRoot, taskLockFolderName]) {
     yield* removeTemporaryNames(path.join(folder, inside))
@@ -233,7 +258,7 @@ export const open = Effect.fnUntraced(function* (
     folder,
     lock,
     host,
-    taskLocks: { folder: taskLocksFolder, recoverStale: options.recoverStaleLock === true }
+    taskLocks: { folder: taskLocksFolder, recoverStale }
   }
   return opened
 })

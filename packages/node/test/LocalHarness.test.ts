@@ -243,7 +243,7 @@ describe("one runtime per namespace", () => {
   )
 
   it.live(
-    "a child process holding the namespace: NamespaceInUse names its pid; killed with SIGKILL: StaleNamespaceLock, kept until recovery is asked for; recovery then opens",
+    "a child process holding the namespace: NamespaceInUse names its pid; killed with SIGKILL: with recoverStaleLock false, StaleNamespaceLock naming the option, kept; recovery then opens",
     () =>
       Effect.gen(function* () {
         const stateDir = yield* tempDir
@@ -257,11 +257,13 @@ describe("one runtime per namespace", () => {
 
         yield* killHard(child)
         const leftBehind = fs.readFileSync(lockFileOf(stateDir), "utf8")
-        const stale = yield* Effect.flip(LocalHarness.open({ stateDir, namespace, agent }))
+        const stale = yield* Effect.flip(LocalHarness.open({ stateDir, namespace, agent, recoverStaleLock: false }))
         assert.strictEqual(stale._tag, "StaleNamespaceLock")
         if (stale._tag === "StaleNamespaceLock") {
           assert.strictEqual(stale.pid, child.pid)
           assert.include(stale.message, "no longer running")
+          assert.include(stale.message, "recoverStaleLock")
+          assert.include(stale.message, `process ${child.pid} on ${hostname()}`)
         }
         assert.strictEqual(fs.readFileSync(lockFileOf(stateDir), "utf8"), leftBehind)
 

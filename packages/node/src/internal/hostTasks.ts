@@ -165,7 +165,11 @@ export const makeHostTasks = (input: HostTasksInput): HostTasks & HostFacts => {
             (error) => new NamespaceLock.NamespaceLockIoError({ file, operation: "create", detail: error.message })
           )
         )
-      const options = { recoverStale: taskLocks.recoverStale, recoverInterruptedRecovery: true }
+      const options = {
+        recoverStale: taskLocks.recoverStale,
+        recoverInterruptedRecovery: true,
+        staleHint: StateNamespace.staleLockHint
+      }
       return yield* takeOneAtATime(NamespaceLock.acquire(file, options)).pipe(
         Effect.catchTag("NamespaceInUse", (held) =>
           Effect.fail(
@@ -173,7 +177,9 @@ export const makeHostTasks = (input: HostTasksInput): HostTasks & HostFacts => {
               task,
               file: path.join(input.journalFolder, Journal.fileName(task)),
               holder:
-                held.pid === process.pid ? "this process" : `process ${held.pid} on ${held.host} since ${held.since}`
+                held.pid === process.pid
+                  ? "this process"
+                  : `process ${held.pid} on ${held.host} since ${held.since} (${held.reason})`
             })
           )
         )
