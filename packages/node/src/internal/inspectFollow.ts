@@ -20,8 +20,6 @@ import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
 import * as Option from "effect/Option"
 import * as Path from "effect/Path"
-import * as Result from "effect/Result"
-import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { type EntryFilter, matches } from "./inspectFilter.ts"
 import { TaskNotFound } from "./inspectReport.ts"
@@ -47,24 +45,15 @@ export const completeLines: LineSplitter = (bytes) => {
 }
 
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true })
-const decodeEntry = Schema.decodeUnknownResult(JournalEntry.Entry)
-
 /** One line's entry, or why it is not one (the reason `Journal.readEntries` would give). */
 const decodeLine = (bytes: Uint8Array): JournalEntry.Entry | string => {
-  let text: string
+  let text: string | undefined
   try {
     text = utf8.decode(bytes)
   } catch {
-    return "the line is not valid UTF-8"
+    text = undefined
   }
-  let json: unknown
-  try {
-    json = JSON.parse(text)
-  } catch (error) {
-    return `the line is not JSON: ${error instanceof Error ? error.message : String(error)}`
-  }
-  const decoded = decodeEntry(json)
-  return Result.isSuccess(decoded) ? decoded.success : decoded.failure.message
+  return JournalEntry.decodeLine(text)
 }
 
 interface Position {

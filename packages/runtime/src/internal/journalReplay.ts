@@ -8,18 +8,12 @@
 import type * as Ids from "@tessera/core/Ids"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
-import { Entry } from "../JournalEntry.ts"
+import { decodeLine as decodeEntryLine, Entry } from "../JournalEntry.ts"
 import { eachLine } from "./journalLines.ts"
 import { JournalCorrupt, JournalNotRecognized } from "./journalService.ts"
 import { type JournalState, makeReplay } from "./journalState.ts"
 
 export const newline = 0x0a
-const decodeAnyEntry = Schema.decodeUnknownResult(Entry)
-/** The entry a parsed line is, or why it is not one. */
-const decodeEntry = (json: unknown): Entry | Schema.SchemaError => {
-  const decoded = decodeAnyEntry(json)
-  return Result.isSuccess(decoded) ? decoded.success : decoded.failure
-}
 // `EntryLine`'s encoding is the entry's, then `JSON.stringify`; done in two steps here because the
 // string transformation runs as an effect, which a synchronous encode would run on a fiber of its own.
 export const encodeEntry = Schema.encodeResult(Entry)
@@ -57,20 +51,11 @@ const isCutLine = (tail: Uint8Array): boolean => {
   return true
 }
 
-/** One line's entry, or why it is not one; `JSON.parse`, the entry Schema, then the transition. */
+/** One line's entry, or why it is not one: the line alone (`JournalEntry.decodeLine`), then the transition. */
 export const decodeLine = (text: string | undefined, fold: ReturnType<typeof makeReplay>): Entry | string => {
-  if (text === undefined) return "the line is not valid UTF-8"
-  if (text.length === 0) return "the line is blank (a blank line is tolerated only at the end of the file)"
-  let json: unknown
-  try {
-    json = JSON.parse(text)
-  } catch (error) {
-    return `the line is not JSON: ${error instanceof Error ? error.message : String(error)}`
-  }
-  const decoded = decodeEntry(json)
-  if (Schema.isSchemaError(decoded)) return decoded.message
-  const refused = fold.add(decoded)
-  return refused ?? decoded
+  const decoded = decodeEntryLine(text)
+  if (typeof decoded === "string") return decoded
+  return fold.add(decoded) ?? decoded
 }
 
 /**
