@@ -36,6 +36,8 @@ import * as NodePath from "@effect/platform-node/NodePath"
 import type * as ArtifactRedactor from "@tessera/artifacts/ArtifactRedactor"
 import * as DefaultRedactor from "@tessera/artifacts/DefaultRedactor"
 import type * as DurableFiles from "@tessera/core/DurableFiles"
+import * as TaskExecution from "@tessera/runtime/TaskExecution"
+import type * as ToolResults from "@tessera/runtime/ToolResults"
 import type * as Effect from "effect/Effect"
 import type * as FileSystem from "effect/FileSystem"
 import * as Layer from "effect/Layer"
@@ -169,7 +171,7 @@ export type OpenOptions<RedactorError = never> = FrontDoor.OpenOptions<RedactorE
  * @since 0.1.0
  * @category front door
  */
-export type RunOptions<R> = FrontDoor.RunOptions<R>
+export type RunOptions<R> = TaskExecution.FrontDoorRunOptions<R>
 
 /**
  * An open front door, valid until the scope it was opened in closes:
@@ -274,7 +276,7 @@ export const defaultRedactor: Layer.Layer<ArtifactRedactor.ArtifactRedactor, Def
  * @since 0.1.0
  * @category front door
  */
-export const defaultOffload = FrontDoor.defaultOffload
+export const defaultOffload: ToolResults.OffloadConfig = TaskExecution.defaultFrontDoorOffload
 
 /**
  * The most model steps a front-door turn takes unless told otherwise: 16.
@@ -282,7 +284,7 @@ export const defaultOffload = FrontDoor.defaultOffload
  * @since 0.1.0
  * @category front door
  */
-export const defaultMaxSteps = FrontDoor.defaultMaxSteps
+export const defaultMaxSteps: number = TaskExecution.defaultFrontDoorSteps
 
 /**
  * The namespace the front door keeps its state in inside its folder: `tessera`.

@@ -79,6 +79,32 @@ export {
   LoopOutOfOrder
 } from "./internal/foreignLoop.ts"
 /**
+ * The front door over a host's task harness ({@link frontDoor}): a task's
+ * next turn as one call (`run`: the conversation restored from its
+ * transcript, the question appended, one durable turn with offload and
+ * compaction), `resume` after a crash and `entries`, all under the host's
+ * redaction decision, which it requires ({@link FrontDoorOptions}: a
+ * missing `redactor` is `InvalidInput` naming both decisions). It runs on
+ * any harness with `withTask` ({@link TaskHarness}); `NodeTessera.open` is
+ * the Node one. Its defaults: {@link defaultFrontDoorOffload} (8 KiB, the
+ * private volume, the library's read tool) and {@link defaultFrontDoorSteps}
+ * (16); a run takes {@link FrontDoorRunOptions}; {@link checkFrontDoor}
+ * checks the decisions before a platform opens its harness. Declared in
+ * the package's internals.
+ *
+ * @since 0.1.0
+ * @category front door
+ */
+export {
+  check as checkFrontDoor,
+  defaultMaxSteps as defaultFrontDoorSteps,
+  defaultOffload as defaultFrontDoorOffload,
+  type FrontDoorOptions,
+  make as frontDoor,
+  type RunOptions as FrontDoorRunOptions,
+  type TaskHarness
+} from "./internal/frontDoor.ts"
+/**
  * A turn's configuration ({@link ExecutionConfig}), what the gate's own
  * hooks add to a turn's errors ({@link GatedError}), and what every turn
  * entry fails with ({@link TurnError}) and needs ({@link TurnRequirements}).

@@ -1,0 +1,149 @@
+/**
+ * The front door over a host's task harness: a task's next turn as one
+ * call (its conversation restored, the question appended, a durable turn
+ * with offload and compaction), under the host's redaction decision. The
+ * platforms' front doors (`NodeTessera.open`, `BrowserTessera.open`) open
+ * their harness and hand it here; `TaskExecution.frontDoor` states the
+ * contract.
+ */
+import * as ArtifactRedactor from "@tessera/artifacts/ArtifactRedactor"
+import * as Ids from "@tessera/core/Ids"
+import * as InvalidInput from "@tessera/core/InvalidInput"
+import * as Effect from "effect/Effect"
+import type * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Path from "effect/Path"
+import type * as EntryGate from "../EntryGate.ts"
+import * as History from "../History.ts"
+import { Journal, readEntries } from "../Journal.ts"
+import * as Model from "../Model.ts"
+import * as Tool from "../Tool.ts"
+import * as ToolResults from "../ToolResults.ts"
+import { restoreHistory, resume as resumeTurn } from "./durableTurns.ts"
+import { runTurn } from "./turnEntries.ts"
+
+/**
+ * What a front door runs tasks on: a host's way of running a bound task
+ * with its journal (`withTask`), failing with `E` besides the body's own
+ * errors, needing `R`, and providing `Provided` (the task's `Journal`, and
+ * whatever else the host gives each task) to the body.
+ */
+export interface TaskHarness<E, R, Provided> {
+  readonly withTask: <A, E2, R2>(
+    task: Ids.TaskId,
+    body: (binding: EntryGate.TaskBinding) => Effect.Effect<A, E2, R2>,
+    options?: EntryGate.BindOptions
+  ) => Effect.Effect<A, E | E2, Exclude<R2, Provided> | R>
+}
+
+/** The decisions and defaults of a front door (see `NodeTessera.OpenOptions`). */
+export interface FrontDoorOptions<RedactorError> {
+  readonly redactor: Option.Option<Layer.Layer<ArtifactRedactor.ArtifactRedactor, RedactorError>>
+  readonly offload?: ToolResults.OffloadConfig | false
+  readonly compaction?: EntryGate.BindOptions["policy"]
+}
+
+/** See `TaskExecution.FrontDoorRun`. */
+export interface RunOptions<R> {
+  readonly tools?: ReadonlyArray<Tool.Tool<R>>
+  readonly maxSteps?: number
+}
+
+/** See `TaskExecution.defaultFrontDoorOffload`. */
+export const defaultOffload: ToolResults.OffloadConfig = {
+  threshold: 8_192,
+  readTool: ToolResults.defaultReadToolName,
+  destination: "Private"
+}
+
+/** See `TaskExecution.defaultFrontDoorSteps`. */
+export const defaultMaxSteps = 16
+
+/**
+ * The decisions of `options`, checked as a JavaScript caller may pass them:
+ * the redactor is an `Option` (a missing key names both decisions), refused
+ * `InvalidInput` naming `redactor` for `entry`. A platform's front door
+ * checks them before it opens its harness, so a refusal creates nothing.
+ */
+export const check = (
+  entry: string,
+  options: FrontDoorOptions<unknown>
+): Effect.Effect<void, InvalidInput.InvalidInput> => {
+  const given: unknown = options.redactor
+  return Option.isOption(given)
+    ? Effect.void
+    : Effect.fail(
+        new InvalidInput.InvalidInput({
+          entry,
+          field: "redactor",
+          value: InvalidInput.renderValue(given),
+          detail:
+            "decide: Option.some(<a redactor layer>) scrubs secrets before anything is stored; Option.none() stores bodies verbatim (recorded in the journal)"
+        })
+      )
+}
+
+const decodeTask = (entry: string) => InvalidInput.decode(Ids.TaskId, entry, "task")
+
+/** See `TaskExecution.frontDoor`. */
+export const make = <E, R, Provided, RedactorError = never>(
+  harness: TaskHarness<E, R, Provided>,
+  options: FrontDoorOptions<RedactorError>,
+  names: { readonly entry: string }
+) =>
+  Effect.gen(function* () {
+    yield* check(names.entry, options)
+    // The redactor is built once, for the front door's lifetime; every task runs under it.
+    const redactor = Option.isSome(options.redactor)
+      ? Option.some(yield* Effect.provide(Effect.service(ArtifactRedactor.ArtifactRedactor), options.redactor.value))
+      : Option.none<ArtifactRedactor.ArtifactRedactorShape>()
+    const offload = options.offload === false ? undefined : (options.offload ?? defaultOffload)
+    const bindOptions = options.compaction === undefined ? {} : { policy: options.compaction }
+    const decided = <A, E2, R2>(effect: Effect.Effect<A, E2, R2>): Effect.Effect<A, E2, R2> =>
+      Option.isSome(redactor)
+        ? Effect.provideService(effect, ArtifactRedactor.ArtifactRedactor, redactor.value)
+        : effect
+    const config = <R2>(run: RunOptions<R2>) => ({
+      tools: Tool.registry(...(run.tools ?? [])),
+      maxSteps: run.maxSteps ?? defaultMaxSteps,
+      durable: true as const,
+      ...(offload === undefined ? {} : { offload })
+    })
+    const inTask = <A, E2, R2>(
+      entry: string,
+      task: string,
+      body: (binding: EntryGate.TaskBinding) => Effect.Effect<A, E2, R2>
+    ) =>
+      Effect.flatMap(decodeTask(entry)(task), (id) =>
+        harness.withTask(id, (binding) => decided(body(binding)), bindOptions)
+      )
+    const run = <R2 = never>(task: string, prompt: string, runOptions: RunOptions<R2> = {}) =>
+      inTask(`${names.entry}.run`, task, (binding) =>
+        Effect.gen(function* () {
+          // The conversation so far (durable turns keep it), then the new question.
+          const previous = yield* restoreHistory(binding)
+          const question = [Model.text("user", prompt)]
+          const history = Option.match(previous, {
+            onNone: () => History.make(question),
+            onSome: (conversation) => History.append(conversation, question)
+          })
+          return yield* runTurn(binding, history, config(runOptions))
+        })
+      )
+    const resume = <R2 = never>(task: string, runOptions: RunOptions<R2> = {}) =>
+      inTask(`${names.entry}.resume`, task, (binding) => resumeTurn(binding, config(runOptions)))
+    const entries = (task: string) =>
+      inTask(`${names.entry}.entries`, task, () =>
+        Effect.gen(function* () {
+          const journal = yield* Journal
+          const path = yield* Path.Path
+          return yield* readEntries({ folder: path.dirname(journal.file), task: journal.task })
+        })
+      )
+    return {
+      redaction: Option.isSome(redactor) ? ("Scrubbed" as const) : ("Verbatim" as const),
+      run,
+      resume,
+      entries
+    }
+  })
