@@ -55,6 +55,7 @@ import type * as Path from "effect/Path"
 import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import { repairJournal } from "./internal/journalRepair.ts"
+import { entryOfLine } from "./internal/journalReplay.ts"
 import type {
   JournalCorrupt,
   JournalIoError,
@@ -198,6 +199,19 @@ export const readEntries: (
   JournalCorrupt | JournalNotRecognized | JournalIoError | InvalidInput.InvalidInput,
   FileSystem.FileSystem | Path.Path
 > = readJournalEntries
+
+/**
+ * One line of a journal file (its text, without the newline) as an entry,
+ * or why it is not one, in the words {@link readEntries} reports: not
+ * UTF-8 (`undefined` text), blank, not JSON, or not an entry (the Schema's
+ * message). The line alone: whether the entry may follow the ones before it
+ * is the journal's transition ({@link stateOf}), which a reader folds in.
+ * For readers of their own (a tail, a shipper), as the inspector's follower.
+ *
+ * @since 0.1.0
+ * @category reading
+ */
+export const decodeLine: (text: string | undefined) => Entry | string = entryOfLine
 
 /**
  * The state a journal's entries lead to, folded through the same

@@ -11,7 +11,6 @@
  */
 import * as Ids from "@tessera/core/Ids"
 import * as Volume from "@tessera/core/Volume"
-import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import { Count, header, Ordinal, Sha256 } from "./internal/entryFields.ts"
 import { addUsage, FinishReason, Usage } from "./Model.ts"
@@ -44,12 +43,10 @@ export const TurnOpened = Schema.TaggedStruct("TurnOpened", {
    */
   storedSha256: Schema.optionalKey(Sha256),
   /**
-   * The host's redaction decision for the turn, recorded when the turn
-   * opens: `Scrubbed` when an `ArtifactRedactor` was provided to it (every
-   * offloaded body, summary and transcript record is scrubbed before it is
-   * stored), `Verbatim` when none was, which is a legitimate decision and a
-   * visible one: those bodies are stored as the tools and the model wrote
-   * them. Absent in journals written before the field existed.
+   * The host's redaction decision for the turn: `Scrubbed` when an
+   * `ArtifactRedactor` was provided to it (bodies are scrubbed before they
+   * are stored), `Verbatim` when none was (stored as written: a legitimate,
+   * visible decision). Absent in journals from before the field.
    */
   redaction: Schema.optionalKey(Schema.Literals(["Scrubbed", "Verbatim"]))
 })
@@ -542,43 +539,6 @@ export type EntryInput = Entry extends infer E ? (E extends Entry ? Omit<E, "seq
  * @category entries
  */
 export const EntryLine = Schema.fromJsonString(Entry)
-
-const decodeEntry = Schema.decodeUnknownResult(Entry)
-
-/**
- * One line of a journal file (its text, without the newline) as an entry,
- * or why it is not one, in the words `Journal.readEntries` reports: not
- * UTF-8 (`undefined` text), blank, not JSON, or not an entry (the Schema's
- * message). Checks the line alone: whether the entry may follow the ones
- * before it is the journal's state transition, which a reader folds in.
- *
- * @example
- * ```ts
- * import { JournalEntry } from "@tessera/runtime"
- *
- * // A reader of its own (a tail, a shipper) reads lines as the journal does.
- * export const kinds = (lines: ReadonlyArray<string>) =>
- *   lines.map((line) => {
- *     const entry = JournalEntry.decodeLine(line)
- *     return typeof entry === "string" ? `unreadable: ${entry}` : entry._tag
- *   })
- * ```
- *
- * @since 0.1.0
- * @category entries
- */
-export const decodeLine = (text: string | undefined): Entry | string => {
-  if (text === undefined) return "the line is not valid UTF-8"
-  if (text.length === 0) return "the line is blank (a blank line is tolerated only at the end of the file)"
-  let json: unknown
-  try {
-    json = JSON.parse(text)
-  } catch (error) {
-    return `the line is not JSON: ${error instanceof Error ? error.message : String(error)}`
-  }
-  const decoded = decodeEntry(json)
-  return Result.isSuccess(decoded) ? decoded.success : decoded.failure.message
-}
 
 /**
  * What a journal records a task's model requests cost: how many responses it

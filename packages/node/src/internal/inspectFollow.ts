@@ -13,7 +13,7 @@
  */
 import type * as Ids from "@tessera/core/Ids"
 import * as Journal from "@tessera/runtime/Journal"
-import * as JournalEntry from "@tessera/runtime/JournalEntry"
+import type * as JournalEntry from "@tessera/runtime/JournalEntry"
 import * as VolumeStore from "@tessera/runtime/VolumeStore"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -53,7 +53,7 @@ const decodeLine = (bytes: Uint8Array): JournalEntry.Entry | string => {
   } catch {
     text = undefined
   }
-  return JournalEntry.decodeLine(text)
+  return Journal.decodeLine(text)
 }
 
 interface Position {

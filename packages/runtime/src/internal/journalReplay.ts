@@ -8,7 +8,7 @@
 import type * as Ids from "@tessera/core/Ids"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
-import { decodeLine as decodeEntryLine, Entry } from "../JournalEntry.ts"
+import { Entry } from "../JournalEntry.ts"
 import { eachLine } from "./journalLines.ts"
 import { JournalCorrupt, JournalNotRecognized } from "./journalService.ts"
 import { type JournalState, makeReplay } from "./journalState.ts"
@@ -51,9 +51,25 @@ const isCutLine = (tail: Uint8Array): boolean => {
   return true
 }
 
-/** One line's entry, or why it is not one: the line alone (`JournalEntry.decodeLine`), then the transition. */
+const decodeEntry = Schema.decodeUnknownResult(Entry)
+
+/** See `Journal.decodeLine`. */
+export const entryOfLine = (text: string | undefined): Entry | string => {
+  if (text === undefined) return "the line is not valid UTF-8"
+  if (text.length === 0) return "the line is blank (a blank line is tolerated only at the end of the file)"
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch (error) {
+    return `the line is not JSON: ${error instanceof Error ? error.message : String(error)}`
+  }
+  const decoded = decodeEntry(json)
+  return Result.isSuccess(decoded) ? decoded.success : decoded.failure.message
+}
+
+/** One line's entry, or why it is not one: the line alone ({@link entryOfLine}), then the transition. */
 export const decodeLine = (text: string | undefined, fold: ReturnType<typeof makeReplay>): Entry | string => {
-  const decoded = decodeEntryLine(text)
+  const decoded = entryOfLine(text)
   if (typeof decoded === "string") return decoded
   return fold.add(decoded) ?? decoded
 }
