@@ -180,7 +180,9 @@ export type RunOptions<R> = TaskExecution.FrontDoorRunOptions<R>
  *   its conversation continued on every later run) answering `prompt`,
  *   durable, with offload and compaction on, under the redaction decision;
  * - `resume(task, options)`: the task's open turn continued from disk after
- *   a crash (`TaskExecution.resume`);
+ *   a crash, even a SIGKILL (`TaskExecution.resume`); `None` when no turn is
+ *   open, so a crash-safe program resumes before it runs (a `run` while a
+ *   turn is open fails `TurnAlreadyOpen`);
  * - `entries(task)`: the task's journal;
  * - `folder`, `agent`, `redaction` (`Scrubbed` or `Verbatim`), and
  *   `harness`: the `LocalHarness` underneath, for a host that steps down to

@@ -4,8 +4,10 @@
  * durability on, and the host's redaction decision stated, applied and
  * journaled.
  */
+import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
 import { NodeTessera } from "@tessera/node"
 import { Tool, VolumeStore } from "@tessera/runtime"
@@ -134,5 +136,39 @@ describe("the front door", () => {
         )
         assert.isTrue(fs.existsSync(stateDir))
       }).pipe(Effect.scoped)
+  )
+
+  it.effect(
+    "front_door_resumes_after_sigkill: a turn killed mid-call is finished by resume in a new process (its locks recovered), and the next resume finds nothing open (control)",
+    () =>
+      Effect.gen(function* () {
+        const stateDir = yield* tempDir
+        const fixture = fileURLToPath(new URL("./fixtures/frontDoorCrash.ts", import.meta.url))
+        const crashed = spawnSync(process.execPath, [fixture, stateDir], { encoding: "utf8", timeout: 60_000 })
+        assert.strictEqual(crashed.signal, "SIGKILL", crashed.stderr)
+        const fetchSouth = Tool.make({
+          name: "fetch_report",
+          description: "Fetches a report by name",
+          input: Schema.Struct({ name: Schema.String }),
+          idempotent: true,
+          handler: ({ name }) => Effect.succeed(`report ${name}: all systems nominal`)
+        })
+        const { again, resumed } = yield* Effect.scoped(
+          Effect.gen(function* () {
+            const tessera = yield* NodeTessera.open({ folder: stateDir, agent: "researcher", redactor: Option.none() })
+            const resumed = yield* tessera.resume("survey-1", { tools: [fetchSouth] })
+            return { resumed, again: yield* tessera.resume("survey-1", { tools: [fetchSouth] }) }
+          })
+        ).pipe(Effect.provide(ScriptedModel.layer(["North and south: all systems nominal."])))
+        assert.isTrue(Option.isSome(resumed))
+        if (Option.isSome(resumed)) {
+          assert.strictEqual(resumed.value.outcome._tag, "Answered")
+          assert.deepStrictEqual(
+            resumed.value.inFlight.map((call) => call.callId),
+            ["c2"]
+          )
+        }
+        assert.isTrue(Option.isNone(again))
+      }).pipe(Effect.scoped, Effect.provide(NodeTessera.layer))
   )
 })

@@ -82,7 +82,10 @@ export {
  * The front door over a host's task harness ({@link frontDoor}): a task's
  * next turn as one call (`run`: the conversation restored from its
  * transcript, the question appended, one durable turn with offload and
- * compaction), `resume` after a crash and `entries`, all under the host's
+ * compaction; a task whose last turn a crash left open fails
+ * `TurnAlreadyOpen`), `resume` (the open turn finished from disk, `None`
+ * when there is none: a crash-safe program resumes first) and `entries`,
+ * all under the host's
  * redaction decision, which it requires ({@link FrontDoorOptions}: a
  * missing `redactor` is `InvalidInput` naming both decisions). It runs on
  * any harness with `withTask` ({@link TaskHarness}); `NodeTessera.open` is

@@ -15,11 +15,11 @@ import * as Option from "effect/Option"
 import * as Path from "effect/Path"
 import type * as EntryGate from "../EntryGate.ts"
 import * as History from "../History.ts"
-import { Journal, readEntries } from "../Journal.ts"
+import { Journal, openTurn, readEntries } from "../Journal.ts"
 import * as Model from "../Model.ts"
 import * as Tool from "../Tool.ts"
 import * as ToolResults from "../ToolResults.ts"
-import { restoreHistory, resume as resumeTurn } from "./durableTurns.ts"
+import { type Resumed, restoreHistory, resume as resumeTurn } from "./durableTurns.ts"
 import { runTurn } from "./turnEntries.ts"
 
 /**
@@ -130,8 +130,15 @@ export const make = <E, R, Provided, RedactorError = never>(
           return yield* runTurn(binding, history, config(runOptions))
         })
       )
+    // A crash-safe program resumes first: `None` when no turn is open, having sent and written nothing.
     const resume = <R2 = never>(task: string, runOptions: RunOptions<R2> = {}) =>
-      inTask(`${names.entry}.resume`, task, (binding) => resumeTurn(binding, config(runOptions)))
+      inTask(`${names.entry}.resume`, task, (binding) =>
+        Effect.gen(function* () {
+          const journal = yield* Journal
+          if (Option.isNone(openTurn(yield* journal.state))) return Option.none<Resumed>()
+          return Option.some(yield* resumeTurn(binding, config(runOptions)))
+        })
+      )
     const entries = (task: string) =>
       inTask(`${names.entry}.entries`, task, () =>
         Effect.gen(function* () {
