@@ -83,7 +83,7 @@ const locks = (): LockManager | undefined => (globalThis as { navigator?: Naviga
 export const holdIfAvailable = (
   name: string
 ): Effect.Effect<Result.Result<void, ReadonlyArray<string>>, LocksUnavailable, Scope.Scope> => {
-  const take = Effect.callback<(() => void) | undefined, LocksUnavailable>((resume) => {
+  const take = Effect.callback<(() => Promise<unknown>) | undefined, LocksUnavailable>((resume) => {
     const manager = locks()
     if (manager === undefined) {
       resume(Effect.fail(new LocksUnavailable({ lock: name })))
@@ -93,18 +93,26 @@ export const holdIfAvailable = (
     const released = new Promise<void>((resolve) => {
       release = resolve
     })
-    manager
-      .request(name, { mode: "exclusive", ifAvailable: true }, async (granted) => {
-        if (granted === null) {
-          resume(Effect.succeed(undefined))
-          return
-        }
-        resume(Effect.succeed(release))
-        await released
-      })
-      .catch(() => resume(Effect.fail(new LocksUnavailable({ lock: name }))))
+    const request = manager.request(name, { mode: "exclusive", ifAvailable: true }, async (granted) => {
+      if (granted === null) {
+        resume(Effect.succeed(undefined))
+        return
+      }
+      // Releasing resolves the callback; the lock is free once the request itself settles.
+      resume(
+        Effect.succeed(() => {
+          release()
+          return request
+        })
+      )
+      await released
+    })
+    request.catch(() => resume(Effect.fail(new LocksUnavailable({ lock: name }))))
   })
-  return Effect.acquireRelease(take, (release) => Effect.sync(() => release?.())).pipe(
+  // The scope closes once the lock is free again, so the next holder (this program reopening) finds it free.
+  return Effect.acquireRelease(take, (release) =>
+    release === undefined ? Effect.void : Effect.promise(() => release().catch(() => undefined))
+  ).pipe(
     Effect.flatMap(
       (release): Effect.Effect<Result.Result<void, ReadonlyArray<string>>> =>
         release !== undefined

@@ -15,6 +15,11 @@ export * as BrowserPlatform from "./BrowserPlatform.ts"
 /**
  * @since 0.1.0
  */
+export * as BrowserTessera from "./BrowserTessera.ts"
+
+/**
+ * @since 0.1.0
+ */
 export * as OpfsDurableFiles from "./OpfsDurableFiles.ts"
 
 /**
