@@ -21,14 +21,17 @@ import { LocalHarness, NodeTessera } from "@tessera/node"
 import { History, Journal, JournalEntry, Model, TaskExecution, Tool } from "@tessera/runtime"
 import { Effect, Layer, Schedule, Schema, Stream } from "effect"
 
+// Destructured, so the program also compiles under `noPropertyAccessFromIndexSignature`.
+const { OPENAI_API_KEY, TESSERA_BASE_URL, TESSERA_EXAMPLE_DIR, TESSERA_MODEL } = process.env
+
 // The model: an AI SDK provider model, with retries (honouring Retry-After) and a time limit per request.
 const provider = createOpenAICompatible({
   name: "my-server",
-  baseURL: process.env.TESSERA_BASE_URL ?? "http://127.0.0.1:8080/v1",
-  apiKey: process.env.OPENAI_API_KEY ?? "none",
+  baseURL: TESSERA_BASE_URL ?? "http://127.0.0.1:8080/v1",
+  apiKey: OPENAI_API_KEY ?? "none",
   includeUsage: true
 })
-const model = AiSdkModel.layer(provider.chatModel(process.env.TESSERA_MODEL ?? "my-model"), {
+const model = AiSdkModel.layer(provider.chatModel(TESSERA_MODEL ?? "my-model"), {
   retry: Schedule.exponential("1 second").pipe(Schedule.jittered, Schedule.upTo({ times: 3 })),
   timeout: "2 minutes"
 })
@@ -49,7 +52,7 @@ const task = History.make([
 
 const program = Effect.gen(function* () {
   const harness = yield* LocalHarness.open({
-    stateDir: process.env.TESSERA_EXAMPLE_DIR ?? ".tessera",
+    stateDir: TESSERA_EXAMPLE_DIR ?? ".tessera",
     namespace: "real-provider",
     agent: Schema.decodeUnknownSync(Ids.AgentId)("assistant")
   })

@@ -42,6 +42,7 @@ const nodeManifest = JSON.parse(readFileSync(join(root, "packages", "node", "pac
 const aiSdkManifest = JSON.parse(readFileSync(join(root, "packages", "ai-sdk", "package.json"), "utf8"))
 const piManifest = JSON.parse(readFileSync(join(root, "packages", "pi", "package.json"), "utf8"))
 const workflowManifest = JSON.parse(readFileSync(join(root, "packages", "workflow", "package.json"), "utf8"))
+const examplesManifest = JSON.parse(readFileSync(join(root, "examples", "package.json"), "utf8"))
 
 /** What the consumer installs beside the tarballs: the peers at the workspace's versions, and the tools it uses. */
 const consumerExtras = [
@@ -49,6 +50,8 @@ const consumerExtras = [
   `@effect/platform-node@${nodeManifest.devDependencies["@effect/platform-node"]}`,
   `ai@${aiSdkManifest.devDependencies.ai}`,
   `@ai-sdk/provider@${aiSdkManifest.devDependencies["@ai-sdk/provider"]}`,
+  // The provider getting-started's real-model program imports.
+  `@ai-sdk/openai-compatible@${examplesManifest.dependencies["@ai-sdk/openai-compatible"]}`,
   `@mariozechner/pi-agent-core@${piManifest.devDependencies["@mariozechner/pi-agent-core"]}`,
   `@mariozechner/pi-ai@${piManifest.devDependencies["@mariozechner/pi-ai"]}`,
   `@effect/sql-pg@${workflowManifest.devDependencies["@effect/sql-pg"]}`,
@@ -203,6 +206,13 @@ const typeCheck = (consumer: string, resolution: keyof typeof resolutions, files
   const peers = lines.filter((line) => peerDeclarations.some((folder) => line.startsWith(folder)))
   return { result, ours: lines.filter((line) => !peers.includes(line)), peers }
 }
+
+/**
+ * Complete programs that talk to a model server: type-checked here like
+ * the others, and run by the examples project against a loopback server
+ * speaking the provider's wire format (examples/test/examples.test.ts).
+ */
+const needServer = new Set(["real-provider"])
 
 /** The documents whose complete programs (snippets that start with their imports) a newcomer copies and runs. */
 const frontDocuments = ["README.md", "docs/getting-started.md"]
@@ -421,7 +431,7 @@ describe("the packed packages, installed with npm outside the workspace", () => 
       programs.map((program) => program.name),
       "first-program"
     )
-    for (const program of programs) {
+    for (const program of programs.filter((one) => !needServer.has(one.name))) {
       const cwd = join(scratch, `run-${program.name}`)
       mkdirSync(cwd)
       const file = join(consumer, `doc-${program.name}.ts`)
