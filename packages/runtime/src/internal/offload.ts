@@ -258,67 +258,71 @@ const stripDigestPrefix = (digest: string): string => digest.replace(/^sha256:/,
  * @since 0.1.0
  * @category offload
  */
-export const offloadResult = <Destination extends OffloadConfig["destination"]>(
+export const offloadResult: <Destination extends OffloadConfig["destination"]>(
   config: OffloadConfig,
   target: OffloadTarget<Destination>,
   journal: Journal["Service"],
   context: Executor.ToolContext,
   result: ToolResultPart
-): Effect.Effect<
+) => Effect.Effect<
   ToolResultPart,
   JournalIoError | JournalSequenceError | PrivateSummaries.ResolveError,
   Exclude<OffloadRequirements, Journal> | WriterOf<Destination>
-> =>
-  Effect.gen(function* () {
-    const admitted = yield* admitTarget(target, journal)
-    yield* Observability.annotate({
-      "tessera.task": context.task,
-      "tessera.turn": context.turn,
-      "tessera.step": context.step,
-      "gen_ai.tool.name": context.call.name,
-      "gen_ai.tool.call.id": context.call.id,
-      "tessera.offload.volume": admitted.volume.volume,
-      "tessera.offload.threshold": config.threshold
-    })
-    const request = {
-      content: result.content,
-      threshold: config.threshold,
-      target: yield* resultTarget(context),
-      readTool: config.readTool,
-      ...(config.abstractBytes === undefined ? {} : { abstractBytes: config.abstractBytes })
+> = Effect.fnUntraced(function* (
+  config: OffloadConfig,
+  target: OffloadTarget,
+  journal: Journal["Service"],
+  context: Executor.ToolContext,
+  result: ToolResultPart
+) {
+  yield* admitTarget(target, journal)
+  yield* Observability.annotate({
+    "tessera.task": context.task,
+    "tessera.turn": context.turn,
+    "tessera.step": context.step,
+    "gen_ai.tool.name": context.call.name,
+    "gen_ai.tool.call.id": context.call.id,
+    "tessera.offload.volume": target.volume.volume,
+    "tessera.offload.threshold": config.threshold
+  })
+  const where = yield* resultTarget(context)
+  const outcome =
+    target.destination === "Private"
+      ? yield* PrivateSummaries.offloadOnce("ToolResults.offloadResult", offloadRequest(config, where, result), journal)
+      : yield* ArtifactOffload.offload({ ...offloadRequest(config, where, result), root: target.root })
+  yield* Observability.annotate(
+    outcome._tag === "Inline"
+      ? { "tessera.offload.outcome": Option.isSome(outcome.reason) ? "Refused" : "Inline" }
+      : { "tessera.offload.outcome": outcome.disposition, "tessera.offload.size": outcome.size }
+  )
+  if (outcome._tag === "Inline") {
+    if (Option.isSome(outcome.reason)) {
+      yield* Effect.logWarning(`offload of ${context.call.id} refused; kept inline: ${outcome.reason.value.message}`)
     }
-    const outcome =
-      admitted.destination === "Private"
-        ? yield* PrivateSummaries.offloadOnce("ToolResults.offloadResult", request, journal) as Effect.Effect<
-            ArtifactOffload.OffloadResult,
-            PrivateSummaries.ResolveError,
-            Exclude<OffloadRequirements, Journal> | WriterOf<Destination>
-          >
-        : yield* ArtifactOffload.offload({ ...request, root: admitted.root })
-    yield* Observability.annotate(
-      outcome._tag === "Inline"
-        ? { "tessera.offload.outcome": Option.isSome(outcome.reason) ? "Refused" : "Inline" }
-        : { "tessera.offload.outcome": outcome.disposition, "tessera.offload.size": outcome.size }
-    )
-    if (outcome._tag === "Inline") {
-      if (Option.isSome(outcome.reason)) {
-        yield* Effect.logWarning(`offload of ${context.call.id} refused; kept inline: ${outcome.reason.value.message}`)
-      }
-      return result
-    }
-    yield* journal.append({
-      _tag: "ArtifactOffloaded",
-      turn: context.turn,
-      step: context.step,
-      callId: context.call.id,
-      volume: admitted.volume,
-      path: `${VolumeStore.artifactFolder}/${outcome.path}`,
-      size: outcome.size,
-      sha256: stripDigestPrefix(outcome.digest),
-      ...(outcome.disposition === "Written" ? {} : { disposition: outcome.disposition })
-    })
-    return { ...result, content: outcome.pointer }
-  }).pipe(Observability.withSpan("ToolResults.offloadResult"))
+    return result
+  }
+  yield* journal.append({
+    _tag: "ArtifactOffloaded",
+    turn: context.turn,
+    step: context.step,
+    callId: context.call.id,
+    volume: target.volume,
+    path: `${VolumeStore.artifactFolder}/${outcome.path}`,
+    size: outcome.size,
+    sha256: stripDigestPrefix(outcome.digest),
+    ...(outcome.disposition === "Written" ? {} : { disposition: outcome.disposition })
+  })
+  return { ...result, content: outcome.pointer }
+}, Observability.withSpan("ToolResults.offloadResult")) as never
+
+// Made where it is passed, never kept: a request holds the whole body, which must not outlive the write.
+const offloadRequest = (config: OffloadConfig, target: string, result: ToolResultPart) => ({
+  content: result.content,
+  threshold: config.threshold,
+  target,
+  readTool: config.readTool,
+  ...(config.abstractBytes === undefined ? {} : { abstractBytes: config.abstractBytes })
+})
 
 /**
  * Requirements of offloading besides a private capability.

@@ -306,19 +306,15 @@ export type PrivateOffloadRequest = Omit<ArtifactOffload.OffloadRequest, "root" 
  * when the body may be written, then offloaded below the volume's artifact
  * folder: scrubbed, written to a temporary name, published and hashed.
  */
-export const offloadOnce = (
+export const offloadOnce = Effect.fnUntraced(function* (
   entry: string,
   request: PrivateOffloadRequest,
   journal: JournalRecord
-): Effect.Effect<ArtifactOffload.OffloadResult, ResolveError, StagingServices> =>
-  Effect.gen(function* () {
-    const bound = Option.some(journal)
-    const capability = ArtifactPointer.exceedsUtf8(request.content, request.threshold)
-      ? yield* admit(entry, bound)
-      : yield* mintedFor(entry, bound)
-    const path = yield* Path.Path
-    return yield* ArtifactOffload.offload({
-      ...request,
-      root: path.join(capability.folder, VolumeStore.artifactFolder)
-    })
-  })
+): Effect.fn.Return<ArtifactOffload.OffloadResult, ResolveError, StagingServices> {
+  const bound = Option.some(journal)
+  const capability = ArtifactPointer.exceedsUtf8(request.content, request.threshold)
+    ? yield* admit(entry, bound)
+    : yield* mintedFor(entry, bound)
+  const path = yield* Path.Path
+  return yield* ArtifactOffload.offload({ ...request, root: path.join(capability.folder, VolumeStore.artifactFolder) })
+})
