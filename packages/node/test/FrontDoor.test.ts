@@ -13,6 +13,7 @@ import { NodeTessera } from "@tessera/node"
 import { Tool, VolumeStore } from "@tessera/runtime"
 import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Option, Schema } from "effect"
+import { fetchReport as crashReport } from "./support/crashTurn.ts"
 import { tempDir } from "./support/temp.ts"
 
 /** A report long enough to be offloaded, holding an AWS access key id. */
@@ -146,13 +147,7 @@ describe("the front door", () => {
         const fixture = fileURLToPath(new URL("./fixtures/frontDoorCrash.ts", import.meta.url))
         const crashed = spawnSync(process.execPath, [fixture, stateDir], { encoding: "utf8", timeout: 60_000 })
         assert.strictEqual(crashed.signal, "SIGKILL", crashed.stderr)
-        const fetchSouth = Tool.make({
-          name: "fetch_report",
-          description: "Fetches a report by name",
-          input: Schema.Struct({ name: Schema.String }),
-          idempotent: true,
-          handler: ({ name }) => Effect.succeed(`report ${name}: all systems nominal`)
-        })
+        const fetchSouth = crashReport(false)
         const { again, resumed } = yield* Effect.scoped(
           Effect.gen(function* () {
             const tessera = yield* NodeTessera.open({ folder: stateDir, agent: "researcher", redactor: Option.none() })

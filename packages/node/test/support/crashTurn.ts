@@ -9,21 +9,23 @@ import type * as TaskExecution from "@tessera/runtime/TaskExecution"
 import * as Tool from "@tessera/runtime/Tool"
 import { Effect, Schema } from "effect"
 
-/** The turn's configuration; `crash` kills the process inside the call for the `south` report. */
+/** The turn's tool; `crash` kills the process inside the call for the `south` report. */
+export const fetchReport = (crash: boolean) =>
+  Tool.make({
+    name: "fetch_report",
+    description: "Fetches a report by name",
+    input: Schema.Struct({ name: Schema.String }),
+    idempotent: true,
+    handler: ({ name }) =>
+      Effect.sync(() => {
+        if (crash && name === "south") process.kill(process.pid, "SIGKILL")
+        return `report ${name}`
+      })
+  })
+
+/** The turn's configuration (see {@link fetchReport}). */
 export const crashTurnConfig = (crash: boolean): TaskExecution.ExecutionConfig => ({
-  tools: Tool.registry(
-    Tool.make({
-      name: "fetch_report",
-      description: "Fetches a report by name",
-      input: Schema.Struct({ name: Schema.String }),
-      idempotent: true,
-      handler: ({ name }) =>
-        Effect.sync(() => {
-          if (crash && name === "south") process.kill(process.pid, "SIGKILL")
-          return `report ${name}`
-        })
-    })
-  ),
+  tools: Tool.registry(fetchReport(crash)),
   maxSteps: 4,
   durable: true
 })
