@@ -20,6 +20,7 @@ import * as Model from "../Model.ts"
 import * as Tool from "../Tool.ts"
 import * as ToolResults from "../ToolResults.ts"
 import { type Resumed, restoreHistory, resume as resumeTurn } from "./durableTurns.ts"
+import { redactionOf } from "./journalWriter.ts"
 import { runTurn } from "./turnEntries.ts"
 
 /**
@@ -148,7 +149,7 @@ export const make = <E, R, Provided, RedactorError = never>(
         })
       )
     return {
-      redaction: Option.isSome(redactor) ? ("Scrubbed" as const) : ("Verbatim" as const),
+      redaction: redactionOf(redactor),
       run,
       resume,
       entries

@@ -5,7 +5,7 @@
  * turn, the transcript store made; then every gated entry runs the
  * executor's own step with the journal's events handed to `onEvent`.
  */
-import * as Unauthorized from "@tessera/core/Unauthorized"
+import type * as Unauthorized from "@tessera/core/Unauthorized"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type * as EntryGate from "../EntryGate.ts"
@@ -19,6 +19,7 @@ import * as Transcript from "../Transcript.ts"
 import type { CompactionError } from "./compactionHooks.ts"
 import type { EntryTurnEvent } from "./entryFacts.ts"
 import { JournalTap } from "./journalTap.ts"
+import { writerFor } from "./offload.ts"
 import { type GatedRequirements, taskHooks } from "./taskHooks.ts"
 import { checkExecution } from "./turnConfig.ts"
 
@@ -97,19 +98,12 @@ export const transcriptOf = Effect.fnUntraced(function* (
   entry: EntryGate.EntryPoint,
   armed: Option.Option<PrivateSummaries.PrivateWriterCapability>
 ) {
-  const capability = Option.isSome(armed)
-    ? armed.value
-    : yield* PrivateSummaries.resolve(binding.context).pipe(
-        Effect.mapError((error) =>
-          error._tag === "Unauthorized"
-            ? new Unauthorized.Unauthorized({
-                reason: error.reason,
-                detail: `${entry}: a durable turn stores its transcript with the private writer, but ${error.detail}`,
-                task: binding.context.task
-              })
-            : error
-        )
-      )
+  const capability = yield* writerFor(
+    binding.context,
+    entry,
+    "a durable turn stores its transcript with the private writer",
+    armed
+  )
   const journal = yield* Journal
   return yield* Transcript.make(Option.some(journal)).pipe(PrivateSummaries.provide(capability))
 })

@@ -343,14 +343,11 @@ export const openJournal = Effect.fnUntraced(function* (
       claimedAgent = agent
       return Option.none<Ids.AgentId>()
     })
-  // The turn's redaction decision is whether the host provided a redactor to the fiber opening it.
+  // The turn's redaction decision is whether the host provided a redactor to the fiber opening it (see `redactionOf`).
   const decided = (given: EntryInput): Effect.Effect<EntryInput> =>
     given._tag !== "TurnOpened" || given.redaction !== undefined
       ? Effect.succeed(given)
-      : Effect.map(ArtifactRedactor.provided, (redactor) => ({
-          ...given,
-          redaction: Option.isSome(redactor) ? ("Scrubbed" as const) : ("Verbatim" as const)
-        }))
+      : Effect.map(ArtifactRedactor.provided, (redactor) => ({ ...given, redaction: redactionOf(redactor) }))
   const write = (given: EntryInput): Effect.Effect<Entry, JournalIoError | JournalSequenceError> =>
     given._tag === "TurnOpened" ? Effect.flatMap(decided(given), writeStamped) : writeStamped(given)
   const writeStamped = (given: EntryInput): Effect.Effect<Entry, JournalIoError | JournalSequenceError> => {
@@ -473,3 +470,7 @@ export const readJournalEntries = Effect.fnUntraced(function* (
   if (Result.isFailure(replayed)) return yield* replayed.failure
   return replayed.success.entries
 })
+
+/** A redaction decision as the journal records it (`TurnOpened.redaction`): whether a redactor is provided. */
+export const redactionOf = (redactor: Option.Option<unknown>): "Scrubbed" | "Verbatim" =>
+  Option.isSome(redactor) ? "Scrubbed" : "Verbatim"

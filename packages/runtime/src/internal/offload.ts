@@ -150,14 +150,15 @@ export const outputTarget = Effect.fnUntraced(function* (
 })
 
 /**
- * The private writer a bound task's private offload writes through: the
- * one the entry's gate resolved (`admitted`), else one resolved from the
- * context here. A task with no private writer fails `Unauthorized`, its
- * detail naming `entry`, before anything is written.
+ * The private writer an entry writes through: the one its gate resolved
+ * (`admitted`), else one resolved from the context here. A task with no
+ * private writer fails `Unauthorized`, its detail naming `entry` and what
+ * needed the writer (`purpose`), before anything is written.
  */
-export const offloadWriter = (
+export const writerFor = (
   context: TaskContext,
   entry: string,
+  purpose: string,
   admitted: Option.Option<PrivateSummaries.PrivateWriterCapability>
 ): Effect.Effect<PrivateSummaries.PrivateWriterCapability, PrivateSummaries.ResolveError, Path.Path> =>
   Option.isSome(admitted)
@@ -167,12 +168,19 @@ export const offloadWriter = (
           error._tag === "Unauthorized"
             ? new Unauthorized.Unauthorized({
                 reason: error.reason,
-                detail: `${entry}: private offload needs a private writer, but ${error.detail}`,
+                detail: `${entry}: ${purpose}, but ${error.detail}`,
                 task: context.task
               })
             : error
         )
       )
+
+/** The private writer of a private offload (see {@link writerFor}). */
+export const offloadWriter = (
+  context: TaskContext,
+  entry: string,
+  admitted: Option.Option<PrivateSummaries.PrivateWriterCapability>
+) => writerFor(context, entry, "private offload needs a private writer", admitted)
 
 const admitTarget = Effect.fnUntraced(function* <Destination extends OffloadConfig["destination"]>(
   target: OffloadTarget<Destination>,
