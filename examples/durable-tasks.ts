@@ -41,7 +41,6 @@ const fetchReport = Tool.make({
   handler: ({ name }) => Effect.succeed(`report ${name}: ${"all systems nominal; ".repeat(400)}`)
 })
 
-// #region resume
 /** One "process": the harness on the state folder, one task, nothing kept from earlier processes. */
 const inProcess = <A, E, R>(task: string, body: (binding: EntryGate.TaskBinding) => Effect.Effect<A, E, R>) =>
   Effect.scoped(
@@ -89,9 +88,7 @@ const resumeFromDisk = Effect.gen(function* () {
   const history = yield* inProcess("reports", (binding) => TaskExecution.restoreHistory(binding))
   console.log(`process 3: the conversation on disk holds ${History.toParts(Option.getOrThrow(history)).length} parts`)
 })
-// #endregion resume
 
-// #region approvals
 const deploy = Tool.make({
   name: "deploy",
   description: "Deploys a release to an environment",
@@ -134,7 +131,6 @@ const approvals = Effect.gen(function* () {
   )
   console.log(`process 3: ${done.outcome.text}`)
 })
-// #endregion approvals
 
 Effect.runPromise(
   Effect.andThen(resumeFromDisk, approvals).pipe(

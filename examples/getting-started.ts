@@ -1,14 +1,12 @@
 /**
- * The smallest complete use of Tessera, as shown in docs/getting-started.md:
+ * The full API under the front door, as docs/getting-started.md §2 shows it:
  * a store with an agent-private volume and a journal, a runtime opened with
  * that private volume, one bound task, and a turn on the scripted model with
  * offload and compaction armed.
  *
- * Run: node examples/getting-started.ts
+ * Run: node examples/getting-started.ts (its state goes to ./tessera-full-api)
  */
-import * as fs from "node:fs"
-import * as os from "node:os"
-import * as path from "node:path"
+// #region full-api
 import { HostAuthority, Ids, Volume } from "@tessera/core"
 import { NodeTessera } from "@tessera/node"
 import {
@@ -20,38 +18,37 @@ import {
   Model,
   TaskExecution,
   TaskHost,
-  Tool
+  Tool,
+  VolumeStore
 } from "@tessera/runtime"
 import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Layer, Option, Schema } from "effect"
 
-// Destructured rather than dotted, so the file also type-checks under `noPropertyAccessFromIndexSignature` (the consumer test).
-const { TESSERA_EXAMPLE_DIR: callerFolder } = process.env
-const folder = fs.mkdtempSync(path.join(callerFolder ?? os.tmpdir(), "tessera-getting-started-"))
-
-// #region open-runtime
 const agent = Schema.decodeUnknownSync(Ids.AgentId)("researcher")
 const task = Schema.decodeUnknownSync(Ids.TaskId)("task-1")
 const volumeId = Schema.decodeUnknownSync(Ids.VolumeId)
 
 const openRuntime = Effect.gen(function* () {
   // A host is a volume store plus the host's authority over grants.
-  const host = yield* TaskHost.open({ root: folder })
-  const privateVolume = yield* host.store.create({
+  const host = yield* TaskHost.open({ root: "tessera-full-api" })
+  // Created on the first start, found on every later one (the runtime checks a found volume's kind and owner).
+  const { ref: privateVolume } = yield* VolumeStore.createOrFind(host.store, {
     id: volumeId("researcher-private"),
     kind: "AgentPrivate",
     owner: Volume.agentOwner(agent)
   })
-  const journalVolume = yield* host.store.create({ id: volumeId("journal"), kind: "Journal", owner: Volume.hostOwner })
+  const { ref: journalVolume } = yield* VolumeStore.createOrFind(host.store, {
+    id: volumeId("journal"),
+    kind: "Journal",
+    owner: Volume.hostOwner
+  })
   // The host issues the task its grants; the authority may refuse some.
   const scope = yield* host.issueScope(task, [{ volume: privateVolume, access: ["read", "write"] }], agent)
   // `private` is required: Option.some(volume) or Option.none(), never forgotten.
   const runtime = yield* FilesystemTaskRuntime.fromHost(host, { private: Option.some(privateVolume), scope })
   return { host, runtime, scope, journalVolume }
 })
-// #endregion open-runtime
 
-// #region run-turn
 const fetchReport = Tool.make({
   name: "fetch_report",
   description: "Fetches a report by name",
@@ -83,14 +80,8 @@ const program = Effect.gen(function* () {
 })
 
 const platform = Layer.merge(NodeTessera.layer, HostAuthority.permissive)
-// #endregion run-turn
 
-Effect.runPromise(program.pipe(Effect.provide(platform)))
-  .then((outcome) => {
-    console.log(`answer after ${outcome.steps} model steps: ${outcome.text}`)
-    console.log(`worked in ${folder}`)
-  })
-  // A folder under $TESSERA_EXAMPLE_DIR belongs to the caller (the consumer test inspects it afterwards).
-  .finally(() => {
-    if (callerFolder === undefined) fs.rmSync(folder, { recursive: true, force: true })
-  })
+Effect.runPromise(program.pipe(Effect.provide(platform))).then((outcome) =>
+  console.log(`answer after ${outcome.steps} model steps: ${outcome.text}`)
+)
+// #endregion full-api

@@ -12,20 +12,20 @@
  *
  * Run: node examples/host-policy.ts
  */
+// #region host-policy
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import { ArtifactOffload, ArtifactPathPolicy, DefaultRedactor } from "@tessera/artifacts"
 import { NodeDurableFiles } from "@tessera/node"
 import { Effect, Layer, Option, Redacted } from "effect"
 
-const folder = fs.mkdtempSync(path.join(process.env.TESSERA_EXAMPLE_DIR ?? os.tmpdir(), "tessera-host-policy-"))
+// A folder of its own below the current one, removed at the end.
+const folder = fs.mkdtempSync(path.resolve("tessera-host-policy-"))
 const hostState = path.join(folder, "host-state")
 const artifactRoot = path.join(folder, "artifacts")
 fs.mkdirSync(hostState, { recursive: true })
 
-// #region host-policy
 const databasePassword = Redacted.make("s3cret-db-pass-2026")
 
 /**
@@ -42,7 +42,6 @@ const redactor = DefaultRedactor.layer({
   rules: [...DefaultRedactor.defaultRules, { name: "internal-ticket-token", pattern: "TKT-[0-9]{6}", maxLength: 10 }],
   secrets: [databasePassword]
 })
-// #endregion host-policy
 
 const leakyResult = [
   "connection check: ok",
@@ -89,3 +88,4 @@ Effect.runPromise(
     process.exitCode = 1
   })
   .finally(() => fs.rmSync(folder, { recursive: true, force: true }))
+// #endregion host-policy

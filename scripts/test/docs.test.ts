@@ -21,6 +21,13 @@ const documents = [
 const snippetPattern = /<!-- snippet: ([^#\s]+)#([\w-]+) -->\n```ts\n([\s\S]*?)```/g
 const anyTsBlock = /```ts\n/g
 
+/** The documents a newcomer copies from: each of their snippets is a program of its own, imports first. */
+const frontDocuments = new Set(["README.md", "docs/getting-started.md"])
+
+/** Why `snippet` is no complete program (it does not begin with its imports), or undefined. */
+const incomplete = (snippet: string): string | undefined =>
+  snippet.startsWith("import ") ? undefined : `begins with ${JSON.stringify(snippet.split("\n")[0])}, not an import`
+
 const region = (file: string, name: string): string | undefined => {
   const text = readFileSync(join(root, file), "utf8")
   const start = text.indexOf(`// #region ${name}\n`)
@@ -41,7 +48,17 @@ describe("documentation snippets", () => {
         const source = region(file ?? "", name ?? "")
         assert.isDefined(source, `${file} has no region ${name}`)
         assert.strictEqual(body, source, `${document}: snippet ${file}#${name} differs from the file`)
+        if (frontDocuments.has(document)) {
+          assert.isUndefined(incomplete(body ?? ""), `${document}: snippet ${file}#${name} is a fragment`)
+        }
       }
     })
   }
+
+  it("front documents' snippets are complete programs; negative control: a fragment (a region cut after the imports) is told apart", () => {
+    const program = region("examples/first-program.ts", "first-program") ?? ""
+    assert.isUndefined(incomplete(program))
+    const fragment = program.slice(program.indexOf("\n\n") + 2)
+    assert.match(incomplete(fragment) ?? "", /not an import/)
+  })
 })

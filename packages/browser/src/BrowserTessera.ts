@@ -51,8 +51,8 @@ const decodeAgent = InvalidInput.decode(Ids.AgentId, entry, "agent")
  * The front door in a browser: opens a `BrowserHarness` for
  * `options.agent` (get-or-create: its volumes, its scope, each task's
  * journal; one tab or worker of the origin at a time), with the host's
- * redaction decision, for the current scope. A task's `run`, `resume` and
- * `entries` are `TaskExecution.frontDoor`'s, as on Node; `harness` is the
+ * redaction decision, for the current scope. A task's `run`, `resume`,
+ * `decide` and `entries` are `TaskExecution.frontDoor`'s, as on Node; `harness` is the
  * harness underneath. Refuses options of the wrong shape `InvalidInput`
  * naming the field before anything is created.
  *

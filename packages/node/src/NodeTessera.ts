@@ -183,6 +183,10 @@ export type RunOptions<R> = TaskExecution.FrontDoorRunOptions<R>
  *   a crash, even a SIGKILL (`TaskExecution.resume`); `None` when no turn is
  *   open, so a crash-safe program resumes before it runs (a `run` while a
  *   turn is open fails `TurnAlreadyOpen`);
+ * - `decide(task, decision)`: a person's decision on a call the task's open
+ *   turn awaits (`TaskExecution.decide`: journaled with who decided, refused
+ *   `NotAwaitingApproval` for any other call); the next `resume` runs the
+ *   approved calls and tells the model of the rejected ones;
  * - `entries(task)`: the task's journal;
  * - `folder`, `agent`, `redaction` (`Scrubbed` or `Verbatim`), and
  *   `harness`: the `LocalHarness` underneath, for a host that steps down to

@@ -10,7 +10,7 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
 import { NodeTessera } from "@tessera/node"
-import { Tool, VolumeStore } from "@tessera/runtime"
+import { Model, Tool, VolumeStore } from "@tessera/runtime"
 import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Option, Schema } from "effect"
 import { fetchReport as crashReport } from "./support/crashTurn.ts"
@@ -65,6 +65,41 @@ const twoRuns = (stateDir: string, redactor: NodeTessera.OpenOptions<unknown>["r
     ).pipe(Effect.provide(ScriptedModel.layer(["Still within tolerance."])))
     return { first, second, folder: first.tessera.folder }
   }).pipe(Effect.provide(NodeTessera.layer))
+
+/** Deploys: staging runs at once, anything else waits for a person; `ran` lists what actually ran. */
+const deployer = () => {
+  const ran: Array<string> = []
+  const deploy = Tool.make({
+    name: "deploy",
+    description: "Deploys a release to an environment",
+    input: Schema.Struct({ environment: Schema.String }),
+    needsApproval: ({ environment }) => environment !== "staging",
+    handler: ({ environment }) => Effect.sync(() => ran.push(environment)).pipe(Effect.as(`deployed to ${environment}`))
+  })
+  return { deploy, ran }
+}
+
+/** The same two call ids every turn, as models that number their calls per response give them. */
+const releaseScript = () =>
+  ScriptedModel.layer([
+    Model.response({
+      toolCalls: [
+        Model.toolCall("d1", "deploy", { environment: "production" }),
+        Model.toolCall("d2", "deploy", { environment: "eu-production" })
+      ]
+    }),
+    "Production is deployed; eu-production was rejected."
+  ])
+
+/** One program on `stateDir`: `body` with the front door open and its own scripted model (the release by default). */
+const releaseProgram = <A, E, R>(
+  stateDir: string,
+  body: (tessera: NodeTessera.Tessera) => Effect.Effect<A, E, R>,
+  model = releaseScript()
+) =>
+  Effect.scoped(
+    Effect.flatMap(NodeTessera.open({ folder: stateDir, agent: "release-bot", redactor: Option.none() }), body)
+  ).pipe(Effect.provide(model))
 
 describe("the front door", () => {
   it.effect(
@@ -164,6 +199,68 @@ describe("the front door", () => {
           )
         }
         assert.isTrue(Option.isNone(again))
+      }).pipe(Effect.scoped, Effect.provide(NodeTessera.layer))
+  )
+
+  it.effect(
+    "front_door_approvals: a paused turn decided by a later program resumes (the approved call runs once, the model hears who rejected the other), and a second turn reusing the call ids does the same",
+    () =>
+      Effect.gen(function* () {
+        const stateDir = yield* tempDir
+        const { deploy, ran } = deployer()
+        for (const turn of [1, 2]) {
+          const paused = yield* releaseProgram(stateDir, (tessera) =>
+            tessera.run("release", "Ship the release.", { tools: [deploy] })
+          )
+          assert.strictEqual(paused._tag, "AwaitingApproval", `turn ${turn}`)
+          const resumed = yield* releaseProgram(
+            stateDir,
+            (tessera) =>
+              Effect.gen(function* () {
+                yield* tessera.decide("release", { callId: "d1", approved: true, by: "alice" })
+                yield* tessera.decide("release", { callId: "d2", approved: false, by: "bob", note: "freeze in the EU" })
+                const resumed = yield* tessera.resume("release", { tools: [deploy] })
+                const [request] = yield* (yield* ScriptedModel.ScriptedModelRecorder).requests
+                return { resumed, request }
+              }),
+            ScriptedModel.layer(["Production is deployed; eu-production was rejected."])
+          )
+          assert.strictEqual(
+            Option.isSome(resumed.resumed) ? resumed.resumed.value.outcome._tag : "None",
+            "Answered",
+            `turn ${turn}`
+          )
+          const results = (resumed.request?.parts ?? []).flatMap((part) => (part._tag === "ToolResult" ? [part] : []))
+          const rejection = results.filter((part) => part.isError).at(-1)
+          assert.include(rejection?.content, "bob")
+          assert.include(rejection?.content, "freeze in the EU")
+        }
+        assert.deepStrictEqual(ran, ["production", "production"])
+        const decided = yield* releaseProgram(stateDir, (tessera) => tessera.entries("release"))
+        assert.deepStrictEqual(
+          decided.flatMap((entry) => (entry._tag === "ApprovalDecided" ? [`${entry.callId}:${entry.by}`] : [])),
+          ["d1:alice", "d2:bob", "d1:alice", "d2:bob"]
+        )
+      }).pipe(Effect.scoped, Effect.provide(NodeTessera.layer))
+  )
+
+  it.effect(
+    "front_door_approvals negative control: undecided, the resumed turn still waits and nothing ran; a decision on a call that is not waiting is NotAwaitingApproval",
+    () =>
+      Effect.gen(function* () {
+        const stateDir = yield* tempDir
+        const { deploy, ran } = deployer()
+        yield* releaseProgram(stateDir, (tessera) => tessera.run("release", "Ship the release.", { tools: [deploy] }))
+        const { resumed, stray } = yield* releaseProgram(stateDir, (tessera) =>
+          Effect.gen(function* () {
+            const resumed = yield* tessera.resume("release", { tools: [deploy] })
+            const stray = yield* Effect.flip(tessera.decide("release", { callId: "d9", approved: true, by: "alice" }))
+            return { resumed, stray }
+          })
+        )
+        assert.strictEqual(Option.isSome(resumed) ? resumed.value.outcome._tag : "None", "AwaitingApproval")
+        assert.strictEqual(stray._tag, "NotAwaitingApproval")
+        assert.deepStrictEqual(ran, [])
       }).pipe(Effect.scoped, Effect.provide(NodeTessera.layer))
   )
 })

@@ -468,9 +468,17 @@ export const summarizeLeadingRounds = (history: History, count: number, summary:
  * @category getters
  */
 export const unansweredCalls = (history: History): ReadonlyArray<ToolCallPart> => {
-  const answered = new Set<string>()
-  for (const part of history.parts) if (part._tag === "ToolResult") answered.add(part.callId)
-  return history.parts.filter((part): part is ToolCallPart => part._tag === "ToolCall" && !answered.has(part.id))
+  // A result answers the earliest open call with its id before it: models that number their calls per
+  // response (call ids repeated turn after turn) must not have a later call taken for answered.
+  const open: Array<ToolCallPart> = []
+  for (const part of history.parts) {
+    if (part._tag === "ToolCall") open.push(part)
+    else if (part._tag === "ToolResult") {
+      const answered = open.findIndex((call) => call.id === part.callId)
+      if (answered >= 0) open.splice(answered, 1)
+    }
+  }
+  return open
 }
 
 /**

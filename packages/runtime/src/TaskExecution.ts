@@ -84,8 +84,9 @@ export {
  * transcript, the question appended, one durable turn with offload and
  * compaction; a task whose last turn a crash left open fails
  * `TurnAlreadyOpen`), `resume` (the open turn finished from disk, `None`
- * when there is none: a crash-safe program resumes first) and `entries`,
- * all under the host's
+ * when there is none: a crash-safe program resumes first), `decide` (a
+ * person's decision on a call the open turn awaits, as {@link decide}) and
+ * `entries`, all under the host's
  * redaction decision, which it requires ({@link FrontDoorOptions}: a
  * missing `redactor` is `InvalidInput` naming both decisions). It runs on
  * any harness with `withTask` ({@link TaskHarness}); `NodeTessera.open` is

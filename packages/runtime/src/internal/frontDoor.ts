@@ -19,6 +19,7 @@ import { Journal, openTurn, readEntries } from "../Journal.ts"
 import * as Model from "../Model.ts"
 import * as Tool from "../Tool.ts"
 import * as ToolResults from "../ToolResults.ts"
+import { type Decision, decide as decideCall } from "./approvals.ts"
 import { type Resumed, restoreHistory, resume as resumeTurn } from "./durableTurns.ts"
 import { redactionOf } from "./journalWriter.ts"
 import { runTurn } from "./turnEntries.ts"
@@ -140,6 +141,9 @@ export const make = <E, R, Provided, RedactorError = never>(
           return Option.some(yield* resumeTurn(binding, config(runOptions)))
         })
       )
+    // A person's decision on a call the task's open turn waits for; the next `resume` acts on it.
+    const decide = (task: string, decision: Decision) =>
+      inTask(`${names.entry}.decide`, task, (binding) => decideCall(binding, decision))
     const entries = (task: string) =>
       inTask(`${names.entry}.entries`, task, () =>
         Effect.gen(function* () {
@@ -152,6 +156,7 @@ export const make = <E, R, Provided, RedactorError = never>(
       redaction: redactionOf(redactor),
       run,
       resume,
+      decide,
       entries
     }
   })
