@@ -146,6 +146,31 @@ describe("the read tool in a stock turn", () => {
       })
     ))
 
+  it("read_path_as_the_journal_names_it: a path that starts with the artifact folder is not found, and the refusal names the path to read; control: that path reads", () =>
+    runInReadWorld((world) =>
+      Effect.gen(function* () {
+        let pointerPath = ""
+        const sent = yield* runTurn(world, (request, index) => {
+          if (index === 0) return Model.response({ toolCalls: [Model.toolCall("c0", "report", {})] })
+          if (index === 1) pointerPath = ArtifactPointer.extractPaths(resultOf(request, "c0").content)[0] ?? ""
+          const asked = [`${VolumeStore.artifactFolder}/${pointerPath}`, "tool-results/missing.txt", pointerPath]
+          const path = asked[index - 1]
+          if (path === undefined) return Model.response({ text: "done" })
+          return Model.response({ toolCalls: [Model.toolCall(`r${index}`, "read_artifact", { path })] })
+        })
+        const prefixed = resultOf(sent[2], "r1")
+        assert.isTrue(prefixed.isError)
+        assert.include(prefixed.content, "NotFound")
+        assert.include(prefixed.content, `did you mean ${pointerPath}?`)
+        const missing = resultOf(sent[3], "r2")
+        assert.isTrue(missing.isError)
+        assert.notInclude(missing.content, "did you mean")
+        const named = resultOf(sent[4], "r3")
+        assert.isFalse(named.isError)
+        assert.strictEqual(contentOf(named.content), body)
+      })
+    ))
+
   it("a host tool of the configured name is kept; with registerReadTool false the pointer's tool is missing (control)", () =>
     runInReadWorld((world) =>
       Effect.gen(function* () {

@@ -314,7 +314,11 @@ export const open = Effect.fnUntraced(function* (
       searched.length === 0
         ? "the task may read no volume"
         : `no volume the task may read holds it (searched ${searched.join(", ")})`,
-      ...(passedOver.length === 0 ? [] : [`not searched: ${passedOver.join("; ")}`])
+      ...(passedOver.length === 0 ? [] : [`not searched: ${passedOver.join("; ")}`]),
+      // The journal and the inspector name a file by its place in the volume, which starts with the artifact folder.
+      ...(segments.length > 1 && segments[0] === VolumeStore.artifactFolder
+        ? [`paths are relative to the artifact folder: did you mean ${segments.slice(1).join("/")}?`]
+        : [])
     ].join("; ")
   })
 })
