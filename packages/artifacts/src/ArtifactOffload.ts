@@ -296,6 +296,28 @@ const place = Effect.fnUntraced(function* (finalPath: string, tempPath: string, 
  * the steps in the module documentation. Never fails: a refusal or failure
  * comes back as `Inline` with the caller's content and the reason.
  *
+ * @example
+ * ```ts
+ * import * as NodeServices from "@effect/platform-node/NodeServices"
+ * import { ArtifactOffload } from "@tessera/artifacts"
+ * import { NodeDurableFiles } from "@tessera/node"
+ * import { Effect, Layer } from "effect"
+ *
+ * const stored = ArtifactOffload.offload({
+ *   content: "row\n".repeat(10_000),
+ *   threshold: 8_192,
+ *   root: "/srv/agent/artifacts",
+ *   target: "tool-results/rows.txt",
+ *   readTool: "read_artifact"
+ * }).pipe(
+ *   // The model gets the pointer line; a refusal keeps the whole body inline, with its reason.
+ *   Effect.map((result) => (result._tag === "Offloaded" ? result.pointer : result.content)),
+ *   Effect.provide(Layer.merge(NodeServices.layer, NodeDurableFiles.layer))
+ * )
+ *
+ * export const forTheModel = stored
+ * ```
+ *
  * @since 0.1.0
  * @category offload
  */

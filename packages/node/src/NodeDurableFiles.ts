@@ -361,6 +361,25 @@ export const make = (options: NodeDurableFilesOptions = {}): DurableFilesShape =
 
 /**
  * The Node.js layer, using descriptor paths where the platform has them.
+ * `NodeTessera.layer` includes it; a program that composes its own platform
+ * layer (as for `ArtifactOffload.offload` on its own) provides it beside
+ * the file system.
+ *
+ * @example
+ * ```ts
+ * import * as NodeServices from "@effect/platform-node/NodeServices"
+ * import { DurableFiles } from "@tessera/core"
+ * import { NodeDurableFiles } from "@tessera/node"
+ * import { Effect, Layer } from "effect"
+ *
+ * // Publishes a finished temporary file under its final name exactly once: a second publish fails AlreadyExists.
+ * const publish = Effect.gen(function* () {
+ *   const files = yield* DurableFiles.DurableFiles
+ *   yield* files.publishOnce("/tmp/report.txt.tmp", "/tmp/report.txt")
+ * })
+ *
+ * export const published = publish.pipe(Effect.provide(Layer.merge(NodeServices.layer, NodeDurableFiles.layer)))
+ * ```
  *
  * @since 0.1.0
  * @category layers
