@@ -336,7 +336,10 @@ export const summarizer = Summarizing.layer
  * non-negative whole number (anything else is a defect naming the count).
  * A part is counted once per tokenizer. A policy measured by `tokenizer`
  * with none in scope fails `InvalidInput` (field `policy.measure`) when it
- * would compact, before any request.
+ * would compact, before any request. The runtime ships no tokenizer and
+ * imports none: `gpt-tokenizer` (`^4.0.0`, the major Tessera's tests run
+ * against) is an optional peer, installed only by a host that counts with
+ * it ({@link tokenizer}).
  *
  * @since 0.1.0
  * @category measuring
@@ -345,15 +348,23 @@ export { Tokenizer, type TokenizerShape } from "./internal/tokenizer.ts"
 
 /**
  * The host's tokenizer as a layer, from a counting function: one of a
- * tokenizer package (such as `gpt-tokenizer`'s `countTokens`, or the one
- * the provider's model uses), or the host's own.
+ * tokenizer package (the one the provider's model uses), or the host's own.
+ * A count that throws is a defect of the compaction that asked for it.
+ *
+ * `gpt-tokenizer` (the optional peer; its `countTokens` counts with
+ * `o200k_base`, the encoding of GPT-4o and later OpenAI models) is the one
+ * Tessera's tests compact with. Its bare `countTokens` throws on a text
+ * holding a special token's text (`<|endoftext|>`), as a tool result
+ * quoting such a text would: with an empty `disallowedSpecial`, as below,
+ * that text is counted as text.
  *
  * @example
  * ```ts
  * import { Compaction } from "@tessera/runtime"
+ * import { countTokens } from "gpt-tokenizer"
  *
- * // A stand-in that counts words; a real host passes its tokenizer package's count.
- * export const words = Compaction.tokenizer((text) => text.split(/\s+/).filter((word) => word.length > 0).length)
+ * // gpt-tokenizer's count; a special token's text in a tool result counts as text instead of throwing.
+ * export const tokens = Compaction.tokenizer((text) => countTokens(text, { disallowedSpecial: new Set() }))
  * export const policy = Compaction.threshold({ measure: "tokenizer", limit: 100_000 })
  * ```
  *
