@@ -12,6 +12,7 @@
 import * as Ids from "@tessera/core/Ids"
 import * as Volume from "@tessera/core/Volume"
 import * as Schema from "effect/Schema"
+import { callInput } from "./internal/callFields.ts"
 import { Count, header, Ordinal, Sha256 } from "./internal/entryFields.ts"
 import { addUsage, FinishReason, Usage } from "./Model.ts"
 import { ToolFailure } from "./Tool.ts"
@@ -201,17 +202,6 @@ export const ModelFailed = Schema.TaggedStruct("ModelFailed", {
   reason: Schema.String,
   detail: Schema.String
 })
-
-// A call of a step with the size and digest of its JSON input, as both `ToolCalled` and `ApprovalRequested` record
-// it: the digest an approval is asked about is the one the call then runs with.
-const callInput = {
-  turn: Ordinal,
-  step: Ordinal,
-  callId: Schema.String,
-  name: Schema.String,
-  inputSize: Count,
-  inputSha256: Sha256
-}
 
 /**
  * A tool call is about to run: size and digest of its JSON input.
@@ -518,10 +508,14 @@ export const Entry = Schema.Union([
   ApprovalDecided
 ])
 /**
+ * Any journal entry, by this name wherever a signature takes or returns one.
+ *
  * @since 0.1.0
  * @category entries
  */
-export type Entry = typeof Entry.Type
+// `Exclude<_, never>` keeps every member and makes TypeScript name the union `Entry` wherever it appears: a bare
+// `typeof Entry.Type` is the schema's anonymous union, which signatures (and the API reference) spell out in full.
+export type Entry = Exclude<typeof Entry.Type, never>
 
 /**
  * An entry as a caller hands it to `Journal.JournalService.append`: the journal

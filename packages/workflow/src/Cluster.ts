@@ -135,16 +135,25 @@ const runnerLayer = (options: RunnerOptions) =>
   )
 
 /**
+ * How a client reaches the cluster: its Postgres, and sharding settings
+ * (default: {@link fastFailover}).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ClientOptions {
+  readonly postgres: PostgresOptions
+  readonly sharding?: Partial<ShardingConfig.ShardingConfig["Service"]>
+}
+
+/**
  * A client: starts workflows (`TaskWorkflow.run`) and waits for their
  * results through Postgres, serving none itself.
  *
  * @since 0.1.0
  * @category layers
  */
-export const layerClient = (options: {
-  readonly postgres: PostgresOptions
-  readonly sharding?: Partial<ShardingConfig.ShardingConfig["Service"]>
-}) =>
+export const layerClient = (options: ClientOptions) =>
   ClusterWorkflowEngine.layer.pipe(
     Layer.provideMerge(
       NodeClusterSocket.layer({
