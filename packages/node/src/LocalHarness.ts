@@ -128,8 +128,9 @@ export interface LocalHarnessService extends HostTasks {
   readonly journalFolder: string
   /**
    * The artifact path policy of this harness: the namespace folder is the
-   * internal root, except the scratch and output data folders (where
-   * artifacts belong); the store's manifest and metadata, the lock and the
+   * internal root, except the volumes' data folders (where artifacts
+   * belong: scratch, output, and the private volumes tasks and delegated
+   * children create); the store's manifest and metadata, the locks and the
    * journal folder are internal state. `withTask` provides it.
    */
   readonly pathPolicy: ArtifactPathPolicy.ArtifactPathPolicyShape
@@ -168,6 +169,15 @@ export interface LocalHarnessService extends HostTasks {
    * refused binding fails before the journal file is opened.
    */
   readonly withTask: HostTasks["withTask"]
+  /**
+   * Binds and runs a child task of a delegation (`Delegation.ChildHarness`):
+   * behind the parent's entry gate (its journal in scope), for the child
+   * agent, with a scope of its own (read and write on its own agent-private
+   * volume `<child task>-scratch`, created on first use and owned by the
+   * child agent; nothing of the parent's) and no output binding, and its
+   * own journal under its own task lock.
+   */
+  readonly withChild: HostTasks["withChild"]
 }
 
 /**
@@ -379,11 +389,10 @@ export const open = Effect.fnUntraced(function* (
   const journalFolder = yield* host.store.folderOf(journal)
   const path = yield* Path.Path
   const pathPolicy = yield* makePathPolicy(opened, {
-    // The agent's scratch folder is located by the layout: `folderOf` hands out no private folder.
-    artifactFolders: [
-      VolumeStore.dataFolder(path, host.store.root, scratch.volume),
-      yield* host.store.folderOf(output)
-    ],
+    // Every volume's data folder, located by the layout: the agent's scratch, the output, and the private
+    // volumes tasks and delegated children create later. Which of them a task may write is its capability's
+    // and its grants' question; the journal folder stays host state.
+    artifactFolders: [path.join(host.store.root, VolumeStore.volumesFolder)],
     journalFolder
   })
   const harness: LocalHarnessService = {

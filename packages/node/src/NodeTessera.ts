@@ -165,8 +165,12 @@ export const layerConcurrent: Layer.Layer<Services> = platform
 export type OpenOptions<RedactorError = never> = FrontDoor.OpenOptions<RedactorError>
 
 /**
- * What a turn is run with: its tools (none by default) and the most model
- * steps it may take ({@link defaultMaxSteps}).
+ * What a turn is run with: its tools (none by default), the most model
+ * steps it may take ({@link defaultMaxSteps}), and the child agents it may
+ * delegate to (`children`, none by default: with any, the turn offers the
+ * `delegate` tool, each sub-task a child task of its own agent with its own
+ * private volume and journal; see `Delegation`) within `delegation`'s
+ * limits.
  *
  * @since 0.1.0
  * @category front door

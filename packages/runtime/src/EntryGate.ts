@@ -42,6 +42,7 @@ export type EntryPoint =
   | "Summary"
   | "SummaryFileTurn"
   | "Approve"
+  | "Delegate"
 
 /**
  * A task context bound for execution under a compaction policy. Only

@@ -572,3 +572,15 @@ export const anyNeedsApproval = <R>(tools: Registry<R>): boolean => {
   declaresApproval.set(tools, any)
   return any
 }
+
+/**
+ * The call a handler is running for (`CallPosition`: task, turn, step and
+ * the model's call id), set by the executor around every call it
+ * dispatches and `None` outside one. A tool that names what it creates
+ * after its call (as `Delegation`'s child tasks are) reads it, so a call
+ * run again on resume names the same things.
+ *
+ * @since 0.1.0
+ * @category context
+ */
+export { type CallPosition, CurrentCall } from "./internal/currentCall.ts"

@@ -9,6 +9,10 @@ export * as Compaction from "./Compaction.ts"
 /**
  * @since 0.1.0
  */
+export * as Delegation from "./Delegation.ts"
+/**
+ * @since 0.1.0
+ */
 export * as EntryGate from "./EntryGate.ts"
 /**
  * @since 0.1.0

@@ -8,7 +8,9 @@
 import * as ArtifactPathPolicy from "@tessera/artifacts/ArtifactPathPolicy"
 import * as Ids from "@tessera/core/Ids"
 import * as InvalidInput from "@tessera/core/InvalidInput"
+import type * as Unauthorized from "@tessera/core/Unauthorized"
 import * as Volume from "@tessera/core/Volume"
+import type * as Delegation from "@tessera/runtime/Delegation"
 import * as EntryGate from "@tessera/runtime/EntryGate"
 import type * as FilesystemTaskRuntime from "@tessera/runtime/FilesystemTaskRuntime"
 import * as Journal from "@tessera/runtime/Journal"
@@ -18,7 +20,7 @@ import type * as VolumeStore from "@tessera/runtime/VolumeStore"
 import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
 import * as Layer from "effect/Layer"
-import type * as Option from "effect/Option"
+import * as Option from "effect/Option"
 import * as Path from "effect/Path"
 import * as Semaphore from "effect/Semaphore"
 import * as NamespaceLock from "../NamespaceLock.ts"
@@ -82,8 +84,17 @@ export type TaskJournalError =
   | NamespaceLock.NamespaceLockInvalid
   | NamespaceLock.NamespaceLockIoError
 
-/** The helpers, documented on the public hosts that expose them. */
-export interface HostTasks {
+/**
+ * The helpers, documented on the public hosts that expose them. As a child harness, a host binds the children
+ * of its tasks' delegations (its `withChild` needs the parent's journal: delegation is one of the parent's gated
+ * entries).
+ */
+export interface HostTasks
+  extends Delegation.ChildHarness<
+    TaskBindError | TaskJournalError | Unauthorized.Unauthorized,
+    Journal.Journal | FileSystem.FileSystem | Path.Path,
+    Journal.Journal | ArtifactPathPolicy.ArtifactPathPolicy
+  > {
   readonly bindTask: (task: Ids.TaskId, options?: TaskOptions) => Effect.Effect<EntryGate.TaskBinding, TaskBindError>
   readonly journalLayer: (
     task: Ids.TaskId
@@ -118,6 +129,8 @@ export const taskScratchId = (task: Ids.TaskId): Ids.VolumeId =>
   Ids.VolumeId.make(`${task.slice(0, 128 - "-scratch".length)}-scratch`)
 
 const decodeTask = InvalidInput.decode(Ids.TaskId, "withTask", "task")
+const decodeChildAgent = InvalidInput.decode(Ids.AgentId, "withChild", "child.agent")
+const decodeChildTask = InvalidInput.decode(Ids.TaskId, "withChild", "child.task")
 
 /** The task helpers of a host, with the facts of its namespace and runtime it exposes beside them. */
 export const makeHostTasks = (input: HostTasksInput): HostTasks & HostFacts => {
@@ -226,9 +239,33 @@ export const makeHostTasks = (input: HostTasksInput): HostTasks & HostFacts => {
         )
       )
     )
+  // A child task of a delegation: bound for the child agent with a scope of its own (its own agent-private
+  // volume, created on first use, and nothing of the parent's) and no output binding, and run with its journal.
+  const withChild = <A, E, R>(
+    parent: EntryGate.TaskBinding,
+    child: { readonly agent: Ids.AgentId; readonly task: Ids.TaskId },
+    body: (binding: EntryGate.TaskBinding) => Effect.Effect<A, E, R>
+  ) =>
+    Effect.gen(function* () {
+      yield* EntryGate.admitBinding(parent, "Delegate")
+      const agent = yield* decodeChildAgent(child.agent)
+      const task = yield* decodeChildTask(child.task)
+      const created = yield* StateNamespace.ensureVolume(store, {
+        id: taskScratchId(task),
+        kind: "AgentPrivate",
+        owner: Volume.agentOwner(agent)
+      })
+      const scope = yield* input.runtime.host.issueScope(task, [{ volume: created, access: ["read", "write"] }], agent)
+      const context = yield* input.runtime.bindTask({ scope, createdPrivate: [created], output: Option.none() })
+      const binding = yield* EntryGate.bind(context)
+      return yield* durable(body(binding)).pipe(
+        Effect.provide(Layer.mergeAll(journalLayer(task), ArtifactPathPolicy.layer(input.pathPolicy), NodeDigest.layer))
+      )
+    })
   return {
     bindTask,
     journalLayer,
+    withChild,
     repairJournal,
     withTask,
     readEntries,

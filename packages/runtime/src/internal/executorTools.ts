@@ -14,6 +14,7 @@ import { toolResult } from "../Model.ts"
 import * as Observability from "../Observability.ts"
 import * as Timeouts from "../Timeouts.ts"
 import * as Tool from "../Tool.ts"
+import { CurrentCall } from "./currentCall.ts"
 import { type Measure, measureJson, measureText, rememberBody } from "./digest.ts"
 import { recordedFields, type StepContext, type ToolContext, type TurnConfig } from "./executorConfig.ts"
 import { ApprovalInputMismatch } from "./executorErrors.ts"
@@ -62,6 +63,7 @@ const dispatchOneBody = Effect.fnUntraced(function* <E, R>(
   if (!Tool.isIdempotent(config.tools, call.name)) yield* journal.sync
   if (config.onEvent !== undefined) yield* config.onEvent({ _tag: "ToolCalled", turn, step, call })
   const outcome = yield* Timeouts.limitToolCall(config.timeouts, call.name, Tool.run(config.tools, call)).pipe(
+    Effect.provideService(CurrentCall, Option.some({ task: context.task, turn, step, callId: call.id })),
     Observability.timeToolCall(call.name)
   )
   const produced = toolResult({

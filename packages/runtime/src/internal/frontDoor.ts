@@ -13,6 +13,7 @@ import * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Path from "effect/Path"
+import * as Delegation from "../Delegation.ts"
 import type * as EntryGate from "../EntryGate.ts"
 import * as History from "../History.ts"
 import { Journal, openTurn, readEntries } from "../Journal.ts"
@@ -36,6 +37,8 @@ export interface TaskHarness<E, R, Provided> {
     body: (binding: EntryGate.TaskBinding) => Effect.Effect<A, E2, R2>,
     options?: EntryGate.BindOptions
   ) => Effect.Effect<A, E | E2, Exclude<R2, Provided> | R>
+  /** How the host binds a delegation's child tasks; a host without one offers no delegation. */
+  readonly withChild?: Delegation.ChildHarness<E, R | Journal, Provided>["withChild"]
 }
 
 /** The decisions and defaults of a front door (see `NodeTessera.OpenOptions`). */
@@ -49,6 +52,10 @@ export interface FrontDoorOptions<RedactorError> {
 export interface RunOptions<R> {
   readonly tools?: ReadonlyArray<Tool.Tool<R>>
   readonly maxSteps?: number
+  /** The child agents the task may delegate to (the `delegate` tool); none by default. */
+  readonly children?: ReadonlyArray<Delegation.ChildAgent<R>>
+  /** Bounds on each delegation (`Delegation.defaultLimits` by default). */
+  readonly delegation?: Delegation.Limits
 }
 
 /** See `TaskExecution.defaultFrontDoorOffload`. */
@@ -87,6 +94,30 @@ export const check = (
 
 const decodeTask = (entry: string) => InvalidInput.decode(Ids.TaskId, entry, "task")
 
+/** The `delegate` tool of a front-door task, or `InvalidInput` when the host binds no child tasks. */
+const delegationTool = <E, R, Provided, RChild>(
+  entry: string,
+  harness: TaskHarness<E, R, Provided>,
+  parent: EntryGate.TaskBinding,
+  children: ReadonlyArray<Delegation.ChildAgent<RChild>>,
+  limits: Delegation.Limits | undefined
+) =>
+  harness.withChild === undefined
+    ? Effect.fail(
+        new InvalidInput.InvalidInput({
+          entry: `${entry}.run`,
+          field: "children",
+          value: InvalidInput.renderValue(children.map((child) => child.agent)),
+          detail: "this host binds no child tasks, so it offers no delegation"
+        })
+      )
+    : Delegation.tool(childHarness<E, R | Journal, Provided>(harness.withChild), parent, children, limits)
+
+/** A host's `withChild` as a child harness, its types declared. */
+const childHarness = <E, R, Provided>(
+  withChild: Delegation.ChildHarness<E, R, Provided>["withChild"]
+): Delegation.ChildHarness<E, R, Provided> => ({ withChild })
+
 /** See `TaskExecution.frontDoor`. */
 export const make = <E, R, Provided, RedactorError = never>(
   harness: TaskHarness<E, R, Provided>,
@@ -105,12 +136,18 @@ export const make = <E, R, Provided, RedactorError = never>(
       Option.isSome(redactor)
         ? Effect.provideService(effect, ArtifactRedactor.ArtifactRedactor, redactor.value)
         : effect
-    const config = <R2>(run: RunOptions<R2>) => ({
-      tools: Tool.registry(...(run.tools ?? [])),
-      maxSteps: run.maxSteps ?? defaultMaxSteps,
-      durable: true as const,
-      ...(offload === undefined ? {} : { offload })
-    })
+    const config = <R2>(binding: EntryGate.TaskBinding, run: RunOptions<R2>) =>
+      Effect.gen(function* () {
+        const children = run.children ?? []
+        const delegate =
+          children.length === 0 ? [] : [yield* delegationTool(names.entry, harness, binding, children, run.delegation)]
+        return {
+          tools: Tool.registry(...(run.tools ?? []), ...delegate),
+          maxSteps: run.maxSteps ?? defaultMaxSteps,
+          durable: true as const,
+          ...(offload === undefined ? {} : { offload })
+        }
+      })
     const inTask = <A, E2, R2>(
       entry: string,
       task: string,
@@ -129,7 +166,7 @@ export const make = <E, R, Provided, RedactorError = never>(
             onNone: () => History.make(question),
             onSome: (conversation) => History.append(conversation, question)
           })
-          return yield* runTurn(binding, history, config(runOptions))
+          return yield* runTurn(binding, history, yield* config(binding, runOptions))
         })
       )
     // A crash-safe program resumes first: `None` when no turn is open, having sent and written nothing.
@@ -138,7 +175,7 @@ export const make = <E, R, Provided, RedactorError = never>(
         Effect.gen(function* () {
           const journal = yield* Journal
           if (Option.isNone(openTurn(yield* journal.state))) return Option.none<Resumed>()
-          return Option.some(yield* resumeTurn(binding, config(runOptions)))
+          return Option.some(yield* resumeTurn(binding, yield* config(binding, runOptions)))
         })
       )
     // A person's decision on a call the task's open turn waits for; the next `resume` acts on it.

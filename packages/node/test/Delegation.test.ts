@@ -1,0 +1,343 @@
+/**
+ * Delegation through the front door: a parent task's `delegate` call runs
+ * each sub-task as a child task of its own (its own agent, scope, private
+ * volume and journal), only the children's answers reach the parent, and
+ * nothing of a child's private content does. Controls run the same
+ * scenario on deliberately broken wiring: a host that runs the child on
+ * the parent's own binding (one shared scratchpad).
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { assert, describe, it } from "@effect/vitest"
+import type { ArtifactPathPolicy } from "@tessera/artifacts"
+import { ArtifactPointer } from "@tessera/artifacts"
+import { type LocalHarness, NodeTessera } from "@tessera/node"
+import { Delegation, History, type Journal, Model, TaskExecution, Tool, VolumeStore } from "@tessera/runtime"
+import { ScriptedModel } from "@tessera/runtime/testing"
+import { Effect, type FileSystem, Option, type Path, Schema } from "effect"
+import { tempDir } from "./support/temp.ts"
+
+/** What only the scout's private work holds: its notes are large (offloaded) and carry a marker. */
+const childMarker = "SCOUT-PRIVATE-7f3a"
+const fetchNotes = Tool.make({
+  name: "fetch_notes",
+  description: "Fetches the field notes",
+  input: Schema.Struct({}),
+  handler: () => Effect.succeed(`${childMarker}\n${"reading 17.2 nominal\n".repeat(1_500)}`)
+})
+
+const children: ReadonlyArray<Delegation.ChildAgent> = [
+  { agent: "scout", description: "reads the field notes", tools: [fetchNotes] },
+  { agent: "critic", description: "reviews a plan" }
+]
+
+const isParent = (request: Model.ModelRequest) => request.tools.some((tool) => tool.name === Delegation.toolName)
+const firstUserText = (request: Model.ModelRequest) =>
+  request.parts.find((part): part is Model.TextPart => part._tag === "Text" && part.role === "user")?.text ?? ""
+const hasResultOf = (request: Model.ModelRequest, callId: string) =>
+  request.parts.some((part) => part._tag === "ToolResult" && part.callId === callId)
+
+/**
+ * One model for parent and children, as a host gives a task and its children the same provider: the parent
+ * delegates to both children at once, the scout reads its notes before it answers, the critic answers at once.
+ */
+const model = ScriptedModel.layer((request) => {
+  if (isParent(request)) {
+    return hasResultOf(request, "d1")
+      ? Model.response({ text: "Both children answered." })
+      : Model.response({
+          toolCalls: [
+            Model.toolCall("d1", Delegation.toolName, {
+              tasks: [
+                { agent: "scout", task: "Summarize the field notes." },
+                { agent: "critic", task: "Review the plan." }
+              ]
+            })
+          ]
+        })
+  }
+  if (firstUserText(request).startsWith("Summarize the field notes")) {
+    return hasResultOf(request, "n1")
+      ? Model.response({ text: "scout: all readings nominal." })
+      : Model.response({ toolCalls: [Model.toolCall("n1", "fetch_notes", {})] })
+  }
+  return Model.response({ text: "critic: the plan holds." })
+})
+
+/** Every file below a volume's artifact folder, by volume id. */
+const artifactsOf = (folder: string, volume: string) => {
+  const root = path.join(folder, VolumeStore.volumesFolder, volume, VolumeStore.artifactFolder)
+  return fs.existsSync(root)
+    ? fs
+        .readdirSync(root, { recursive: true, withFileTypes: true })
+        .flatMap((entry) => (entry.isFile() ? [fs.readFileSync(path.join(entry.parentPath, entry.name), "utf8")] : []))
+    : []
+}
+
+/** The parent's run, its requests (parent and children apart) and the folder, on the front door. */
+const delegateOnce = (stateDir: string) =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const tessera = yield* NodeTessera.open({ folder: stateDir, agent: "lead", redactor: Option.none() })
+      const outcome = yield* tessera.run("plan-1", "Plan the survey.", { children })
+      const requests = yield* (yield* ScriptedModel.ScriptedModelRecorder).requests
+      return { outcome, requests, folder: tessera.folder, entries: yield* tessera.entries("plan-1") }
+    })
+  ).pipe(Effect.provide(model), Effect.provide(NodeTessera.layer))
+
+/** What only the lead's private work holds: its survey is large (offloaded to the lead's scratch volume). */
+const parentMarker = "LEAD-PRIVATE-c41d"
+const survey = Tool.make({
+  name: "survey",
+  description: "Runs the survey",
+  input: Schema.Struct({}),
+  handler: () => Effect.succeed(`${parentMarker}\n${"site 4 clear\n".repeat(2_000)}`)
+})
+
+/** The pointer paths a request's results name (an offloaded result's pointer line). */
+const pointersIn = (requests: ReadonlyArray<Model.ModelRequest>, callId: string) =>
+  requests.flatMap((request) =>
+    request.parts.flatMap((part) =>
+      part._tag === "ToolResult" && part.callId === callId ? ArtifactPointer.extractPaths(part.content) : []
+    )
+  )
+
+/** The results of calls named `callId` in `requests`. */
+const resultsOf = (requests: ReadonlyArray<Model.ModelRequest>, callId: string) =>
+  requests.flatMap((request) =>
+    request.parts.flatMap((part) => (part._tag === "ToolResult" && part.callId === callId ? [part] : []))
+  )
+
+/**
+ * A hostile pair: the lead offloads its survey, then delegates to a snoop that tries to read the lead's
+ * artifact by its pointer; the lead then tries to read the snoop's own offloaded notes by theirs.
+ */
+const snoopModel = () => {
+  let leadPointer = ""
+  let snoopPointer = ""
+  return ScriptedModel.layer((request) => {
+    if (isParent(request)) {
+      if (!hasResultOf(request, "s1")) return Model.response({ toolCalls: [Model.toolCall("s1", "survey", {})] })
+      leadPointer = pointersIn([request], "s1")[0] ?? leadPointer
+      if (!hasResultOf(request, "d1")) {
+        return Model.response({
+          toolCalls: [Model.toolCall("d1", Delegation.toolName, { tasks: [{ agent: "scout", task: "Snoop around." }] })]
+        })
+      }
+      if (!hasResultOf(request, "p1")) {
+        return Model.response({ toolCalls: [Model.toolCall("p1", "read_artifact", { path: snoopPointer })] })
+      }
+      return Model.response({ text: "done" })
+    }
+    if (!hasResultOf(request, "n1")) return Model.response({ toolCalls: [Model.toolCall("n1", "fetch_notes", {})] })
+    snoopPointer = pointersIn([request], "n1")[0] ?? snoopPointer
+    if (!hasResultOf(request, "c1")) {
+      return Model.response({ toolCalls: [Model.toolCall("c1", "read_artifact", { path: leadPointer })] })
+    }
+    return Model.response({ text: "scout: nothing to see." })
+  })
+}
+
+/** The hostile pair's run on the front door, or through `harness` when a test breaks the wiring. */
+const snoopRun = (stateDir: string, sharing: boolean) =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const tessera = yield* NodeTessera.open({ folder: stateDir, agent: "lead", redactor: Option.none() })
+      if (!sharing) {
+        yield* tessera.run("plan-1", "Survey, then delegate.", { tools: [survey], children })
+      } else {
+        yield* tessera.harness.withTask(tessera.harness.runtime.scope.task, (parent) =>
+          Effect.gen(function* () {
+            const delegate = yield* Delegation.tool(sharingHarness(tessera.harness), parent, children)
+            return yield* TaskExecution.runTurn(parent, History.make([Model.text("user", "Survey, then delegate.")]), {
+              tools: Tool.registry(survey, delegate),
+              maxSteps: 8,
+              durable: true,
+              offload: TaskExecution.defaultFrontDoorOffload
+            })
+          })
+        )
+      }
+      return yield* (yield* ScriptedModel.ScriptedModelRecorder).requests
+    })
+  ).pipe(Effect.provide(snoopModel()), Effect.provide(NodeTessera.layer))
+
+/**
+ * The broken wiring of the controls: a child harness that runs each child as a task of the parent's own agent,
+ * on the parent's scratch volume (one shared scratchpad, as harnesses without isolation do), with a journal of its own.
+ */
+const sharingHarness = (
+  harness: LocalHarness.LocalHarnessService
+): Delegation.ChildHarness<
+  unknown,
+  FileSystem.FileSystem | Path.Path,
+  Journal.Journal | ArtifactPathPolicy.ArtifactPathPolicy
+> => ({
+  withChild: (_parent, child, body) => harness.withTask(child.task, body)
+})
+
+describe("delegation", () => {
+  it.effect(
+    "delegation_children_are_their_own_tasks: each sub-task runs as a child task of its own agent, with its own private volume and journal; only the answers reach the parent",
+    () =>
+      Effect.gen(function* () {
+        const { entries, folder, outcome, requests } = yield* delegateOnce(yield* tempDir)
+        assert.strictEqual(outcome._tag === "Answered" ? outcome.text : outcome._tag, "Both children answered.")
+        const parentRequests = requests.filter(isParent)
+        const childRequests = requests.filter((request) => !isParent(request))
+        assert.lengthOf(parentRequests, 2)
+        assert.lengthOf(childRequests, 3)
+        // The children's answers are the call's result, labelled with their agents and tasks.
+        const result = parentRequests[1]?.parts.find((part) => part._tag === "ToolResult")
+        assert.include(result?._tag === "ToolResult" ? result.content : "", "[scout, task plan-1-child-")
+        assert.include(result?._tag === "ToolResult" ? result.content : "", "scout: all readings nominal.")
+        assert.include(result?._tag === "ToolResult" ? result.content : "", "critic: the plan holds.")
+        // The scout's large notes were offloaded to the scout task's own private volume, not the parent's.
+        const scoutPointer = childRequests
+          .flatMap((request) => request.parts)
+          .find((part) => part._tag === "ToolResult" && part.callId === "n1")
+        const pointed = ArtifactPointer.extractPaths(scoutPointer?._tag === "ToolResult" ? scoutPointer.content : "")
+        assert.lengthOf(pointed, 1)
+        const childTasks = fs
+          .readdirSync(path.join(folder, VolumeStore.volumesFolder))
+          .filter((volume) => volume.startsWith("plan-1-child-"))
+        assert.lengthOf(childTasks, 2)
+        assert.isTrue(
+          childTasks.some((volume) => artifactsOf(folder, volume).some((body) => body.includes(childMarker)))
+        )
+        assert.isFalse(artifactsOf(folder, "lead-scratch").some((body) => body.includes(childMarker)))
+        // Nothing of the child's private work reaches the parent: not its notes, not its pointer.
+        for (const request of parentRequests) {
+          const text = JSON.stringify(request.parts)
+          assert.notInclude(text, childMarker)
+          assert.notInclude(text, pointed[0] ?? "")
+        }
+        assert.notInclude(JSON.stringify(entries), childMarker)
+        // Each child has its own journal, claimed by its own agent.
+        const metas = fs.readdirSync(path.join(folder, ...VolumeStore.metaFolder))
+        for (const volume of childTasks) {
+          const meta = metas.find((file) => file.startsWith(volume))
+          const descriptor = JSON.parse(
+            fs.readFileSync(path.join(folder, ...VolumeStore.metaFolder, meta ?? ""), "utf8")
+          ) as { kind: string; owner: { _tag: string; agent?: string } }
+          assert.strictEqual(descriptor.kind, "AgentPrivate")
+          assert.include(["scout", "critic"], descriptor.owner.agent)
+        }
+      }).pipe(Effect.scoped)
+  )
+
+  it.effect(
+    "delegation_children_are_their_own_tasks negative control: a host that runs the child on the parent's binding puts the child's notes in the parent's volume",
+    () =>
+      Effect.gen(function* () {
+        const stateDir = yield* tempDir
+        const shared = Effect.scoped(
+          Effect.gen(function* () {
+            const tessera = yield* NodeTessera.open({ folder: stateDir, agent: "lead", redactor: Option.none() })
+            return yield* tessera.harness.withTask(tessera.harness.runtime.scope.task, (parent) =>
+              Effect.gen(function* () {
+                const delegate = yield* Delegation.tool(sharingHarness(tessera.harness), parent, children)
+                return yield* Tool.run(
+                  Tool.registry(delegate),
+                  Model.toolCall("d1", Delegation.toolName, {
+                    tasks: [{ agent: "scout", task: "Summarize the field notes." }]
+                  })
+                ).pipe(
+                  Effect.provideService(
+                    Tool.CurrentCall,
+                    Option.some({ task: parent.context.task, turn: 1, step: 1, callId: "d1" })
+                  )
+                )
+              })
+            )
+          })
+        )
+        yield* Effect.ignore(shared.pipe(Effect.provide(model), Effect.provide(NodeTessera.layer)))
+        const folder = path.join(stateDir, NodeTessera.defaultNamespace)
+        assert.isTrue(artifactsOf(folder, "lead-scratch").some((body) => body.includes(childMarker)))
+      }).pipe(Effect.scoped)
+  )
+
+  it.effect(
+    "delegation_isolation_both_ways: a child cannot read its parent's private artifact, nor the parent its child's (each refused NotFound, the other's marker in no request of its own)",
+    () =>
+      Effect.gen(function* () {
+        const requests = yield* snoopRun(yield* tempDir, false)
+        const [childRead] = resultsOf(
+          requests.filter((request) => !isParent(request)),
+          "c1"
+        )
+        assert.isTrue(childRead?.isError)
+        assert.include(childRead?.content, "NotFound")
+        const [parentRead] = resultsOf(requests.filter(isParent), "p1")
+        assert.isTrue(parentRead?.isError)
+        assert.include(parentRead?.content, "NotFound")
+        for (const request of requests.filter((request) => !isParent(request))) {
+          assert.notInclude(JSON.stringify(request.parts), parentMarker)
+        }
+        for (const request of requests.filter(isParent)) assert.notInclude(JSON.stringify(request.parts), childMarker)
+      }).pipe(Effect.scoped)
+  )
+
+  it.effect(
+    "delegation_isolation_both_ways negative control: on a host that runs the child on the parent's binding, each reads the other's artifact",
+    () =>
+      Effect.gen(function* () {
+        const requests = yield* snoopRun(yield* tempDir, true)
+        const [childRead] = resultsOf(requests, "c1")
+        assert.isFalse(childRead?.isError)
+        assert.include(childRead?.content, parentMarker)
+        const [parentRead] = resultsOf(requests, "p1")
+        assert.isFalse(parentRead?.isError)
+        assert.include(parentRead?.content, childMarker)
+      }).pipe(Effect.scoped)
+  )
+
+  it.effect(
+    "delegation_call_is_idempotent: the same call run again (as a resume runs an in-flight call) finds its children by name and runs none again; control: another call id runs them anew",
+    () =>
+      Effect.gen(function* () {
+        const stateDir = yield* tempDir
+        const counted = Effect.scoped(
+          Effect.gen(function* () {
+            const tessera = yield* NodeTessera.open({ folder: stateDir, agent: "lead", redactor: Option.none() })
+            const recorder = yield* ScriptedModel.ScriptedModelRecorder
+            return yield* tessera.harness.withTask(tessera.harness.runtime.scope.task, (parent) =>
+              Effect.gen(function* () {
+                const delegate = yield* Delegation.tool(tessera.harness, parent, children)
+                const call = (callId: string) =>
+                  Tool.run(
+                    Tool.registry(delegate),
+                    Model.toolCall(callId, Delegation.toolName, {
+                      tasks: [
+                        { agent: "scout", task: "Summarize the field notes." },
+                        { agent: "critic", task: "Review the plan." }
+                      ]
+                    })
+                  ).pipe(
+                    Effect.provideService(
+                      Tool.CurrentCall,
+                      Option.some({ task: parent.context.task, turn: 1, step: 1, callId })
+                    )
+                  )
+                const first = yield* call("d1")
+                const afterFirst = (yield* recorder.requests).length
+                const again = yield* call("d1")
+                const afterAgain = (yield* recorder.requests).length
+                const other = yield* call("d2")
+                const afterOther = (yield* recorder.requests).length
+                return { first, again, other, afterFirst, afterAgain, afterOther }
+              })
+            )
+          })
+        ).pipe(Effect.provide(model), Effect.provide(NodeTessera.layer))
+        const { afterAgain, afterFirst, afterOther, again, first, other } = yield* counted
+        assert.strictEqual(afterFirst, 3)
+        assert.strictEqual(afterAgain, afterFirst, "run again, the call sent no request")
+        assert.strictEqual(again.content, first.content)
+        assert.isTrue(Option.isNone(first.failure))
+        assert.strictEqual(afterOther, afterFirst + 3, "another call runs its own children")
+        assert.notStrictEqual(other.content, first.content)
+      }).pipe(Effect.scoped)
+  )
+})

@@ -1,0 +1,111 @@
+/**
+ * Delegation: a parent task hands sub-tasks to child agents and gets their
+ * answers back, each child a task of its own.
+ *
+ * What holds, by construction:
+ *
+ * - **A child is its own task.** Each sub-task runs as a child task named
+ *   after the call that asked for it ({@link childTaskId}: the parent's
+ *   task, turn, step and call id), bound by the host's {@link ChildHarness}
+ *   for the child agent: a scope the host issues to that agent (never the
+ *   parent's grants), its own agent-private volume (owned by the child
+ *   agent; its summaries and offloaded results land there), its own
+ *   journal. Its turns are durable, with offload and compaction on, under
+ *   the redactor and model in scope.
+ * - **Only the answer crosses.** The child's answer is the call's result:
+ *   it reaches the parent through the parent's own result pipeline
+ *   (offloaded to the parent's private volume when large, scrubbed). The
+ *   child's private volume is another agent's: the parent's read tool
+ *   passes it over, its pointers name nothing the parent can open.
+ * - **Resumable.** The tool is idempotent: run again after a crash, the
+ *   call finds its children by name; a child with an open turn is finished
+ *   from its own journal, one that answered is not run again (its answer is
+ *   read back from its transcript, checked against its journal).
+ * - **Bounded.** At most `maxChildren` sub-tasks per call, at most
+ *   `maxConcurrent` running at once ({@link defaultLimits}).
+ *
+ * Children get the tools their offer lists and no `delegate` of their own
+ * (one level deep).
+ *
+ * @since 0.1.0
+ */
+export {
+  /**
+   * A child agent a host offers: its id (an identifier), what it does (the
+   * model reads it in the tool's description), its tools and its step
+   * budget per sub-task ({@link defaultChildSteps} by default).
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  type ChildAgent,
+  /**
+   * One child's answer: its agent, its task and its answer text.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  type ChildAnswer,
+  /**
+   * What a host gives delegation: `withChild(parent, { agent, task },
+   * body)` binds the child task for the child agent (its own scope, its own
+   * agent-private volume, its own journal) and runs `body` with its
+   * `Journal` provided. `NodeTessera.open` and `LocalHarness` are hosts
+   * with one.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  type ChildHarness,
+  /**
+   * The child task of the `index`-th sub-task of a call at `position`:
+   * `<parent task>-child-<24 hex digits of a SHA-256 of the position and
+   * index>`, so a call run again names the same children and two calls
+   * never share one.
+   *
+   * @since 0.1.0
+   * @category naming
+   */
+  childTaskId,
+  /**
+   * The steps a child's turn may take when its offer names none: 8.
+   *
+   * @since 0.1.0
+   * @category defaults
+   */
+  defaultChildSteps,
+  /**
+   * The limits when a host names none: 4 sub-tasks per call, 2 at once.
+   *
+   * @since 0.1.0
+   * @category defaults
+   */
+  defaultLimits,
+  /**
+   * The host's bounds on a call: `maxChildren` sub-tasks per call,
+   * `maxConcurrent` running at once.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  type Limits,
+  /**
+   * The parent task's `delegate` tool over `harness`, offering `children`:
+   * its input is `{ tasks: [{ agent, task }] }` (an offered agent and the
+   * sub-task's instruction, at most `maxChildren`), its result each child's
+   * answer, labelled with its agent and task. Fails `InvalidInput` naming
+   * the field for offers of the wrong shape (an agent that is no
+   * identifier or offered twice, a missing description, a limit below 1).
+   *
+   * @since 0.1.0
+   * @category constructors
+   */
+  tool,
+  /**
+   * The tool's name: `delegate`.
+   *
+   * @since 0.1.0
+   * @category naming
+   */
+  toolName
+} from "./internal/delegation.ts"
