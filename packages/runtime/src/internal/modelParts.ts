@@ -32,7 +32,7 @@ export const TextPart = Schema.TaggedStruct("Text", { role: Role, text: Schema.S
  * @since 0.1.0
  * @category parts
  */
-export type TextPart = typeof TextPart.Type
+export interface TextPart extends Schema.Schema.Type<typeof TextPart> {}
 
 /**
  * The model asked to run a tool. `id` pairs the call with its result.
@@ -49,7 +49,7 @@ export const ToolCallPart = Schema.TaggedStruct("ToolCall", {
  * @since 0.1.0
  * @category parts
  */
-export type ToolCallPart = typeof ToolCallPart.Type
+export interface ToolCallPart extends Schema.Schema.Type<typeof ToolCallPart> {}
 
 /**
  * The answer to one tool call. `isError` tells the model the tool did not
@@ -69,7 +69,7 @@ export const ToolResultPart = Schema.TaggedStruct("ToolResult", {
  * @since 0.1.0
  * @category parts
  */
-export type ToolResultPart = typeof ToolResultPart.Type
+export interface ToolResultPart extends Schema.Schema.Type<typeof ToolResultPart> {}
 
 /**
  * A pointer to a file on a volume (a staged summary, an offloaded artifact).
@@ -149,7 +149,8 @@ export const Part = Schema.Union([TextPart, ToolCallPart, ToolResultPart, FileRe
  * @since 0.1.0
  * @category parts
  */
-export type Part = typeof Part.Type
+// `Exclude<_, never>` names the union `Part` wherever it appears (a bare `typeof Part.Type` is spelled out in full).
+export type Part = Exclude<typeof Part.Type, never>
 
 /**
  * What the model is told about one tool: its name, what it does, and a JSON
@@ -183,7 +184,7 @@ export const ModelRequest = Schema.Struct({
  * @since 0.1.0
  * @category models
  */
-export type ModelRequest = typeof ModelRequest.Type
+export interface ModelRequest extends Schema.Schema.Type<typeof ModelRequest> {}
 
 const TokenCount = Schema.Number.check(
   Schema.makeFilter((n: number) => Number.isSafeInteger(n) && n >= 0, { expected: "an integer >= 0" })
@@ -208,7 +209,7 @@ export const Usage = Schema.Struct({
  * @since 0.1.0
  * @category usage
  */
-export type Usage = typeof Usage.Type
+export interface Usage extends Schema.Schema.Type<typeof Usage> {}
 
 const usageKeys = ["inputTokens", "outputTokens", "cachedInputTokens", "reasoningTokens"] as const
 
@@ -285,4 +286,4 @@ export const ModelResponse = Schema.Struct({
  * @since 0.1.0
  * @category models
  */
-export type ModelResponse = typeof ModelResponse.Type
+export interface ModelResponse extends Schema.Schema.Type<typeof ModelResponse> {}
