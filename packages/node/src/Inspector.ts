@@ -55,6 +55,7 @@ import type * as FileSystem from "effect/FileSystem"
 import * as Option from "effect/Option"
 import * as Path from "effect/Path"
 import * as Stream from "effect/Stream"
+import { childrenOf } from "./internal/inspectChildren.ts"
 import * as InspectFilter from "./internal/inspectFilter.ts"
 import { followTask } from "./internal/inspectFollow.ts"
 import * as InspectHtml from "./internal/inspectHtml.ts"
@@ -270,7 +271,8 @@ export const inspect = Effect.fnUntraced(function* (
           entries,
           usage: JournalEntry.totalUsage(entries),
           redaction: InspectRedaction.redactionOf(entries),
-          resumable: { lastTurn: Option.none(), awaitingApproval: [], inFlight: [], conversation: notRecorded }
+          resumable: { lastTurn: Option.none(), awaitingApproval: [], inFlight: [], conversation: notRecorded },
+          children: childrenOf(entries)
         })
         continue
       }
@@ -383,9 +385,19 @@ export const render = (report: Report): string => {
     lines.push(InspectRedaction.redactionLine(journal.redaction))
     lines.push(...journal.entries.map((entry) => `  ${formatEntry(entry)}`))
     lines.push(
-      `  tokens: ${formatUsage(journal.usage.usage)} (${journal.usage.reported} of ${journal.usage.responses} responses reported usage)`,
-      ""
+      `  tokens: ${formatUsage(journal.usage.usage)} (${journal.usage.reported} of ${journal.usage.responses} responses reported usage)`
     )
+    if (journal.children.length > 0) {
+      lines.push(
+        `  with its children: ${formatUsage(journal.usage.withChildren)}`,
+        `  children (${journal.children.length}):`,
+        ...journal.children.map(
+          (child) =>
+            `    ${child.task} (agent ${child.agent}): ${child.status}, tokens ${formatUsage(child.usage) || "unreported"}`
+        )
+      )
+    }
+    lines.push("")
     lines.push(...renderResumable(journal.task, journal.resumable, report.bodies), "")
   }
   lines.push(`summaries (${report.summaries.length}):`, ...fileLines(report.summaries), "")

@@ -6,16 +6,26 @@
  * scenario on deliberately broken wiring: a host that runs the child on
  * the parent's own binding (one shared scratchpad).
  */
+import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import type { ArtifactPathPolicy } from "@tessera/artifacts"
 import { ArtifactPointer } from "@tessera/artifacts"
-import { type LocalHarness, NodeTessera } from "@tessera/node"
-import { Delegation, History, type Journal, Model, TaskExecution, Tool, VolumeStore } from "@tessera/runtime"
+import { Inspector, type LocalHarness, NodeTessera } from "@tessera/node"
+import {
+  Delegation,
+  History,
+  type Journal,
+  JournalEntry,
+  Model,
+  TaskExecution,
+  Tool,
+  VolumeStore
+} from "@tessera/runtime"
 import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, type FileSystem, Option, type Path, Schema } from "effect"
-import { tempDir } from "./support/temp.ts"
+import { taskId, tempDir } from "./support/temp.ts"
 
 /** What only the scout's private work holds: its notes are large (offloaded) and carry a marker. */
 const childMarker = "SCOUT-PRIVATE-7f3a"
@@ -56,12 +66,14 @@ const model = ScriptedModel.layer((request) => {
           ]
         })
   }
+  // Each child request reports usage: 100 tokens in and 10 out for the scout's, 7 and 3 for the critic's.
   if (firstUserText(request).startsWith("Summarize the field notes")) {
+    const usage = { inputTokens: 100, outputTokens: 10 }
     return hasResultOf(request, "n1")
-      ? Model.response({ text: "scout: all readings nominal." })
-      : Model.response({ toolCalls: [Model.toolCall("n1", "fetch_notes", {})] })
+      ? Model.response({ text: "scout: all readings nominal.", usage })
+      : Model.response({ toolCalls: [Model.toolCall("n1", "fetch_notes", {})], usage })
   }
-  return Model.response({ text: "critic: the plan holds." })
+  return Model.response({ text: "critic: the plan holds.", usage: { inputTokens: 7, outputTokens: 3 } })
 })
 
 /** Every file below a volume's artifact folder, by volume id. */
@@ -213,6 +225,31 @@ describe("delegation", () => {
           assert.notInclude(text, pointed[0] ?? "")
         }
         assert.notInclude(JSON.stringify(entries), childMarker)
+        // The parent's journal records each delegation and each answer's digest, with the child's usage.
+        const delegated = entries.flatMap((entry) => (entry._tag === "ChildDelegated" ? [entry] : []))
+        const answered = entries.flatMap((entry) => (entry._tag === "ChildAnswered" ? [entry] : []))
+        assert.deepStrictEqual(delegated.map((entry) => entry.agent).sort(), ["critic", "scout"])
+        assert.deepStrictEqual(answered.map((entry) => entry.task).sort(), delegated.map((entry) => entry.task).sort())
+        const scoutAnswer = new TextEncoder().encode("scout: all readings nominal.")
+        const scoutEntry = answered.find((entry) => entry.usage?.inputTokens === 200)
+        assert.strictEqual(scoutEntry?.size, scoutAnswer.length)
+        assert.strictEqual(scoutEntry?.sha256, crypto.createHash("sha256").update(scoutAnswer).digest("hex"))
+        const total = JournalEntry.totalUsage(entries)
+        assert.deepStrictEqual(total.usage, {}, "the parent's own requests reported nothing")
+        assert.deepStrictEqual(total.withChildren, { inputTokens: 207, outputTokens: 23 })
+        assert.lengthOf(total.children, 2)
+        // The inspector shows the parent's tree of children, each with its status and usage.
+        const report = yield* Inspector.inspect(folder, { task: taskId("plan-1") }).pipe(
+          Effect.provide(NodeTessera.layer)
+        )
+        const text = Inspector.render(report)
+        assert.include(text, "with its children: in=207,out=23")
+        assert.match(text, /children \(2\):\n {4}plan-1-child-\w+ \(agent (scout|critic)\): Answered, tokens in=/)
+        const json = Inspector.toJson(report).tasks.find((task) => task.task === "plan-1")
+        assert.deepStrictEqual(json?.children.map((child) => [child.agent, child.status]).sort(), [
+          ["critic", "Answered"],
+          ["scout", "Answered"]
+        ])
         // Each child has its own journal, claimed by its own agent.
         const metas = fs.readdirSync(path.join(folder, ...VolumeStore.metaFolder))
         for (const volume of childTasks) {

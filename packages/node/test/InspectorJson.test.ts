@@ -52,7 +52,13 @@ describe("Inspector --json", () => {
           )
         }
         const [one, two] = decoded.tasks
-        assert.deepStrictEqual(one?.usage, { responses: 4, reported: 4, usage: { inputTokens: 650, outputTokens: 37 } })
+        assert.deepStrictEqual(one?.usage, {
+          responses: 4,
+          reported: 4,
+          usage: { inputTokens: 650, outputTokens: 37 },
+          withChildren: { inputTokens: 650, outputTokens: 37 }
+        })
+        assert.deepStrictEqual(one?.children, [])
         assert.strictEqual(one?.redaction, "Scrubbed")
         assert.strictEqual(two?.redaction, "Verbatim")
         assert.deepStrictEqual(one?.resumable.lastTurn?.status, "Closed")

@@ -12,9 +12,11 @@
 import * as Ids from "@tessera/core/Ids"
 import * as Volume from "@tessera/core/Volume"
 import * as Schema from "effect/Schema"
+import { ApprovalDecided, ApprovalRequested, ChildAnswered, ChildDelegated } from "./internal/callEntries.ts"
 import { callInput } from "./internal/callFields.ts"
 import { Count, header, Ordinal, Sha256 } from "./internal/entryFields.ts"
-import { addUsage, FinishReason, Usage } from "./Model.ts"
+import { sumUsage, type UsageTotal } from "./internal/usageTotal.ts"
+import { FinishReason, Usage } from "./Model.ts"
 import { ToolFailure } from "./Tool.ts"
 
 /**
@@ -427,56 +429,59 @@ export const CompactionWarning = Schema.TaggedStruct("CompactionWarning", {
   limit: Count
 })
 
-/**
- * Why a call waits for a person: the tool requires approval for this input
- * (`Tool`), or the call was running when the process died and the tool is
- * not declared idempotent, so running it again is the host's decision
- * (`InFlight`).
- *
- * @since 0.1.0
- * @category entries
- */
-export const ApprovalReason = Schema.Literals(["Tool", "InFlight"])
-/**
- * @since 0.1.0
- * @category entries
- */
-export type ApprovalReason = typeof ApprovalReason.Type
-
-/**
- * A call of the current step waits for the host's decision before it runs:
- * its tool, the size and digest of its input, and why. The step ends as
- * awaiting approval; nothing of the step runs until every such call is
- * decided. A reader that does not know this entry (nor
- * {@link ApprovalDecided}) refuses a journal holding one as corrupt, loudly;
- * journals without approvals stay readable by it.
- *
- * @since 0.1.0
- * @category entries
- */
-export const ApprovalRequested = Schema.TaggedStruct("ApprovalRequested", {
-  ...header,
-  ...callInput,
-  reason: ApprovalReason
-})
-
-/**
- * The host decided on a call awaiting approval: approved (it runs when the
- * turn continues) or rejected (the model receives an error result saying
- * so, with `note`), and who or what decided (`by`).
- *
- * @since 0.1.0
- * @category entries
- */
-export const ApprovalDecided = Schema.TaggedStruct("ApprovalDecided", {
-  ...header,
-  turn: Ordinal,
-  step: Ordinal,
-  callId: Schema.String,
-  approved: Schema.Boolean,
-  by: Schema.String,
-  note: Schema.optionalKey(Schema.String)
-})
+export {
+  /**
+   * The host decided on a call awaiting approval: approved (it runs when the
+   * turn continues) or rejected (the model receives an error result saying
+   * so, with `note`), and who or what decided (`by`).
+   *
+   * @since 0.1.0
+   * @category entries
+   */
+  ApprovalDecided,
+  /**
+   * Why a call waits for a person: the tool requires approval for this input
+   * (`Tool`), or the call was running when the process died and the tool is
+   * not declared idempotent, so running it again is the host's decision
+   * (`InFlight`).
+   *
+   * @since 0.1.0
+   * @category entries
+   */
+  ApprovalReason,
+  /**
+   * A call of the current step waits for the host's decision before it runs:
+   * its tool, the size and digest of its input, and why. The step ends as
+   * awaiting approval; nothing of the step runs until every such call is
+   * decided. A reader that does not know this entry (nor `ApprovalDecided`)
+   * refuses a journal holding one as corrupt, loudly; journals without
+   * approvals stay readable by it.
+   *
+   * @since 0.1.0
+   * @category entries
+   */
+  ApprovalRequested,
+  /**
+   * A delegated child task answered (`answered`), or stopped waiting for an
+   * approval of its own: the size and digest of the answer the call's result
+   * carries, and the usage the child's journal records. A call run again on
+   * resume records it again; the last one stands.
+   *
+   * @since 0.1.0
+   * @category entries
+   */
+  ChildAnswered,
+  /**
+   * A call of the current step (`Delegation`'s `delegate`) runs a sub-task
+   * as child task `task` of agent `agent`, whose journal, scope and private
+   * volume are its own. Recorded each time the call starts or resumes the
+   * child, before the child's first request.
+   *
+   * @since 0.1.0
+   * @category entries
+   */
+  ChildDelegated
+} from "./internal/callEntries.ts"
 
 /**
  * Any journal entry.
@@ -505,7 +510,9 @@ export const Entry = Schema.Union([
   JournalRepaired,
   SummaryRequestAnswered,
   ApprovalRequested,
-  ApprovalDecided
+  ApprovalDecided,
+  ChildDelegated,
+  ChildAnswered
 ])
 /**
  * Any journal entry, by this name wherever a signature takes or returns one.
@@ -534,21 +541,29 @@ export type EntryInput = Entry extends infer E ? (E extends Entry ? Omit<E, "seq
  */
 export const EntryLine = Schema.fromJsonString(Entry)
 
-/**
- * What a journal records a task's model requests cost: how many responses it
- * holds (turn steps and summary requests), how many of them reported usage,
- * and the sum of the usage they reported ({@link ResponseReceived} and
- * {@link SummaryRequestAnswered} entries; a count is absent when no entry
- * reported it).
- *
- * @since 0.1.0
- * @category usage
- */
-export interface UsageTotal {
-  readonly responses: number
-  readonly reported: number
-  readonly usage: Usage
-}
+export type {
+  /**
+   * What a delegated child's journal recorded its requests cost, as the
+   * parent's last {@link ChildAnswered} for it says.
+   *
+   * @since 0.1.0
+   * @category usage
+   */
+  ChildUsage,
+  /**
+   * What a journal records a task's model requests cost: how many responses
+   * it holds (turn steps and summary requests), how many of them reported
+   * usage, and the sum of the usage they reported (`usage`: its
+   * {@link ResponseReceived} and {@link SummaryRequestAnswered} entries; a
+   * count is absent when no entry reported it); its delegated children's,
+   * itemized (`children`, from each child's last {@link ChildAnswered}); and
+   * the sum of both (`withChildren`).
+   *
+   * @since 0.1.0
+   * @category usage
+   */
+  UsageTotal
+} from "./internal/usageTotal.ts"
 
 /**
  * The {@link UsageTotal} of a journal's entries.
@@ -579,16 +594,4 @@ export interface UsageTotal {
  * @since 0.1.0
  * @category usage
  */
-export const totalUsage = (entries: Iterable<Entry>): UsageTotal => {
-  let responses = 0
-  let reported = 0
-  let usage: Usage = {}
-  for (const entry of entries) {
-    if (entry._tag !== "ResponseReceived" && entry._tag !== "SummaryRequestAnswered") continue
-    responses++
-    if (entry.usage === undefined) continue
-    reported++
-    usage = addUsage(usage, entry.usage)
-  }
-  return { responses, reported, usage }
-}
+export const totalUsage = (entries: Iterable<Entry>): UsageTotal => sumUsage(entries)

@@ -20,6 +20,8 @@ import { JournalTap } from "../src/internal/journalTap.js"
 
 const task = Schema.decodeUnknownSync(Ids.TaskId)("entry-facts-1")
 const digest = "0".repeat(64)
+const childTask = Schema.decodeUnknownSync(Ids.TaskId)("entry-facts-1-child-0")
+const childAgent = Schema.decodeUnknownSync(Ids.AgentId)("scout")
 const volume = Schema.decodeUnknownSync(Volume.VolumeRef)({ store: "local", volume: "agent-private" })
 const summary = { turn: 1, step: 2, operation: "Compaction", volume, path: "summaries/s.md", size: 4, sha256: digest }
 
@@ -57,6 +59,8 @@ const scenario: ReadonlyArray<JournalEntry.EntryInput> = [
   { _tag: "ArtifactOffloaded", turn: 1, step: 2, callId: "c1", path: "results/c1.txt", size: 5, sha256: digest },
   { _tag: "ToolResulted", turn: 1, step: 2, callId: "c1", name: "t", isError: false, size: 5, sha256: digest },
   { _tag: "ToolCalled", turn: 1, step: 2, callId: "c2", name: "t", inputSize: 2, inputSha256: digest },
+  { _tag: "ChildDelegated", turn: 1, step: 2, callId: "c2", task: childTask, agent: childAgent },
+  { _tag: "ChildAnswered", turn: 1, step: 2, callId: "c2", task: childTask, answered: true, size: 1, sha256: digest },
   { _tag: "ToolResulted", turn: 1, step: 2, callId: "c2", name: "t", isError: true, size: 1, sha256: digest },
   { _tag: "SummaryStarted", turn: 1, step: 2, operation: "Compaction", inputsSha256: digest },
   { _tag: "SummaryRequestAnswered", turn: 1, step: 2, operation: "Compaction", piece: 1, pieces: 1, textSize: 4 },

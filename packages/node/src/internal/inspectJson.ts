@@ -127,7 +127,16 @@ const TaskJson = Schema.Struct({
   journaledEntries: Count,
   entries: Schema.Array(JournalEntry.Entry),
   /** The task's token total over every entry (filters do not change it). */
-  usage: Schema.Struct({ responses: Count, reported: Count, usage: Model.Usage }),
+  usage: Schema.Struct({ responses: Count, reported: Count, usage: Model.Usage, withChildren: Model.Usage }),
+  /** The child tasks its delegations ran (`ChildDelegated`, `ChildAnswered`), with where each stands. */
+  children: Schema.Array(
+    Schema.Struct({
+      task: Ids.TaskId,
+      agent: Ids.AgentId,
+      status: Schema.Literals(["Answered", "AwaitingApproval", "Unfinished"]),
+      usage: Model.Usage
+    })
+  ),
   /** The last turn's redaction decision (`TurnOpened.redaction`); `Unknown` when none was recorded. */
   redaction: Schema.Literals(["Scrubbed", "Verbatim", "Unknown"]),
   resumable: Schema.Struct({
@@ -267,7 +276,13 @@ export const toJson = (report: Report): typeof ReportJson.Encoded =>
       journalFile: journal.file,
       journaledEntries: journal.journaled,
       entries: journal.entries,
-      usage: journal.usage,
+      usage: {
+        responses: journal.usage.responses,
+        reported: journal.usage.reported,
+        usage: journal.usage.usage,
+        withChildren: journal.usage.withChildren
+      },
+      children: journal.children,
       redaction: journal.redaction,
       resumable: {
         lastTurn: Option.getOrNull(Option.map(journal.resumable.lastTurn, turnJson)),

@@ -5,6 +5,7 @@
  *
  * @internal
  */
+
 import type * as Ids from "@tessera/core/Ids"
 import type * as Volume from "@tessera/core/Volume"
 import type * as History from "@tessera/runtime/History"
@@ -12,6 +13,7 @@ import type * as Journal from "@tessera/runtime/Journal"
 import type * as JournalEntry from "@tessera/runtime/JournalEntry"
 import type * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import type { ChildReport } from "./inspectChildren.ts"
 import type { EntryFilter } from "./inspectFilter.ts"
 import type { Redaction } from "./inspectRedaction.ts"
 
@@ -74,6 +76,8 @@ export interface JournalReport {
   readonly redaction: Redaction
   /** Where the task stands for a resume, from all its entries. */
   readonly resumable: ResumableState
+  /** The child tasks its delegations ran, from all its entries. */
+  readonly children: ReadonlyArray<ChildReport>
 }
 
 /**

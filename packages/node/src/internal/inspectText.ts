@@ -126,6 +126,15 @@ export const entryFields = (entry: JournalEntry.Entry): string => {
         `by=${JSON.stringify(entry.by)}`,
         entry.note === undefined ? undefined : `note=${JSON.stringify(entry.note)}`
       )
+    case "ChildDelegated":
+      return parts(`call=${entry.callId}`, `child=${entry.task}`, `agent=${entry.agent}`)
+    case "ChildAnswered":
+      return parts(
+        `call=${entry.callId}`,
+        `child=${entry.task}`,
+        entry.answered ? `answer=${entry.size}B` : "awaiting-approval",
+        entry.usage === undefined ? undefined : `usage=${formatUsage(entry.usage)}`
+      )
   }
 }
 

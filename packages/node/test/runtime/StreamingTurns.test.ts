@@ -249,7 +249,13 @@ describe("usage in the journal", () => {
         const expected = sent.map((_, index) => usageOf(index)).reduce(Model.addUsage, {})
         const entries = yield* entriesOf(world)
         const total = JournalEntry.totalUsage(entries)
-        assert.deepStrictEqual(total, { responses: sent.length, reported: sent.length, usage: expected })
+        assert.deepStrictEqual(total, {
+          responses: sent.length,
+          reported: sent.length,
+          usage: expected,
+          children: [],
+          withChildren: expected
+        })
         assert.strictEqual(entries.filter((entry) => entry._tag === "SummaryRequestAnswered").length, summaries)
         // Control: the entries the journal had before (no summary-request entries) do not add up.
         const withoutSummaries = JournalEntry.totalUsage(

@@ -11,15 +11,17 @@ import * as Ids from "@tessera/core/Ids"
 import * as InvalidInput from "@tessera/core/InvalidInput"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as Path from "effect/Path"
 import * as Schema from "effect/Schema"
 import type * as EntryGate from "../EntryGate.ts"
 import * as History from "../History.ts"
-import { Journal, openTurn } from "../Journal.ts"
+import { Journal, openTurn, readEntries } from "../Journal.ts"
+import { totalUsage } from "../JournalEntry.ts"
 import * as Model from "../Model.ts"
 import * as Tool from "../Tool.ts"
 import * as ToolResults from "../ToolResults.ts"
 import { CurrentCall } from "./currentCall.ts"
-import { sha256Bytes } from "./digest.ts"
+import { measureText, sha256Bytes } from "./digest.ts"
 import { restoreHistory, resume } from "./durableTurns.ts"
 import { runTurn } from "./turnEntries.ts"
 
@@ -157,21 +159,30 @@ export const tool = <H extends ChildHarness<unknown, unknown, unknown>, RChild =
     const runChild = (agent: Ids.AgentId, task: Ids.TaskId, instruction: string) =>
       harness.withChild(parent, { agent, task }, (binding) =>
         Effect.gen(function* () {
-          const offer = offers.get(agent) as ChildAgent<RChild>
-          const config = {
-            tools: Tool.registry(...(offer.tools ?? [])),
-            maxSteps: offer.maxSteps ?? defaultChildSteps,
-            durable: true as const,
-            offload: { threshold: 8_192, readTool: ToolResults.defaultReadToolName, destination: "Private" as const }
-          }
+          const answer = yield* childTurn(agent, binding, instruction)
+          // What the child's own journal says its requests cost, for the parent's record.
           const journal = yield* Journal
-          // A child the parent's crash cut short is finished from its own journal; one that answered is not run again.
-          if (Option.isSome(openTurn(yield* journal.state))) return answerOf((yield* resume(binding, config)).outcome)
-          const done = yield* restoreHistory(binding)
-          if (Option.isSome(done)) return lastAnswer(done.value)
-          return answerOf(yield* runTurn(binding, History.make([Model.text("user", instruction)]), config))
+          const path = yield* Path.Path
+          const entries = yield* readEntries({ folder: path.dirname(journal.file), task: journal.task })
+          return { answer, usage: totalUsage(entries).withChildren }
         })
       )
+    const childTurn = (agent: Ids.AgentId, binding: EntryGate.TaskBinding, instruction: string) =>
+      Effect.gen(function* () {
+        const offer = offers.get(agent) as ChildAgent<RChild>
+        const config = {
+          tools: Tool.registry(...(offer.tools ?? [])),
+          maxSteps: offer.maxSteps ?? defaultChildSteps,
+          durable: true as const,
+          offload: { threshold: 8_192, readTool: ToolResults.defaultReadToolName, destination: "Private" as const }
+        }
+        const journal = yield* Journal
+        // A child the parent's crash cut short is finished from its own journal; one that answered is not run again.
+        if (Option.isSome(openTurn(yield* journal.state))) return answerOf((yield* resume(binding, config)).outcome)
+        const done = yield* restoreHistory(binding)
+        if (Option.isSome(done)) return lastAnswer(done.value)
+        return answerOf(yield* runTurn(binding, History.make([Model.text("user", instruction)]), config))
+      })
     return Tool.make({
       name: toolName,
       description: `Hands sub-tasks to other agents, each working on its own, and returns their answers. Agents: ${catalogue}`,
@@ -186,13 +197,29 @@ export const tool = <H extends ChildHarness<unknown, unknown, unknown>, RChild =
         Effect.gen(function* () {
           const position = yield* CurrentCall
           if (Option.isNone(position)) return yield* Effect.die(new Error("delegate runs only as a dispatched call"))
+          const { callId, step, turn } = position.value
+          // The parent's journal, taken before a child's own is provided: the delegation is the parent's record.
+          const parentJournal = yield* Journal
           const answers = yield* Effect.forEach(
             tasks,
             (subTask, index) =>
               Effect.gen(function* () {
                 const agent = Ids.AgentId.make(subTask.agent)
                 const task = yield* childTaskId(position.value, index)
-                const answer = yield* runChild(agent, task, subTask.task)
+                yield* parentJournal.append({ _tag: "ChildDelegated", turn, step, callId, task, agent })
+                const { answer, usage } = yield* runChild(agent, task, subTask.task)
+                const measured = yield* measureText(Option.getOrElse(answer, () => ""))
+                yield* parentJournal.append({
+                  _tag: "ChildAnswered",
+                  turn,
+                  step,
+                  callId,
+                  task,
+                  answered: Option.isSome(answer),
+                  size: measured.size,
+                  sha256: measured.sha256,
+                  usage
+                })
                 return { agent, task, answer }
               }),
             { concurrency: maxConcurrent }

@@ -68,7 +68,9 @@ export const entryFacts = {
   JournalRepaired: row(true, false),
   SummaryRequestAnswered: row(false, true),
   ApprovalRequested: row(true, false),
-  ApprovalDecided: row(true, false)
+  ApprovalDecided: row(true, false),
+  ChildDelegated: row(false, false),
+  ChildAnswered: row(false, false)
 } as const satisfies FactsTable
 
 /** The kinds whose row says `turnEvent`, as a type: what `Executor.TurnEvent` carries as journal entries. */

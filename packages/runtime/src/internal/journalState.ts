@@ -410,6 +410,8 @@ const transition = (state: View, entry: Entry): Outcome => {
     case "Admission":
     case "Rejection":
     case "ArtifactOffloaded":
+    case "ChildDelegated":
+    case "ChildAnswered":
     case "CompactionWarning":
     case "JournalRepaired":
     case "SummaryRequestAnswered":
