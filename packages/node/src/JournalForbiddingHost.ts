@@ -36,12 +36,13 @@ import type * as Volume from "@tessera/core/Volume"
 import * as FilesystemTaskRuntime from "@tessera/runtime/FilesystemTaskRuntime"
 import type * as JournalStorage from "@tessera/runtime/JournalStorage"
 import type * as TaskHost from "@tessera/runtime/TaskHost"
+import * as VolumeStore from "@tessera/runtime/VolumeStore"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import type * as FileSystem from "effect/FileSystem"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import type * as Path from "effect/Path"
+import * as Path from "effect/Path"
 import type * as Scope from "effect/Scope"
 import { type HostTasks, makeHostTasks } from "./internal/hostTasks.ts"
 import type { OpenError } from "./LocalHarness.ts"
@@ -86,7 +87,7 @@ export interface JournalForbiddingHostService extends HostTasks {
   readonly runtime: FilesystemTaskRuntime.FilesystemTaskRuntime
   readonly volumes: { readonly journal: Volume.VolumeRef; readonly output: Volume.VolumeRef }
   readonly journalFolder: string
-  /** Internal root: the namespace folder except the output data folder. */
+  /** Internal root: the namespace folder except the volumes' data folders (output, and the private volumes tasks and delegated children create). */
   readonly pathPolicy: ArtifactPathPolicy.ArtifactPathPolicyShape
   /**
    * Issues `task` read and write on the output volume (and nothing on the
@@ -145,8 +146,11 @@ export const open = Effect.fnUntraced(function* (
     output: Option.some(output)
   })
   const journalFolder = yield* host.store.folderOf(journal)
+  const path = yield* Path.Path
   const pathPolicy = yield* makePathPolicy(opened, {
-    artifactFolders: [yield* host.store.folderOf(output)],
+    // Every volume's data folder, as the local harness's: the private volumes tasks and delegated children create
+    // are where their artifacts belong; the journal folder stays host state.
+    artifactFolders: [path.join(host.store.root, VolumeStore.volumesFolder)],
     journalFolder
   })
   const service: JournalForbiddingHostService = {

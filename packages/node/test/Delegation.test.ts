@@ -12,7 +12,7 @@ import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import type { ArtifactPathPolicy } from "@tessera/artifacts"
 import { ArtifactPointer } from "@tessera/artifacts"
-import { Inspector, type LocalHarness, NodeTessera } from "@tessera/node"
+import { Inspector, JournalForbiddingHost, type LocalHarness, NodeTessera } from "@tessera/node"
 import {
   Delegation,
   History,
@@ -24,8 +24,8 @@ import {
   VolumeStore
 } from "@tessera/runtime"
 import { ScriptedModel } from "@tessera/runtime/testing"
-import { Effect, type FileSystem, Option, type Path, Schema } from "effect"
-import { taskId, tempDir } from "./support/temp.ts"
+import { Deferred, Effect, Fiber, type FileSystem, Option, type Path, Schema } from "effect"
+import { agentId, taskId, tempDir } from "./support/temp.ts"
 
 /** What only the scout's private work holds: its notes are large (offloaded) and carry a marker. */
 const childMarker = "SCOUT-PRIVATE-7f3a"
@@ -187,6 +187,89 @@ const sharingHarness = (
 > => ({
   withChild: (_parent, child, body) => harness.withTask(child.task, body)
 })
+
+/** Children whose tools hang until interrupted, each signalling `started` once it runs: a delegation to cancel. */
+const hangingChildren = (started: Deferred.Deferred<void>, running: { count: number }) => {
+  const hang = (name: string) =>
+    Tool.make({
+      name,
+      description: "Waits",
+      input: Schema.Struct({}),
+      handler: () =>
+        Effect.suspend(() => {
+          running.count++
+          return running.count === 2 ? Deferred.succeed(started, undefined) : Effect.void
+        }).pipe(Effect.andThen(Effect.never))
+    })
+  const offered: ReadonlyArray<Delegation.ChildAgent> = [
+    { agent: "scout", description: "reads the field notes", tools: [hang("fetch_notes")] },
+    { agent: "critic", description: "reviews a plan", tools: [hang("check_plan")] }
+  ]
+  const script = ScriptedModel.layer((request) => {
+    if (isParent(request)) {
+      return Model.response({
+        toolCalls: [
+          Model.toolCall("d1", Delegation.toolName, {
+            tasks: [
+              { agent: "scout", task: "Summarize the field notes." },
+              { agent: "critic", task: "Review the plan." }
+            ]
+          })
+        ]
+      })
+    }
+    const tool = firstUserText(request).startsWith("Summarize") ? "fetch_notes" : "check_plan"
+    return Model.response({ toolCalls: [Model.toolCall("w1", tool, {})] })
+  })
+  return { offered, script }
+}
+
+/** The last entry's kind of every journal in the namespace, by task. */
+const lastEntries = (folder: string) => {
+  const journals = path.join(folder, VolumeStore.volumesFolder, "journal")
+  return Object.fromEntries(
+    fs
+      .readdirSync(journals)
+      .filter((file) => file.endsWith(".jsonl"))
+      .map((file) => {
+        const lines = fs.readFileSync(path.join(journals, file), "utf8").trimEnd().split("\n")
+        return [file.slice(0, -".jsonl".length), (JSON.parse(lines.at(-1) ?? "{}") as { _tag?: string })._tag]
+      })
+  )
+}
+
+/** Runs the hanging delegation, interrupts the parent once both children are inside their tools. */
+const cancelMidChildren = (stateDir: string, detach: boolean) =>
+  Effect.gen(function* () {
+    const started = yield* Deferred.make<void>()
+    const { offered, script } = hangingChildren(started, { count: 0 })
+    const run = Effect.scoped(
+      Effect.gen(function* () {
+        const tessera = yield* NodeTessera.open({ folder: stateDir, agent: "lead", redactor: Option.none() })
+        if (!detach) return yield* tessera.run("plan-1", "Plan the survey.", { children: offered })
+        // The broken wiring: a child harness that runs each child detached from the call that asked for it.
+        const detached: typeof tessera.harness = {
+          ...tessera.harness,
+          withChild: (parent, child, body) =>
+            Effect.flatMap(Effect.forkDetach(tessera.harness.withChild(parent, child, body)), Fiber.join)
+        }
+        return yield* tessera.harness.withTask(taskId("plan-1"), (parent) =>
+          Effect.gen(function* () {
+            const delegate = yield* Delegation.tool(detached, parent, offered)
+            return yield* TaskExecution.runTurn(parent, History.make([Model.text("user", "Plan the survey.")]), {
+              tools: Tool.registry(delegate),
+              maxSteps: 4,
+              durable: true
+            })
+          })
+        )
+      })
+    ).pipe(Effect.provide(script), Effect.provide(NodeTessera.layer))
+    const fiber = yield* Effect.forkChild(run)
+    yield* Deferred.await(started)
+    yield* Fiber.interrupt(fiber)
+    return lastEntries(path.join(stateDir, NodeTessera.defaultNamespace))
+  })
 
 describe("delegation", () => {
   it.effect(
@@ -375,6 +458,69 @@ describe("delegation", () => {
         assert.isTrue(Option.isNone(first.failure))
         assert.strictEqual(afterOther, afterFirst + 3, "another call runs its own children")
         assert.notStrictEqual(other.content, first.content)
+      }).pipe(Effect.scoped)
+  )
+
+  it.effect(
+    "delegation_cancel_closes_children: interrupting the parent mid-delegation interrupts both running children and abandons every turn, the parent's and each child's",
+    () =>
+      Effect.gen(function* () {
+        const last = yield* cancelMidChildren(yield* tempDir, false)
+        const children = Object.keys(last).filter((task) => task.startsWith("plan-1-child-"))
+        assert.lengthOf(children, 2)
+        assert.deepStrictEqual(Object.values(last), ["TurnAbandoned", "TurnAbandoned", "TurnAbandoned"])
+      }).pipe(Effect.scoped)
+  )
+
+  it.effect(
+    "delegation_cancel_closes_children negative control: a host that runs its children detached leaves their turns open after the parent is cancelled",
+    () =>
+      Effect.gen(function* () {
+        const last = yield* cancelMidChildren(yield* tempDir, true)
+        const children = Object.entries(last).filter(([task]) => task.startsWith("plan-1-child-"))
+        assert.lengthOf(children, 2)
+        assert.strictEqual(last["plan-1"], "TurnAbandoned")
+        assert.isTrue(children.every(([, tag]) => tag !== "TurnAbandoned"))
+      }).pipe(Effect.scoped)
+  )
+
+  it.effect(
+    "delegation_on_the_journal_forbidding_host: the host that grants no task its journal runs children the same way: each child's notes offloaded to its own private volume, only the answers reach the parent",
+    () =>
+      Effect.gen(function* () {
+        const stateDir = yield* tempDir
+        const { folder, requests } = yield* Effect.scoped(
+          Effect.gen(function* () {
+            const host = yield* JournalForbiddingHost.open({ stateDir, namespace: "sealed", agent: agentId("lead") })
+            const recorder = yield* ScriptedModel.ScriptedModelRecorder
+            yield* host.withTask(
+              taskId("plan-1"),
+              (parent) =>
+                Effect.gen(function* () {
+                  const delegate = yield* Delegation.tool(host, parent, children)
+                  return yield* TaskExecution.runTurn(parent, History.make([Model.text("user", "Plan the survey.")]), {
+                    tools: Tool.registry(delegate),
+                    maxSteps: 4,
+                    durable: true,
+                    offload: TaskExecution.defaultFrontDoorOffload
+                  })
+                }),
+              // This host's runtime has no private volume: the parent brings its own, as a task that creates one.
+              { createPrivate: true }
+            )
+            return { folder: host.folder, requests: yield* recorder.requests }
+          })
+        ).pipe(Effect.provide(model), Effect.provide(NodeTessera.layer))
+        const childVolumes = fs
+          .readdirSync(path.join(folder, VolumeStore.volumesFolder))
+          .filter((volume) => volume.startsWith("plan-1-child-"))
+        assert.lengthOf(childVolumes, 2)
+        assert.isTrue(
+          childVolumes.some((volume) => artifactsOf(folder, volume).some((body) => body.includes(childMarker)))
+        )
+        for (const request of requests.filter(isParent)) assert.notInclude(JSON.stringify(request.parts), childMarker)
+        const answered = requests.filter(isParent).at(-1)
+        assert.include(JSON.stringify(answered?.parts), "scout: all readings nominal.")
       }).pipe(Effect.scoped)
   )
 })
