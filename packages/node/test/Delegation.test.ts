@@ -12,13 +12,15 @@ import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import type { ArtifactPathPolicy } from "@tessera/artifacts"
 import { ArtifactPointer } from "@tessera/artifacts"
+import { Ids } from "@tessera/core"
 import { Inspector, JournalForbiddingHost, type LocalHarness, NodeTessera } from "@tessera/node"
 import {
   Delegation,
   History,
-  type Journal,
+  Journal,
   JournalEntry,
   Model,
+  PrivateSummaries,
   TaskExecution,
   Tool,
   VolumeStore
@@ -271,6 +273,16 @@ const cancelMidChildren = (stateDir: string, detach: boolean) =>
     return lastEntries(path.join(stateDir, NodeTessera.defaultNamespace))
   })
 
+/** Every file a volume holds below its data folder (artifacts and summaries alike). */
+const artifactsOrSummaries = (folder: string, volume: string) => {
+  const root = path.join(folder, VolumeStore.volumesFolder, volume)
+  return fs.existsSync(root)
+    ? fs
+        .readdirSync(root, { recursive: true, withFileTypes: true })
+        .flatMap((entry) => (entry.isFile() ? [entry.name] : []))
+    : []
+}
+
 describe("delegation", () => {
   it.effect(
     "delegation_children_are_their_own_tasks: each sub-task runs as a child task of its own agent, with its own private volume and journal; only the answers reach the parent",
@@ -521,6 +533,73 @@ describe("delegation", () => {
         for (const request of requests.filter(isParent)) assert.notInclude(JSON.stringify(request.parts), childMarker)
         const answered = requests.filter(isParent).at(-1)
         assert.include(JSON.stringify(answered?.parts), "scout: all readings nominal.")
+      }).pipe(Effect.scoped)
+  )
+
+  it.effect(
+    "delegation_capability_reuse_both_ways: the parent's private writer staged under the child's journal, and the child's under the parent's, are refused CapabilityMismatch with no file written; control: each under its own journal stages",
+    () =>
+      Effect.gen(function* () {
+        const stateDir = yield* tempDir
+        const outcome = yield* Effect.scoped(
+          Effect.gen(function* () {
+            const tessera = yield* NodeTessera.open({ folder: stateDir, agent: "lead", redactor: Option.none() })
+            const harness = tessera.harness
+            return yield* harness.withTask(taskId("plan-1"), (parent) =>
+              Effect.gen(function* () {
+                const parentWriter = yield* PrivateSummaries.resolve(parent.context)
+                const parentJournal = yield* Journal.Journal
+                const key = (step: number) => ({ operation: Ids.OperationId.make("probe"), step })
+                const stage = (
+                  writer: PrivateSummaries.PrivateWriterCapability,
+                  journal: Journal.JournalService,
+                  step: number
+                ) =>
+                  Effect.flip(
+                    PrivateSummaries.stageOnce(key(step), "private", { journal }).pipe(PrivateSummaries.provide(writer))
+                  )
+                return yield* harness.withChild(
+                  parent,
+                  { agent: agentId("scout"), task: taskId("plan-1-child-probe") },
+                  (child) =>
+                    Effect.gen(function* () {
+                      const childWriter = yield* PrivateSummaries.resolve(child.context)
+                      const childJournal = yield* Journal.Journal
+                      const parentInChild = yield* stage(parentWriter, childJournal, 1)
+                      const childInParent = yield* stage(childWriter, parentJournal, 2)
+                      const filesAfterRefusals = [
+                        ...artifactsOrSummaries(harness.folder, "lead-scratch"),
+                        ...artifactsOrSummaries(harness.folder, "plan-1-child-probe-scratch")
+                      ]
+                      // Control: each writer under its own task's journal stages.
+                      const own = yield* Effect.all([
+                        PrivateSummaries.stageOnce(key(3), "private", { journal: parentJournal }).pipe(
+                          PrivateSummaries.provide(parentWriter)
+                        ),
+                        PrivateSummaries.stageOnce(key(4), "private", { journal: childJournal }).pipe(
+                          PrivateSummaries.provide(childWriter)
+                        )
+                      ])
+                      return { parentInChild, childInParent, filesAfterRefusals, own }
+                    })
+                )
+              })
+            )
+          })
+        ).pipe(Effect.provide(NodeTessera.layer))
+        assert.strictEqual(
+          outcome.parentInChild._tag === "Unauthorized" ? outcome.parentInChild.reason : outcome.parentInChild._tag,
+          "CapabilityMismatch"
+        )
+        assert.strictEqual(
+          outcome.childInParent._tag === "Unauthorized" ? outcome.childInParent.reason : outcome.childInParent._tag,
+          "CapabilityMismatch"
+        )
+        assert.deepStrictEqual(outcome.filesAfterRefusals, [])
+        assert.deepStrictEqual(
+          outcome.own.map((file) => file.path),
+          ["summaries/probe/3.txt", "summaries/probe/4.txt"]
+        )
       }).pipe(Effect.scoped)
   )
 })
