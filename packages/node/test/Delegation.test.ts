@@ -10,10 +10,9 @@ import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
-import type { ArtifactPathPolicy } from "@tessera/artifacts"
 import { ArtifactPointer } from "@tessera/artifacts"
 import { Ids } from "@tessera/core"
-import { Inspector, JournalForbiddingHost, type LocalHarness, NodeTessera } from "@tessera/node"
+import { Inspector, JournalForbiddingHost, NodeTessera } from "@tessera/node"
 import {
   Delegation,
   History,
@@ -26,7 +25,8 @@ import {
   VolumeStore
 } from "@tessera/runtime"
 import { ScriptedModel } from "@tessera/runtime/testing"
-import { Deferred, Effect, Fiber, type FileSystem, Option, type Path, Schema } from "effect"
+import { Deferred, Effect, Fiber, Option, Schema } from "effect"
+import { sharingHarness } from "./support/sharingHarness.ts"
 import { agentId, taskId, tempDir } from "./support/temp.ts"
 
 /** What only the scout's private work holds: its notes are large (offloaded) and carry a marker. */
@@ -175,20 +175,6 @@ const snoopRun = (stateDir: string, sharing: boolean) =>
       return yield* (yield* ScriptedModel.ScriptedModelRecorder).requests
     })
   ).pipe(Effect.provide(snoopModel()), Effect.provide(NodeTessera.layer))
-
-/**
- * The broken wiring of the controls: a child harness that runs each child as a task of the parent's own agent,
- * on the parent's scratch volume (one shared scratchpad, as harnesses without isolation do), with a journal of its own.
- */
-const sharingHarness = (
-  harness: LocalHarness.LocalHarnessService
-): Delegation.ChildHarness<
-  unknown,
-  FileSystem.FileSystem | Path.Path,
-  Journal.Journal | ArtifactPathPolicy.ArtifactPathPolicy
-> => ({
-  withChild: (_parent, child, body) => harness.withTask(child.task, body)
-})
 
 /** Children whose tools hang until interrupted, each signalling `started` once it runs: a delegation to cancel. */
 const hangingChildren = (started: Deferred.Deferred<void>, running: { count: number }) => {
@@ -600,6 +586,85 @@ describe("delegation", () => {
           outcome.own.map((file) => file.path),
           ["summaries/probe/3.txt", "summaries/probe/4.txt"]
         )
+      }).pipe(Effect.scoped)
+  )
+
+  // Live: the critic's time limit runs on the real clock (it.effect's test clock never moves by itself).
+  it.live(
+    "delegation_depth_and_time: a child delegates to a grandchild within maxDepth, a child past its timeLimit is abandoned and reported, and offers deeper than maxDepth are refused before any request",
+    () =>
+      Effect.gen(function* () {
+        const stateDir = yield* tempDir
+        const slow = Tool.make({
+          name: "slow_check",
+          description: "Checks slowly",
+          input: Schema.Struct({}),
+          handler: () => Effect.never
+        })
+        const offered: ReadonlyArray<Delegation.ChildAgent> = [
+          {
+            agent: "lead-scout",
+            description: "leads the scouting",
+            children: [{ agent: "scout", description: "reads the field notes", tools: [fetchNotes] }]
+          },
+          { agent: "critic", description: "reviews a plan", tools: [slow], timeLimit: "100 millis" }
+        ]
+        const deepModel = ScriptedModel.layer((request) => {
+          const asked = firstUserText(request)
+          const tasks =
+            asked === "Plan the survey."
+              ? [
+                  { agent: "lead-scout", task: "Organize the scouting." },
+                  { agent: "critic", task: "Review the plan." }
+                ]
+              : asked === "Organize the scouting."
+                ? [{ agent: "scout", task: "Summarize the field notes." }]
+                : undefined
+          if (tasks !== undefined) {
+            return hasResultOf(request, "d1")
+              ? Model.response({ text: `${asked} done.` })
+              : Model.response({ toolCalls: [Model.toolCall("d1", Delegation.toolName, { tasks })] })
+          }
+          if (asked === "Review the plan.")
+            return Model.response({ toolCalls: [Model.toolCall("s1", "slow_check", {})] })
+          return hasResultOf(request, "n1")
+            ? Model.response({ text: "scout: all readings nominal." })
+            : Model.response({ toolCalls: [Model.toolCall("n1", "fetch_notes", {})] })
+        })
+        const { entries, requests, refused, requestsBeforeRefusal } = yield* Effect.scoped(
+          Effect.gen(function* () {
+            const tessera = yield* NodeTessera.open({ folder: stateDir, agent: "lead", redactor: Option.none() })
+            yield* tessera.run("plan-1", "Plan the survey.", { children: offered })
+            const recorder = yield* ScriptedModel.ScriptedModelRecorder
+            const requestsBeforeRefusal = (yield* recorder.requests).length
+            const refused = yield* Effect.flip(
+              tessera.run("plan-2", "Plan the survey.", { children: offered, delegation: { maxDepth: 1 } })
+            )
+            return {
+              entries: yield* tessera.entries("plan-1"),
+              requests: yield* recorder.requests,
+              refused,
+              requestsBeforeRefusal
+            }
+          })
+        ).pipe(Effect.provide(deepModel), Effect.provide(NodeTessera.layer))
+        const result = resultsOf(requests.filter(isParent), "d1").find((part) => part.content.includes("lead-scout"))
+        // The grandchild's answer reached its parent (the lead scout), whose answer reached the lead.
+        assert.include(result?.content, "[lead-scout, task plan-1-child-")
+        assert.include(result?.content, "Organize the scouting. done.")
+        assert.include(result?.content, "[critic, task plan-1-child-")
+        assert.include(result?.content, "ran out of time (100ms)")
+        const outcomes = entries.flatMap((entry) => (entry._tag === "ChildAnswered" ? [entry.outcome] : []))
+        assert.deepStrictEqual([...outcomes].sort(), ["Answered", "TimedOut"])
+        const last = lastEntries(path.join(stateDir, NodeTessera.defaultNamespace))
+        // The lead scout's own child: a task named after the lead scout's call, below the lead scout's name.
+        const grandchildren = Object.keys(last).filter((task) => /^plan-1-child-\w+-child-\w+$/.test(task))
+        assert.lengthOf(grandchildren, 1)
+        assert.strictEqual(last[grandchildren[0] ?? ""], "TurnClosed")
+        assert.include(Object.values(last), "TurnAbandoned", "the critic's turn was abandoned")
+        assert.strictEqual(refused._tag, "InvalidInput")
+        if (refused._tag === "InvalidInput") assert.strictEqual(refused.field, "children[0].children")
+        assert.strictEqual(requests.length, requestsBeforeRefusal, "the refusal sent no request")
       }).pipe(Effect.scoped)
   )
 })

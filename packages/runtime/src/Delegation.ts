@@ -22,18 +22,66 @@
  *   from its own journal, one that answered is not run again (its answer is
  *   read back from its transcript, checked against its journal).
  * - **Bounded.** At most `maxChildren` sub-tasks per call, at most
- *   `maxConcurrent` running at once ({@link defaultLimits}).
+ *   `maxConcurrent` running at once, offers at most `maxDepth` levels deep
+ *   ({@link defaultLimits}); each child within its offer's `maxSteps` and
+ *   `timeLimit` (past it, its turn is interrupted and abandoned, and the
+ *   result says so).
+ * - **Cancelled together.** Children run inside the call: interrupting the
+ *   parent interrupts them, and every turn is abandoned.
  *
- * Children get the tools their offer lists and no `delegate` of their own
- * (one level deep).
+ * A child gets the tools its offer lists, and a `delegate` of its own when
+ * its offer lists children in turn.
+ *
+ * @example
+ * ```ts
+ * import { Ids } from "@tessera/core"
+ * import { LocalHarness, NodeTessera } from "@tessera/node"
+ * import { Delegation, History, Model, TaskExecution, Tool } from "@tessera/runtime"
+ * import { ScriptedModel } from "@tessera/runtime/testing"
+ * import { Effect, Schema } from "effect"
+ *
+ * // The parent calls `delegate` (Delegation.toolName) once, the critic answers, the parent repeats what it was told.
+ * const model = ScriptedModel.layer((request) => {
+ *   const last = request.parts.at(-1)
+ *   if (last?._tag === "ToolResult") return Model.response({ text: last.content })
+ *   if (!request.tools.some((tool) => tool.name === Delegation.toolName)) return Model.response({ text: "It holds." })
+ *   const tasks = [{ agent: "critic", task: "Review the plan." }]
+ *   return Model.response({ toolCalls: [Model.toolCall("d1", Delegation.toolName, { tasks })] })
+ * })
+ *
+ * const program = Effect.gen(function* () {
+ *   const harness = yield* LocalHarness.open({
+ *     stateDir: "tessera-state",
+ *     namespace: "planning",
+ *     agent: Schema.decodeUnknownSync(Ids.AgentId)("lead")
+ *   })
+ *   const task = Schema.decodeUnknownSync(Ids.TaskId)("plan-1")
+ *   return yield* harness.withTask(task, (parent) =>
+ *     Effect.gen(function* () {
+ *       // The local harness is the child harness: it binds each child for its own agent, volume and journal.
+ *       const critic = { agent: "critic", description: "reviews a plan" }
+ *       const delegate = yield* Delegation.tool(harness, parent, [critic], { maxChildren: 2 })
+ *       const question = History.make([Model.text("user", "Have the plan reviewed.")])
+ *       return yield* TaskExecution.runTurn(parent, question, { tools: Tool.registry(delegate), maxSteps: 4 })
+ *     })
+ *   )
+ * })
+ *
+ * // Prints the critic's labelled answer: "[critic, task plan-1-child-...] It holds."
+ * Effect.runPromise(Effect.scoped(program).pipe(Effect.provide(model), Effect.provide(NodeTessera.layer))).then(
+ *   (outcome) => console.log(outcome.text)
+ * )
+ * ```
  *
  * @since 0.1.0
  */
 export {
   /**
    * A child agent a host offers: its id (an identifier), what it does (the
-   * model reads it in the tool's description), its tools and its step
-   * budget per sub-task ({@link defaultChildSteps} by default).
+   * model reads it in the tool's description), its tools, its step budget
+   * per sub-task ({@link defaultChildSteps} by default), its time budget
+   * per sub-task (`timeLimit`, none by default), and the agents it may
+   * delegate to in turn (`children`).
    *
    * @since 0.1.0
    * @category models
@@ -58,6 +106,15 @@ export {
    */
   type ChildHarness,
   /**
+   * How a child's turn ended: `Answered` with its text, `AwaitingApproval`
+   * (a call of its own waits for a person), or `TimedOut` (past its offer's
+   * `timeLimit`, its turn abandoned).
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  type ChildOutcome,
+  /**
    * The child task of the `index`-th sub-task of a call at `position`:
    * `<parent task>-child-<24 hex digits of a SHA-256 of the position and
    * index>`, so a call run again names the same children and two calls
@@ -75,15 +132,16 @@ export {
    */
   defaultChildSteps,
   /**
-   * The limits when a host names none: 4 sub-tasks per call, 2 at once.
+   * The limits when a host names none: 4 sub-tasks per call, 2 at once,
+   * offers 2 levels deep (children and grandchildren).
    *
    * @since 0.1.0
    * @category defaults
    */
   defaultLimits,
   /**
-   * The host's bounds on a call: `maxChildren` sub-tasks per call,
-   * `maxConcurrent` running at once.
+   * The host's bounds: `maxChildren` sub-tasks per call, `maxConcurrent`
+   * running at once, `maxDepth` levels of offers below the task.
    *
    * @since 0.1.0
    * @category models
@@ -94,8 +152,10 @@ export {
    * its input is `{ tasks: [{ agent, task }] }` (an offered agent and the
    * sub-task's instruction, at most `maxChildren`), its result each child's
    * answer, labelled with its agent and task. Fails `InvalidInput` naming
-   * the field for offers of the wrong shape (an agent that is no
-   * identifier or offered twice, a missing description, a limit below 1).
+   * the field, before anything runs, for offers of the wrong shape (an
+   * agent that is no identifier or offered twice in a level, a missing
+   * description, a time limit that is no duration, offers deeper than
+   * `maxDepth`) or a limit below 1.
    *
    * @since 0.1.0
    * @category constructors

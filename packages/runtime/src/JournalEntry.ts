@@ -462,9 +462,9 @@ export {
    */
   ApprovalRequested,
   /**
-   * A delegated child task answered (`answered`), or stopped waiting for an
-   * approval of its own: the size and digest of the answer the call's result
-   * carries, and the usage the child's journal records. A call run again on
+   * A delegated child task ended its turn (`outcome`: `Answered`, or
+   * `AwaitingApproval` of its own, or `TimedOut`): the size and digest of the
+   * answer the call's result carries, and the usage the child's journal records. A call run again on
    * resume records it again; the last one stands.
    *
    * @since 0.1.0

@@ -60,7 +60,16 @@ const scenario: ReadonlyArray<JournalEntry.EntryInput> = [
   { _tag: "ToolResulted", turn: 1, step: 2, callId: "c1", name: "t", isError: false, size: 5, sha256: digest },
   { _tag: "ToolCalled", turn: 1, step: 2, callId: "c2", name: "t", inputSize: 2, inputSha256: digest },
   { _tag: "ChildDelegated", turn: 1, step: 2, callId: "c2", task: childTask, agent: childAgent },
-  { _tag: "ChildAnswered", turn: 1, step: 2, callId: "c2", task: childTask, answered: true, size: 1, sha256: digest },
+  {
+    _tag: "ChildAnswered",
+    turn: 1,
+    step: 2,
+    callId: "c2",
+    task: childTask,
+    outcome: "Answered",
+    size: 1,
+    sha256: digest
+  },
   { _tag: "ToolResulted", turn: 1, step: 2, callId: "c2", name: "t", isError: true, size: 1, sha256: digest },
   { _tag: "SummaryStarted", turn: 1, step: 2, operation: "Compaction", inputsSha256: digest },
   { _tag: "SummaryRequestAnswered", turn: 1, step: 2, operation: "Compaction", piece: 1, pieces: 1, textSize: 4 },

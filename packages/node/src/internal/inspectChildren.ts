@@ -9,11 +9,11 @@ import type * as Ids from "@tessera/core/Ids"
 import type * as JournalEntry from "@tessera/runtime/JournalEntry"
 import type * as Model from "@tessera/runtime/Model"
 
-/** A child of a task: answered, waiting for an approval of its own, or started and not (yet) answered. */
+/** A child of a task: answered, waiting for an approval of its own, out of time, or started and not (yet) done. */
 export interface ChildReport {
   readonly task: Ids.TaskId
   readonly agent: Ids.AgentId
-  readonly status: "Answered" | "AwaitingApproval" | "Unfinished"
+  readonly status: "Answered" | "AwaitingApproval" | "TimedOut" | "Unfinished"
   readonly usage: Model.Usage
 }
 
@@ -32,8 +32,7 @@ export const childrenOf = (entries: Iterable<JournalEntry.Entry>): ReadonlyArray
     } else if (entry._tag === "ChildAnswered") {
       const known = children.get(entry.task)
       if (known === undefined) continue
-      const status = entry.answered ? "Answered" : "AwaitingApproval"
-      children.set(entry.task, { ...known, status, usage: entry.usage ?? {} })
+      children.set(entry.task, { ...known, status: entry.outcome, usage: entry.usage ?? {} })
     }
   }
   return [...children.values()]

@@ -133,7 +133,7 @@ const TaskJson = Schema.Struct({
     Schema.Struct({
       task: Ids.TaskId,
       agent: Ids.AgentId,
-      status: Schema.Literals(["Answered", "AwaitingApproval", "Unfinished"]),
+      status: Schema.Literals(["Answered", "AwaitingApproval", "TimedOut", "Unfinished"]),
       usage: Model.Usage
     })
   ),

@@ -132,7 +132,7 @@ export const entryFields = (entry: JournalEntry.Entry): string => {
       return parts(
         `call=${entry.callId}`,
         `child=${entry.task}`,
-        entry.answered ? `answer=${entry.size}B` : "awaiting-approval",
+        entry.outcome === "Answered" ? `answer=${entry.size}B` : `outcome=${entry.outcome}`,
         entry.usage === undefined ? undefined : `usage=${formatUsage(entry.usage)}`
       )
   }

@@ -51,7 +51,7 @@ export const ChildDelegated = Schema.TaggedStruct("ChildDelegated", {
 export const ChildAnswered = Schema.TaggedStruct("ChildAnswered", {
   ...header,
   ...childOfCall,
-  answered: Schema.Boolean,
+  outcome: Schema.Literals(["Answered", "AwaitingApproval", "TimedOut"]),
   size: Count,
   sha256: Sha256,
   usage: Schema.optionalKey(Usage)

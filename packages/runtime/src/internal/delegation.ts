@@ -7,9 +7,13 @@
  * parent's private volume when large, scrubbed); nothing else of the child
  * does. `Delegation` states the contract.
  */
+
+import type * as DurableFiles from "@tessera/core/DurableFiles"
 import * as Ids from "@tessera/core/Ids"
 import * as InvalidInput from "@tessera/core/InvalidInput"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import type * as FileSystem from "effect/FileSystem"
 import * as Option from "effect/Option"
 import * as Path from "effect/Path"
 import * as Schema from "effect/Schema"
@@ -31,16 +35,19 @@ export interface ChildAgent<R = never> {
   readonly description: string
   readonly tools?: ReadonlyArray<Tool.Tool<R>>
   readonly maxSteps?: number
+  readonly timeLimit?: Duration.Input
+  readonly children?: ReadonlyArray<ChildAgent<R>>
 }
 
 /** See `Delegation.Limits`. */
 export interface Limits {
   readonly maxChildren?: number
   readonly maxConcurrent?: number
+  readonly maxDepth?: number
 }
 
 /** See `Delegation.defaultLimits`. */
-export const defaultLimits = { maxChildren: 4, maxConcurrent: 2 } as const
+export const defaultLimits = { maxChildren: 4, maxConcurrent: 2, maxDepth: 2 } as const
 
 /** See `Delegation.defaultChildSteps`. */
 export const defaultChildSteps = 8
@@ -86,27 +93,54 @@ const entry = "Delegation.tool"
  * agent an identifier (it names the child's volume and journal), offered
  * once, with a description; the limits whole numbers of at least 1.
  */
-const checkOffers = <R>(children: ReadonlyArray<ChildAgent<R>>, limits: Limits) =>
+const refuse = (field: string, value: unknown, detail: string) =>
+  new InvalidInput.InvalidInput({ entry, field, value: InvalidInput.renderValue(value), detail })
+
+const checkLimits = (limits: Limits) =>
   Effect.gen(function* () {
-    const refuse = (field: string, value: unknown, detail: string) =>
-      new InvalidInput.InvalidInput({ entry, field, value: InvalidInput.renderValue(value), detail })
-    if (!Array.isArray(children) || children.length === 0) {
-      return yield* refuse("children", children, "expected at least one child agent to offer")
-    }
-    const agents: Array<Ids.AgentId> = []
-    for (const [index, child] of children.entries()) {
-      const agent = yield* InvalidInput.decode(Ids.AgentId, entry, `children[${index}].agent`)(child?.agent)
-      if (agents.includes(agent)) return yield* refuse(`children[${index}].agent`, agent, "offered twice")
-      if (typeof child.description !== "string" || child.description.length === 0) {
-        return yield* refuse(`children[${index}].description`, child.description, "expected what the agent does")
-      }
-      agents.push(agent)
-    }
-    for (const field of ["maxChildren", "maxConcurrent"] as const) {
+    for (const field of ["maxChildren", "maxConcurrent", "maxDepth"] as const) {
       const value: unknown = limits[field]
       if (value !== undefined && !(Number.isSafeInteger(value) && (value as number) >= 1)) {
         return yield* refuse(`limits.${field}`, value, "expected a whole number of at least 1")
       }
+    }
+  })
+
+/**
+ * A level of offers, checked as a JavaScript caller may pass them, and every level below it: each agent an
+ * identifier (it names the child's volume and journal), offered once per level, with a description, a time
+ * limit Effect can read, and offers of its own no deeper than `maxDepth` levels below the task.
+ */
+const checkOffers = <R>(
+  children: ReadonlyArray<ChildAgent<R>>,
+  depth: number,
+  maxDepth: number,
+  field = "children"
+): Effect.Effect<ReadonlyArray<Ids.AgentId>, InvalidInput.InvalidInput> =>
+  Effect.gen(function* () {
+    if (!Array.isArray(children) || children.length === 0) {
+      return yield* refuse(field, children, "expected at least one child agent to offer")
+    }
+    if (depth > maxDepth) {
+      return yield* refuse(
+        field,
+        children.map((child) => child?.agent),
+        `deeper than limits.maxDepth (${maxDepth})`
+      )
+    }
+    const agents: Array<Ids.AgentId> = []
+    for (const [index, child] of children.entries()) {
+      const at = `${field}[${index}]`
+      const agent = yield* InvalidInput.decode(Ids.AgentId, entry, `${at}.agent`)(child?.agent)
+      if (agents.includes(agent)) return yield* refuse(`${at}.agent`, agent, "offered twice")
+      if (typeof child.description !== "string" || child.description.length === 0) {
+        return yield* refuse(`${at}.description`, child.description, "expected what the agent does")
+      }
+      if (child.timeLimit !== undefined && Option.isNone(Duration.fromInput(child.timeLimit))) {
+        return yield* refuse(`${at}.timeLimit`, child.timeLimit, "expected a duration")
+      }
+      if (child.children !== undefined) yield* checkOffers(child.children, depth + 1, maxDepth, `${at}.children`)
+      agents.push(agent)
     }
     return agents
   })
@@ -126,17 +160,53 @@ export const childTaskId = Effect.fnUntraced(function* (
   return Ids.TaskId.make(`${position.task.slice(0, 96)}-child-${digest.slice(0, 24)}`)
 })
 
-const answerOf = (outcome: { readonly _tag: string; readonly text: string }) =>
-  outcome._tag === "Answered" ? Option.some(outcome.text) : Option.none<string>()
+const describeOutcome = (outcome: ChildOutcome): string => {
+  switch (outcome._tag) {
+    case "Answered":
+      return outcome.text
+    case "AwaitingApproval":
+      return "gave no answer: it waits for an approval"
+    case "TimedOut":
+      return `gave no answer: it ran out of time (${outcome.limit}) and its turn was abandoned`
+  }
+}
+
+/** How a child's turn ended, as the call's result and the parent's journal say it. */
+export type ChildOutcome =
+  | { readonly _tag: "Answered"; readonly text: string }
+  | { readonly _tag: "AwaitingApproval" }
+  | { readonly _tag: "TimedOut"; readonly limit: string }
+
+/**
+ * A child within its time limit: past it, the child (its turn and its hold on its journal) is interrupted, so its
+ * turn is abandoned, and the call says so. What it spent stays in its own journal.
+ */
+const timed = <E, R>(
+  child: Effect.Effect<{ readonly outcome: ChildOutcome; readonly usage: Model.Usage }, E, R>,
+  limit: Duration.Input | undefined
+) =>
+  limit === undefined
+    ? child
+    : Effect.timeoutOrElse(child, {
+        duration: limit,
+        orElse: () =>
+          Effect.succeed({
+            outcome: { _tag: "TimedOut", limit: Duration.format(Duration.fromInputUnsafe(limit)) } as ChildOutcome,
+            usage: {}
+          })
+      })
+
+const answerOf = (outcome: { readonly _tag: string; readonly text: string }): ChildOutcome =>
+  outcome._tag === "Answered" ? { _tag: "Answered", text: outcome.text } : { _tag: "AwaitingApproval" }
 
 /** The text of the last assistant message of a conversation (a child's answer as its journal keeps it). */
-const lastAnswer = (history: History.History): Option.Option<string> => {
+const lastAnswer = (history: History.History): ChildOutcome => {
   const parts = History.toParts(history)
   for (let index = parts.length - 1; index >= 0; index--) {
     const part = parts[index]
-    if (part?._tag === "Text" && part.role === "assistant") return Option.some(part.text)
+    if (part?._tag === "Text" && part.role === "assistant") return { _tag: "Answered", text: part.text }
   }
-  return Option.none()
+  return { _tag: "Answered", text: "" }
 }
 
 /**
@@ -149,9 +219,30 @@ export const tool = <H extends ChildHarness<unknown, unknown, unknown>, RChild =
   limits: Limits = {}
 ) =>
   Effect.gen(function* () {
-    // Its generic `withChild` gives inference nothing to read: the harness's types are the ones it declares.
-    const harness = given as ChildHarness<ErrorOf<H>, RequiresOf<H>, ProvidesOf<H>>
-    const agents = yield* checkOffers(children, limits)
+    yield* checkLimits(limits)
+    const maxDepth = limits.maxDepth ?? defaultLimits.maxDepth
+    yield* checkOffers(children, 1, maxDepth)
+    return yield* level(given as ChildHarness<ErrorOf<H>, RequiresOf<H>, ProvidesOf<H>>, parent, children, limits)
+  })
+
+/**
+ * What a level's tool needs: what a child's durable turn needs (its journal and the task's platform, which the
+ * harness may provide) and its tools', the harness's own, and the parent's journal.
+ */
+type LevelServices<R, Provided, RChild> =
+  | Exclude<Journal | DurableFiles.DurableFiles | FileSystem.FileSystem | Path.Path | Model.Model | RChild, Provided>
+  | R
+  | Journal
+
+/** The `delegate` tool of one level of offers, checked already: each child gets the tool of its own offers. */
+const level = <E, R, Provided, RChild>(
+  harness: ChildHarness<E, R, Provided>,
+  parent: EntryGate.TaskBinding,
+  children: ReadonlyArray<ChildAgent<RChild>>,
+  limits: Limits
+): Effect.Effect<Tool.Tool<LevelServices<R, Provided, RChild>>> =>
+  Effect.gen(function* () {
+    const agents = children.map((child) => Ids.AgentId.make(child.agent))
     const maxChildren = limits.maxChildren ?? defaultLimits.maxChildren
     const maxConcurrent = limits.maxConcurrent ?? defaultLimits.maxConcurrent
     const offers = new Map(agents.map((agent, index) => [agent as string, children[index] as ChildAgent<RChild>]))
@@ -159,28 +250,34 @@ export const tool = <H extends ChildHarness<unknown, unknown, unknown>, RChild =
     const runChild = (agent: Ids.AgentId, task: Ids.TaskId, instruction: string) =>
       harness.withChild(parent, { agent, task }, (binding) =>
         Effect.gen(function* () {
-          const answer = yield* childTurn(agent, binding, instruction)
+          const outcome = yield* childTurn(agent, binding, instruction)
           // What the child's own journal says its requests cost, for the parent's record.
           const journal = yield* Journal
           const path = yield* Path.Path
           const entries = yield* readEntries({ folder: path.dirname(journal.file), task: journal.task })
-          return { answer, usage: totalUsage(entries).withChildren }
+          return { outcome, usage: totalUsage(entries).withChildren }
         })
       )
     const childTurn = (agent: Ids.AgentId, binding: EntryGate.TaskBinding, instruction: string) =>
       Effect.gen(function* () {
         const offer = offers.get(agent) as ChildAgent<RChild>
+        // A child with offers of its own delegates in turn, under the same harness and limits.
+        const delegate = offer.children === undefined ? [] : [yield* level(harness, binding, offer.children, limits)]
         const config = {
-          tools: Tool.registry(...(offer.tools ?? [])),
+          tools: Tool.registry(...(offer.tools ?? []), ...delegate),
           maxSteps: offer.maxSteps ?? defaultChildSteps,
           durable: true as const,
           offload: { threshold: 8_192, readTool: ToolResults.defaultReadToolName, destination: "Private" as const }
         }
         const journal = yield* Journal
-        // A child the parent's crash cut short is finished from its own journal; one that answered is not run again.
-        if (Option.isSome(openTurn(yield* journal.state))) return answerOf((yield* resume(binding, config)).outcome)
-        const done = yield* restoreHistory(binding)
-        if (Option.isSome(done)) return lastAnswer(done.value)
+        const state = yield* journal.state
+        // A child the parent's crash cut short is finished from its own journal; one that answered is not run
+        // again; one cancelled or out of time (its turn abandoned) starts over.
+        if (Option.isSome(openTurn(state))) return answerOf((yield* resume(binding, config)).outcome)
+        if (state.turns.at(-1)?.status === "Closed") {
+          const done = yield* restoreHistory(binding)
+          if (Option.isSome(done)) return lastAnswer(done.value)
+        }
         return answerOf(yield* runTurn(binding, History.make([Model.text("user", instruction)]), config))
       })
     return Tool.make({
@@ -207,30 +304,28 @@ export const tool = <H extends ChildHarness<unknown, unknown, unknown>, RChild =
                 const agent = Ids.AgentId.make(subTask.agent)
                 const task = yield* childTaskId(position.value, index)
                 yield* parentJournal.append({ _tag: "ChildDelegated", turn, step, callId, task, agent })
-                const { answer, usage } = yield* runChild(agent, task, subTask.task)
-                const measured = yield* measureText(Option.getOrElse(answer, () => ""))
+                const { outcome, usage } = yield* timed(
+                  runChild(agent, task, subTask.task),
+                  offers.get(agent)?.timeLimit
+                )
+                const measured = yield* measureText(outcome._tag === "Answered" ? outcome.text : "")
                 yield* parentJournal.append({
                   _tag: "ChildAnswered",
                   turn,
                   step,
                   callId,
                   task,
-                  answered: Option.isSome(answer),
+                  outcome: outcome._tag,
                   size: measured.size,
                   sha256: measured.sha256,
                   usage
                 })
-                return { agent, task, answer }
+                return { agent, task, outcome }
               }),
             { concurrency: maxConcurrent }
           )
           return answers
-            .map(({ agent, answer, task }) =>
-              Option.match(answer, {
-                onNone: () => `[${agent}, task ${task}] gave no answer: it waits for an approval`,
-                onSome: (text) => `[${agent}, task ${task}] ${text}`
-              })
-            )
+            .map(({ agent, outcome, task }) => `[${agent}, task ${task}] ${describeOutcome(outcome)}`)
             .join("\n\n")
         })
     })
