@@ -607,7 +607,7 @@ describe("delegation", () => {
             description: "leads the scouting",
             children: [{ agent: "scout", description: "reads the field notes", tools: [fetchNotes] }]
           },
-          { agent: "critic", description: "reviews a plan", tools: [slow], timeLimit: "100 millis" }
+          { agent: "critic", description: "reviews a plan", tools: [slow], timeLimit: "400 millis" }
         ]
         const deepModel = ScriptedModel.layer((request) => {
           const asked = firstUserText(request)
@@ -653,7 +653,7 @@ describe("delegation", () => {
         assert.include(result?.content, "[lead-scout, task plan-1-child-")
         assert.include(result?.content, "Organize the scouting. done.")
         assert.include(result?.content, "[critic, task plan-1-child-")
-        assert.include(result?.content, "ran out of time (100ms)")
+        assert.include(result?.content, "ran out of time (400ms)")
         const outcomes = entries.flatMap((entry) => (entry._tag === "ChildAnswered" ? [entry.outcome] : []))
         assert.deepStrictEqual([...outcomes].sort(), ["Answered", "TimedOut"])
         const last = lastEntries(path.join(stateDir, NodeTessera.defaultNamespace))
@@ -661,7 +661,11 @@ describe("delegation", () => {
         const grandchildren = Object.keys(last).filter((task) => /^plan-1-child-\w+-child-\w+$/.test(task))
         assert.lengthOf(grandchildren, 1)
         assert.strictEqual(last[grandchildren[0] ?? ""], "TurnClosed")
-        assert.include(Object.values(last), "TurnAbandoned", "the critic's turn was abandoned")
+        // The critic's turn, once open, was abandoned: none is left open or closed (on a loaded machine its time may
+        // run out before it opened one, which leaves no journal at all).
+        const critic = entries.find((entry) => entry._tag === "ChildDelegated" && entry.agent === "critic")
+        const criticTask = critic?._tag === "ChildDelegated" ? critic.task : ""
+        assert.include([undefined, "TurnAbandoned"], last[criticTask], "the critic's turn was abandoned")
         assert.strictEqual(refused._tag, "InvalidInput")
         if (refused._tag === "InvalidInput") assert.strictEqual(refused.field, "children[0].children")
         assert.strictEqual(requests.length, requestsBeforeRefusal, "the refusal sent no request")
