@@ -21,7 +21,6 @@
  * still depends on timing, so a replay aims at the same points, not the same
  * instructions).
  */
-import { spawn } from "node:child_process"
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -31,6 +30,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { DurableFiles } from "@tessera/core"
 import { Journal, type JournalEntry } from "@tessera/runtime"
 import { Effect } from "effect"
+import * as Killable from "./support/killableFixture.ts"
 import { taskId } from "./support/temp.ts"
 
 const child = path.join(import.meta.dirname, "fixtures", "approvalTurns.ts")
@@ -50,61 +50,15 @@ const idempotent: ReadonlyMap<string, boolean> = new Map([
 
 type Host = "careful" | "careless"
 
-/** Where to kill: `delayMs` after the `nth` line starting with `anchor`. */
-interface KillPlan {
-  readonly anchor: "ready" | "deploy-start" | "deploy-effect"
-  readonly nth: number
-  readonly delayMs: number
-}
+type KillPlan = Killable.KillPlan<"ready" | "deploy-start" | "deploy-effect">
 
-interface Run {
-  readonly outcome: "killed" | "done"
-  readonly output: string
-  readonly stderr: string
-}
-
-const runChild = (stateDir: string, turns: number, host: Host, plan: KillPlan | undefined): Promise<Run> =>
-  new Promise((resolve, reject) => {
-    const process_ = spawn(process.execPath, [child, stateDir, String(turns), host], {
-      stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, NODE_COMPILE_CACHE: path.join(stateDir, "..", "compile-cache") }
-    })
-    let output = ""
-    let stderr = ""
-    let armed = false
-    let timer: NodeJS.Timeout | undefined
-    const kill = () => process_.kill("SIGKILL")
-    process_.stdout.on("data", (chunk: Buffer) => {
-      output += chunk.toString()
-      if (plan === undefined || armed) return
-      const seen = output.split("\n").filter((line) => line.startsWith(plan.anchor)).length
-      if (seen < plan.nth) return
-      armed = true
-      if (plan.delayMs === 0) kill()
-      else timer = setTimeout(kill, plan.delayMs)
-    })
-    process_.stderr.on("data", (chunk: Buffer) => {
-      stderr += chunk.toString()
-    })
-    process_.once("exit", (code, signal) => {
-      if (timer !== undefined) clearTimeout(timer)
-      if (code === 0 && output.includes("done")) resolve({ outcome: "done", output, stderr })
-      else if (signal === "SIGKILL") resolve({ outcome: "killed", output, stderr })
-      else reject(new Error(`the child failed (code ${code}, signal ${signal}): ${output}${stderr}`))
-    })
+const runChild = (stateDir: string, turns: number, host: Host, plan: KillPlan | undefined) =>
+  Killable.runFixture({
+    fixture: child,
+    args: [stateDir, String(turns), host],
+    env: { NODE_COMPILE_CACHE: path.join(stateDir, "..", "compile-cache") },
+    kill: plan
   })
-
-/** mulberry32: a small seeded PRNG, so a printed seed replays the same kill plan. */
-const prng = (seed: number) => {
-  let state = seed >>> 0
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0
-    let t = state
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296
-  }
-}
 
 const planFrom = (random: () => number): KillPlan => {
   const pick = random()
@@ -253,7 +207,7 @@ const killAndResume = async (stateDir: string, host: Host, kills: number, plans:
   let resumes = 0
   let lastTurn = 0
   const anchors = new Map<string, number>()
-  const note = (run: Run) => {
+  const note = (run: Killable.FixtureRun) => {
     for (const line of run.output.split("\n")) {
       if (line.startsWith("resumed")) resumes++
       const opened = /^turn (\d+)$/.exec(line)
@@ -289,7 +243,7 @@ describe("approved calls under random kills", () => {
       const lanes = await Promise.all(
         [0, 1].map(async (index) => {
           const stateDir = path.join(root, `lane-${index}`)
-          const random = prng(seed + index)
+          const random = Killable.seededRandom(seed + index)
           const result = await killAndResume(stateDir, "careful", 16, () => planFrom(random))
           return { stateDir, result, evidence: await evidenceOf(stateDir, result.turns) }
         })

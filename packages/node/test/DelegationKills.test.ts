@@ -32,7 +32,6 @@
  * where a kill lands still depends on timing). The negative control runs
  * the same kills on broken wiring (children named afresh on every call).
  */
-import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -40,6 +39,7 @@ import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Journal, type JournalEntry } from "@tessera/runtime"
 import { Effect } from "effect"
+import * as Killable from "./support/killableFixture.ts"
 import { taskId } from "./support/temp.ts"
 
 const fixture = path.join(import.meta.dirname, "fixtures", "delegationCrash.ts")
@@ -48,66 +48,22 @@ type Wiring = "sound" | "renaming"
 const parentTask = "plan-1"
 const journalFolder = (stateDir: string) => path.join(stateDir, "tessera", "volumes", "journal")
 
-/** Where to kill: `delayMs` after the `nth` stdout line starting with `anchor`. */
-interface KillPlan {
-  readonly anchor: "ready" | "run"
-  readonly nth: number
-  readonly delayMs: number
-}
+type KillPlan = Killable.KillPlan<"ready" | "run">
 
-interface Start {
-  readonly outcome: "killed" | "done"
-  readonly output: string
-  readonly stderr: string
-  /** From `ready` to the exit. */
-  readonly workMs: number
-}
-
-const runFixture = (stateDir: string, start: number, wiring: Wiring, plan: KillPlan | undefined): Promise<Start> =>
-  new Promise((resolve, reject) => {
-    const process_ = spawn(process.execPath, [fixture, stateDir, String(start), wiring], {
-      stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, NODE_COMPILE_CACHE: path.join(stateDir, "..", "compile-cache") }
-    })
-    let output = ""
-    let stderr = ""
-    let armed = false
-    let readyAt: number | undefined
-    let timer: NodeJS.Timeout | undefined
-    const kill = () => process_.kill("SIGKILL")
-    process_.stdout.on("data", (chunk: Buffer) => {
-      output += chunk.toString()
-      if (readyAt === undefined && output.includes("ready\n")) readyAt = Date.now()
-      if (plan === undefined || armed) return
-      const seen = output.split("\n").filter((line) => line.startsWith(plan.anchor)).length
-      if (seen < plan.nth) return
-      armed = true
-      if (plan.delayMs === 0) kill()
-      else timer = setTimeout(kill, plan.delayMs)
-    })
-    process_.stderr.on("data", (chunk: Buffer) => {
-      stderr += chunk.toString()
-    })
-    process_.once("exit", (code, signal) => {
-      if (timer !== undefined) clearTimeout(timer)
-      const workMs = readyAt === undefined ? 0 : Date.now() - readyAt
-      if (code === 0 && output.includes("\ndone ")) resolve({ outcome: "done", output, stderr, workMs })
-      else if (signal === "SIGKILL") resolve({ outcome: "killed", output, stderr, workMs })
-      else reject(new Error(`the fixture failed (code ${code}, signal ${signal}): ${output}${stderr}`))
-    })
+const runFixture = (
+  stateDir: string,
+  start: number,
+  wiring: Wiring,
+  plan: KillPlan | undefined
+): Promise<Killable.FixtureRun> =>
+  Killable.runFixture({
+    fixture,
+    args: [stateDir, String(start), wiring],
+    env: { NODE_COMPILE_CACHE: path.join(stateDir, "..", "compile-cache") },
+    kill: plan,
+    // The fixture ends with a line `done <answer as JSON>`.
+    doneMarker: "\ndone "
   })
-
-/** mulberry32: a small seeded PRNG, so a printed seed replays the same kill plan. */
-const prng = (seed: number) => {
-  let state = seed >>> 0
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0
-    let t = state
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296
-  }
-}
 
 /** Half the kills anywhere in the run (up to its uninterrupted length), half inside a child's tool call. */
 const planFrom = (random: () => number, workMs: number): KillPlan =>
@@ -308,7 +264,7 @@ const phaseAt = (stateDir: string) => {
     : "children running"
 }
 
-const answerOf = (start: Start) => {
+const answerOf = (start: Killable.FixtureRun) => {
   const line = start.output.split("\n").find((text) => text.startsWith("done ")) ?? "done null"
   return JSON.parse(line.slice("done ".length)) as string
 }
@@ -381,7 +337,7 @@ describe("delegation under random kills", () => {
       // Two lanes of trials side by side, each with its own stream of kill points, until each made 25 kills.
       const lanes = await Promise.all(
         [0, 1].map(async (lane) => {
-          const random = prng(seed + lane)
+          const random = Killable.seededRandom(seed + lane)
           const trials: Array<Awaited<ReturnType<typeof trial>> & { readonly stateDir: string }> = []
           let kills = 0
           while (kills < 25) {

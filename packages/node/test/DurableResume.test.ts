@@ -13,7 +13,6 @@
  * - A call in flight at a crash is reported, and runs again only for an
  *   idempotent tool; otherwise it waits for the host.
  */
-import { spawn } from "node:child_process"
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -36,39 +35,18 @@ import {
 } from "@tessera/runtime"
 import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Option, Schema } from "effect"
+import * as Killable from "./support/killableFixture.ts"
 import { agentId, nodeLayer, taskId, tempDir } from "./support/temp.ts"
 
 const child = path.join(import.meta.dirname, "fixtures", "durableTurns.ts")
 
-interface Run {
-  readonly outcome: "killed" | "done"
-  readonly output: string
-}
-
 /** Starts the child; kills it `killAfterMs` after it is ready (never when `undefined`). */
-const runChild = (stateDir: string, turns: number, killAfterMs: number | undefined): Promise<Run> =>
-  new Promise((resolve, reject) => {
-    const process_ = spawn(process.execPath, [child, stateDir, String(turns)], {
-      stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, NODE_COMPILE_CACHE: path.join(stateDir, "..", "compile-cache") }
-    })
-    let output = ""
-    let timer: NodeJS.Timeout | undefined
-    process_.stdout.on("data", (chunk: Buffer) => {
-      output += chunk.toString()
-      if (killAfterMs !== undefined && timer === undefined && output.includes("ready")) {
-        timer = setTimeout(() => process_.kill("SIGKILL"), killAfterMs)
-      }
-    })
-    process_.stderr.on("data", (chunk: Buffer) => {
-      output += chunk.toString()
-    })
-    process_.once("exit", (code, signal) => {
-      if (timer !== undefined) clearTimeout(timer)
-      if (code === 0 && output.includes("done")) resolve({ outcome: "done", output })
-      else if (signal === "SIGKILL") resolve({ outcome: "killed", output })
-      else reject(new Error(`the child failed (code ${code}, signal ${signal}): ${output}`))
-    })
+const runChild = (stateDir: string, turns: number, killAfterMs: number | undefined) =>
+  Killable.runFixture({
+    fixture: child,
+    args: [stateDir, String(turns)],
+    env: { NODE_COMPILE_CACHE: path.join(stateDir, "..", "compile-cache") },
+    kill: killAfterMs === undefined ? undefined : Killable.afterReady(killAfterMs)
   })
 
 const readJournal = (stateDir: string) =>
@@ -179,7 +157,7 @@ describe("durable resume", () => {
       let retried = 0
       let inFlightReported = 0
       for (const [index, stateDir] of lanes.entries()) {
-        const final = finals[index] as Run
+        const final = finals[index] as Killable.FixtureRun
         assert.strictEqual(final.outcome, "done")
         assert.strictEqual(finalDigest(final.output), finalDigest(uncrashed.output), "the same conversation")
         const entries = await readJournal(stateDir)

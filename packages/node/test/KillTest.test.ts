@@ -3,7 +3,6 @@
  * compaction on a disk folder and is killed with SIGKILL at random points,
  * then started again, 30 times; finally it runs to the end.
  */
-import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -12,16 +11,12 @@ import { assert, describe, it } from "@effect/vitest"
 import { DurableFiles, Ids } from "@tessera/core"
 import { Journal } from "@tessera/runtime"
 import { Effect, Schema } from "effect"
+import * as Killable from "./support/killableFixture.ts"
 
 const child = path.join(import.meta.dirname, "fixtures", "crashTurns.ts")
 /** Turns the task starts with; when a run ends before every kill was made, the task gets more. */
 const firstTurns = 6
 const bodyBytes = 40_000
-
-interface Run {
-  readonly outcome: "killed" | "done"
-  readonly output: string
-}
 
 /** Starts the child; kills it `killAfterMs` after it is ready (never when `undefined`). */
 const runChild = (
@@ -29,28 +24,11 @@ const runChild = (
   turns: number,
   killAfterMs: number | undefined,
   durability: "per-entry" | "group-commit"
-): Promise<Run> =>
-  new Promise((resolve, reject) => {
-    const process_ = spawn(process.execPath, [child, stateDir, String(turns), durability], {
-      stdio: ["ignore", "pipe", "pipe"]
-    })
-    let output = ""
-    let timer: NodeJS.Timeout | undefined
-    process_.stdout.on("data", (chunk: Buffer) => {
-      output += chunk.toString()
-      if (killAfterMs !== undefined && timer === undefined && output.includes("ready")) {
-        timer = setTimeout(() => process_.kill("SIGKILL"), killAfterMs)
-      }
-    })
-    process_.stderr.on("data", (chunk: Buffer) => {
-      output += chunk.toString()
-    })
-    process_.once("exit", (code, signal) => {
-      if (timer !== undefined) clearTimeout(timer)
-      if (code === 0 && output.includes("done")) resolve({ outcome: "done", output })
-      else if (signal === "SIGKILL") resolve({ outcome: "killed", output })
-      else reject(new Error(`the child failed (code ${code}, signal ${signal}): ${output}`))
-    })
+) =>
+  Killable.runFixture({
+    fixture: child,
+    args: [stateDir, String(turns), durability],
+    kill: killAfterMs === undefined ? undefined : Killable.afterReady(killAfterMs)
   })
 
 /** Every file below `folder`, relative, with temporary names apart. */
