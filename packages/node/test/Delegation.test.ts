@@ -25,7 +25,7 @@ import {
   VolumeStore
 } from "@tessera/runtime"
 import { ScriptedModel } from "@tessera/runtime/testing"
-import { Deferred, Effect, Fiber, Option, Schema } from "effect"
+import { Deferred, Effect, Fiber, Option, Schema, Tracer } from "effect"
 import { sharingHarness } from "./support/sharingHarness.ts"
 import { agentId, taskId, tempDir } from "./support/temp.ts"
 
@@ -268,6 +268,36 @@ const artifactsOrSummaries = (folder: string, volume: string) => {
         .flatMap((entry) => (entry.isFile() ? [entry.name] : []))
     : []
 }
+
+/** `body` under a tracer that records every span it makes. */
+const traced = <A, E, R>(body: Effect.Effect<A, E, R>) => {
+  const spans: Array<Tracer.Span> = []
+  const tracer = Tracer.make({
+    span(options) {
+      const span = Tracer.nativeTracer.span(options)
+      spans.push(span)
+      return span
+    }
+  })
+  return Effect.map(Effect.withTracer(body, tracer), (result) => ({ result, spans }))
+}
+
+/** The spans from `span` up to its root, by name and task. */
+const ancestry = (span: Tracer.AnySpan | undefined): ReadonlyArray<string> => {
+  const chain: Array<string> = []
+  for (let at = span; at !== undefined; at = at._tag === "Span" ? Option.getOrUndefined(at.parent) : undefined) {
+    chain.push(at._tag === "Span" ? `${at.name}@${String(at.attributes.get("tessera.task") ?? "")}` : "external")
+  }
+  return chain
+}
+
+/** The chain above each child's turn span: where a child's work shows in the parent's trace. */
+const childTurnChains = (spans: ReadonlyArray<Tracer.Span>) =>
+  spans
+    .filter(
+      (span) => span.name === "Executor.runTurn" && String(span.attributes.get("tessera.task")).includes("-child-")
+    )
+    .map((span) => ancestry(span))
 
 describe("delegation", () => {
   it.effect(
@@ -669,6 +699,55 @@ describe("delegation", () => {
         assert.strictEqual(refused._tag, "InvalidInput")
         if (refused._tag === "InvalidInput") assert.strictEqual(refused.field, "children[0].children")
         assert.strictEqual(requests.length, requestsBeforeRefusal, "the refusal sent no request")
+      }).pipe(Effect.scoped)
+  )
+
+  it.effect(
+    "delegation_spans_nest: each child's turn span lies under the parent's delegate call span, inside the parent's turn",
+    () =>
+      Effect.gen(function* () {
+        const { spans } = yield* traced(delegateOnce(yield* tempDir))
+        const chains = childTurnChains(spans)
+        assert.lengthOf(chains, 2)
+        for (const chain of chains) {
+          assert.include(chain, "Executor.toolCall@plan-1")
+          assert.include(chain, "Executor.runTurn@plan-1")
+        }
+      }).pipe(Effect.scoped)
+  )
+
+  it.effect(
+    "delegation_spans_nest negative control: a host that starts each child's work as a root span cuts it off the parent's trace",
+    () =>
+      Effect.gen(function* () {
+        const stateDir = yield* tempDir
+        const { spans } = yield* traced(
+          Effect.scoped(
+            Effect.gen(function* () {
+              const tessera = yield* NodeTessera.open({ folder: stateDir, agent: "lead", redactor: Option.none() })
+              const rooted: typeof tessera.harness = {
+                ...tessera.harness,
+                withChild: (parent, child, body) =>
+                  tessera.harness.withChild(parent, child, (binding) =>
+                    Effect.withSpan(body(binding), "detached child", { root: true })
+                  )
+              }
+              return yield* tessera.harness.withTask(taskId("plan-1"), (parent) =>
+                Effect.gen(function* () {
+                  const delegate = yield* Delegation.tool(rooted, parent, children)
+                  return yield* TaskExecution.runTurn(parent, History.make([Model.text("user", "Plan the survey.")]), {
+                    tools: Tool.registry(delegate),
+                    maxSteps: 4,
+                    durable: true
+                  })
+                })
+              )
+            })
+          ).pipe(Effect.provide(model), Effect.provide(NodeTessera.layer))
+        )
+        const chains = childTurnChains(spans)
+        assert.lengthOf(chains, 2)
+        for (const chain of chains) assert.notInclude(chain, "Executor.toolCall@plan-1")
       }).pipe(Effect.scoped)
   )
 })

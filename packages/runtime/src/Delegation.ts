@@ -26,8 +26,9 @@
  *   ({@link defaultLimits}); each child within its offer's `maxSteps` and
  *   `timeLimit` (past it, its turn is interrupted and abandoned, and the
  *   result says so).
- * - **Cancelled together.** Children run inside the call: interrupting the
- *   parent interrupts them, and every turn is abandoned.
+ * - **Cancelled together, traced together.** Children run inside the call:
+ *   interrupting the parent interrupts them, and every turn is abandoned;
+ *   each child's spans nest under the call's span.
  *
  * A child gets the tools its offer lists, and a `delegate` of its own when
  * its offer lists children in turn.
