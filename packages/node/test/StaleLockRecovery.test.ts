@@ -320,10 +320,11 @@ describe("issue 37: a stale namespace lock is recovered on open", () => {
         const stateDir = yield* tempDir
         const file = lockFileOf(stateDir)
         const local = NamespaceLock.localIdentity()
-        // `sleep 0` exits at once; its parent became `sleep 30` by exec, which never reaps it.
+        // `sleep 1` exits a second later, when its parent has become `sleep 30` by exec, which never reaps it. (A
+        // child that exits before the exec may be reaped by the shell first, and leaves no zombie to test with.)
         const parent = yield* Effect.acquireRelease(
           Effect.sync(() =>
-            spawn("sh", ["-c", "sleep 0 & echo $!; exec sleep 30"], { stdio: ["ignore", "pipe", "ignore"] })
+            spawn("sh", ["-c", "sleep 1 & echo $!; exec sleep 30"], { stdio: ["ignore", "pipe", "ignore"] })
           ),
           (child) => Effect.sync(() => child.kill("SIGKILL"))
         )
@@ -334,7 +335,7 @@ describe("issue 37: a stale namespace lock is recovered on open", () => {
             })
         )
         const isZombie = () => /\) Z /.test(fs.readFileSync(`/proc/${zombie}/stat`, "utf8"))
-        for (let waited = 0; !isZombie() && waited < 100; waited++) yield* Effect.sleep("20 millis")
+        for (let waited = 0; !isZombie() && waited < 250; waited++) yield* Effect.sleep("20 millis")
         assert.isTrue(isZombie(), "the child is a zombie")
         assert.isTrue(NamespaceLock.isProcessAlive(zombie), "kill(pid, 0) alone calls it alive")
 
