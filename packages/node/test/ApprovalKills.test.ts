@@ -23,7 +23,6 @@
  */
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
@@ -31,7 +30,7 @@ import { DurableFiles } from "@tessera/core"
 import { Journal, type JournalEntry } from "@tessera/runtime"
 import { Effect } from "effect"
 import * as Killable from "./support/killableFixture.ts"
-import { taskId } from "./support/temp.ts"
+import { taskId, withRoot } from "./support/temp.ts"
 
 const child = path.join(import.meta.dirname, "fixtures", "approvalTurns.ts")
 // Where the child keeps the task (see the fixture).
@@ -187,15 +186,6 @@ const temporaryNames = (stateDir: string): ReadonlyArray<string> =>
   fs
     .readdirSync(volumes(stateDir), { recursive: true, encoding: "utf8" })
     .filter((name) => DurableFiles.isTemporaryName(path.basename(name)))
-
-const withRoot = async <A>(prefix: string, body: (root: string) => Promise<A>): Promise<A> => {
-  const root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), prefix)))
-  try {
-    return await body(root)
-  } finally {
-    fs.rmSync(root, { recursive: true, force: true })
-  }
-}
 
 /**
  * Runs, killing per `plans`, until `kills` kills were made (with no end in

@@ -25,7 +25,8 @@ import {
   VolumeStore
 } from "@tessera/runtime"
 import { ScriptedModel } from "@tessera/runtime/testing"
-import { Deferred, Effect, Fiber, Option, Schema, Tracer } from "effect"
+import { Deferred, Effect, Fiber, Option, Schema, type Tracer } from "effect"
+import { recordSpans } from "./runtime/support/spans.ts"
 import { sharingHarness } from "./support/sharingHarness.ts"
 import { agentId, taskId, tempDir } from "./support/temp.ts"
 
@@ -269,17 +270,10 @@ const artifactsOrSummaries = (folder: string, volume: string) => {
     : []
 }
 
-/** `body` under a tracer that records every span it makes. */
+/** `body` under a tracer that records every span it makes, with the spans it made by name. */
 const traced = <A, E, R>(body: Effect.Effect<A, E, R>) => {
-  const spans: Array<Tracer.Span> = []
-  const tracer = Tracer.make({
-    span(options) {
-      const span = Tracer.nativeTracer.span(options)
-      spans.push(span)
-      return span
-    }
-  })
-  return Effect.map(Effect.withTracer(body, tracer), (result) => ({ result, spans }))
+  const { named, tracer } = recordSpans()
+  return Effect.map(Effect.withTracer(body, tracer), (result) => ({ result, named }))
 }
 
 /** The spans from `span` up to its root, by name and task. */
@@ -292,11 +286,9 @@ const ancestry = (span: Tracer.AnySpan | undefined): ReadonlyArray<string> => {
 }
 
 /** The chain above each child's turn span: where a child's work shows in the parent's trace. */
-const childTurnChains = (spans: ReadonlyArray<Tracer.Span>) =>
-  spans
-    .filter(
-      (span) => span.name === "Executor.runTurn" && String(span.attributes.get("tessera.task")).includes("-child-")
-    )
+const childTurnChains = (named: (name: string) => ReadonlyArray<Tracer.Span>) =>
+  named("Executor.runTurn")
+    .filter((span) => String(span.attributes.get("tessera.task")).includes("-child-"))
     .map((span) => ancestry(span))
 
 describe("delegation", () => {
@@ -706,8 +698,8 @@ describe("delegation", () => {
     "delegation_spans_nest: each child's turn span lies under the parent's delegate call span, inside the parent's turn",
     () =>
       Effect.gen(function* () {
-        const { spans } = yield* traced(delegateOnce(yield* tempDir))
-        const chains = childTurnChains(spans)
+        const { named } = yield* traced(delegateOnce(yield* tempDir))
+        const chains = childTurnChains(named)
         assert.lengthOf(chains, 2)
         for (const chain of chains) {
           assert.include(chain, "Executor.toolCall@plan-1")
@@ -721,7 +713,7 @@ describe("delegation", () => {
     () =>
       Effect.gen(function* () {
         const stateDir = yield* tempDir
-        const { spans } = yield* traced(
+        const { named } = yield* traced(
           Effect.scoped(
             Effect.gen(function* () {
               const tessera = yield* NodeTessera.open({ folder: stateDir, agent: "lead", redactor: Option.none() })
@@ -745,7 +737,7 @@ describe("delegation", () => {
             })
           ).pipe(Effect.provide(model), Effect.provide(NodeTessera.layer))
         )
-        const chains = childTurnChains(spans)
+        const chains = childTurnChains(named)
         assert.lengthOf(chains, 2)
         for (const chain of chains) assert.notInclude(chain, "Executor.toolCall@plan-1")
       }).pipe(Effect.scoped)

@@ -33,14 +33,13 @@
  * the same kills on broken wiring (children named afresh on every call).
  */
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Journal, type JournalEntry } from "@tessera/runtime"
 import { Effect } from "effect"
 import * as Killable from "./support/killableFixture.ts"
-import { taskId } from "./support/temp.ts"
+import { taskId, withRoot } from "./support/temp.ts"
 
 const fixture = path.join(import.meta.dirname, "fixtures", "delegationCrash.ts")
 type Wiring = "sound" | "renaming"
@@ -286,15 +285,6 @@ const trial = async (stateDir: string, wiring: Wiring, maxKills: number, plans: 
     }
     kills++
     phases.push(phaseAt(stateDir))
-  }
-}
-
-const withRoot = async <A>(prefix: string, body: (root: string) => Promise<A>): Promise<A> => {
-  const root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), prefix)))
-  try {
-    return await body(root)
-  } finally {
-    fs.rmSync(root, { recursive: true, force: true })
   }
 }
 

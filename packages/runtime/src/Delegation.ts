@@ -89,13 +89,6 @@ export {
    */
   type ChildAgent,
   /**
-   * One child's answer: its agent, its task and its answer text.
-   *
-   * @since 0.1.0
-   * @category models
-   */
-  type ChildAnswer,
-  /**
    * What a host gives delegation: `withChild(parent, { agent, task },
    * body)` binds the child task for the child agent (its own scope, its own
    * agent-private volume, its own journal) and runs `body` with its

@@ -18,5 +18,15 @@ export const tempDir = Effect.acquireRelease(
 /** Node file system, path, and durable files. */
 export const nodeLayer = Layer.merge(NodeServices.layer, NodeDurableFiles.layer)
 
+/** A fresh temporary folder (real path) for a promise-based test, removed when `body` settles. */
+export const withRoot = async <A>(prefix: string, body: (root: string) => Promise<A>): Promise<A> => {
+  const root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), prefix)))
+  try {
+    return await body(root)
+  } finally {
+    fs.rmSync(root, { recursive: true, force: true })
+  }
+}
+
 export const agentId = Schema.decodeUnknownSync(Ids.AgentId)
 export const taskId = Schema.decodeUnknownSync(Ids.TaskId)

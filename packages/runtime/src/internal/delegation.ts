@@ -79,13 +79,6 @@ type ErrorOf<H> = Declared<H> extends { readonly error: (_: never) => infer E } 
 type RequiresOf<H> = Declared<H> extends { readonly requires: (_: never) => infer R } ? R : never
 type ProvidesOf<H> = Declared<H> extends { readonly provides: (_: never) => infer P } ? P : never
 
-/** What one child of a call answered, and which task holds its work. */
-export interface ChildAnswer {
-  readonly agent: Ids.AgentId
-  readonly task: Ids.TaskId
-  readonly answer: string
-}
-
 const entry = "Delegation.tool"
 
 /**
