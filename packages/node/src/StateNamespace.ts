@@ -18,14 +18,11 @@ import * as nodePath from "node:path"
 import * as DurableFiles from "@tessera/core/DurableFiles"
 import type * as HostAuthority from "@tessera/core/HostAuthority"
 import * as Ids from "@tessera/core/Ids"
-import type * as InvalidInput from "@tessera/core/InvalidInput"
-import * as Volume from "@tessera/core/Volume"
 import * as TaskHost from "@tessera/runtime/TaskHost"
 import * as VolumeStore from "@tessera/runtime/VolumeStore"
 import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
 import type * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
 import * as Path from "effect/Path"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
@@ -121,21 +118,21 @@ export class InvalidNamespace extends Schema.TaggedError<InvalidNamespace>()("In
 
 /**
  * A standard volume already exists with another kind or owner than the host
- * needs (for example created by hand, or by another agent whose id shares a
- * long prefix). Its metadata was left untouched.
+ * needs; its metadata was left untouched. The runtime's
+ * `VolumeStore.VolumeConflict`.
  *
  * @since 0.1.0
  * @category errors
  */
-export class VolumeConflict extends Schema.TaggedError<VolumeConflict>()("VolumeConflict", {
-  volume: Volume.VolumeRef,
-  expected: Volume.VolumeDescriptor,
-  found: Volume.VolumeDescriptor
-}) {
-  override get message(): string {
-    return `volume ${Volume.formatVolumeRef(this.volume)} exists as ${this.found.kind} owned by ${Volume.formatOwner(this.found.owner)}, but this host needs ${this.expected.kind} owned by ${Volume.formatOwner(this.expected.owner)}`
-  }
-}
+export const VolumeConflict = VolumeStore.VolumeConflict
+
+/**
+ * See {@link VolumeConflict}.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export type VolumeConflict = VolumeStore.VolumeConflict
 
 /**
  * Options of {@link open}.
@@ -266,25 +263,9 @@ export const open = Effect.fnUntraced(function* (
 /**
  * Makes sure the store holds `volume` with exactly this kind and owner:
  * creates it when missing, accepts it when it matches, and fails
- * {@link VolumeConflict} otherwise.
+ * {@link VolumeConflict} otherwise (`VolumeStore.ensure`).
  *
  * @since 0.1.0
  * @category volumes
  */
-export const ensureVolume = Effect.fnUntraced(function* (
-  store: VolumeStore.VolumeStore,
-  volume: VolumeStore.CreateVolume
-): Effect.fn.Return<
-  Volume.VolumeRef,
-  VolumeConflict | InvalidInput.InvalidInput | VolumeStore.VolumeMetadataInvalid | VolumeStore.StoreIoError
-> {
-  const expected: Volume.VolumeDescriptor = { id: volume.id, kind: volume.kind, owner: volume.owner }
-  const { ref, found } = yield* VolumeStore.createOrFind(store, volume)
-  if (Option.isSome(found) && !sameFacts(found.value, expected)) {
-    return yield* new VolumeConflict({ volume: ref, expected, found: found.value })
-  }
-  return ref
-})
-
-const sameFacts = (a: Volume.VolumeDescriptor, b: Volume.VolumeDescriptor): boolean =>
-  a.kind === b.kind && Volume.sameOwner(a.owner, b.owner)
+export const ensureVolume = VolumeStore.ensure

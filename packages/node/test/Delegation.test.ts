@@ -315,7 +315,7 @@ describe("delegation", () => {
         assert.lengthOf(pointed, 1)
         const childTasks = fs
           .readdirSync(path.join(folder, VolumeStore.volumesFolder))
-          .filter((volume) => volume.startsWith("plan-1-child-"))
+          .filter((volume) => volume.startsWith("plan-1-child-") && volume.endsWith("-scratch"))
         assert.lengthOf(childTasks, 2)
         assert.isTrue(
           childTasks.some((volume) => artifactsOf(folder, volume).some((body) => body.includes(childMarker)))
@@ -533,7 +533,7 @@ describe("delegation", () => {
         ).pipe(Effect.provide(model), Effect.provide(NodeTessera.layer))
         const childVolumes = fs
           .readdirSync(path.join(folder, VolumeStore.volumesFolder))
-          .filter((volume) => volume.startsWith("plan-1-child-"))
+          .filter((volume) => volume.startsWith("plan-1-child-") && volume.endsWith("-scratch"))
         assert.lengthOf(childVolumes, 2)
         assert.isTrue(
           childVolumes.some((volume) => artifactsOf(folder, volume).some((body) => body.includes(childMarker)))

@@ -12,11 +12,17 @@
  *   agent; its summaries and offloaded results land there), its own
  *   journal. Its turns are durable, with offload and compaction on, under
  *   the redactor and model in scope.
- * - **Only the answer crosses.** The child's answer is the call's result:
- *   it reaches the parent through the parent's own result pipeline
- *   (offloaded to the parent's private volume when large, scrubbed). The
- *   child's private volume is another agent's: the parent's read tool
- *   passes it over, its pointers name nothing the parent can open.
+ * - **Only the answer and what the child publishes cross.** The child's
+ *   answer is the call's result: it reaches the parent through the parent's
+ *   own result pipeline (offloaded to the parent's private volume when
+ *   large, scrubbed). A child bound with an output volume gets a `publish`
+ *   tool ({@link publishToolName}) that writes there and nowhere else; the
+ *   parent's call reads each published file back, believes it only when its
+ *   size and digest are what the child's journal recorded
+ *   ({@link PublishedArtifactChanged} otherwise), copies it into the
+ *   parent's private volume and gives the model the copy's pointer. The
+ *   child's private volume is another agent's: the parent's read tool passes
+ *   it over, its pointers name nothing the parent can open.
  * - **Resumable.** The tool is idempotent: run again after a crash, the
  *   call finds its children by name; a child with an open turn is finished
  *   from its own journal, one that answered is not run again (its answer is
@@ -76,7 +82,82 @@
  *
  * @since 0.1.0
  */
+
 export {
+  /**
+   * The most bytes one published file holds: 1 MiB. A larger one is
+   * refused `TooLarge` and nothing is written.
+   *
+   * @since 0.1.0
+   * @category defaults
+   */
+  maxPublishedBytes,
+  /**
+   * A published file read back by the parent's call is not what the child's
+   * journal recorded (another size or digest, unreadable, or a journal entry
+   * naming a place the publish tool never writes): corruption is loud, the
+   * call fails and nothing of that file reaches the parent.
+   *
+   * @since 0.1.0
+   * @category errors
+   */
+  PublishedArtifactChanged,
+  /**
+   * Why `publish` refused: the task has no output binding
+   * (`NoOutputBinding`), the name is no plain file name (`InvalidName`), the
+   * request gives both or neither of `text` and `artifact`
+   * (`InvalidRequest`), there is nothing to publish (`Empty`), it is over
+   * {@link maxPublishedBytes} (`TooLarge`), the name is published already
+   * by another call (`AlreadyPublished`), the artifact named cannot be read
+   * by the task (`ArtifactUnreadable`), or the write was refused
+   * (`WriteRefused`: the host's path policy, a link in the way, a failed
+   * write).
+   *
+   * @since 0.1.0
+   * @category errors
+   */
+  PublishProblem,
+  /**
+   * A refused publication, with the name asked for and why
+   * ({@link PublishProblem}); the model reads its message as the call's
+   * failed result. Nothing was written and nothing journaled.
+   *
+   * @since 0.1.0
+   * @category errors
+   */
+  PublishRefused,
+  /**
+   * The child's publish tool's name: `publish`. Its input is `{ name, text }`
+   * or `{ name, artifact }` (the path of one of the child's own artifacts, as
+   * its pointer names it); the file lands at `artifacts/published/<name>` of
+   * the child's output volume, scrubbed by the host's redactor, under its
+   * final name only once complete, journaled in the child's journal as an
+   * `ArtifactOffloaded` into the output volume. Each name is published once
+   * per child (a resumed call rewrites the same bytes).
+   *
+   * @since 0.1.0
+   * @category naming
+   */
+  publishToolName
+} from "./internal/childOutput.ts"
+export {
+  /**
+   * Binds the child task of a delegation, for a host's `withChild`: after
+   * the parent's entry gate admits `Delegate` (a forged or copied parent
+   * binding is refused before any volume exists), on the parent's runtime,
+   * with a scope issued to the child agent and holding exactly two grants:
+   * read and write on its own agent-private volume (created on first use,
+   * owned by the child agent: its summaries and offloaded results land
+   * there), and write on its output volume (created on first use, owned by
+   * the host: what it publishes lands there, and the parent's delegation
+   * reads it). Nothing of the parent's scope is inherited. A volume of the
+   * child's names that exists with other facts fails `VolumeConflict`.
+   * Names: {@link childVolumes}.
+   *
+   * @since 0.1.0
+   * @category binding
+   */
+  bindChild,
   /**
    * A child agent a host offers: its id (an identifier), what it does (the
    * model reads it in the tool's description), its tools, its step budget
@@ -118,6 +199,15 @@ export {
    * @category naming
    */
   childTaskId,
+  /**
+   * The volumes of a child task: `private` (`<task>-scratch`, agent-private
+   * to the child agent) and `output` (`<task>-output`, the output binding
+   * its parent reads), the task id cut so each stays an identifier.
+   *
+   * @since 0.1.0
+   * @category naming
+   */
+  childVolumes,
   /**
    * The steps a child's turn may take when its offer names none: 8.
    *

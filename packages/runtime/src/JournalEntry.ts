@@ -464,8 +464,10 @@ export {
   /**
    * A delegated child task ended its turn (`outcome`: `Answered`, or
    * `AwaitingApproval` of its own, or `TimedOut`): the size and digest of the
-   * answer the call's result carries, and the usage the child's journal records. A call run again on
-   * resume records it again; the last one stands.
+   * answer the call's result carries, the usage the child's journal records,
+   * and each file it published (`published`: name, size, digest, as its
+   * journal recorded them and its output volume held them). A call run again
+   * on resume records it again; the last one stands.
    *
    * @since 0.1.0
    * @category entries
@@ -474,8 +476,9 @@ export {
   /**
    * A call of the current step (`Delegation`'s `delegate`) runs a sub-task
    * as child task `task` of agent `agent`, whose journal, scope and private
-   * volume are its own. Recorded each time the call starts or resumes the
-   * child, before the child's first request.
+   * volume are its own, with `output` its output binding (the volume it
+   * publishes to, when it has one). Recorded each time the call starts or
+   * resumes the child, once it is bound and before its first request.
    *
    * @since 0.1.0
    * @category entries

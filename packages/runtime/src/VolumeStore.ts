@@ -545,3 +545,48 @@ export const createOrFind = (
     )
     return { ref, found: created ? Option.none() : yield* store.custody(ref) }
   })
+
+/**
+ * A volume a host needs already exists with another kind or owner (made by
+ * hand, or by another agent whose id shares a long prefix). Its metadata
+ * was left untouched, and nothing was bound to it.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class VolumeConflict extends Schema.TaggedError<VolumeConflict>()("VolumeConflict", {
+  volume: Volume.VolumeRef,
+  expected: Volume.VolumeDescriptor,
+  found: Volume.VolumeDescriptor
+}) {
+  override get message(): string {
+    return `volume ${Volume.formatVolumeRef(this.volume)} exists as ${this.found.kind} owned by ${Volume.formatOwner(this.found.owner)}, but this host needs ${this.expected.kind} owned by ${Volume.formatOwner(this.expected.owner)}`
+  }
+}
+
+/**
+ * The volume with exactly these facts: created when missing
+ * ({@link createOrFind}), found when registered with the same kind and
+ * owner, and `VolumeConflict` when registered with others (a volume of
+ * another agent is never taken for this one's).
+ *
+ * @since 0.1.0
+ * @category volumes
+ */
+export const ensure = Effect.fnUntraced(function* (
+  store: VolumeStore,
+  volume: CreateVolume
+): Effect.fn.Return<
+  Volume.VolumeRef,
+  VolumeConflict | InvalidInput.InvalidInput | VolumeMetadataInvalid | StoreIoError
+> {
+  const expected: Volume.VolumeDescriptor = { id: volume.id, kind: volume.kind, owner: volume.owner }
+  const { found, ref } = yield* createOrFind(store, volume)
+  if (
+    Option.isSome(found) &&
+    !(found.value.kind === expected.kind && Volume.sameOwner(found.value.owner, expected.owner))
+  ) {
+    return yield* new VolumeConflict({ volume: ref, expected, found: found.value })
+  }
+  return ref
+})

@@ -10,7 +10,7 @@ import * as Ids from "@tessera/core/Ids"
 import * as InvalidInput from "@tessera/core/InvalidInput"
 import type * as Unauthorized from "@tessera/core/Unauthorized"
 import * as Volume from "@tessera/core/Volume"
-import type * as Delegation from "@tessera/runtime/Delegation"
+import * as Delegation from "@tessera/runtime/Delegation"
 import * as EntryGate from "@tessera/runtime/EntryGate"
 import type * as FilesystemTaskRuntime from "@tessera/runtime/FilesystemTaskRuntime"
 import * as Journal from "@tessera/runtime/Journal"
@@ -20,7 +20,7 @@ import type * as VolumeStore from "@tessera/runtime/VolumeStore"
 import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
+import type * as Option from "effect/Option"
 import * as Path from "effect/Path"
 import * as Semaphore from "effect/Semaphore"
 import * as NamespaceLock from "../NamespaceLock.ts"
@@ -124,13 +124,10 @@ export interface HostTasks
   >
 }
 
-/** The agent-private scratch volume a task creates for itself. */
-export const taskScratchId = (task: Ids.TaskId): Ids.VolumeId =>
-  Ids.VolumeId.make(`${task.slice(0, 128 - "-scratch".length)}-scratch`)
+/** The agent-private scratch volume a task creates for itself: named as a delegation's child names its own. */
+export const taskScratchId = (task: Ids.TaskId): Ids.VolumeId => Delegation.childVolumes(task).private
 
 const decodeTask = InvalidInput.decode(Ids.TaskId, "withTask", "task")
-const decodeChildAgent = InvalidInput.decode(Ids.AgentId, "withChild", "child.agent")
-const decodeChildTask = InvalidInput.decode(Ids.TaskId, "withChild", "child.task")
 
 /** The task helpers of a host, with the facts of its namespace and runtime it exposes beside them. */
 export const makeHostTasks = (input: HostTasksInput): HostTasks & HostFacts => {
@@ -239,29 +236,25 @@ export const makeHostTasks = (input: HostTasksInput): HostTasks & HostFacts => {
         )
       )
     )
-  // A child task of a delegation: bound for the child agent with a scope of its own (its own agent-private
-  // volume, created on first use, and nothing of the parent's) and no output binding, and run with its journal.
+  // A child task of a delegation, bound by the runtime's one child binder, and run with its journal.
   const withChild = <A, E, R>(
     parent: EntryGate.TaskBinding,
     child: { readonly agent: Ids.AgentId; readonly task: Ids.TaskId },
     body: (binding: EntryGate.TaskBinding) => Effect.Effect<A, E, R>
   ) =>
-    Effect.gen(function* () {
-      yield* EntryGate.admitBinding(parent, "Delegate")
-      const agent = yield* decodeChildAgent(child.agent)
-      const task = yield* decodeChildTask(child.task)
-      const created = yield* StateNamespace.ensureVolume(store, {
-        id: taskScratchId(task),
-        kind: "AgentPrivate",
-        owner: Volume.agentOwner(agent)
-      })
-      const scope = yield* input.runtime.host.issueScope(task, [{ volume: created, access: ["read", "write"] }], agent)
-      const context = yield* input.runtime.bindTask({ scope, createdPrivate: [created], output: Option.none() })
-      const binding = yield* EntryGate.bind(context)
-      return yield* durable(body(binding)).pipe(
-        Effect.provide(Layer.mergeAll(journalLayer(task), ArtifactPathPolicy.layer(input.pathPolicy), NodeDigest.layer))
+    Delegation.bindChild(parent, child).pipe(
+      Effect.flatMap((binding) =>
+        durable(body(binding)).pipe(
+          Effect.provide(
+            Layer.mergeAll(
+              journalLayer(binding.context.task),
+              ArtifactPathPolicy.layer(input.pathPolicy),
+              NodeDigest.layer
+            )
+          )
+        )
       )
-    })
+    )
   return {
     bindTask,
     journalLayer,

@@ -4,6 +4,7 @@
  * them; they are defined here to keep that module within bounds.
  */
 import * as Ids from "@tessera/core/Ids"
+import * as Volume from "@tessera/core/Volume"
 import * as Schema from "effect/Schema"
 import { Usage } from "../Model.ts"
 import { callInput } from "./callFields.ts"
@@ -44,7 +45,8 @@ const childOfCall = {
 export const ChildDelegated = Schema.TaggedStruct("ChildDelegated", {
   ...header,
   ...childOfCall,
-  agent: Ids.AgentId
+  agent: Ids.AgentId,
+  output: Schema.optionalKey(Volume.VolumeRef)
 })
 
 /** See `JournalEntry.ChildAnswered`. */
@@ -54,5 +56,6 @@ export const ChildAnswered = Schema.TaggedStruct("ChildAnswered", {
   outcome: Schema.Literals(["Answered", "AwaitingApproval", "TimedOut"]),
   size: Count,
   sha256: Sha256,
-  usage: Schema.optionalKey(Usage)
+  usage: Schema.optionalKey(Usage),
+  published: Schema.optionalKey(Schema.Array(Schema.Struct({ name: Schema.String, size: Count, sha256: Sha256 })))
 })

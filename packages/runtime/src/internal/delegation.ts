@@ -11,19 +11,22 @@
 import type * as DurableFiles from "@tessera/core/DurableFiles"
 import * as Ids from "@tessera/core/Ids"
 import * as InvalidInput from "@tessera/core/InvalidInput"
+import * as Volume from "@tessera/core/Volume"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as FileSystem from "effect/FileSystem"
 import * as Option from "effect/Option"
 import * as Path from "effect/Path"
 import * as Schema from "effect/Schema"
-import type * as EntryGate from "../EntryGate.ts"
+import * as EntryGate from "../EntryGate.ts"
 import * as History from "../History.ts"
 import { Journal, openTurn, readEntries } from "../Journal.ts"
 import { totalUsage } from "../JournalEntry.ts"
 import * as Model from "../Model.ts"
 import * as Tool from "../Tool.ts"
 import * as ToolResults from "../ToolResults.ts"
+import * as VolumeStore from "../VolumeStore.ts"
+import { publishTool, type Received, receive } from "./childOutput.ts"
 import { CurrentCall } from "./currentCall.ts"
 import { measureText, sha256Bytes } from "./digest.ts"
 import { restoreHistory, resume } from "./durableTurns.ts"
@@ -72,6 +75,51 @@ export interface ChildHarness<E, R, Provided> {
     readonly provides: (_: never) => Provided
   }
 }
+
+/** See `Delegation.childVolumes`. */
+export const childVolumes = (task: Ids.TaskId): { readonly private: Ids.VolumeId; readonly output: Ids.VolumeId } => ({
+  private: suffixed(task, "-scratch"),
+  output: suffixed(task, "-output")
+})
+
+const suffixed = (task: Ids.TaskId, suffix: string) =>
+  Ids.VolumeId.make(`${task.slice(0, 128 - suffix.length)}${suffix}`)
+
+const decodeChildAgent = InvalidInput.decode(Ids.AgentId, "Delegation.bindChild", "child.agent")
+const decodeChildTask = InvalidInput.decode(Ids.TaskId, "Delegation.bindChild", "child.task")
+
+/** See `Delegation.bindChild`. */
+export const bindChild = Effect.fnUntraced(function* (
+  parent: EntryGate.TaskBinding,
+  child: { readonly agent: Ids.AgentId; readonly task: Ids.TaskId }
+) {
+  // The parent's gate first: a forged or copied parent binding delegates nothing, and creates no volume.
+  yield* EntryGate.admitBinding(parent, "Delegate")
+  const agent = yield* decodeChildAgent(child.agent)
+  const task = yield* decodeChildTask(child.task)
+  const runtime = parent.context.runtime
+  const ids = childVolumes(task)
+  const own = yield* VolumeStore.ensure(runtime.host.store, {
+    id: ids.private,
+    kind: "AgentPrivate",
+    owner: Volume.agentOwner(agent)
+  })
+  const output = yield* VolumeStore.ensure(runtime.host.store, {
+    id: ids.output,
+    kind: "Output",
+    owner: Volume.hostOwner
+  })
+  const scope = yield* runtime.host.issueScope(
+    task,
+    [
+      { volume: own, access: ["read", "write"] },
+      { volume: output, access: ["write"] }
+    ],
+    agent
+  )
+  const context = yield* runtime.bindTask({ scope, createdPrivate: [own], output: Option.some(output) })
+  return yield* EntryGate.bind(context)
+})
 
 /** The types a child harness declares (its `"~tessera/ChildHarness"`), read by `tool`. */
 type Declared<H> = NonNullable<H extends { readonly "~tessera/ChildHarness"?: infer T } ? T : never>
@@ -164,6 +212,19 @@ const describeOutcome = (outcome: ChildOutcome): string => {
   }
 }
 
+/** A child's part of the call's result: its label, its answer, and a line per file it published. */
+const answerText = (answer: {
+  readonly agent: Ids.AgentId
+  readonly task: Ids.TaskId
+  readonly outcome: ChildOutcome
+  readonly received: ReadonlyArray<Received>
+}): string =>
+  [
+    `[${answer.agent}, task ${answer.task}] ${describeOutcome(answer.outcome)}`,
+    // The shown text (a pointer, or the file itself) on lines of its own: a pointer line is read as one.
+    ...answer.received.map((file) => `published ${file.name} (${file.size} bytes):\n${file.shown}`)
+  ].join("\n")
+
 /** How a child's turn ended, as the call's result and the parent's journal say it. */
 export type ChildOutcome =
   | { readonly _tag: "Answered"; readonly text: string }
@@ -175,7 +236,11 @@ export type ChildOutcome =
  * turn is abandoned, and the call says so. What it spent stays in its own journal.
  */
 const timed = <E, R>(
-  child: Effect.Effect<{ readonly outcome: ChildOutcome; readonly usage: Model.Usage }, E, R>,
+  child: Effect.Effect<
+    { readonly outcome: ChildOutcome; readonly usage: Model.Usage; readonly received: ReadonlyArray<Received> },
+    E,
+    R
+  >,
   limit: Duration.Input | undefined
 ) =>
   limit === undefined
@@ -185,7 +250,8 @@ const timed = <E, R>(
         orElse: () =>
           Effect.succeed({
             outcome: { _tag: "TimedOut", limit: Duration.format(Duration.fromInputUnsafe(limit)) } as ChildOutcome,
-            usage: {}
+            usage: {},
+            received: [] as ReadonlyArray<Received>
           })
       })
 
@@ -240,15 +306,40 @@ const level = <E, R, Provided, RChild>(
     const maxConcurrent = limits.maxConcurrent ?? defaultLimits.maxConcurrent
     const offers = new Map(agents.map((agent, index) => [agent as string, children[index] as ChildAgent<RChild>]))
     const catalogue = children.map((child) => `${child.agent}: ${child.description}`).join("; ")
-    const runChild = (agent: Ids.AgentId, task: Ids.TaskId, instruction: string) =>
+    const runChild = (
+      agent: Ids.AgentId,
+      task: Ids.TaskId,
+      instruction: string,
+      call: {
+        readonly parentJournal: Journal["Service"]
+        readonly turn: number
+        readonly step: number
+        readonly callId: string
+      }
+    ) =>
       harness.withChild(parent, { agent, task }, (binding) =>
         Effect.gen(function* () {
+          const { callId, parentJournal, step, turn } = call
+          const output = Option.getOrUndefined(Option.map(binding.context.output, (bound) => bound.ref))
+          yield* parentJournal.append({
+            _tag: "ChildDelegated",
+            turn,
+            step,
+            callId,
+            task,
+            agent,
+            ...(output === undefined ? {} : { output })
+          })
           const outcome = yield* childTurn(agent, binding, instruction)
-          // What the child's own journal says its requests cost, for the parent's record.
+          // What the child's own journal says its requests cost and what it published, for the parent's record.
           const journal = yield* Journal
           const path = yield* Path.Path
           const entries = yield* readEntries({ folder: path.dirname(journal.file), task: journal.task })
-          return { outcome, usage: totalUsage(entries).withChildren }
+          const received = yield* receive(parent, binding, entries, {
+            ...call,
+            readTool: ToolResults.defaultReadToolName
+          })
+          return { outcome, usage: totalUsage(entries).withChildren, received }
         })
       )
     const childTurn = (agent: Ids.AgentId, binding: EntryGate.TaskBinding, instruction: string) =>
@@ -256,8 +347,10 @@ const level = <E, R, Provided, RChild>(
         const offer = offers.get(agent) as ChildAgent<RChild>
         // A child with offers of its own delegates in turn, under the same harness and limits.
         const delegate = offer.children === undefined ? [] : [yield* level(harness, binding, offer.children, limits)]
+        // A child bound with an output volume may publish into it, and nowhere else.
+        const publish = Option.isSome(binding.context.output) ? [publishTool(binding)] : []
         const config = {
-          tools: Tool.registry(...(offer.tools ?? []), ...delegate),
+          tools: Tool.registry(...(offer.tools ?? []), ...publish, ...delegate),
           maxSteps: offer.maxSteps ?? defaultChildSteps,
           durable: true as const,
           offload: { threshold: 8_192, readTool: ToolResults.defaultReadToolName, destination: "Private" as const }
@@ -296,9 +389,8 @@ const level = <E, R, Provided, RChild>(
               Effect.gen(function* () {
                 const agent = Ids.AgentId.make(subTask.agent)
                 const task = yield* childTaskId(position.value, index)
-                yield* parentJournal.append({ _tag: "ChildDelegated", turn, step, callId, task, agent })
-                const { outcome, usage } = yield* timed(
-                  runChild(agent, task, subTask.task),
+                const { outcome, received, usage } = yield* timed(
+                  runChild(agent, task, subTask.task, { parentJournal, turn, step, callId }),
                   offers.get(agent)?.timeLimit
                 )
                 const measured = yield* measureText(outcome._tag === "Answered" ? outcome.text : "")
@@ -311,15 +403,16 @@ const level = <E, R, Provided, RChild>(
                   outcome: outcome._tag,
                   size: measured.size,
                   sha256: measured.sha256,
-                  usage
+                  usage,
+                  ...(received.length === 0
+                    ? {}
+                    : { published: received.map(({ name, sha256, size }) => ({ name, size, sha256 })) })
                 })
-                return { agent, task, outcome }
+                return { agent, task, outcome, received }
               }),
             { concurrency: maxConcurrent }
           )
-          return answers
-            .map(({ agent, outcome, task }) => `[${agent}, task ${task}] ${describeOutcome(outcome)}`)
-            .join("\n\n")
+          return answers.map(answerText).join("\n\n")
         })
     })
   })

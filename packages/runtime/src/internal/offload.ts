@@ -249,7 +249,7 @@ export const resultTarget = (context: Executor.ToolContext): Effect.Effect<strin
     (segment) => `${VolumeStore.toolResultsFolder}/${context.task}-t${context.turn}-s${context.step}-${segment}.txt`
   )
 
-const stripDigestPrefix = (digest: string): string => digest.replace(/^sha256:/, "")
+export const stripDigestPrefix = (digest: string): string => digest.replace(/^sha256:/, "")
 
 /**
  * Offloads one tool result to `target` when it is over the threshold, and
