@@ -6,6 +6,7 @@
  * run the same scenarios on deliberately broken wiring or input.
  */
 import * as fs from "node:fs"
+import * as os from "node:os"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { ArtifactPointer } from "@tessera/artifacts"
@@ -13,6 +14,7 @@ import { NodeTessera } from "@tessera/node"
 import { Delegation, History, type JournalEntry, Model, TaskExecution, Tool, VolumeStore } from "@tessera/runtime"
 import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Option, Schema } from "effect"
+import * as fc from "fast-check"
 import { sharingHarness } from "./support/sharingHarness.ts"
 import { tempDir } from "./support/temp.ts"
 
@@ -232,5 +234,105 @@ describe("delegation output binding", () => {
         const delegated = resultOf(requests.filter(isParent)[1], "d1")
         assert.isFalse(delegated?.isError)
       }).pipe(Effect.scoped)
+  )
+})
+
+/** A child that publishes one text under `name` and answers; the parent delegates once. */
+const namingModel = (name: string) =>
+  ScriptedModel.layer((request) => {
+    if (isParent(request)) {
+      return resultOf(request, "d1") === undefined
+        ? Model.response({
+            toolCalls: [Model.toolCall("d1", Delegation.toolName, { tasks: [{ agent: "scout", task: "Name it." }] })]
+          })
+        : Model.response({ text: "done" })
+    }
+    return resultOf(request, "p1") === undefined
+      ? Model.response({ toolCalls: [Model.toolCall("p1", Delegation.publishToolName, { name, text: "NAMED" })] })
+      : Model.response({ text: "named" })
+  })
+
+/** Names a hostile model may ask for: climbs, absolute paths, folders, hidden files, long and odd strings. */
+const hostileName = fc.oneof(
+  fc.constantFrom("../escape.txt", "/etc/passwd", "a/b.txt", ".hidden", "..", ".", "ok.txt", "x".repeat(129), "C:\\x"),
+  fc.string({ maxLength: 12 }),
+  fc
+    .array(fc.constantFrom("a", "0", ".", "-", "_", "/", "\\", "..", "é", " ", "\u0000"), { maxLength: 8 })
+    .map((parts) => parts.join(""))
+)
+
+/** One publication under `name` on a fresh namespace, and the check that it landed only where it may. */
+const publishesOnlyInItsBinding = async (name: string, sharing: boolean) => {
+  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), "tessera-publish-"))
+  try {
+    const outcome = await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const tessera = yield* NodeTessera.open({
+            folder: stateDir,
+            agent: "lead",
+            redactor: Option.none()
+          })
+          const offers = [{ agent: "scout", description: "names" }]
+          if (sharing) {
+            yield* tessera.harness.withTask(tessera.harness.runtime.scope.task, (parent) =>
+              Effect.gen(function* () {
+                const delegate = yield* Delegation.tool(sharingHarness(tessera.harness), parent, offers)
+                return yield* TaskExecution.runTurn(parent, History.make([Model.text("user", "Name it.")]), {
+                  tools: Tool.registry(delegate),
+                  maxSteps: 4,
+                  durable: true,
+                  offload: TaskExecution.defaultFrontDoorOffload
+                })
+              })
+            )
+          } else yield* tessera.run("plan-1", "Name it.", { children: offers })
+          const requests = yield* (yield* ScriptedModel.ScriptedModelRecorder).requests
+          return { folder: tessera.folder, requests }
+        })
+      ).pipe(Effect.provide(namingModel(name)), Effect.provide(NodeTessera.layer))
+    )
+    const published = [...filesBelow(outcome.folder)].filter(([, text]) => text === "NAMED").map(([file]) => file)
+    const result = outcome.requests.map((request) => resultOf(request, "p1")).find((part) => part !== undefined)
+    if (result?.isError === true) {
+      assert.include(result.content, "cannot publish")
+      assert.deepStrictEqual(published, [])
+    } else {
+      // The publication in the child's output volume, and the parent's copy in its own private volume.
+      const placed = published.map((file) => file.split(path.sep)).sort((a, b) => a.length - b.length)
+      assert.lengthOf(placed, 2)
+      const [output, copy] = placed
+      assert.deepStrictEqual(output?.slice(-3), [VolumeStore.artifactFolder, "published", name])
+      assert.isTrue(output?.at(-4)?.endsWith("-output"))
+      assert.deepStrictEqual(copy?.slice(-5, -2), ["lead-scratch", VolumeStore.artifactFolder, "delegated"])
+      assert.strictEqual(copy?.at(-1), name)
+    }
+  } finally {
+    fs.rmSync(stateDir, { recursive: true, force: true })
+  }
+}
+
+describe("delegation publish names", () => {
+  it.live(
+    "delegation_publish_stays_in_its_binding: whatever name a child asks for, a file appears only at published/<name> of its own output volume, or the call is refused PublishRefused and nothing appears",
+    () =>
+      Effect.promise(() =>
+        fc.assert(
+          fc.asyncProperty(hostileName, (name) => publishesOnlyInItsBinding(name, false)),
+          { numRuns: 60 }
+        )
+      )
+  )
+
+  it.live(
+    "delegation_publish_stays_in_its_binding negative control: run as one of the parent's own tasks (the shared output volume), the same property finds a counterexample",
+    () =>
+      Effect.promise(async () => {
+        const found = await fc.check(
+          fc.asyncProperty(hostileName, (name) => publishesOnlyInItsBinding(name, true)),
+          { numRuns: 20 }
+        )
+        assert.isTrue(found.failed)
+      })
   )
 })
