@@ -25,6 +25,12 @@
  * (`tessera-task:<namespace>/<task>`): one writer per task journal across
  * the origin's tabs and workers (`Journal.TaskInUse` otherwise).
  *
+ * The harness is a child harness for delegation
+ * ({@link BrowserHarnessService.withChild}): each child task of a
+ * delegation is bound by `Delegation.bindChild` (its own scope for the child
+ * agent, its own agent-private volume, its own output volume) and writes its
+ * own journal on the journal volume under its own Web Lock, as on Node.
+ *
  * It needs the browser platform (`BrowserPlatform.layer`) in its context.
  *
  * @since 0.1.0
@@ -36,6 +42,7 @@ import * as HostAuthority from "@tessera/core/HostAuthority"
 import * as Ids from "@tessera/core/Ids"
 import * as InvalidInput from "@tessera/core/InvalidInput"
 import * as Volume from "@tessera/core/Volume"
+import * as Delegation from "@tessera/runtime/Delegation"
 import * as EntryGate from "@tessera/runtime/EntryGate"
 import * as FilesystemTaskRuntime from "@tessera/runtime/FilesystemTaskRuntime"
 import * as Journal from "@tessera/runtime/Journal"
@@ -84,12 +91,19 @@ export interface HarnessVolumes {
 
 /**
  * An open browser harness, valid until its scope closes (which releases
- * the namespace).
+ * the namespace). As a child harness (`Delegation.ChildHarness`) it binds
+ * the child tasks of its tasks' delegations; its `withChild` needs the
+ * parent's journal, since delegating is one of the parent's gated entries.
  *
  * @since 0.1.0
  * @category models
  */
-export interface BrowserHarnessService {
+export interface BrowserHarnessService
+  extends Delegation.ChildHarness<
+    ChildError,
+    Journal.Journal | FileSystem.FileSystem | Path.Path,
+    Journal.Journal | ArtifactPathPolicy.ArtifactPathPolicy
+  > {
   readonly namespace: Ids.StoreId
   readonly agent: Ids.AgentId
   /** The namespace's folder in OPFS (the store root). */
@@ -102,8 +116,10 @@ export interface BrowserHarnessService {
   readonly journalFolder: string
   /**
    * The artifact path policy: the namespace folder is internal, except the
-   * scratch and output data folders (where artifacts belong); the store's
-   * manifest and metadata and the journal folder are internal state.
+   * volumes' folders (where artifacts belong: the agent's scratch, the
+   * output, and the private and output volumes of delegated children; which
+   * of them a task may write is its grants' question); the store's manifest
+   * and metadata and the journal folder are internal state.
    */
   readonly pathPolicy: ArtifactPathPolicy.ArtifactPathPolicyShape
   /**
@@ -128,6 +144,26 @@ export interface BrowserHarnessService {
     E | TaskError,
     Exclude<R, Journal.Journal | ArtifactPathPolicy.ArtifactPathPolicy> | FileSystem.FileSystem | Path.Path
   >
+  /**
+   * Runs `body` with the child task of a delegation bound
+   * (`Delegation.bindChild`: after the parent's gate admits `Delegate`, a
+   * scope issued to `child.agent` with read and write on its own
+   * agent-private volume and write on its output volume, nothing of the
+   * parent's), its own journal (under its own Web Lock, `Journal.TaskInUse`
+   * while another client holds it) and the path policy provided.
+   */
+  readonly withChild: <A, E, R>(
+    parent: EntryGate.TaskBinding,
+    child: { readonly agent: Ids.AgentId; readonly task: Ids.TaskId },
+    body: (binding: EntryGate.TaskBinding) => Effect.Effect<A, E, R>
+  ) => Effect.Effect<
+    A,
+    E | ChildError,
+    | Exclude<R, Journal.Journal | ArtifactPathPolicy.ArtifactPathPolicy>
+    | Journal.Journal
+    | FileSystem.FileSystem
+    | Path.Path
+  >
   /** Opens another runtime on this harness's host, with the same checks as `FilesystemTaskRuntime.fromHost`. */
   readonly openRuntime: (
     options: FilesystemTaskRuntime.Options
@@ -147,34 +183,32 @@ export type TaskError =
   | Effect.Error<ReturnType<typeof Journal.open>>
 
 /**
- * A volume of the namespace already exists with other facts than the
- * harness needs (another kind or owner). Nothing was changed.
+ * What binding a delegation's child task or opening its journal can fail
+ * with: {@link TaskError}, and what `Delegation.bindChild` fails with (the
+ * parent's binding refused, a child volume in conflict, the store).
  *
  * @since 0.1.0
  * @category errors
  */
-export class VolumeConflict extends Schema.TaggedError<VolumeConflict>()("VolumeConflict", {
-  volume: Schema.String,
-  expected: Schema.String,
-  found: Schema.String
-}) {
-  override get message(): string {
-    return `volume ${this.volume} exists as ${this.found}, but the harness needs ${this.expected}`
-  }
-}
+export type ChildError = TaskError | Effect.Error<ReturnType<typeof Delegation.bindChild>>
 
-const describe = (descriptor: Volume.VolumeDescriptor): string =>
-  `${descriptor.kind} owned by ${descriptor.owner._tag === "Agent" ? `agent ${descriptor.owner.agent}` : "the host"}`
+/**
+ * A volume of the namespace already exists with other facts than the
+ * harness needs (another kind or owner); nothing was changed. The
+ * runtime's `VolumeStore.VolumeConflict`.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export const VolumeConflict = VolumeStore.VolumeConflict
 
-const ensureVolume = (store: VolumeStore.VolumeStore, volume: VolumeStore.CreateVolume) =>
-  Effect.gen(function* () {
-    const { ref, found } = yield* VolumeStore.createOrFind(store, volume)
-    const expected = describe({ id: volume.id, kind: volume.kind, owner: volume.owner })
-    if (Option.isSome(found) && describe(found.value) !== expected) {
-      return yield* new VolumeConflict({ volume: volume.id, expected, found: describe(found.value) })
-    }
-    return ref
-  })
+/**
+ * See {@link VolumeConflict}.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export type VolumeConflict = VolumeStore.VolumeConflict
 
 /** Removes every temporary name below `folder` (nothing when the folder does not exist yet). */
 const removeLeftovers = (folder: string) =>
@@ -211,13 +245,21 @@ export const open = Effect.fnUntraced(function* (options: OpenOptions) {
   yield* removeLeftovers(folder)
   const authority = options.authority ?? HostAuthority.permissive
   const host = yield* TaskHost.open({ root: folder, storeId: namespace }).pipe(Effect.provide(authority))
-  const scratch = yield* ensureVolume(host.store, {
+  const scratch = yield* VolumeStore.ensure(host.store, {
     id: scratchId,
     kind: "AgentPrivate",
     owner: Volume.agentOwner(agent)
   })
-  const journal = yield* ensureVolume(host.store, { id: volumeId("journal"), kind: "Journal", owner: Volume.hostOwner })
-  const output = yield* ensureVolume(host.store, { id: volumeId("output"), kind: "Output", owner: Volume.hostOwner })
+  const journal = yield* VolumeStore.ensure(host.store, {
+    id: volumeId("journal"),
+    kind: "Journal",
+    owner: Volume.hostOwner
+  })
+  const output = yield* VolumeStore.ensure(host.store, {
+    id: volumeId("output"),
+    kind: "Output",
+    owner: Volume.hostOwner
+  })
   const capabilities: ReadonlyArray<Grant.Capability> = [
     { volume: scratch, access: ["read", "write"] },
     { volume: output, access: ["read", "write"] }
@@ -226,7 +268,9 @@ export const open = Effect.fnUntraced(function* (options: OpenOptions) {
   const runtime = yield* FilesystemTaskRuntime.fromHost(host, { private: Option.some(scratch), scope })
   const journalFolder = yield* host.store.folderOf(journal)
   const root = host.store.root
-  const artifactFolders = [VolumeStore.dataFolder(path, root, scratch.volume), yield* host.store.folderOf(output)]
+  // Every volume's folder, located by the layout: the scratch, the output, and the volumes delegated children
+  // create later; the journal folder among them stays internal state.
+  const artifactFolders = [path.join(root, VolumeStore.volumesFolder)]
   const stateLocations = [
     path.join(root, VolumeStore.manifestFile),
     path.join(root, VolumeStore.metaRoot),
@@ -265,6 +309,17 @@ export const open = Effect.fnUntraced(function* (options: OpenOptions) {
     Effect.flatMap(bindTask(task, gate), (binding) =>
       body(binding).pipe(Effect.provide(Layer.merge(journalLayer(task), ArtifactPathPolicy.layer(pathPolicy))))
     )
+  // A child task of a delegation, bound by the runtime's one child binder, and run with its own journal.
+  const withChild = <A, E, R>(
+    parent: EntryGate.TaskBinding,
+    child: { readonly agent: Ids.AgentId; readonly task: Ids.TaskId },
+    body: (binding: EntryGate.TaskBinding) => Effect.Effect<A, E, R>
+  ) =>
+    Effect.flatMap(Delegation.bindChild(parent, child), (binding) =>
+      body(binding).pipe(
+        Effect.provide(Layer.merge(journalLayer(binding.context.task), ArtifactPathPolicy.layer(pathPolicy)))
+      )
+    )
   const service: BrowserHarnessService = {
     namespace,
     agent,
@@ -278,6 +333,7 @@ export const open = Effect.fnUntraced(function* (options: OpenOptions) {
     bindTask,
     journalLayer,
     withTask,
+    withChild,
     openRuntime: (runtimeOptions) => FilesystemTaskRuntime.fromHost(host, runtimeOptions)
   }
   return service

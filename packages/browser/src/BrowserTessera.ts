@@ -52,9 +52,11 @@ const decodeAgent = InvalidInput.decode(Ids.AgentId, entry, "agent")
  * `options.agent` (get-or-create: its volumes, its scope, each task's
  * journal; one tab or worker of the origin at a time), with the host's
  * redaction decision, for the current scope. A task's `run`, `resume`,
- * `decide` and `entries` are `TaskExecution.frontDoor`'s, as on Node; `harness` is the
- * harness underneath. Refuses options of the wrong shape `InvalidInput`
- * naming the field before anything is created.
+ * `decide` and `entries` are `TaskExecution.frontDoor`'s, as on Node
+ * (`run` and `resume` take `children` and `delegation`: the harness binds
+ * each child task with its own scope, private volume and journal);
+ * `harness` is the harness underneath. Refuses options of the wrong shape
+ * `InvalidInput` naming the field before anything is created.
  *
  * @example
  * ```ts
@@ -102,9 +104,10 @@ export const open = <RedactorError = never>(options: OpenOptions<RedactorError>)
       agent,
       ...(options.root === undefined ? {} : { root: options.root })
     })
-    // The harness provides each task its journal and the path policy, and needs the platform's files.
+    // The harness provides each task (and each delegated child) its journal and the path policy, and needs the
+    // platform's files.
     const door = yield* TaskExecution.frontDoor<
-      BrowserHarness.TaskError,
+      BrowserHarness.ChildError,
       FileSystem.FileSystem | Path.Path,
       Journal.Journal | ArtifactPathPolicy.ArtifactPathPolicy,
       RedactorError
