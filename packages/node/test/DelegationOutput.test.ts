@@ -325,14 +325,15 @@ describe("delegation publish names", () => {
   )
 
   it.live(
-    "delegation_publish_stays_in_its_binding negative control: run as one of the parent's own tasks (the shared output volume), the same property finds a counterexample",
+    "delegation_publish_stays_in_its_binding negative control: run as one of the parent's own tasks (the shared output volume), a name the property accepts lands outside the child's own binding, and the check fails",
     () =>
       Effect.promise(async () => {
-        const found = await fc.check(
-          fc.asyncProperty(hostileName, (name) => publishesOnlyInItsBinding(name, true)),
-          { numRuns: 20 }
+        await publishesOnlyInItsBinding("ok.txt", false)
+        const failed = await publishesOnlyInItsBinding("ok.txt", true).then(
+          () => false,
+          () => true
         )
-        assert.isTrue(found.failed)
+        assert.isTrue(failed)
       })
   )
 })

@@ -32,6 +32,15 @@
  *   ({@link defaultLimits}); each child within its offer's `maxSteps` and
  *   `timeLimit` (past it, its turn is interrupted and abandoned, and the
  *   result says so).
+ * - **A child's approvals are the parent's host's to decide, once.** A
+ *   child whose turn waits for approvals makes the `delegate` call wait
+ *   with it: where the dispatch can wait (the executor's turns and the
+ *   front door), the parent's turn ends `AwaitingApproval` on the call,
+ *   journaled `ApprovalRequested` with reason `Delegated` and the child
+ *   calls it is for. The host decides the parent's call
+ *   (`TaskExecution.decide`); when the call runs again, that decision goes
+ *   on to exactly those child calls (each decided once, in its child's
+ *   journal, with who decided), and the children continue.
  * - **Cancelled together, traced together.** Children run inside the call:
  *   interrupting the parent interrupts them, and every turn is abandoned;
  *   each child's spans nest under the call's span.

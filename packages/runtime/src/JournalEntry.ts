@@ -441,18 +441,21 @@ export {
   ApprovalDecided,
   /**
    * Why a call waits for a person: the tool requires approval for this input
-   * (`Tool`), or the call was running when the process died and the tool is
+   * (`Tool`), the call was running when the process died and the tool is
    * not declared idempotent, so running it again is the host's decision
-   * (`InFlight`).
+   * (`InFlight`), or the call (a delegation) ran and its children wait for
+   * approvals of their own (`Delegated`: the decision goes on to them when
+   * the call runs again, after either decision).
    *
    * @since 0.1.0
    * @category entries
    */
   ApprovalReason,
   /**
-   * A call of the current step waits for the host's decision before it runs:
-   * its tool, the size and digest of its input, and why. The step ends as
-   * awaiting approval; nothing of the step runs until every such call is
+   * A call of the current step waits for the host's decision before it runs
+   * (or, `Delegated`, before it goes on): its tool, the size and digest of
+   * its input, why, and for a delegation the children's calls the decision
+   * is for (`children`). The step ends as awaiting approval; nothing of the step runs until every such call is
    * decided. A reader that does not know this entry (nor `ApprovalDecided`)
    * refuses a journal holding one as corrupt, loudly; journals without
    * approvals stay readable by it.

@@ -48,7 +48,7 @@ const CallJson = Schema.Struct({
   approval: Schema.NullOr(
     Schema.Struct({
       status: Schema.Literals(["Requested", "Approved", "Rejected"]),
-      reason: Schema.Literals(["Tool", "InFlight"]),
+      reason: JournalEntry.ApprovalReason,
       by: Schema.optionalKey(Schema.String),
       note: Schema.optionalKey(Schema.String)
     })

@@ -11,7 +11,7 @@ import { callInput } from "./callFields.ts"
 import { Count, header, Ordinal, Sha256 } from "./entryFields.ts"
 
 /** See `JournalEntry.ApprovalReason`. */
-export const ApprovalReason = Schema.Literals(["Tool", "InFlight"])
+export const ApprovalReason = Schema.Literals(["Tool", "InFlight", "Delegated"])
 /** See `JournalEntry.ApprovalReason`. */
 export type ApprovalReason = typeof ApprovalReason.Type
 
@@ -19,7 +19,9 @@ export type ApprovalReason = typeof ApprovalReason.Type
 export const ApprovalRequested = Schema.TaggedStruct("ApprovalRequested", {
   ...header,
   ...callInput,
-  reason: ApprovalReason
+  reason: ApprovalReason,
+  /** For `Delegated`: the children's calls the decision is for, each in its child task's journal. */
+  children: Schema.optionalKey(Schema.Array(Schema.Struct({ task: Ids.TaskId, callId: Schema.String })))
 })
 
 /** See `JournalEntry.ApprovalDecided`. */

@@ -21,3 +21,19 @@ export interface CallPosition {
 export const CurrentCall = Context.Reference<Option.Option<CallPosition>>("@tessera/runtime/Tool/CurrentCall", {
   defaultValue: () => Option.none()
 })
+
+/**
+ * Where a running call says it waits for the host after all: a delegation whose children wait for approvals
+ * sets `children` (each child task and call id), and the approval-aware dispatch (`Executor.dispatchStep`), which
+ * provides a fresh one per call, journals the call as awaiting approval (`Delegated`) instead of its result.
+ * `None` where the dispatch cannot wait (`Executor.dispatchTools`): the call's result stands.
+ */
+export interface CallAwaiting {
+  children: ReadonlyArray<{ readonly task: Ids.TaskId; readonly callId: string }> | undefined
+}
+
+/** The current call's {@link CallAwaiting}, when its dispatch can wait. */
+export const CurrentCallAwaiting = Context.Reference<Option.Option<CallAwaiting>>(
+  "@tessera/runtime/internal/CurrentCallAwaiting",
+  { defaultValue: () => Option.none() }
+)

@@ -20,14 +20,15 @@ import * as Path from "effect/Path"
 import * as Schema from "effect/Schema"
 import * as EntryGate from "../EntryGate.ts"
 import * as History from "../History.ts"
-import { Journal, openTurn, readEntries } from "../Journal.ts"
+import { awaitingApproval, Journal, openTurn, readEntries } from "../Journal.ts"
 import { totalUsage } from "../JournalEntry.ts"
 import * as Model from "../Model.ts"
 import * as Tool from "../Tool.ts"
 import * as ToolResults from "../ToolResults.ts"
 import * as VolumeStore from "../VolumeStore.ts"
+import { decide } from "./approvals.ts"
 import { publishTool, type Received, receive } from "./childOutput.ts"
-import { CurrentCall } from "./currentCall.ts"
+import { CurrentCall, CurrentCallAwaiting } from "./currentCall.ts"
 import { measureText, sha256Bytes } from "./digest.ts"
 import { restoreHistory, resume } from "./durableTurns.ts"
 import { runTurn } from "./turnEntries.ts"
@@ -228,7 +229,7 @@ const answerText = (answer: {
 /** How a child's turn ended, as the call's result and the parent's journal say it. */
 export type ChildOutcome =
   | { readonly _tag: "Answered"; readonly text: string }
-  | { readonly _tag: "AwaitingApproval" }
+  | { readonly _tag: "AwaitingApproval"; readonly calls: ReadonlyArray<string> }
   | { readonly _tag: "TimedOut"; readonly limit: string }
 
 /**
@@ -255,8 +256,70 @@ const timed = <E, R>(
           })
       })
 
-const answerOf = (outcome: { readonly _tag: string; readonly text: string }): ChildOutcome =>
-  outcome._tag === "Answered" ? { _tag: "Answered", text: outcome.text } : { _tag: "AwaitingApproval" }
+const answerOf = (
+  outcome:
+    | { readonly _tag: "Answered"; readonly text: string }
+    | {
+        readonly _tag: "AwaitingApproval"
+        readonly awaiting: ReadonlyArray<{ readonly call: { readonly id: string } }>
+      }
+): ChildOutcome =>
+  outcome._tag === "Answered"
+    ? { _tag: "Answered", text: outcome.text }
+    : { _tag: "AwaitingApproval", calls: outcome.awaiting.map((pending) => pending.call.id) }
+
+/** The host's decision on a delegation that waited for its children, and the children's calls it is for. */
+interface DelegatedDecision {
+  readonly approved: boolean
+  readonly by: string
+  readonly note: string | undefined
+  readonly children: ReadonlyArray<{ readonly task: Ids.TaskId; readonly callId: string }>
+}
+
+/**
+ * The decision on the call at `position`, when its last wait for its children (`ApprovalRequested`, reason
+ * `Delegated`) was decided: read from the parent's own journal, so a run after a restart hands it on the same.
+ */
+const delegatedDecision = Effect.fnUntraced(function* (
+  parentJournal: Journal["Service"],
+  position: { readonly turn: number; readonly step: number; readonly callId: string }
+) {
+  const path = yield* Path.Path
+  const entries = yield* readEntries({ folder: path.dirname(parentJournal.file), task: parentJournal.task })
+  const at = (entry: { readonly turn: number; readonly step: number; readonly callId: string }) =>
+    entry.turn === position.turn && entry.step === position.step && entry.callId === position.callId
+  let decision: DelegatedDecision | undefined
+  let children: DelegatedDecision["children"] | undefined
+  for (const entry of entries) {
+    if (entry._tag === "ApprovalRequested" && entry.reason === "Delegated" && at(entry)) {
+      children = entry.children ?? []
+      decision = undefined
+    } else if (entry._tag === "ApprovalDecided" && at(entry) && children !== undefined) {
+      decision = { approved: entry.approved, by: entry.by, note: entry.note, children }
+    }
+  }
+  return Option.fromUndefinedOr(decision)
+})
+
+/**
+ * Hands the host's decision on to the child's calls it was for that still wait (each decided once: a call
+ * decided already, by an earlier run cut short, is left alone).
+ */
+const forward = Effect.fnUntraced(function* (
+  binding: EntryGate.TaskBinding,
+  decision: Option.Option<DelegatedDecision>
+) {
+  if (Option.isNone(decision)) return
+  const journal = yield* Journal
+  const open = openTurn(yield* journal.state)
+  if (Option.isNone(open)) return
+  const waiting = new Set(awaitingApproval(open.value).map((call) => call.callId))
+  for (const call of decision.value.children) {
+    if (call.task !== binding.context.task || !waiting.has(call.callId)) continue
+    const { approved, by, note } = decision.value
+    yield* decide(binding, { callId: call.callId, approved, by, ...(note === undefined ? {} : { note }) })
+  }
+})
 
 /** The text of the last assistant message of a conversation (a child's answer as its journal keeps it). */
 const lastAnswer = (history: History.History): ChildOutcome => {
@@ -292,6 +355,9 @@ type LevelServices<R, Provided, RChild> =
   | Exclude<Journal | DurableFiles.DurableFiles | FileSystem.FileSystem | Path.Path | Model.Model | RChild, Provided>
   | R
   | Journal
+  // The parent's own journal is read (a decision its children waited for) outside any child's services.
+  | FileSystem.FileSystem
+  | Path.Path
 
 /** The `delegate` tool of one level of offers, checked already: each child gets the tool of its own offers. */
 const level = <E, R, Provided, RChild>(
@@ -315,6 +381,7 @@ const level = <E, R, Provided, RChild>(
         readonly turn: number
         readonly step: number
         readonly callId: string
+        readonly decision: Option.Option<DelegatedDecision>
       }
     ) =>
       harness.withChild(parent, { agent, task }, (binding) =>
@@ -330,7 +397,7 @@ const level = <E, R, Provided, RChild>(
             agent,
             ...(output === undefined ? {} : { output })
           })
-          const outcome = yield* childTurn(agent, binding, instruction)
+          const outcome = yield* childTurn(agent, binding, instruction, call.decision)
           // What the child's own journal says its requests cost and what it published, for the parent's record.
           const journal = yield* Journal
           const path = yield* Path.Path
@@ -342,7 +409,12 @@ const level = <E, R, Provided, RChild>(
           return { outcome, usage: totalUsage(entries).withChildren, received }
         })
       )
-    const childTurn = (agent: Ids.AgentId, binding: EntryGate.TaskBinding, instruction: string) =>
+    const childTurn = (
+      agent: Ids.AgentId,
+      binding: EntryGate.TaskBinding,
+      instruction: string,
+      decision: Option.Option<DelegatedDecision>
+    ) =>
       Effect.gen(function* () {
         const offer = offers.get(agent) as ChildAgent<RChild>
         // A child with offers of its own delegates in turn, under the same harness and limits.
@@ -359,7 +431,10 @@ const level = <E, R, Provided, RChild>(
         const state = yield* journal.state
         // A child the parent's crash cut short is finished from its own journal; one that answered is not run
         // again; one cancelled or out of time (its turn abandoned) starts over.
-        if (Option.isSome(openTurn(state))) return answerOf((yield* resume(binding, config)).outcome)
+        if (Option.isSome(openTurn(state))) {
+          yield* forward(binding, decision)
+          return answerOf((yield* resume(binding, config)).outcome)
+        }
         if (state.turns.at(-1)?.status === "Closed") {
           const done = yield* restoreHistory(binding)
           if (Option.isSome(done)) return lastAnswer(done.value)
@@ -376,6 +451,9 @@ const level = <E, R, Provided, RChild>(
       }),
       // Run again on resume, the call finds its children by name and finishes them; none starts twice.
       idempotent: true,
+      // Declared and never true: the call goes through the approval-aware dispatch, where children that wait for
+      // the host make it wait.
+      needsApproval: () => false,
       handler: ({ tasks }) =>
         Effect.gen(function* () {
           const position = yield* CurrentCall
@@ -383,6 +461,8 @@ const level = <E, R, Provided, RChild>(
           const { callId, step, turn } = position.value
           // The parent's journal, taken before a child's own is provided: the delegation is the parent's record.
           const parentJournal = yield* Journal
+          // Run again after the host decided what its children waited for: the decision goes on to them.
+          const decision = yield* delegatedDecision(parentJournal, position.value)
           const answers = yield* Effect.forEach(
             tasks,
             (subTask, index) =>
@@ -390,7 +470,7 @@ const level = <E, R, Provided, RChild>(
                 const agent = Ids.AgentId.make(subTask.agent)
                 const task = yield* childTaskId(position.value, index)
                 const { outcome, received, usage } = yield* timed(
-                  runChild(agent, task, subTask.task, { parentJournal, turn, step, callId }),
+                  runChild(agent, task, subTask.task, { parentJournal, turn, step, callId, decision }),
                   offers.get(agent)?.timeLimit
                 )
                 const measured = yield* measureText(outcome._tag === "Answered" ? outcome.text : "")
@@ -412,6 +492,13 @@ const level = <E, R, Provided, RChild>(
               }),
             { concurrency: maxConcurrent }
           )
+          // Children that wait for the host make the call wait with them, where the dispatch can (the host decides
+          // once, on this call, and the decision goes on to them when the call runs again).
+          const waiting = answers.flatMap(({ outcome, task }) =>
+            outcome._tag === "AwaitingApproval" ? outcome.calls.map((callId) => ({ task, callId })) : []
+          )
+          const awaits = yield* CurrentCallAwaiting
+          if (waiting.length > 0 && Option.isSome(awaits)) awaits.value.children = waiting
           return answers.map(answerText).join("\n\n")
         })
     })

@@ -14,7 +14,7 @@ import { toolResult } from "../Model.ts"
 import * as Observability from "../Observability.ts"
 import * as Timeouts from "../Timeouts.ts"
 import * as Tool from "../Tool.ts"
-import { CurrentCall } from "./currentCall.ts"
+import { type CallAwaiting, CurrentCall, CurrentCallAwaiting } from "./currentCall.ts"
 import { type Measure, measureJson, measureText, rememberBody } from "./digest.ts"
 import { recordedFields, type StepContext, type ToolContext, type TurnConfig } from "./executorConfig.ts"
 import { ApprovalInputMismatch } from "./executorErrors.ts"
@@ -24,9 +24,10 @@ import type { PendingApproval, StepDispatch } from "./executorOutcomes.ts"
 const dispatchOne = <E, R>(
   journal: JournalService,
   config: TurnConfig<E, R>,
-  context: ToolContext
+  context: ToolContext,
+  awaiting: Option.Option<CallAwaiting> = Option.none()
 ): Effect.Effect<ToolResultPart, JournalIoError | JournalSequenceError | E, R> =>
-  dispatchOneBody(journal, config, context).pipe(
+  dispatchOneBody(journal, config, context, awaiting).pipe(
     Observability.withSpan("Executor.toolCall", () => ({
       attributes: {
         ...Observability.operation("execute_tool", context.task),
@@ -44,7 +45,8 @@ const dispatchOne = <E, R>(
 const dispatchOneBody = Effect.fnUntraced(function* <E, R>(
   journal: JournalService,
   config: TurnConfig<E, R>,
-  context: ToolContext
+  context: ToolContext,
+  awaiting: Option.Option<CallAwaiting>
 ): Effect.fn.Return<ToolResultPart, JournalIoError | JournalSequenceError | E, R> {
   const { call, step, turn } = context
   const input = yield* measureJson(call.input)
@@ -64,8 +66,25 @@ const dispatchOneBody = Effect.fnUntraced(function* <E, R>(
   if (config.onEvent !== undefined) yield* config.onEvent({ _tag: "ToolCalled", turn, step, call })
   const outcome = yield* Timeouts.limitToolCall(config.timeouts, call.name, Tool.run(config.tools, call)).pipe(
     Effect.provideService(CurrentCall, Option.some({ task: context.task, turn, step, callId: call.id })),
+    Effect.provideService(CurrentCallAwaiting, awaiting),
     Observability.timeToolCall(call.name)
   )
+  // A call whose delegated children wait for the host waits with them: no result yet, the step awaits approval.
+  const children = Option.isSome(awaiting) ? awaiting.value.children : undefined
+  if (children !== undefined) {
+    yield* journal.append({
+      _tag: "ApprovalRequested",
+      turn,
+      step,
+      callId: call.id,
+      name: call.name,
+      inputSize: input.size,
+      inputSha256: input.sha256,
+      reason: "Delegated",
+      children
+    })
+    return toolResult({ callId: call.id, name: call.name, content: outcome.content, isError: false })
+  }
   const produced = toolResult({
     callId: call.id,
     name: call.name,
@@ -216,12 +235,17 @@ export const dispatchStep = Effect.fnUntraced(function* <E = never, R = never>(
   for (const call of calls) {
     const owed = owedById.get(call.id)
     if (owed === undefined) continue
-    results.push(
-      owed.approval?.status === "Rejected"
-        ? yield* rejectOne(journal, config, { ...context, call }, owed)
-        : yield* dispatchOne(journal, config, { ...context, call })
-    )
+    // A rejected delegation runs again all the same: it hands the rejection to the children that asked.
+    if (owed.approval?.status === "Rejected" && owed.approval.reason !== "Delegated") {
+      results.push(yield* rejectOne(journal, config, { ...context, call }, owed))
+      continue
+    }
+    const waits: CallAwaiting = { children: undefined }
+    const result = yield* dispatchOne(journal, config, { ...context, call }, Option.some(waits))
+    if (waits.children === undefined) results.push(result)
+    else awaiting.push({ call, reason: "Delegated" })
   }
+  if (awaiting.length > 0) return { _tag: "Awaiting", awaiting } as const
   return { _tag: "Results", results } as const
 })
 

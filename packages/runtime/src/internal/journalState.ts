@@ -43,7 +43,7 @@ export interface OwedCall {
  */
 export interface CallApproval {
   readonly status: "Requested" | "Approved" | "Rejected"
-  readonly reason: "Tool" | "InFlight"
+  readonly reason: "Tool" | "InFlight" | "Delegated"
   readonly requestedSeq: number
   /** The digest of the input the host was asked about: an approved call runs with this input or not at all. */
   readonly inputSha256: string
@@ -298,11 +298,14 @@ const transition = (state: View, entry: Entry): Outcome => {
       const owed = owedCallNamed(open, entry.callId, entry.name)
       if (typeof owed === "string") return owed
       if (owed.approval?.status === "Requested") return `call ${entry.callId} is awaiting approval`
-      if (owed.approval?.status === "Rejected") return `call ${entry.callId} was rejected`
+      // A delegation runs again after either decision: it hands the decision to the children that asked.
+      if (owed.approval?.status === "Rejected" && owed.approval.reason !== "Delegated") {
+        return `call ${entry.callId} was rejected`
+      }
       // Calling again is allowed: after a crash the earlier run's result was never recorded.
       return updated(
         withOwedCall(open, entry.callId, (call) =>
-          call.approval?.status === "Approved"
+          call.approval !== undefined && call.approval.status !== "Requested"
             ? { ...call, called: true, approval: { ...call.approval, spent: true } }
             : { ...call, called: true }
         )
@@ -344,7 +347,11 @@ const transition = (state: View, entry: Entry): Outcome => {
       if (typeof owed === "string") return owed
       const status = owed.approval?.status
       if (status === "Requested") return `call ${entry.callId} is already awaiting approval`
-      if (status === "Rejected") return `call ${entry.callId} was rejected`
+      // A delegation asks again whenever a child asks anew, once the call ran after the last decision.
+      if (entry.reason === "Delegated") {
+        if (!owed.called) return `call ${entry.callId} was never called, so no child of it waits`
+        if (owed.approval !== undefined && !owed.approval.spent) return `call ${entry.callId} has an unspent decision`
+      } else if (status === "Rejected") return `call ${entry.callId} was rejected`
       if (entry.reason === "InFlight" && !owed.called)
         return `call ${entry.callId} was never called, so it is not in flight`
       if (entry.reason === "Tool" && (owed.called || status === "Approved")) {
