@@ -45,6 +45,19 @@
  * was given, so a model that follows a pointer gets the artifact's bytes
  * only when `tessera.tools` is spread there.
  *
+ * {@link TesseraAiSdk.delegation} offers the runtime's delegation
+ * (`Delegation.tool`) as an AI SDK tool, `delegate`, for the same
+ * `tools`: each sub-task runs as a child task of its own on the host's
+ * child harness (its own scope, agent-private volume and journal, its turns
+ * on Tessera's executor under the `Model` in scope when the tool is made),
+ * and only the children's answers (and what they publish) reach the
+ * parent. The children are named after the call's place in the parent's
+ * journal (the task, the turn and step the middleware journaled the asking
+ * response at, the call id), exactly as the stock executor names them, so
+ * the same call run again (a retry, a middleware made again after a crash
+ * while the call is still owed) finds the same children and runs none of
+ * them twice.
+ *
  * @since 0.1.0
  */
 import type {
@@ -58,20 +71,32 @@ import type {
   LanguageModelV4StreamPart,
   LanguageModelV4Usage
 } from "@ai-sdk/provider"
+import type * as InvalidInput from "@tessera/core/InvalidInput"
+import * as Delegation from "@tessera/runtime/Delegation"
 import type * as EntryGate from "@tessera/runtime/EntryGate"
 import type * as Executor from "@tessera/runtime/Executor"
 import * as History from "@tessera/runtime/History"
+import { Journal } from "@tessera/runtime/Journal"
 import * as Model from "@tessera/runtime/Model"
 import * as Observability from "@tessera/runtime/Observability"
 import * as TaskExecution from "@tessera/runtime/TaskExecution"
+import type * as TesseraTool from "@tessera/runtime/Tool"
 import type * as ToolResults from "@tessera/runtime/ToolResults"
 import { jsonSchema, type ModelMessage, type Tool, tool } from "ai"
 import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import type * as Schema from "effect/Schema"
 import { toFinishReason, toUsage } from "./AiSdkModel.ts"
+import {
+  type DelegateRequest as DelegateRequestShape,
+  type DelegateServices,
+  type DelegateTool as DelegateToolShape,
+  delegateTool,
+  makeCallPositions
+} from "./internal/delegation.ts"
 import { type Converted, outputText, toHistory, toPrompt } from "./internal/prompt.ts"
 
 /**
@@ -146,6 +171,38 @@ export interface TesseraAiSdk {
    * tool of yours spread after it under the same name replaces it.
    */
   readonly tools: Readonly<Record<string, ReadTool>>
+  /**
+   * Delegation as an AI SDK tool, for `generateText`/`streamText`:
+   * `tools: { ...tessera.tools, ...delegation }`. Gives `{ delegate }`,
+   * the runtime's `delegate` tool (`Delegation.tool` over `harness`,
+   * offering `children` within `limits`) for this middleware's bound task:
+   * its input schema is the runtime tool's, its result every child's
+   * answer labelled with its agent and task. Its `execute` runs the
+   * runtime tool with the parent's journal and platform this middleware was
+   * made with, and with `Tool.CurrentCall` at the call's place (this task,
+   * the turn and step the middleware journaled the response asking for the
+   * call at, the AI SDK's `toolCallId`), so the children are the ones
+   * `Delegation.childTaskId` names for that place, and a call run again
+   * finds them (one that answered is not run again); a streamed call has
+   * its place as soon as its part passes, so the children may be journaled
+   * before the response that asked for them. A call run by a middleware
+   * made again after a crash has the place of the open turn that still
+   * owes it. A call no response asked for delegates nothing and is thrown
+   * (the model gets the AI SDK's tool error), as is an input the runtime
+   * tool refuses; the
+   * result is journaled as soon as it returns and offloaded when large, as
+   * any tool's through {@link toModelOutput}. Aborting the call interrupts
+   * its children. The children run with what is in scope here (the
+   * `Model` their turns go to, a redactor, what the harness and the
+   * children's tools need); refused offers or limits (an agent that is no
+   * identifier or offered twice, offers deeper than `maxDepth`, a limit
+   * below 1) fail `InvalidInput` here, before any request.
+   */
+  readonly delegation: <H extends Delegation.ChildHarness<unknown, unknown, unknown>, RChild = never>(
+    harness: H,
+    children: ReadonlyArray<Delegation.ChildAgent<RChild>>,
+    limits?: Delegation.Limits
+  ) => Effect.Effect<{ readonly delegate: DelegateTool }, InvalidInput.InvalidInput, DelegationServices<H, RChild>>
   /** The pointer each offloaded call id was replaced by. */
   readonly offloaded: ReadonlyMap<string, string>
   /** Every summary request's cost so far (also reported step by step). */
@@ -161,6 +218,40 @@ export interface TesseraAiSdk {
  * @category models
  */
 export type ReadTool = Tool<ToolResults.ReadRequest, string>
+
+/**
+ * What a model sends {@link TesseraAiSdk.delegation}'s tool: the
+ * sub-tasks, each an offered agent and its instruction (at most the
+ * limits' `maxChildren`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type DelegateRequest = DelegateRequestShape
+
+/**
+ * The AI SDK tool of {@link TesseraAiSdk.delegation}: a
+ * {@link DelegateRequest} in, every child's labelled answer out.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type DelegateTool = DelegateToolShape
+
+/**
+ * What {@link TesseraAiSdk.delegation} needs in scope over `harness`
+ * offering children whose tools need `RChild`: what the runtime `delegate`
+ * tool needs (the `Model` the children's turns go to, the harness's and
+ * the children's tools' services) but the parent's journal and the
+ * platform, which the middleware gives it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type DelegationServices<H extends Delegation.ChildHarness<unknown, unknown, unknown>, RChild = never> = Exclude<
+  DelegateServices<H, RChild>,
+  Requirements
+>
 
 /**
  * What {@link make} needs: the bound task's journal, and the platform the
@@ -294,6 +385,13 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
   })
   // The Tessera request each prepared prompt stands for: what `RequestDispatched` measures, and compaction sees.
   const requests = new WeakMap<LanguageModelV4Prompt, Model.ModelRequest>()
+  // The parent's journal and platform, for the delegations of this task whatever is in scope when they are made.
+  const captured = yield* Effect.context<Requirements>()
+  // Where each call was asked for: a delegation names its children after it.
+  const positions = makeCallPositions(loop.task, Context.get(captured, Journal))
+  const recordCalls = (step: Executor.StepContext, calls: ReadonlyArray<Model.ToolCallPart>) => {
+    for (const call of calls) positions.record(call.id, { turn: step.turn, step: step.step })
+  }
 
   const run = async <A, E>(effect: Effect.Effect<A, E>): Promise<A> => {
     const exit = await Effect.runPromiseExit(effect)
@@ -359,7 +457,9 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
     } catch (error) {
       throw await run(failure(step, error))
     }
-    await run(loop.receive(step, request, responseOf(responseText(result), responseCalls(result.content), result)))
+    const calls = responseCalls(result.content)
+    await run(loop.receive(step, request, responseOf(responseText(result), calls, result)))
+    recordCalls(step, calls)
     return withSummaryUsage(result, loop.takeSummaryUsage())
   }
 
@@ -406,10 +506,14 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
             text += part.delta
             controller.enqueue(part)
             return
-          case "tool-call":
-            calls.push(...responseCalls([part]))
+          case "tool-call": {
+            const call = responseCalls([part])
+            calls.push(...call)
+            // Before the part passes: the AI SDK may run the call before the stream (and its journaling) ends.
+            recordCalls(step, call)
             controller.enqueue(part)
             return
+          }
           case "finish":
             finished = part
             controller.enqueue(withSummaryUsage(part, summary))
@@ -491,11 +595,32 @@ export const make = Effect.fnUntraced(function* (binding: EntryGate.TaskBinding,
     })
   }
 
+  const delegation = <H extends Delegation.ChildHarness<unknown, unknown, unknown>, RChild = never>(
+    harness: H,
+    children: ReadonlyArray<Delegation.ChildAgent<RChild>>,
+    limits?: Delegation.Limits
+  ) =>
+    Effect.gen(function* () {
+      const delegate: TesseraTool.Tool<DelegateServices<H, RChild>> = yield* Delegation.tool(
+        harness,
+        loop.binding,
+        children,
+        limits
+      )
+      const caller = yield* Effect.context<DelegationServices<H, RChild>>()
+      // The middleware's own over the caller's: the journal a delegation records in is always the parent's.
+      const services = Context.merge(caller, captured) as Context.Context<DelegateServices<H, RChild>>
+      return {
+        delegate: delegateTool({ delegate, services, positions, toModelOutput: toModelOutput(Delegation.toolName) })
+      }
+    })
+
   const adapter: TesseraAiSdk = {
     middleware,
     prepareStep,
     toModelOutput,
     tools,
+    delegation,
     offloaded: loop.offloaded,
     summaryUsage: loop.summaryUsage
   }
