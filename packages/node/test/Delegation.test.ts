@@ -694,6 +694,43 @@ describe("delegation", () => {
       }).pipe(Effect.scoped)
   )
 
+  it.live(
+    "delegation_depth_and_time negative control: the same critic offered without its timeLimit holds the parent's call past any bound (the call is still running after 2 s), so the report above is the limit's",
+    () =>
+      Effect.gen(function* () {
+        const stateDir = yield* tempDir
+        const slow = Tool.make({
+          name: "slow_check",
+          description: "Checks slowly",
+          input: Schema.Struct({}),
+          handler: () => Effect.never
+        })
+        const unbounded: ReadonlyArray<Delegation.ChildAgent> = [
+          { agent: "critic", description: "reviews a plan", tools: [slow] }
+        ]
+        const stuckModel = ScriptedModel.layer((request) =>
+          firstUserText(request) === "Review the plan."
+            ? Model.response({ toolCalls: [Model.toolCall("s1", "slow_check", {})] })
+            : hasResultOf(request, "d1")
+              ? Model.response({ text: "done" })
+              : Model.response({
+                  toolCalls: [
+                    Model.toolCall("d1", Delegation.toolName, {
+                      tasks: [{ agent: "critic", task: "Review the plan." }]
+                    })
+                  ]
+                })
+        )
+        const finished = yield* Effect.scoped(
+          Effect.gen(function* () {
+            const tessera = yield* NodeTessera.open({ folder: stateDir, agent: "lead", redactor: Option.none() })
+            return yield* tessera.run("plan-1", "Plan the survey.", { children: unbounded })
+          })
+        ).pipe(Effect.provide(stuckModel), Effect.provide(NodeTessera.layer), Effect.timeoutOption("2 seconds"))
+        assert.isTrue(Option.isNone(finished))
+      }).pipe(Effect.scoped)
+  )
+
   it.effect(
     "delegation_spans_nest: each child's turn span lies under the parent's delegate call span, inside the parent's turn",
     () =>
