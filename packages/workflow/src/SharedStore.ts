@@ -34,6 +34,7 @@ import * as Ids from "@tessera/core/Ids"
 import * as Volume from "@tessera/core/Volume"
 import * as LocalHarness from "@tessera/node/LocalHarness"
 import * as StateNamespace from "@tessera/node/StateNamespace"
+import type * as Delegation from "@tessera/runtime/Delegation"
 import * as EntryGate from "@tessera/runtime/EntryGate"
 import * as FilesystemTaskRuntime from "@tessera/runtime/FilesystemTaskRuntime"
 import type * as Model from "@tessera/runtime/Model"
@@ -63,6 +64,9 @@ import { TaskHosting } from "./TaskHosting.ts"
  *   `Threshold` wherever the private writer resolves.
  * - `privateVolume`: `false` opens the runtime without a private volume
  *   (no summaries then; `Threshold` is refused at the gate).
+ * - `children`, `delegation`: the child agents every task may delegate to
+ *   and the host's limits (see `TaskHosting`); each child's private and
+ *   output volumes are created in the store on first use.
  *
  * @since 0.1.0
  * @category models
@@ -75,6 +79,8 @@ export interface Options {
   readonly gate?: EntryGate.BindOptions
   readonly privateVolume?: boolean
   readonly system?: ReadonlyArray<Model.Part>
+  readonly children?: ReadonlyArray<Delegation.ChildAgent>
+  readonly delegation?: Delegation.Limits
 }
 
 /**
@@ -160,9 +166,11 @@ export const open = Effect.fnUntraced(function* (options: Options) {
     path.join(root, VolumeStore.metaRoot),
     journalFolder
   ]
+  // Every volume's data folder is exempt, the children's private and output volumes of delegations included
+  // (which of them a task may write is its capability's and its grants' question); the journals stay state.
   const pathPolicy = ArtifactPathPolicy.internalExcept({
     roots: [root],
-    exempt: [privateFolder, outputFolder],
+    exempt: [path.join(root, VolumeStore.volumesFolder)],
     stateLocations
   })
   const shared: SharedStore = {
@@ -177,7 +185,9 @@ export const open = Effect.fnUntraced(function* (options: Options) {
       bindTask,
       journalFolder,
       config: options.config,
-      ...(options.system === undefined ? {} : { system: options.system })
+      ...(options.system === undefined ? {} : { system: options.system }),
+      ...(options.children === undefined ? {} : { children: options.children }),
+      ...(options.delegation === undefined ? {} : { delegation: options.delegation })
     }),
     pathPolicy
   }

@@ -8,11 +8,13 @@
  * runner that takes over a task after another died binds it afresh on its
  * own store), so `bindTask` must give the same verdict for the same task on
  * every runner: it is a function of the shared store and the task id, never
- * of a runner's memory.
+ * of a runner's memory. The same holds of `bindChild`, for the children of a
+ * task's delegations.
  *
  * @since 0.1.0
  */
 import type * as Ids from "@tessera/core/Ids"
+import type * as Delegation from "@tessera/runtime/Delegation"
 import type * as EntryGate from "@tessera/runtime/EntryGate"
 import type * as Model from "@tessera/runtime/Model"
 import type * as TaskExecution from "@tessera/runtime/TaskExecution"
@@ -37,6 +39,19 @@ import type * as Effect from "effect/Effect"
  *   `ModelError` (`ProviderFailure`, `Timeout`) is sent again, and after how
  *   long (a `DurableClock` sleep: it survives the runner, and on the cluster a
  *   long one holds no runner while it waits). None by default: the task fails.
+ * - `children`: the child agents the host offers. Given, every turn offers
+ *   the `delegate` tool (`Delegation.tool`, bounded by `delegation`, the
+ *   host's `Delegation.Limits`): a call of it runs as the parent's call
+ *   activity, each sub-task a child task bound by `bindChild` (by default
+ *   `Delegation.bindChild`: its own scope, agent-private volume and output
+ *   volume) with its own journal in `journalFolder`, opened under the
+ *   child's `TaskLock`. The tool is idempotent: an activity that runs again
+ *   on another runner finds its children by name and finishes their open
+ *   turns from their journals. Offers of the wrong shape fail the task
+ *   (`TaskFailed`, reason `InvalidInput`) before the first activity.
+ * - `bindChild`: how a child task of a delegation is bound; it must name the
+ *   child after `child.task` (which the tool derives from the call), or a
+ *   re-run finds no child to finish and runs one afresh.
  *
  * @since 0.1.0
  * @category models
@@ -49,7 +64,23 @@ export interface TaskHostingShape {
   readonly config: TaskExecution.ExecutionConfig
   readonly system?: ReadonlyArray<Model.Part>
   readonly modelRetry?: { readonly times: number; readonly delay: Duration.Input }
+  readonly children?: ReadonlyArray<Delegation.ChildAgent>
+  readonly delegation?: Delegation.Limits
+  readonly bindChild?: (
+    parent: EntryGate.TaskBinding,
+    child: { readonly agent: Ids.AgentId; readonly task: Ids.TaskId }
+  ) => Effect.Effect<EntryGate.TaskBinding, { readonly _tag: string; readonly message: string }, ChildBindServices>
 }
+
+/**
+ * What binding a child task may need of the runner: the platform, the
+ * digest and the parent's journal (a delegation is one of the parent's
+ * gated entries), all of which the runner provides its activities.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type ChildBindServices = Effect.Services<ReturnType<typeof Delegation.bindChild>>
 
 /**
  * The service the task workflow's handler needs on every runner.

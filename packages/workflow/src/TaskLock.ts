@@ -52,14 +52,25 @@ export const TaskLock: Context.Reference<TaskLockShape> = Context.Reference<Task
  * the cluster's own shard locks) inside a transaction that lasts as long as
  * the effect. Two tasks whose ids hash alike share a lock, which only makes
  * one wait. Give it a connection pool of its own: every running activity
- * holds one connection.
+ * holds one connection, and so does every child task of a delegation
+ * running inside one.
+ *
+ * A lock taken inside another (a child's journal, opened inside its
+ * parent's delegate call) is a transaction of its own, on a connection of
+ * its own: nested in the outer one it would be a savepoint, which the
+ * client runs one at a time per transaction, so sibling children would
+ * wait for each other.
  *
  * @since 0.1.0
  * @category constructors
  */
 export const postgres = (sql: SqlClient.SqlClient): TaskLockShape => ({
   withLock: (task, effect) =>
-    sql.withTransaction(
-      Effect.andThen(sql`select pg_advisory_xact_lock(hashtext('tessera.task'), hashtext(${task}))`, effect)
+    Effect.updateContext(
+      sql.withTransaction(
+        Effect.andThen(sql`select pg_advisory_xact_lock(hashtext('tessera.task'), hashtext(${task}))`, effect)
+      ),
+      // Only the transaction in scope is dropped: the context keeps every service the effect needs.
+      (context) => Context.omit(sql.transactionService)(context) as typeof context
     )
 })

@@ -45,6 +45,17 @@
  *   under `TaskLock` (on the cluster, a Postgres advisory lock on the task),
  *   so an activity still running on a runner that lost the task and its
  *   re-run on the new owner never write the journal at once.
+ * - **Delegation survives the runner.** With child offers
+ *   (`TaskHosting`'s `children`), every turn offers the `delegate` tool; a
+ *   call of it is one of the parent's call activities, each child a task of
+ *   its own (its own scope, private volume and journal, the journal held
+ *   under the child's `TaskLock`). A runner lost mid-child leaves the
+ *   activity to run again on another runner: the tool finds its children
+ *   by name, finishes an open child turn from the child's journal (no
+ *   child turn twice, a recorded child call never again, a lost request
+ *   sent again as it was) and reads an answered child back; the parent's
+ *   journal records each `ChildDelegated` and `ChildAnswered` once. A
+ *   child's tools get keys of their own (`ToolCallKey.current`).
  *
  * Runs on any `WorkflowEngine`: `WorkflowEngine.layerMemory` in one process
  * (no database, {@link layerMemory}), or the cluster (`Cluster.layer`,
@@ -71,6 +82,7 @@ import * as Workflow from "effect/workflow/Workflow"
 import * as WorkflowEngine from "effect/workflow/WorkflowEngine"
 import * as Approval from "./Approval.ts"
 import { openJournal } from "./internal/activityJournal.ts"
+import { turnConfig } from "./internal/delegation.ts"
 import { failedWith, inconsistent, TaskFailed, transient } from "./internal/taskFailed.ts"
 import {
   approvalsActivity,
@@ -181,6 +193,8 @@ const gate = (task: Ids.TaskId) =>
     const record = yield* recordOf(hosting.journalFolder, task)
     const writer = hosting.config.offload?.destination === "Private" ? "Required" : "ByPolicy"
     yield* EntryGate.verify(binding, "Turn", { writer }).pipe(Effect.provideService(Journal.Journal, record))
+    // The host's child offers are checked here: offers of the wrong shape fail the task before any activity.
+    yield* turnConfig(binding)
     return binding
   }).pipe(Effect.mapError(failedWith(task)))
 

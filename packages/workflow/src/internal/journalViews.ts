@@ -50,15 +50,26 @@ export const deferResponse = (journal: Journal.JournalService): Deferred => {
  *   call's `ToolCalled`, `ArtifactOffloaded` and `ToolResulted` are not
  *   written again, and the re-run result's digest must equal the recorded
  *   one, else `onChanged`.
+ * - A delegation record of the call (`ChildDelegated`, `ChildAnswered`)
+ *   equal to one in `children` (what earlier attempts wrote) is not written
+ *   again: a delegate call run again finds its children and answers anew,
+ *   and the parent's journal records each once. One that differs (a child
+ *   that answered otherwise) is written: the last one counts.
  */
 export const toolView = <E>(
   journal: Journal.JournalService,
   callId: string,
   recorded: Option.Option<string>,
+  children: ReadonlyArray<JournalEntry.Entry>,
   onChanged: (detail: string) => E
 ): Journal.JournalService => ({
   ...journal,
   append: (input) => {
+    if ((input._tag === "ChildDelegated" || input._tag === "ChildAnswered") && input.callId === callId) {
+      const written = children.find((entry) => canonical(recordOf(entry)) === canonical(input))
+      if (written !== undefined) return Effect.succeed(written)
+      return journal.append(input)
+    }
     const ours =
       (input._tag === "ToolCalled" || input._tag === "ToolResulted" || input._tag === "ArtifactOffloaded") &&
       input.callId === callId
@@ -84,6 +95,20 @@ export const toolView = <E>(
     )
   }
 })
+
+/** An entry without its place in the journal (`seq`, `at`): what an append's input holds. */
+const recordOf = (entry: JournalEntry.Entry): unknown => {
+  const { at: _at, seq: _seq, ...rest } = entry
+  return rest
+}
+
+/** JSON with keys in order and absent fields dropped: two records with the same facts render alike. */
+const canonical = (value: unknown): string =>
+  JSON.stringify(value, (_key, inner: unknown) =>
+    inner !== null && typeof inner === "object" && !Array.isArray(inner)
+      ? Object.fromEntries(Object.entries(inner).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : inner
+  )
 
 /**
  * The journal as the approvals activity sees it: it may only ask for

@@ -22,6 +22,7 @@ import type * as Approval from "../Approval.ts"
 import { TaskHosting, type TaskHostingShape } from "../TaskHosting.ts"
 import * as ToolCallKey from "../ToolCallKey.ts"
 import { openTurnOf, recordResponse, withJournal } from "./activityJournal.ts"
+import { turnConfig } from "./delegation.ts"
 import { approvalsOnly, deferResponse, toolView } from "./journalViews.ts"
 import { inconsistent, TaskFailed } from "./taskFailed.ts"
 
@@ -98,7 +99,7 @@ export const modelStepActivity = (
     binding,
     attempt === 0 ? `turn/${turn}/model/${index}` : `turn/${turn}/model/${index}/retry/${attempt}`,
     StepResult,
-    (journal, hosting) =>
+    (journal) =>
       Effect.gen(function* () {
         const task = binding.context.task
         const open = yield* openTurnOf(task, yield* journal.state, turn)
@@ -107,7 +108,8 @@ export const modelStepActivity = (
         if (open.owedCalls.length > 0) return yield* inconsistent(task, `turn ${turn} still owes tool results`)
         const step = open.steps + 1
         const deferred = deferResponse(journal)
-        const outcome = yield* TaskExecution.modelStep(binding, hosting.config, { task, turn, step }, history).pipe(
+        const config = yield* turnConfig(binding)
+        const outcome = yield* TaskExecution.modelStep(binding, config, { task, turn, step }, history).pipe(
           Effect.provideService(Journal.Journal, deferred.view)
         )
         const received = deferred.taken()
@@ -122,19 +124,26 @@ export const modelStepActivity = (
       })
   )
 
-/** The digest the journal recorded for a call's result in `turn`, if it recorded one. */
-const recordedResult = (journal: Journal.JournalService, hosting: TaskHostingShape, turn: number, callId: string) =>
+/**
+ * What the journal holds of a call in `turn` that a re-run must not write
+ * again: the digest of its result, if it recorded one, and the delegation
+ * records (`ChildDelegated`, `ChildAnswered`) an earlier attempt wrote.
+ */
+const recordedOfCall = (journal: Journal.JournalService, hosting: TaskHostingShape, turn: number, callId: string) =>
   Effect.map(Journal.readEntries({ folder: hosting.journalFolder, task: journal.task }), (entries) => {
-    const found = entries.findLast(
-      (entry) => entry._tag === "ToolResulted" && entry.turn === turn && entry.callId === callId
-    )
-    return found?._tag === "ToolResulted" ? Option.some(found.sha256) : Option.none<string>()
+    const ofCall = entries.filter((entry) => "callId" in entry && entry.turn === turn && entry.callId === callId)
+    const found = ofCall.findLast((entry) => entry._tag === "ToolResulted")
+    return {
+      result: found?._tag === "ToolResulted" ? Option.some(found.sha256) : Option.none<string>(),
+      children: ofCall.filter((entry) => entry._tag === "ChildDelegated" || entry._tag === "ChildAnswered")
+    }
   })
 
 /**
  * One tool call, with its idempotency key (`ToolCallKey`). A call an
  * earlier attempt already recorded runs again without being recorded again,
- * and must give the recorded result (`toolView`).
+ * and must give the recorded result (`toolView`); a delegation record an
+ * earlier attempt wrote is not written again.
  */
 const toolActivity = (binding: EntryGate.TaskBinding, turn: number, step: StepResult, call: Model.ToolCallPart) =>
   taskActivity(binding, `turn/${turn}/tool/${step.step}/${call.id}`, Model.ToolResultPart, (journal, hosting) =>
@@ -142,8 +151,14 @@ const toolActivity = (binding: EntryGate.TaskBinding, turn: number, step: StepRe
       const task = binding.context.task
       yield* recordResponse(task, journal, step.received)
       const open = yield* openTurnOf(task, yield* journal.state, turn)
-      const owed = open.owedCalls.some((owedCall) => owedCall.callId === call.id)
-      const recorded = owed ? Option.none<string>() : yield* recordedResult(journal, hosting, turn, call.id)
+      const owedCall = open.owedCalls.find((owedCall) => owedCall.callId === call.id)
+      const owed = owedCall !== undefined
+      // A call not called yet has nothing in the journal to find: only a re-run reads it.
+      const earlier =
+        owedCall !== undefined && !owedCall.called
+          ? { result: Option.none<string>(), children: [] }
+          : yield* recordedOfCall(journal, hosting, turn, call.id)
+      const recorded = owed ? Option.none<string>() : earlier.result
       if (!owed && Option.isNone(recorded)) {
         return yield* inconsistent(task, `call ${call.id} is neither owed nor recorded in turn ${turn}`)
       }
@@ -151,12 +166,16 @@ const toolActivity = (binding: EntryGate.TaskBinding, turn: number, step: StepRe
         journal,
         call.id,
         recorded,
+        earlier.children,
         (detail) => new TaskFailed({ task, reason: "ToolResultChanged", detail })
       )
-      const key = yield* Activity.idempotencyKey(ToolCallKey.nameOf({ task, turn, step: step.step, callId: call.id }))
-      const results = yield* TaskExecution.dispatchTools(binding, hosting.config, { task, turn, step: step.step }, [
-        call
-      ]).pipe(Effect.provideService(Journal.Journal, view), ToolCallKey.provide(key))
+      const identity = { task, turn, step: step.step, callId: call.id }
+      const key = yield* Activity.idempotencyKey(ToolCallKey.nameOf(identity))
+      const config = yield* turnConfig(binding)
+      const results = yield* TaskExecution.dispatchTools(binding, config, { task, turn, step: step.step }, [call]).pipe(
+        Effect.provideService(Journal.Journal, view),
+        ToolCallKey.provide(key, identity)
+      )
       const result = results[0]
       if (result === undefined) return yield* inconsistent(task, `call ${call.id} gave no result`)
       return result
@@ -173,9 +192,10 @@ const toolActivity = (binding: EntryGate.TaskBinding, turn: number, step: StepRe
  * again finds the requests an earlier one wrote and does not repeat them.
  */
 export const approvalsActivity = (binding: EntryGate.TaskBinding, turn: number, step: StepResult) =>
-  taskActivity(binding, `turn/${turn}/approvals/${step.step}`, Schema.Array(Schema.String), (journal, hosting) =>
+  taskActivity(binding, `turn/${turn}/approvals/${step.step}`, Schema.Array(Schema.String), (journal) =>
     Effect.gen(function* () {
       const task = binding.context.task
+      const config = yield* turnConfig(binding)
       yield* recordResponse(task, journal, step.received)
       const calls = step.response.toolCalls
       const owedOf = (open: Journal.TurnState) => new Map(open.owedCalls.map((owed) => [owed.callId, owed]))
@@ -184,13 +204,15 @@ export const approvalsActivity = (binding: EntryGate.TaskBinding, turn: number, 
       for (const call of calls) {
         const owed = before.get(call.id)
         if (owed === undefined || owed.called || owed.approval !== undefined) continue
-        if (yield* Tool.needsApproval(hosting.config.tools, call)) toAsk.push(call)
+        // The `delegate` tool needs the journal to run, never to say whether a call needs approval.
+        const asks = Tool.needsApproval(config.tools, call).pipe(Effect.provideService(Journal.Journal, journal))
+        if (yield* asks) toAsk.push(call)
       }
       if (toAsk.length > 0) {
         const view = approvalsOnly(journal, (detail) => inconsistent(task, detail))
         const dispatched = yield* TaskExecution.dispatchStep(
           binding,
-          hosting.config,
+          config,
           { task, turn, step: step.step },
           toAsk
         ).pipe(Effect.provideService(Journal.Journal, view))
@@ -258,7 +280,8 @@ const rejectActivity = (binding: EntryGate.TaskBinding, turn: number, step: Step
         if (owed.approval?.status !== "Rejected") {
           return yield* inconsistent(task, `call ${call.id} of turn ${turn} is not rejected in the journal`)
         }
-        const dispatched = yield* TaskExecution.dispatchStep(binding, hosting.config, { task, turn, step: step.step }, [
+        const config = yield* turnConfig(binding)
+        const dispatched = yield* TaskExecution.dispatchStep(binding, config, { task, turn, step: step.step }, [
           call
         ]).pipe(Effect.provideService(Journal.Journal, journal))
         const result = dispatched._tag === "Results" ? dispatched.results[0] : undefined
