@@ -647,8 +647,10 @@ describe("delegation", () => {
               ? Model.response({ text: `${asked} done.` })
               : Model.response({ toolCalls: [Model.toolCall("d1", Delegation.toolName, { tasks })] })
           }
-          if (asked === "Review the plan.")
-            return Model.response({ toolCalls: [Model.toolCall("s1", "slow_check", {})] })
+          if (asked === "Review the plan.") {
+            const usage = { inputTokens: 11, outputTokens: 2 }
+            return Model.response({ toolCalls: [Model.toolCall("s1", "slow_check", {})], usage })
+          }
           return hasResultOf(request, "n1")
             ? Model.response({ text: "scout: all readings nominal." })
             : Model.response({ toolCalls: [Model.toolCall("n1", "fetch_notes", {})] })
@@ -688,6 +690,14 @@ describe("delegation", () => {
         const critic = entries.find((entry) => entry._tag === "ChildDelegated" && entry.agent === "critic")
         const criticTask = critic?._tag === "ChildDelegated" ? critic.task : ""
         assert.include([undefined, "TurnAbandoned"], last[criticTask], "the critic's turn was abandoned")
+        // What the critic spent before its time ran out is its parent's to count (when it got as far as a response).
+        const timedOut = entries.find((entry) => entry._tag === "ChildAnswered" && entry.outcome === "TimedOut")
+        const spent = timedOut?._tag === "ChildAnswered" ? timedOut.usage : undefined
+        const criticJournal = path.join(stateDir, NodeTessera.defaultNamespace, VolumeStore.volumesFolder, "journal")
+        const criticFile = path.join(criticJournal, `${criticTask}.jsonl`)
+        const responded =
+          fs.existsSync(criticFile) && fs.readFileSync(criticFile, "utf8").includes('"ResponseReceived"')
+        assert.deepStrictEqual(spent, responded ? { inputTokens: 11, outputTokens: 2 } : {})
         assert.strictEqual(refused._tag, "InvalidInput")
         if (refused._tag === "InvalidInput") assert.strictEqual(refused.field, "children[0].children")
         assert.strictEqual(requests.length, requestsBeforeRefusal, "the refusal sent no request")

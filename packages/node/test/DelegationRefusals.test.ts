@@ -16,9 +16,9 @@ import { assert, describe, it } from "@effect/vitest"
 import { ArtifactPathPolicy } from "@tessera/artifacts"
 import { Ids, type Volume } from "@tessera/core"
 import { NodeDigest, NodeTessera } from "@tessera/node"
-import { Delegation, EntryGate, History, Model, TaskExecution, Tool } from "@tessera/runtime"
+import { Delegation, EntryGate, History, type Journal, Model, TaskExecution, Tool } from "@tessera/runtime"
 import { ScriptedModel } from "@tessera/runtime/testing"
-import { Effect, Exit, Layer, Option, Schema } from "effect"
+import { Effect, Exit, type FileSystem, Layer, Option, type Path, Schema } from "effect"
 import { agentId, taskId, tempDir } from "./support/temp.ts"
 
 const parentTask = taskId("plan-1")
@@ -177,4 +177,73 @@ describe("delegation refusals", () => {
         }).pipe(Effect.scoped)
     )
   }
+})
+
+/** The parent delegates once; the child answers at once. */
+const delegatingModel = ScriptedModel.layer((request) =>
+  request.tools.some((tool) => tool.name === Delegation.toolName)
+    ? request.parts.some((part) => part._tag === "ToolResult")
+      ? Model.response({ text: "done" })
+      : Model.response({
+          toolCalls: [Model.toolCall("d1", Delegation.toolName, { tasks: [{ agent: "scout", task: "Look." }] })]
+        })
+    : Model.response({ text: "scout: seen." })
+)
+
+/** A parent's delegation through `harness` (the honest one, or one that binds another task than it is asked). */
+const delegateThrough = (stateDir: string, wiring: "honest" | "another task") =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const tessera = yield* NodeTessera.open({ folder: stateDir, agent: "lead", redactor: Option.none() })
+      const honest = tessera.harness
+      const harness: Delegation.ChildHarness<
+        Effect.Error<ReturnType<typeof honest.withChild>>,
+        Journal.Journal | FileSystem.FileSystem | Path.Path,
+        Journal.Journal | ArtifactPathPolicy.ArtifactPathPolicy
+      > = wiring === "honest"
+        ? honest
+        : {
+            withChild: (parent, child, body) => honest.withChild(parent, { ...child, task: taskId("elsewhere") }, body)
+          }
+      const outcome = yield* honest.withTask(parentTask, (parent) =>
+        Effect.gen(function* () {
+          const delegate = yield* Delegation.tool(harness, parent, [{ agent: "scout", description: "looks" }])
+          return yield* TaskExecution.runTurn(parent, History.make([Model.text("user", "Delegate.")]), {
+            tools: Tool.registry(delegate),
+            maxSteps: 3,
+            durable: true,
+            offload: TaskExecution.defaultFrontDoorOffload
+          })
+        })
+      )
+      const requests = yield* (yield* ScriptedModel.ScriptedModelRecorder).requests
+      return { outcome, requests, entries: yield* tessera.entries(parentTask) }
+    })
+  ).pipe(Effect.provide(delegatingModel), Effect.provide(NodeTessera.layer))
+
+describe("delegation refusals of a lying harness", () => {
+  it.effect(
+    "delegation_refuses_a_harness_that_binds_another_task: the call fails ChildBindingMismatch before the child sends a request or the parent records the delegation",
+    () =>
+      Effect.gen(function* () {
+        const { entries, requests } = yield* delegateThrough(yield* tempDir, "another task")
+        const result = requests
+          .flatMap((request) => request.parts)
+          .find((part) => part._tag === "ToolResult" && part.callId === "d1")
+        assert.isTrue(result?._tag === "ToolResult" && result.isError)
+        assert.include(result?._tag === "ToolResult" ? result.content : "", "a child runs only as itself")
+        assert.isFalse(requests.some((request) => !request.tools.some((tool) => tool.name === Delegation.toolName)))
+        assert.isFalse(entries.some((entry) => entry._tag === "ChildDelegated"))
+      }).pipe(Effect.scoped)
+  )
+
+  it.effect(
+    "delegation_refuses_a_harness_that_binds_another_task negative control: the honest harness runs the child, which sends its request and is recorded",
+    () =>
+      Effect.gen(function* () {
+        const { entries, requests } = yield* delegateThrough(yield* tempDir, "honest")
+        assert.isTrue(requests.some((request) => !request.tools.some((tool) => tool.name === Delegation.toolName)))
+        assert.isTrue(entries.some((entry) => entry._tag === "ChildDelegated"))
+      }).pipe(Effect.scoped)
+  )
 })

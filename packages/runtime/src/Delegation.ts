@@ -30,8 +30,9 @@
  * - **Bounded.** At most `maxChildren` sub-tasks per call, at most
  *   `maxConcurrent` running at once, offers at most `maxDepth` levels deep
  *   ({@link defaultLimits}); each child within its offer's `maxSteps` and
- *   `timeLimit` (past it, its turn is interrupted and abandoned, and the
- *   result says so).
+ *   `timeLimit` (past it, its turn is interrupted and abandoned, the result
+ *   says so, and what its journal says it spent until then is still counted
+ *   in the parent's `ChildAnswered`).
  * - **A child's approvals are the parent's host's to decide, once.** A
  *   child whose turn waits for approvals makes the `delegate` call wait
  *   with it: where the dispatch can wait (the executor's turns and the
@@ -167,6 +168,16 @@ export {
    * @category binding
    */
   bindChild,
+  /**
+   * A child harness bound another task than the child the call named
+   * (`expected`, from {@link childTaskId}): the call fails before anything
+   * of that child is recorded or sent, since its journal, volumes and
+   * answer would be another task's.
+   *
+   * @since 0.1.0
+   * @category errors
+   */
+  ChildBindingMismatch,
   /**
    * A child agent a host offers: its id (an identifier), what it does (the
    * model reads it in the tool's description), its tools, its step budget

@@ -77,6 +77,16 @@ export interface ChildHarness<E, R, Provided> {
   }
 }
 
+/** See `Delegation.ChildBindingMismatch`. */
+export class ChildBindingMismatch extends Schema.TaggedError<ChildBindingMismatch>()("ChildBindingMismatch", {
+  expected: Ids.TaskId,
+  bound: Ids.TaskId
+}) {
+  override get message(): string {
+    return `the child harness bound task ${this.bound} for child task ${this.expected}: a child runs only as itself`
+  }
+}
+
 /** See `Delegation.childVolumes`. */
 export const childVolumes = (task: Ids.TaskId): { readonly private: Ids.VolumeId; readonly output: Ids.VolumeId } => ({
   private: suffixed(task, "-scratch"),
@@ -236,25 +246,38 @@ export type ChildOutcome =
  * A child within its time limit: past it, the child (its turn and its hold on its journal) is interrupted, so its
  * turn is abandoned, and the call says so. What it spent stays in its own journal.
  */
-const timed = <E, R>(
+const timed = <E, R, R2>(
   child: Effect.Effect<
     { readonly outcome: ChildOutcome; readonly usage: Model.Usage; readonly received: ReadonlyArray<Received> },
     E,
     R
   >,
-  limit: Duration.Input | undefined
+  limit: Duration.Input | undefined,
+  spent: Effect.Effect<Model.Usage, never, R2>
 ) =>
   limit === undefined
     ? child
     : Effect.timeoutOrElse(child, {
         duration: limit,
         orElse: () =>
-          Effect.succeed({
+          Effect.map(spent, (usage) => ({
             outcome: { _tag: "TimedOut", limit: Duration.format(Duration.fromInputUnsafe(limit)) } as ChildOutcome,
-            usage: {},
+            usage,
             received: [] as ReadonlyArray<Received>
-          })
+          }))
       })
+
+/**
+ * What a child's journal says it spent, read once the child let go of it (interrupted): the hosts keep a
+ * delegation's journals in one folder, so it is the parent's journal's. A child that wrote none (its time ran out
+ * before its first entry), or a host that keeps it elsewhere, spent nothing the parent can count.
+ */
+const spentBy = (parentJournal: Journal["Service"], task: Ids.TaskId) =>
+  Effect.gen(function* () {
+    const path = yield* Path.Path
+    const entries = yield* readEntries({ folder: path.dirname(parentJournal.file), task })
+    return totalUsage(entries).withChildren
+  }).pipe(Effect.orElseSucceed((): Model.Usage => ({})))
 
 const answerOf = (
   outcome:
@@ -387,6 +410,10 @@ const level = <E, R, Provided, RChild>(
       harness.withChild(parent, { agent, task }, (binding) =>
         Effect.gen(function* () {
           const { callId, parentJournal, step, turn } = call
+          // The child runs only as itself: a harness that bound another task is refused before anything is recorded.
+          if (binding.context.task !== task) {
+            return yield* new ChildBindingMismatch({ expected: task, bound: binding.context.task })
+          }
           const output = Option.getOrUndefined(Option.map(binding.context.output, (bound) => bound.ref))
           yield* parentJournal.append({
             _tag: "ChildDelegated",
@@ -471,7 +498,8 @@ const level = <E, R, Provided, RChild>(
                 const task = yield* childTaskId(position.value, index)
                 const { outcome, received, usage } = yield* timed(
                   runChild(agent, task, subTask.task, { parentJournal, turn, step, callId, decision }),
-                  offers.get(agent)?.timeLimit
+                  offers.get(agent)?.timeLimit,
+                  spentBy(parentJournal, task)
                 )
                 const measured = yield* measureText(outcome._tag === "Answered" ? outcome.text : "")
                 yield* parentJournal.append({
