@@ -299,11 +299,11 @@ const uninterrupted = async (root: string, wiring: Wiring) => {
     evidence.answer,
     "Plan ready. scout: readings nominal; notes part 2: the north ridge is clear | critic: the plan holds (constraints met)"
   )
-  // The parent delegates, then answers; the scout makes two calls, the critic one.
+  // The parent delegates, then answers; the scout makes two calls and publishes, the critic makes one call.
   assert.deepStrictEqual([...lanesOf(evidence.requests)].map(([lane, sent]) => `${lane} ${sent.length}`).sort(), [
     "critic 2",
     "parent 2",
-    "scout 3"
+    "scout 4"
   ])
   assert.deepStrictEqual(evidence.runs.map((run) => run.key).sort(), [
     "critic check_plan c1",
@@ -311,9 +311,15 @@ const uninterrupted = async (root: string, wiring: Wiring) => {
     "scout fetch_notes n2"
   ])
   assert.strictEqual(evidence.journals.size, 3)
-  // The scout's first result was large: offloaded (to the scout's own volume).
+  // Three files: the scout's first result (large: offloaded to its own volume), its findings (published to its
+  // output volume) and the parent's copy of them (in the parent's private volume).
   const offloaded = [...evidence.journals.values()].flat().filter((entry) => entry._tag === "ArtifactOffloaded")
-  assert.lengthOf(offloaded, 1)
+  assert.deepStrictEqual(
+    offloaded
+      .map((entry) => (entry._tag === "ArtifactOffloaded" ? entry.path.split("/").slice(0, 2).join("/") : ""))
+      .sort(),
+    ["artifacts/delegated", "artifacts/published", "artifacts/tool-results"]
+  )
   return { evidence, workMs: run.workMs }
 }
 
