@@ -579,6 +579,10 @@ describe("delegation", () => {
                         ...artifactsOrSummaries(harness.folder, "lead-scratch"),
                         ...artifactsOrSummaries(harness.folder, "plan-1-child-probe-scratch")
                       ]
+                      // Nor a journal byte: neither journal holds an entry (its file appears with its first one).
+                      const journalBytesAfterRefusals = [parentJournal.file, childJournal.file].map((file) =>
+                        fs.existsSync(file) ? fs.statSync(file).size : 0
+                      )
                       // Control: each writer under its own task's journal stages.
                       const own = yield* Effect.all([
                         PrivateSummaries.stageOnce(key(3), "private", { journal: parentJournal }).pipe(
@@ -588,7 +592,7 @@ describe("delegation", () => {
                           PrivateSummaries.provide(childWriter)
                         )
                       ])
-                      return { parentInChild, childInParent, filesAfterRefusals, own }
+                      return { parentInChild, childInParent, filesAfterRefusals, journalBytesAfterRefusals, own }
                     })
                 )
               })
@@ -604,6 +608,7 @@ describe("delegation", () => {
           "CapabilityMismatch"
         )
         assert.deepStrictEqual(outcome.filesAfterRefusals, [])
+        assert.deepStrictEqual(outcome.journalBytesAfterRefusals, [0, 0])
         assert.deepStrictEqual(
           outcome.own.map((file) => file.path),
           ["summaries/probe/3.txt", "summaries/probe/4.txt"]
