@@ -393,7 +393,7 @@ export const render = (report: Report): string => {
         `  children (${journal.children.length}):`,
         ...journal.children.map(
           (child) =>
-            `    ${child.task} (agent ${child.agent}): ${child.status}, tokens ${formatUsage(child.usage) || "unreported"}`
+            `    ${child.task} (agent ${child.agent}): ${child.status}, tokens ${formatUsage(child.usage) || "unreported"}${child.published.length === 0 ? "" : `, published ${child.published.join(", ")}`}`
         )
       )
     }

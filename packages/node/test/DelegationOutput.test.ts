@@ -10,13 +10,13 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { ArtifactPointer } from "@tessera/artifacts"
-import { NodeTessera } from "@tessera/node"
+import { Inspector, NodeTessera } from "@tessera/node"
 import { Delegation, History, type JournalEntry, Model, TaskExecution, Tool, VolumeStore } from "@tessera/runtime"
 import { ScriptedModel } from "@tessera/runtime/testing"
 import { Effect, Option, Schema } from "effect"
 import * as fc from "fast-check"
 import { sharingHarness } from "./support/sharingHarness.ts"
-import { tempDir } from "./support/temp.ts"
+import { taskId, tempDir } from "./support/temp.ts"
 
 const privateMarker = "SCOUT-PRIVATE-91bd"
 const publishedMarker = "FINDINGS-PUBLIC-2e07"
@@ -185,6 +185,16 @@ describe("delegation output binding", () => {
         assert.lengthOf(copies, 2)
         const parentRequests = requests.filter(isParent)
         const last = JSON.stringify(parentRequests.at(-1)?.parts)
+        // The inspector names what each child published.
+        const report = yield* Inspector.inspect(folder, { task: taskId("plan-1") }).pipe(
+          Effect.provide(NodeTessera.layer)
+        )
+        assert.match(
+          Inspector.render(report),
+          /\(agent scout\): Answered, tokens [a-z ]+, published notes\.txt, summary\.md/
+        )
+        const json = Inspector.toJson(report).tasks.find((task) => task.task === "plan-1")
+        assert.deepStrictEqual(json?.children[0]?.published, ["notes.txt", "summary.md"])
         // The parent read its copy of the summary by the pointer it was given.
         const read = resultOf(parentRequests.at(-1), "r1")
         assert.isFalse(read?.isError, read?.content)

@@ -15,6 +15,8 @@ export interface ChildReport {
   readonly agent: Ids.AgentId
   readonly status: "Answered" | "AwaitingApproval" | "TimedOut" | "Unfinished"
   readonly usage: Model.Usage
+  /** The files it published that reached the parent (by name), as its last `ChildAnswered` says. */
+  readonly published: ReadonlyArray<string>
 }
 
 /** The children of a journal's task, in the order they were first delegated; the last record of each stands. */
@@ -27,12 +29,18 @@ export const childrenOf = (entries: Iterable<JournalEntry.Entry>): ReadonlyArray
         task: entry.task,
         agent: entry.agent,
         status: "Unfinished",
-        usage: known?.usage ?? {}
+        usage: known?.usage ?? {},
+        published: known?.published ?? []
       })
     } else if (entry._tag === "ChildAnswered") {
       const known = children.get(entry.task)
       if (known === undefined) continue
-      children.set(entry.task, { ...known, status: entry.outcome, usage: entry.usage ?? {} })
+      children.set(entry.task, {
+        ...known,
+        status: entry.outcome,
+        usage: entry.usage ?? {},
+        published: (entry.published ?? []).map((file) => file.name)
+      })
     }
   }
   return [...children.values()]

@@ -134,7 +134,9 @@ const TaskJson = Schema.Struct({
       task: Ids.TaskId,
       agent: Ids.AgentId,
       status: Schema.Literals(["Answered", "AwaitingApproval", "TimedOut", "Unfinished"]),
-      usage: Model.Usage
+      usage: Model.Usage,
+      /** The names of the files it published that reached the parent. */
+      published: Schema.Array(Schema.String)
     })
   ),
   /** The last turn's redaction decision (`TurnOpened.redaction`); `Unknown` when none was recorded. */
