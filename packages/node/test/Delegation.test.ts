@@ -79,6 +79,14 @@ const model = ScriptedModel.layer((request) => {
   return Model.response({ text: "critic: the plan holds.", usage: { inputTokens: 7, outputTokens: 3 } })
 })
 
+/** A child's tool that never ends: only its offer's time limit stops it. */
+const slow = Tool.make({
+  name: "slow_check",
+  description: "Checks slowly",
+  input: Schema.Struct({}),
+  handler: () => Effect.never
+})
+
 /** Every file below a volume's artifact folder, by volume id. */
 const artifactsOf = (folder: string, volume: string) => {
   const root = path.join(folder, VolumeStore.volumesFolder, volume, VolumeStore.artifactFolder)
@@ -622,12 +630,6 @@ describe("delegation", () => {
     () =>
       Effect.gen(function* () {
         const stateDir = yield* tempDir
-        const slow = Tool.make({
-          name: "slow_check",
-          description: "Checks slowly",
-          input: Schema.Struct({}),
-          handler: () => Effect.never
-        })
         const offered: ReadonlyArray<Delegation.ChildAgent> = [
           {
             agent: "lead-scout",
@@ -714,12 +716,6 @@ describe("delegation", () => {
     () =>
       Effect.gen(function* () {
         const stateDir = yield* tempDir
-        const slow = Tool.make({
-          name: "slow_check",
-          description: "Checks slowly",
-          input: Schema.Struct({}),
-          handler: () => Effect.never
-        })
         const unbounded: ReadonlyArray<Delegation.ChildAgent> = [
           { agent: "critic", description: "reviews a plan", tools: [slow] }
         ]

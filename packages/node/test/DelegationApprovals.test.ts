@@ -28,6 +28,15 @@ const makeDeploy = (ran: Array<string>) =>
       })
   })
 
+/** The child agent the parent delegates to, and the deploys it ran. */
+const releaser = () => {
+  const ran: Array<string> = []
+  const children: ReadonlyArray<Delegation.ChildAgent> = [
+    { agent: "releaser", description: "ships releases", tools: [makeDeploy(ran)] }
+  ]
+  return { children, ran }
+}
+
 const isParent = (request: Model.ModelRequest) => request.tools.some((tool) => tool.name === Delegation.toolName)
 const resultOf = (request: Model.ModelRequest, callId: string) =>
   request.parts.find((part): part is Model.ToolResultPart => part._tag === "ToolResult" && part.callId === callId)
@@ -66,10 +75,7 @@ describe("delegation approvals", () => {
     () =>
       Effect.gen(function* () {
         const stateDir = yield* tempDir
-        const ran: Array<string> = []
-        const children: ReadonlyArray<Delegation.ChildAgent> = [
-          { agent: "releaser", description: "ships releases", tools: [makeDeploy(ran)] }
-        ]
+        const { children, ran } = releaser()
         const result = yield* Effect.scoped(
           Effect.gen(function* () {
             const tessera = yield* NodeTessera.open({ folder: stateDir, agent: "lead", redactor: Option.none() })
@@ -124,10 +130,7 @@ describe("delegation approvals", () => {
     () =>
       Effect.gen(function* () {
         const stateDir = yield* tempDir
-        const ran: Array<string> = []
-        const children: ReadonlyArray<Delegation.ChildAgent> = [
-          { agent: "releaser", description: "ships releases", tools: [makeDeploy(ran)] }
-        ]
+        const { children, ran } = releaser()
         const outcome = yield* Effect.scoped(
           Effect.gen(function* () {
             const tessera = yield* NodeTessera.open({ folder: stateDir, agent: "lead", redactor: Option.none() })

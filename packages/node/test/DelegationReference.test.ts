@@ -25,29 +25,10 @@ import {
   VolumeStore
 } from "@tessera/runtime"
 import { Effect, Option, Schema } from "effect"
+import { assertMediaUnconverted, mediaParts } from "./support/media.ts"
 import { taskId, tempDir } from "./support/temp.ts"
 
 const childMarker = "SCOUT-PRIVATE-5c21"
-
-const mediaParts = (): ReadonlyArray<Model.MediaPart> => [
-  {
-    _tag: "Media",
-    role: "user",
-    mediaType: "image/png",
-    data: {
-      _tag: "Base64",
-      base64: "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
-    },
-    providerOptions: { anthropic: { cacheControl: { type: "ephemeral" } }, rawBytes: new Uint8Array([0, 255]) }
-  },
-  {
-    _tag: "Media",
-    role: "user",
-    mediaType: "application/pdf",
-    data: { _tag: "Url", url: "https://example.invalid/site-plan.pdf" },
-    providerOptions: { openai: { fileId: "file-123" } }
-  }
-]
 
 const measure = Tool.make({
   name: "measure",
@@ -114,7 +95,7 @@ const model = (received: Array<Model.ModelRequest>) => {
 const run = (stateDir: string, wiring: { readonly hooks?: Executor.Hooks; readonly compaction?: boolean } = {}) =>
   Effect.gen(function* () {
     const received: Array<Model.ModelRequest> = []
-    const media = mediaParts()
+    const media = mediaParts({ durable: true })
     const outcome = yield* Effect.scoped(
       Effect.gen(function* () {
         const tessera = yield* NodeTessera.open({ folder: stateDir, agent: "lead", redactor: Option.none() })
@@ -141,14 +122,15 @@ const run = (stateDir: string, wiring: { readonly hooks?: Executor.Hooks; readon
     return { outcome, received, media, folder: path.join(stateDir, NodeTessera.defaultNamespace) }
   })
 
-/** Every parent request holds the very media parts the harness built, in order. */
-const assertMediaUnconverted = (media: ReadonlyArray<Model.MediaPart>, received: ReadonlyArray<Model.ModelRequest>) => {
-  for (const request of received.filter((request) => kindOf(request) !== "child")) {
-    const arrived = request.parts.filter((part) => part._tag === "Media")
-    assert.strictEqual(arrived.length, media.length)
-    for (const [index, part] of arrived.entries()) assert.strictEqual(part, media[index], "the very part built")
-  }
-}
+/** Every parent request (a summary request is one) holds the very media parts the harness built, in order. */
+const assertParentMediaUnconverted = (
+  media: ReadonlyArray<Model.MediaPart>,
+  received: ReadonlyArray<Model.ModelRequest>
+) =>
+  assertMediaUnconverted(
+    media,
+    received.filter((request) => kindOf(request) !== "child")
+  )
 
 /** The turn compacted once, after the child's response, into the parent's own private volume. */
 const assertCompactedMidTurn = (received: ReadonlyArray<Model.ModelRequest>, folder: string) => {
@@ -167,7 +149,7 @@ describe("delegation in the reference scenario", () => {
         const { folder, media, outcome, received } = yield* run(yield* tempDir)
         assert.strictEqual(outcome.text, "the site is ready, and the soil is nominal")
         assertCompactedMidTurn(received, folder)
-        assertMediaUnconverted(media, received)
+        assertParentMediaUnconverted(media, received)
         // The child's response reached the parent; its private notes (offloaded to its own volume) did not.
         const parents = received.filter((request) => kindOf(request) !== "child")
         assert.include(JSON.stringify(parents[2]?.parts), "scout: the soil is nominal.")
@@ -193,7 +175,7 @@ describe("delegation in the reference scenario", () => {
             })
         }
         const { media, received } = yield* run(yield* tempDir, { hooks: converting })
-        assert.throws(() => assertMediaUnconverted(media, received))
+        assert.throws(() => assertParentMediaUnconverted(media, received))
       }).pipe(Effect.scoped)
   )
 

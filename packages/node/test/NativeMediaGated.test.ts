@@ -26,33 +26,10 @@ import {
   Tool
 } from "@tessera/runtime"
 import { Effect, Layer, Option, Schema } from "effect"
+import { assertMediaUnconverted, mediaParts } from "./support/media.ts"
 
 const agent = Schema.decodeUnknownSync(Ids.AgentId)("viewer")
 const task = Schema.decodeUnknownSync(Ids.TaskId)("media-gated")
-
-const mediaParts = (): ReadonlyArray<Model.MediaPart> => [
-  {
-    _tag: "Media",
-    role: "user",
-    mediaType: "image/png",
-    data: {
-      _tag: "Base64",
-      base64: "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
-    },
-    providerOptions: {
-      anthropic: { cacheControl: { type: "ephemeral" } },
-      rawBytes: new Uint8Array([0, 255]),
-      budget: 12n
-    }
-  },
-  {
-    _tag: "Media",
-    role: "user",
-    mediaType: "application/pdf",
-    data: { _tag: "Url", url: "https://example.invalid/report.pdf" },
-    providerOptions: { openai: { fileId: "file-123" } }
-  }
-]
 
 const produce = Tool.make({
   name: "produce",
@@ -103,16 +80,6 @@ const runGated = (hooks: Executor.Hooks | undefined) =>
     }).pipe(Effect.provide(Layer.merge(model, Journal.layer({ folder: yield* host.store.folderOf(journalRef), task }))))
     return { outcome, media, received, root }
   })
-
-const assertMediaUnconverted = (media: ReadonlyArray<Model.MediaPart>, received: ReadonlyArray<Model.ModelRequest>) => {
-  for (const request of received) {
-    const arrived = request.parts.filter((part) => part._tag === "Media")
-    assert.strictEqual(arrived.length, media.length)
-    for (const [index, part] of arrived.entries()) {
-      assert.strictEqual(part, media[index], "the very part the harness built")
-    }
-  }
-}
 
 const layer = Layer.mergeAll(NodeServices.layer, NodeDurableFiles.layer, HostAuthority.permissive)
 
