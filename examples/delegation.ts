@@ -2,8 +2,10 @@
  * A parent task that delegates two sub-tasks in parallel, to two child
  * agents the host offers (each with a description and a tool of its own),
  * through the front door. Each child runs as a task of its own, with its own
- * private volume and journal; only its answer reaches the parent. The usage
- * is read back from the parent's journal, itemized per child.
+ * private volume and journal; only its answer, and what it publishes (the
+ * costing child's estimate, copied into the parent's private volume behind a
+ * pointer), reach the parent. The usage is read back from the parent's
+ * journal, itemized per child.
  *
  * Run: node examples/delegation.ts (again: the next turn of the same task
  * delegates again, to two new children).
@@ -60,7 +62,14 @@ const model = ScriptedModel.layer((request) => {
     if (answered !== undefined) return Model.response({ text: `The north site is reachable (${answered}).`, usage })
     return Model.response({ toolCalls: [Model.toolCall("notes", "read_site_notes", { site: "north" })], usage })
   }
-  if (answered !== undefined) return Model.response({ text: `About 2,400 a day (${answered}).`, usage })
+  // The costing child publishes its estimate for the parent (its output volume), then answers.
+  if (last?._tag === "ToolResult" && last.name === Delegation.publishToolName) {
+    return Model.response({ text: "About 2,400 a day; the estimate is published as estimate.md.", usage })
+  }
+  if (answered !== undefined) {
+    const estimate = { name: "estimate.md", text: `# One day of drilling\n\n${answered}\n\nTotal: 2,400` }
+    return Model.response({ toolCalls: [Model.toolCall("publish", Delegation.publishToolName, estimate)], usage })
+  }
   return Model.response({ toolCalls: [Model.toolCall("prices", "price_list", {})], usage })
 })
 

@@ -95,63 +95,6 @@
 
 export {
   /**
-   * The most bytes one published file holds: 1 MiB. A larger one is
-   * refused `TooLarge` and nothing is written.
-   *
-   * @since 0.1.0
-   * @category defaults
-   */
-  maxPublishedBytes,
-  /**
-   * A published file read back by the parent's call is not what the child's
-   * journal recorded (another size or digest, unreadable, or a journal entry
-   * naming a place the publish tool never writes): corruption is loud, the
-   * call fails and nothing of that file reaches the parent.
-   *
-   * @since 0.1.0
-   * @category errors
-   */
-  PublishedArtifactChanged,
-  /**
-   * Why `publish` refused: the task has no output binding
-   * (`NoOutputBinding`), the name is no plain file name (`InvalidName`), the
-   * request gives both or neither of `text` and `artifact`
-   * (`InvalidRequest`), there is nothing to publish (`Empty`), it is over
-   * {@link maxPublishedBytes} (`TooLarge`), the name is published already
-   * by another call (`AlreadyPublished`), the artifact named cannot be read
-   * by the task (`ArtifactUnreadable`), or the write was refused
-   * (`WriteRefused`: the host's path policy, a link in the way, a failed
-   * write).
-   *
-   * @since 0.1.0
-   * @category errors
-   */
-  PublishProblem,
-  /**
-   * A refused publication, with the name asked for and why
-   * ({@link PublishProblem}); the model reads its message as the call's
-   * failed result. Nothing was written and nothing journaled.
-   *
-   * @since 0.1.0
-   * @category errors
-   */
-  PublishRefused,
-  /**
-   * The child's publish tool's name: `publish`. Its input is `{ name, text }`
-   * or `{ name, artifact }` (the path of one of the child's own artifacts, as
-   * its pointer names it); the file lands at `artifacts/published/<name>` of
-   * the child's output volume, scrubbed by the host's redactor, under its
-   * final name only once complete, journaled in the child's journal as an
-   * `ArtifactOffloaded` into the output volume. Each name is published once
-   * per child (a resumed call rewrites the same bytes).
-   *
-   * @since 0.1.0
-   * @category naming
-   */
-  publishToolName
-} from "./internal/childOutput.ts"
-export {
-  /**
    * Binds the child task of a delegation, for a host's `withChild`: after
    * the parent's entry gate admits `Delegate` (a forged or copied parent
    * binding is refused before any volume exists), on the parent's runtime,
@@ -169,16 +112,6 @@ export {
    */
   bindChild,
   /**
-   * A child harness bound another task than the child the call named
-   * (`expected`, from {@link childTaskId}): the call fails before anything
-   * of that child is recorded or sent, since its journal, volumes and
-   * answer would be another task's.
-   *
-   * @since 0.1.0
-   * @category errors
-   */
-  ChildBindingMismatch,
-  /**
    * A child agent a host offers: its id (an identifier), what it does (the
    * model reads it in the tool's description), its tools, its step budget
    * per sub-task ({@link defaultChildSteps} by default), its time budget
@@ -189,6 +122,16 @@ export {
    * @category models
    */
   type ChildAgent,
+  /**
+   * A child harness bound another task than the child the call named
+   * (`expected`, from {@link childTaskId}): the call fails before anything
+   * of that child is recorded or sent, since its journal, volumes and
+   * answer would be another task's.
+   *
+   * @since 0.1.0
+   * @category errors
+   */
+  ChildBindingMismatch,
   /**
    * What a host gives delegation: `withChild(parent, { agent, task },
    * body)` binds the child task for the child agent (its own scope, its own
@@ -251,6 +194,61 @@ export {
    * @category models
    */
   type Limits,
+  /**
+   * The most bytes one published file holds: 1 MiB. A larger one is
+   * refused `TooLarge` and nothing is written.
+   *
+   * @since 0.1.0
+   * @category defaults
+   */
+  maxPublishedBytes,
+  /**
+   * A published file read back by the parent's call is not what the child's
+   * journal recorded (another size or digest, unreadable, or a journal entry
+   * naming a place the publish tool never writes): corruption is loud, the
+   * call fails and nothing of that file reaches the parent.
+   *
+   * @since 0.1.0
+   * @category errors
+   */
+  PublishedArtifactChanged,
+  /**
+   * Why `publish` refused: the task has no output binding
+   * (`NoOutputBinding`), the name is no plain file name (`InvalidName`), the
+   * request gives both or neither of `text` and `artifact`
+   * (`InvalidRequest`), there is nothing to publish (`Empty`), it is over
+   * {@link maxPublishedBytes} (`TooLarge`), the name is published already
+   * by another call (`AlreadyPublished`), the artifact named cannot be read
+   * by the task (`ArtifactUnreadable`), or the write was refused
+   * (`WriteRefused`: the host's path policy, a link in the way, a failed
+   * write).
+   *
+   * @since 0.1.0
+   * @category errors
+   */
+  PublishProblem,
+  /**
+   * A refused publication, with the name asked for and why
+   * ({@link PublishProblem}); the model reads its message as the call's
+   * failed result. Nothing was written and nothing journaled.
+   *
+   * @since 0.1.0
+   * @category errors
+   */
+  PublishRefused,
+  /**
+   * The child's publish tool's name: `publish`. Its input is `{ name, text }`
+   * or `{ name, artifact }` (the path of one of the child's own artifacts, as
+   * its pointer names it); the file lands at `artifacts/published/<name>` of
+   * the child's output volume, scrubbed by the host's redactor, under its
+   * final name only once complete, journaled in the child's journal as an
+   * `ArtifactOffloaded` into the output volume. Each name is published once
+   * per child (a resumed call rewrites the same bytes).
+   *
+   * @since 0.1.0
+   * @category naming
+   */
+  publishToolName,
   /**
    * The parent task's `delegate` tool over `harness`, offering `children`:
    * its input is `{ tasks: [{ agent, task }] }` (an offered agent and the

@@ -28,6 +28,16 @@ import * as ToolResults from "../ToolResults.ts"
 import * as VolumeStore from "../VolumeStore.ts"
 import { decide } from "./approvals.ts"
 import { publishTool, type Received, receive } from "./childOutput.ts"
+
+// The output binding's half of the contract, offered with the tool.
+export {
+  maxPublishedBytes,
+  PublishedArtifactChanged,
+  PublishProblem,
+  PublishRefused,
+  publishToolName
+} from "./childOutput.ts"
+
 import { CurrentCall, CurrentCallAwaiting } from "./currentCall.ts"
 import { measureText, sha256Bytes } from "./digest.ts"
 import { restoreHistory, resume } from "./durableTurns.ts"
