@@ -2,8 +2,8 @@
  * Delegation on the browser platform, in headless Chromium: a parent task's
  * `delegate` call through the browser front door runs each sub-task as a
  * child task of its own (its own agent, scope, private volume and journal
- * on OPFS under its own Web Lock), and only the children's answers reach
- * the parent. The control runs the same scenario through a front door whose
+ * on OPFS under its own Web Lock), and only the children's answers and what
+ * they publish (through their own output volumes) reach the parent. The control runs the same scenario through a front door whose
  * child harness binds each child like one of the parent's own tasks (the
  * parent's agent and grants: one shared scratchpad) and asserts that the
  * isolation check fails.
@@ -32,6 +32,7 @@ const children: ReadonlyArray<Delegation.ChildAgent> = [
 ]
 
 const scoutAnswer = "scout: all readings nominal."
+const publishedReview = "CRITIC-PUBLIC-41aa: the plan holds, with one caveat"
 const criticAnswer = "critic: the plan holds."
 
 const isParent = (request: Model.ModelRequest) => request.tools.some((tool) => tool.name === Delegation.toolName)
@@ -65,7 +66,12 @@ const model = () =>
         ? Model.response({ toolCalls: [Model.toolCall("n1", "fetch_notes", {})] })
         : Model.response({ text: scoutAnswer })
     }
-    return Model.response({ text: criticAnswer })
+    // The critic hands its review over through its output volume, then answers.
+    return resultOf(request, "p1") === undefined
+      ? Model.response({
+          toolCalls: [Model.toolCall("p1", Delegation.publishToolName, { name: "review.md", text: publishedReview })]
+        })
+      : Model.response({ text: criticAnswer })
   })
 
 /**
@@ -138,12 +144,22 @@ const delegateOnce = (root: string, wiring: "browser" | "sharing") =>
       }
       const volumes = path.join(harness.folder, VolumeStore.volumesFolder)
       const markedIn = new Set<string>()
+      const reviewAt: Array<string> = []
       for (const name of yield* fs.readDirectory(volumes, { recursive: true })) {
         const file = path.join(volumes, name)
         if ((yield* fs.stat(file)).type !== "File") continue
-        if ((yield* fs.readFileString(file)).includes(childMarker)) markedIn.add(name.split("/")[0] ?? "")
+        const text = yield* fs.readFileString(file)
+        if (text.includes(childMarker)) markedIn.add(name.split("/")[0] ?? "")
+        if (text === publishedReview) reviewAt.push(name)
       }
-      return { outcome, entries, childFacts, markedIn: [...markedIn].sort(), parentVolume: harness.volumes.scratch }
+      return {
+        outcome,
+        entries,
+        childFacts,
+        markedIn: [...markedIn].sort(),
+        reviewAt: reviewAt.sort(),
+        parentVolume: harness.volumes.scratch
+      }
     })
   ).pipe(Effect.provide(model()), Effect.provide(BrowserTessera.layer))
 
@@ -196,6 +212,17 @@ describe("delegation in the browser", () => {
             ["Answered", "Answered"]
           )
           assert.lengthOf(JournalEntry.totalUsage(entries).children, 2)
+          // The critic's review crossed through its output volume: published there, copied into the parent's
+          // private volume, named in the parent's result by the copy's pointer.
+          const critic = childFacts.find((child) => child.agent === "critic")?.task ?? ""
+          assert.deepStrictEqual(
+            observed.reviewAt,
+            [
+              `${observed.parentVolume.volume}/${VolumeStore.artifactFolder}/delegated/${critic}/review.md`,
+              `${Delegation.childVolumes(critic as Ids.TaskId).output}/${VolumeStore.artifactFolder}/published/review.md`
+            ].sort()
+          )
+          assert.include(text, `published review.md (${publishedReview.length} bytes):`)
         })
       )
     ))
