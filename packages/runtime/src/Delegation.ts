@@ -95,6 +95,15 @@
 
 export {
   /**
+   * What receiving a child's answer (`Offers.answered`) reads and writes
+   * through: the child's `Journal` (its entries: usage, publications) and
+   * the platform the published files are read and copied with.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  type AnswerServices,
+  /**
    * Binds the child task of a delegation, for a host's `withChild`: after
    * the parent's entry gate admits `Delegate` (a forged or copied parent
    * binding is refused before any volume exists), on the parent's runtime,
@@ -153,6 +162,26 @@ export {
    */
   type ChildOutcome,
   /**
+   * A child's part of a delegate call's result: its labelled answer with a
+   * line per file it published (`text`), and the calls of its own it waits
+   * for the host on (`waiting`: the call waits with them where the dispatch
+   * can).
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  type ChildPart,
+  /**
+   * A child's turn as its offer configures it (`config`: the offer's tools,
+   * `publish` when the child has an output volume, its own `delegate` when
+   * its offer lists children, its step budget; durable, with private
+   * offload), and those offers of its own (`offers`).
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  type ChildTurn,
+  /**
    * The child task of the `index`-th sub-task of a call at `position`:
    * `<parent task>-child-<24 hex digits of a SHA-256 of the position and
    * index>`, so a call run again names the same children and two calls
@@ -203,6 +232,39 @@ export {
    */
   maxPublishedBytes,
   /**
+   * One level of a host's offers, checked ({@link offers}), and the steps
+   * of a delegate call, for a host that runs each child its own way (the
+   * workflow engine runs each as a workflow of its own); `tool` runs them
+   * all inside the call, and every form keeps the same records.
+   *
+   * - `plan(position, input)`: the call's sub-tasks, its input decoded by
+   *   the tool's own schema (`InvalidInput` naming the field otherwise),
+   *   each child named after the call ({@link childTaskId}).
+   * - `delegated(parentJournal, position, subTask, child)`: records
+   *   `ChildDelegated` (with the child's output binding) once the child is
+   *   bound ({@link bindChild}); a binding of another task than the
+   *   sub-task's fails {@link ChildBindingMismatch}, recording nothing.
+   * - `childTurn(child, agent)`: the child's turn configuration
+   *   ({@link ChildTurn}).
+   * - `answered(parentJournal, position, subTask, child, outcome)`, with
+   *   the child's journal provided: reads what it spent and published,
+   *   receives each published file (checked against that journal, copied
+   *   into the parent's private volume), records `ChildAnswered`, and
+   *   gives the child's {@link ChildPart}.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  type Offers,
+  /**
+   * The host's offers, checked as {@link tool} checks them (the same
+   * `InvalidInput` refusals, before anything runs), as {@link Offers}.
+   *
+   * @since 0.1.0
+   * @category constructors
+   */
+  offers,
+  /**
    * A published file read back by the parent's call is not what the child's
    * journal recorded (another size or digest, unreadable, or a journal entry
    * naming a place the publish tool never writes): corruption is loud, the
@@ -249,6 +311,22 @@ export {
    * @category naming
    */
   publishToolName,
+  /**
+   * A delegate call's result from its children's parts, in the order of
+   * its sub-tasks: what the model reads.
+   *
+   * @since 0.1.0
+   * @category constructors
+   */
+  resultText,
+  /**
+   * A named sub-task of a delegate call: the offered agent, the child task
+   * ({@link childTaskId} of the call and its index), its instruction.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  type SubTask,
   /**
    * The parent task's `delegate` tool over `harness`, offering `children`:
    * its input is `{ tasks: [{ agent, task }] }` (an offered agent and the

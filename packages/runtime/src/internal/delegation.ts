@@ -11,25 +11,24 @@
 import type * as DurableFiles from "@tessera/core/DurableFiles"
 import * as Ids from "@tessera/core/Ids"
 import * as InvalidInput from "@tessera/core/InvalidInput"
-import * as Volume from "@tessera/core/Volume"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as FileSystem from "effect/FileSystem"
 import * as Option from "effect/Option"
 import * as Path from "effect/Path"
 import * as Schema from "effect/Schema"
-import * as EntryGate from "../EntryGate.ts"
+import type * as EntryGate from "../EntryGate.ts"
 import * as History from "../History.ts"
-import { awaitingApproval, Journal, openTurn, readEntries } from "../Journal.ts"
+import { Journal, type JournalIoError, type JournalSequenceError, openTurn, readEntries } from "../Journal.ts"
 import { totalUsage } from "../JournalEntry.ts"
 import * as Model from "../Model.ts"
 import * as Tool from "../Tool.ts"
 import * as ToolResults from "../ToolResults.ts"
-import * as VolumeStore from "../VolumeStore.ts"
-import { decide } from "./approvals.ts"
+import { ChildBindingMismatch } from "./childBinding.ts"
 import { publishTool, type Received, receive } from "./childOutput.ts"
 
-// The output binding's half of the contract, offered with the tool.
+// The child's binding and the output binding's half of the contract, offered with the tool.
+export { bindChild, ChildBindingMismatch, childVolumes } from "./childBinding.ts"
 export {
   maxPublishedBytes,
   PublishedArtifactChanged,
@@ -38,9 +37,11 @@ export {
   publishToolName
 } from "./childOutput.ts"
 
-import { CurrentCall, CurrentCallAwaiting } from "./currentCall.ts"
+import { type CallPosition, CurrentCall, CurrentCallAwaiting } from "./currentCall.ts"
+import { type DelegatedDecision, delegatedDecision, forward } from "./delegatedApprovals.ts"
 import { measureText, sha256Bytes } from "./digest.ts"
 import { restoreHistory, resume } from "./durableTurns.ts"
+import type { ExecutionConfig } from "./gatedTurn.ts"
 import { runTurn } from "./turnEntries.ts"
 
 /** See `Delegation.ChildAgent`. */
@@ -86,61 +87,6 @@ export interface ChildHarness<E, R, Provided> {
     readonly provides: (_: never) => Provided
   }
 }
-
-/** See `Delegation.ChildBindingMismatch`. */
-export class ChildBindingMismatch extends Schema.TaggedError<ChildBindingMismatch>()("ChildBindingMismatch", {
-  expected: Ids.TaskId,
-  bound: Ids.TaskId
-}) {
-  override get message(): string {
-    return `the child harness bound task ${this.bound} for child task ${this.expected}: a child runs only as itself`
-  }
-}
-
-/** See `Delegation.childVolumes`. */
-export const childVolumes = (task: Ids.TaskId): { readonly private: Ids.VolumeId; readonly output: Ids.VolumeId } => ({
-  private: suffixed(task, "-scratch"),
-  output: suffixed(task, "-output")
-})
-
-const suffixed = (task: Ids.TaskId, suffix: string) =>
-  Ids.VolumeId.make(`${task.slice(0, 128 - suffix.length)}${suffix}`)
-
-const decodeChildAgent = InvalidInput.decode(Ids.AgentId, "Delegation.bindChild", "child.agent")
-const decodeChildTask = InvalidInput.decode(Ids.TaskId, "Delegation.bindChild", "child.task")
-
-/** See `Delegation.bindChild`. */
-export const bindChild = Effect.fnUntraced(function* (
-  parent: EntryGate.TaskBinding,
-  child: { readonly agent: Ids.AgentId; readonly task: Ids.TaskId }
-) {
-  // The parent's gate first: a forged or copied parent binding delegates nothing, and creates no volume.
-  yield* EntryGate.admitBinding(parent, "Delegate")
-  const agent = yield* decodeChildAgent(child.agent)
-  const task = yield* decodeChildTask(child.task)
-  const runtime = parent.context.runtime
-  const ids = childVolumes(task)
-  const own = yield* VolumeStore.ensure(runtime.host.store, {
-    id: ids.private,
-    kind: "AgentPrivate",
-    owner: Volume.agentOwner(agent)
-  })
-  const output = yield* VolumeStore.ensure(runtime.host.store, {
-    id: ids.output,
-    kind: "Output",
-    owner: Volume.hostOwner
-  })
-  const scope = yield* runtime.host.issueScope(
-    task,
-    [
-      { volume: own, access: ["read", "write"] },
-      { volume: output, access: ["write"] }
-    ],
-    agent
-  )
-  const context = yield* runtime.bindTask({ scope, createdPrivate: [own], output: Option.some(output) })
-  return yield* EntryGate.bind(context)
-})
 
 /** The types a child harness declares (its `"~tessera/ChildHarness"`), read by `tool`. */
 type Declared<H> = NonNullable<H extends { readonly "~tessera/ChildHarness"?: infer T } ? T : never>
@@ -256,25 +202,16 @@ export type ChildOutcome =
  * A child within its time limit: past it, the child (its turn and its hold on its journal) is interrupted, so its
  * turn is abandoned, and the call says so. What it spent stays in its own journal.
  */
-const timed = <E, R, R2>(
-  child: Effect.Effect<
-    { readonly outcome: ChildOutcome; readonly usage: Model.Usage; readonly received: ReadonlyArray<Received> },
-    E,
-    R
-  >,
+const timed = <A, E, R, E2, R2>(
+  child: Effect.Effect<A, E, R>,
   limit: Duration.Input | undefined,
-  spent: Effect.Effect<Model.Usage, never, R2>
-) =>
+  onTimeout: (outcome: ChildOutcome) => Effect.Effect<A, E2, R2>
+): Effect.Effect<A, E | E2, R | R2> =>
   limit === undefined
     ? child
     : Effect.timeoutOrElse(child, {
         duration: limit,
-        orElse: () =>
-          Effect.map(spent, (usage) => ({
-            outcome: { _tag: "TimedOut", limit: Duration.format(Duration.fromInputUnsafe(limit)) } as ChildOutcome,
-            usage,
-            received: [] as ReadonlyArray<Received>
-          }))
+        orElse: () => onTimeout({ _tag: "TimedOut", limit: Duration.format(Duration.fromInputUnsafe(limit)) })
       })
 
 /**
@@ -301,59 +238,6 @@ const answerOf = (
     ? { _tag: "Answered", text: outcome.text }
     : { _tag: "AwaitingApproval", calls: outcome.awaiting.map((pending) => pending.call.id) }
 
-/** The host's decision on a delegation that waited for its children, and the children's calls it is for. */
-interface DelegatedDecision {
-  readonly approved: boolean
-  readonly by: string
-  readonly note: string | undefined
-  readonly children: ReadonlyArray<{ readonly task: Ids.TaskId; readonly callId: string }>
-}
-
-/**
- * The decision on the call at `position`, when its last wait for its children (`ApprovalRequested`, reason
- * `Delegated`) was decided: read from the parent's own journal, so a run after a restart hands it on the same.
- */
-const delegatedDecision = Effect.fnUntraced(function* (
-  parentJournal: Journal["Service"],
-  position: { readonly turn: number; readonly step: number; readonly callId: string }
-) {
-  const path = yield* Path.Path
-  const entries = yield* readEntries({ folder: path.dirname(parentJournal.file), task: parentJournal.task })
-  const at = (entry: { readonly turn: number; readonly step: number; readonly callId: string }) =>
-    entry.turn === position.turn && entry.step === position.step && entry.callId === position.callId
-  let decision: DelegatedDecision | undefined
-  let children: DelegatedDecision["children"] | undefined
-  for (const entry of entries) {
-    if (entry._tag === "ApprovalRequested" && entry.reason === "Delegated" && at(entry)) {
-      children = entry.children ?? []
-      decision = undefined
-    } else if (entry._tag === "ApprovalDecided" && at(entry) && children !== undefined) {
-      decision = { approved: entry.approved, by: entry.by, note: entry.note, children }
-    }
-  }
-  return Option.fromUndefinedOr(decision)
-})
-
-/**
- * Hands the host's decision on to the child's calls it was for that still wait (each decided once: a call
- * decided already, by an earlier run cut short, is left alone).
- */
-const forward = Effect.fnUntraced(function* (
-  binding: EntryGate.TaskBinding,
-  decision: Option.Option<DelegatedDecision>
-) {
-  if (Option.isNone(decision)) return
-  const journal = yield* Journal
-  const open = openTurn(yield* journal.state)
-  if (Option.isNone(open)) return
-  const waiting = new Set(awaitingApproval(open.value).map((call) => call.callId))
-  for (const call of decision.value.children) {
-    if (call.task !== binding.context.task || !waiting.has(call.callId)) continue
-    const { approved, by, note } = decision.value
-    yield* decide(binding, { callId: call.callId, approved, by, ...(note === undefined ? {} : { note }) })
-  }
-})
-
 /** The text of the last assistant message of a conversation (a child's answer as its journal keeps it). */
 const lastAnswer = (history: History.History): ChildOutcome => {
   const parts = History.toParts(history)
@@ -364,10 +248,60 @@ const lastAnswer = (history: History.History): ChildOutcome => {
   return { _tag: "Answered", text: "" }
 }
 
-/**
- * The `delegate` tool of a parent task (see `Delegation.tool`).
- */
-export const tool = <H extends ChildHarness<unknown, unknown, unknown>, RChild = never>(
+/** See `Delegation.SubTask`. */
+export interface SubTask {
+  readonly agent: Ids.AgentId
+  readonly task: Ids.TaskId
+  readonly instruction: string
+}
+
+/** Where a delegate call is in the parent's journal. */
+type Position = CallPosition
+
+/** See `Delegation.ChildTurn`. */
+export interface ChildTurn<R, RTurn> {
+  readonly config: ExecutionConfig<never, RTurn>
+  /** The child's own offers, when its offer lists children: its `delegate` is their tool. */
+  readonly offers: Option.Option<Offers<R, RTurn>>
+}
+
+/** What receiving a child's answer reads and writes through: the child's journal and the platform. */
+export type AnswerServices = Journal | DurableFiles.DurableFiles | FileSystem.FileSystem | Path.Path
+
+/** See `Delegation.Offers`. */
+export interface Offers<R, RTurn> {
+  readonly tool: Tool.Tool<R>
+  readonly plan: (
+    position: Position,
+    input: unknown
+  ) => Effect.Effect<ReadonlyArray<SubTask>, InvalidInput.InvalidInput>
+  readonly childTurn: (child: EntryGate.TaskBinding, agent: Ids.AgentId) => Effect.Effect<ChildTurn<R, RTurn>>
+  readonly delegated: (
+    parentJournal: Journal["Service"],
+    position: Position,
+    subTask: SubTask,
+    child: EntryGate.TaskBinding
+  ) => Effect.Effect<void, ChildBindingMismatch | JournalIoError | JournalSequenceError>
+  readonly answered: (
+    parentJournal: Journal["Service"],
+    position: Position,
+    subTask: SubTask,
+    child: EntryGate.TaskBinding,
+    outcome: ChildOutcome
+  ) => Effect.Effect<ChildPart, ReceiveError, AnswerServices>
+}
+
+/** A child's part of a delegate call's result: its text, and the calls of its own it waits for the host on. */
+export interface ChildPart {
+  readonly text: string
+  readonly waiting: ReadonlyArray<{ readonly task: Ids.TaskId; readonly callId: string }>
+}
+
+/** What receiving a child's answer can fail with: its journal, its published files, the parent's journal. */
+type ReceiveError = Effect.Error<ReturnType<typeof receive>> | Effect.Error<ReturnType<typeof readEntries>>
+
+/** See `Delegation.offers`. */
+export const offers = <H extends ChildHarness<unknown, unknown, unknown>, RChild = never>(
   given: H,
   parent: EntryGate.TaskBinding,
   children: ReadonlyArray<ChildAgent<RChild>>,
@@ -377,8 +311,16 @@ export const tool = <H extends ChildHarness<unknown, unknown, unknown>, RChild =
     yield* checkLimits(limits)
     const maxDepth = limits.maxDepth ?? defaultLimits.maxDepth
     yield* checkOffers(children, 1, maxDepth)
-    return yield* level(given as ChildHarness<ErrorOf<H>, RequiresOf<H>, ProvidesOf<H>>, parent, children, limits)
+    return level(given as ChildHarness<ErrorOf<H>, RequiresOf<H>, ProvidesOf<H>>, parent, children, limits)
   })
+
+/** See `Delegation.tool`. */
+export const tool = <H extends ChildHarness<unknown, unknown, unknown>, RChild = never>(
+  given: H,
+  parent: EntryGate.TaskBinding,
+  children: ReadonlyArray<ChildAgent<RChild>>,
+  limits: Limits = {}
+) => Effect.map(offers(given, parent, children, limits), (checked) => checked.tool)
 
 /**
  * What a level's tool needs: what a child's durable turn needs (its journal and the task's platform, which the
@@ -392,152 +334,209 @@ type LevelServices<R, Provided, RChild> =
   | FileSystem.FileSystem
   | Path.Path
 
-/** The `delegate` tool of one level of offers, checked already: each child gets the tool of its own offers. */
+/** What a child's turn needs: its tools' services, the platform, and its own `delegate`'s. */
+type ChildTurnServices<R, Provided, RChild> =
+  | RChild
+  | Journal
+  | DurableFiles.DurableFiles
+  | FileSystem.FileSystem
+  | Path.Path
+  | LevelServices<R, Provided, RChild>
+
+/**
+ * One level of offers, checked already: the steps of a delegate call (plan the sub-tasks, bind and record each
+ * child, configure its turn, receive its answer), and the `delegate` tool that runs them all inside the call.
+ */
 const level = <E, R, Provided, RChild>(
   harness: ChildHarness<E, R, Provided>,
   parent: EntryGate.TaskBinding,
   children: ReadonlyArray<ChildAgent<RChild>>,
   limits: Limits
-): Effect.Effect<Tool.Tool<LevelServices<R, Provided, RChild>>> =>
-  Effect.gen(function* () {
-    const agents = children.map((child) => Ids.AgentId.make(child.agent))
-    const maxChildren = limits.maxChildren ?? defaultLimits.maxChildren
-    const maxConcurrent = limits.maxConcurrent ?? defaultLimits.maxConcurrent
-    const offers = new Map(agents.map((agent, index) => [agent as string, children[index] as ChildAgent<RChild>]))
-    const catalogue = children.map((child) => `${child.agent}: ${child.description}`).join("; ")
-    const runChild = (
-      agent: Ids.AgentId,
-      task: Ids.TaskId,
-      instruction: string,
-      call: {
-        readonly parentJournal: Journal["Service"]
-        readonly turn: number
-        readonly step: number
-        readonly callId: string
-        readonly decision: Option.Option<DelegatedDecision>
-      }
-    ) =>
-      harness.withChild(parent, { agent, task }, (binding) =>
-        Effect.gen(function* () {
-          const { callId, parentJournal, step, turn } = call
-          // The child runs only as itself: a harness that bound another task is refused before anything is recorded.
-          if (binding.context.task !== task) {
-            return yield* new ChildBindingMismatch({ expected: task, bound: binding.context.task })
-          }
-          const output = Option.getOrUndefined(Option.map(binding.context.output, (bound) => bound.ref))
-          yield* parentJournal.append({
-            _tag: "ChildDelegated",
-            turn,
-            step,
-            callId,
-            task,
-            agent,
-            ...(output === undefined ? {} : { output })
-          })
-          const outcome = yield* childTurn(agent, binding, instruction, call.decision)
-          // What the child's own journal says its requests cost and what it published, for the parent's record.
-          const journal = yield* Journal
-          const path = yield* Path.Path
-          const entries = yield* readEntries({ folder: path.dirname(journal.file), task: journal.task })
-          const received = yield* receive(parent, binding, entries, {
-            ...call,
-            readTool: ToolResults.defaultReadToolName
-          })
-          return { outcome, usage: totalUsage(entries).withChildren, received }
-        })
+): Offers<LevelServices<R, Provided, RChild>, ChildTurnServices<R, Provided, RChild>> => {
+  type Services = LevelServices<R, Provided, RChild>
+  type TurnServices = ChildTurnServices<R, Provided, RChild>
+  const agents = children.map((child) => Ids.AgentId.make(child.agent))
+  const maxChildren = limits.maxChildren ?? defaultLimits.maxChildren
+  const maxConcurrent = limits.maxConcurrent ?? defaultLimits.maxConcurrent
+  const byAgent = new Map(agents.map((agent, index) => [agent as string, children[index] as ChildAgent<RChild>]))
+  const catalogue = children.map((child) => `${child.agent}: ${child.description}`).join("; ")
+  const input = Schema.Struct({
+    tasks: Schema.Array(
+      Schema.Struct({ agent: Schema.Literals(agents as unknown as ReadonlyArray<string>), task: Schema.String })
+    ).check(Schema.isMinLength(1), Schema.isMaxLength(maxChildren))
+  })
+  const decodeInput = InvalidInput.decode(input, toolName, "input")
+  const named = (position: Position, tasks: (typeof input.Type)["tasks"]) =>
+    Effect.forEach(tasks, (subTask, index) =>
+      Effect.map(
+        childTaskId(position, index),
+        (task): SubTask => ({ agent: Ids.AgentId.make(subTask.agent), task, instruction: subTask.task })
       )
-    const childTurn = (
-      agent: Ids.AgentId,
-      binding: EntryGate.TaskBinding,
-      instruction: string,
-      decision: Option.Option<DelegatedDecision>
-    ) =>
+    )
+  const plan = (position: Position, given: unknown) =>
+    Effect.flatMap(decodeInput(given), ({ tasks }) => named(position, tasks))
+  const childTurn = (
+    child: EntryGate.TaskBinding,
+    agent: Ids.AgentId
+  ): Effect.Effect<ChildTurn<Services, TurnServices>> =>
+    Effect.sync(() => {
+      const offer = byAgent.get(agent) as ChildAgent<RChild>
+      // A child with offers of its own delegates in turn, under the same harness and limits.
+      const own = offer.children === undefined ? undefined : level(harness, child, offer.children, limits)
+      // A child bound with an output volume may publish into it, and nowhere else.
+      const publish = Option.isSome(child.context.output) ? [publishTool(child)] : []
+      const config: ExecutionConfig<never, TurnServices> = {
+        tools: Tool.registry(...(offer.tools ?? []), ...publish, ...(own === undefined ? [] : [own.tool])),
+        maxSteps: offer.maxSteps ?? defaultChildSteps,
+        durable: true,
+        offload: { threshold: 8_192, readTool: ToolResults.defaultReadToolName, destination: "Private" }
+      }
+      return { config, offers: Option.fromUndefinedOr(own) }
+    })
+  const delegated = (
+    parentJournal: Journal["Service"],
+    position: Position,
+    subTask: SubTask,
+    child: EntryGate.TaskBinding
+  ) =>
+    Effect.gen(function* () {
+      // The child runs only as itself: a harness that bound another task is refused before anything is recorded.
+      if (child.context.task !== subTask.task) {
+        return yield* new ChildBindingMismatch({ expected: subTask.task, bound: child.context.task })
+      }
+      const output = Option.getOrUndefined(Option.map(child.context.output, (bound) => bound.ref))
+      const { callId, step, turn } = position
+      yield* parentJournal.append({
+        _tag: "ChildDelegated",
+        turn,
+        step,
+        callId,
+        task: subTask.task,
+        agent: subTask.agent,
+        ...(output === undefined ? {} : { output })
+      })
+    })
+  // What the child's own journal says its requests cost and what it published, for the parent's record.
+  const answered = (
+    parentJournal: Journal["Service"],
+    position: Position,
+    subTask: SubTask,
+    child: EntryGate.TaskBinding,
+    outcome: ChildOutcome
+  ) =>
+    Effect.gen(function* () {
+      const journal = yield* Journal
+      const path = yield* Path.Path
+      const entries = yield* readEntries({ folder: path.dirname(journal.file), task: journal.task })
+      const received = yield* receive(parent, child, entries, {
+        parentJournal,
+        ...position,
+        readTool: ToolResults.defaultReadToolName
+      })
+      return yield* recordAnswer(parentJournal, position, subTask, outcome, totalUsage(entries).withChildren, received)
+    })
+  // The inline form: the child's turn run here, inside the call, under the harness.
+  const runChild = (
+    parentJournal: Journal["Service"],
+    position: Position,
+    subTask: SubTask,
+    decision: Option.Option<DelegatedDecision>
+  ) =>
+    harness.withChild(parent, subTask, (child) =>
       Effect.gen(function* () {
-        const offer = offers.get(agent) as ChildAgent<RChild>
-        // A child with offers of its own delegates in turn, under the same harness and limits.
-        const delegate = offer.children === undefined ? [] : [yield* level(harness, binding, offer.children, limits)]
-        // A child bound with an output volume may publish into it, and nowhere else.
-        const publish = Option.isSome(binding.context.output) ? [publishTool(binding)] : []
-        const config = {
-          tools: Tool.registry(...(offer.tools ?? []), ...publish, ...delegate),
-          maxSteps: offer.maxSteps ?? defaultChildSteps,
-          durable: true as const,
-          offload: { threshold: 8_192, readTool: ToolResults.defaultReadToolName, destination: "Private" as const }
-        }
+        yield* delegated(parentJournal, position, subTask, child)
+        const { config } = yield* childTurn(child, subTask.agent)
         const journal = yield* Journal
         const state = yield* journal.state
         // A child the parent's crash cut short is finished from its own journal; one that answered is not run
         // again; one cancelled or out of time (its turn abandoned) starts over.
-        if (Option.isSome(openTurn(state))) {
-          yield* forward(binding, decision)
-          return answerOf((yield* resume(binding, config)).outcome)
-        }
-        if (state.turns.at(-1)?.status === "Closed") {
-          const done = yield* restoreHistory(binding)
-          if (Option.isSome(done)) return lastAnswer(done.value)
-        }
-        return answerOf(yield* runTurn(binding, History.make([Model.text("user", instruction)]), config))
+        const outcome = yield* Option.isSome(openTurn(state))
+          ? Effect.andThen(
+              forward(child, decision),
+              Effect.map(resume(child, config), (resumed) => answerOf(resumed.outcome))
+            )
+          : state.turns.at(-1)?.status === "Closed"
+            ? Effect.map(restoreHistory(child), (done) =>
+                Option.isSome(done) ? lastAnswer(done.value) : ({ _tag: "Answered", text: "" } as ChildOutcome)
+              )
+            : Effect.map(runTurn(child, History.make([Model.text("user", subTask.instruction)]), config), answerOf)
+        return yield* answered(parentJournal, position, subTask, child, outcome)
       })
-    return Tool.make({
-      name: toolName,
-      description: `Hands sub-tasks to other agents, each working on its own, and returns their answers. Agents: ${catalogue}`,
-      input: Schema.Struct({
-        tasks: Schema.Array(
-          Schema.Struct({ agent: Schema.Literals(agents as unknown as ReadonlyArray<string>), task: Schema.String })
-        ).check(Schema.isMinLength(1), Schema.isMaxLength(maxChildren))
-      }),
-      // Run again on resume, the call finds its children by name and finishes them; none starts twice.
-      idempotent: true,
-      // Declared and never true: the call goes through the approval-aware dispatch, where children that wait for
-      // the host make it wait.
-      needsApproval: () => false,
-      handler: ({ tasks }) =>
-        Effect.gen(function* () {
-          const position = yield* CurrentCall
-          if (Option.isNone(position)) return yield* Effect.die(new Error("delegate runs only as a dispatched call"))
-          const { callId, step, turn } = position.value
-          // The parent's journal, taken before a child's own is provided: the delegation is the parent's record.
-          const parentJournal = yield* Journal
-          // Run again after the host decided what its children waited for: the decision goes on to them.
-          const decision = yield* delegatedDecision(parentJournal, position.value)
-          const answers = yield* Effect.forEach(
-            tasks,
-            (subTask, index) =>
-              Effect.gen(function* () {
-                const agent = Ids.AgentId.make(subTask.agent)
-                const task = yield* childTaskId(position.value, index)
-                const { outcome, received, usage } = yield* timed(
-                  runChild(agent, task, subTask.task, { parentJournal, turn, step, callId, decision }),
-                  offers.get(agent)?.timeLimit,
-                  spentBy(parentJournal, task)
+    )
+  const tool = Tool.make({
+    name: toolName,
+    description: `Hands sub-tasks to other agents, each working on its own, and returns their answers. Agents: ${catalogue}`,
+    input,
+    // Run again on resume, the call finds its children by name and finishes them; none starts twice.
+    idempotent: true,
+    // Declared and never true: the call goes through the approval-aware dispatch, where children that wait for
+    // the host make it wait.
+    needsApproval: () => false,
+    handler: ({ tasks }) =>
+      Effect.gen(function* () {
+        const position = yield* CurrentCall
+        if (Option.isNone(position)) return yield* Effect.die(new Error("delegate runs only as a dispatched call"))
+        // The parent's journal, taken before a child's own is provided: the delegation is the parent's record.
+        const parentJournal = yield* Journal
+        // Run again after the host decided what its children waited for: the decision goes on to them.
+        const decision = yield* delegatedDecision(parentJournal, position.value)
+        const parts = yield* Effect.forEach(
+          yield* named(position.value, tasks),
+          (subTask) =>
+            timed(
+              runChild(parentJournal, position.value, subTask, decision),
+              byAgent.get(subTask.agent)?.timeLimit,
+              (timedOut) =>
+                Effect.flatMap(spentBy(parentJournal, subTask.task), (usage) =>
+                  recordAnswer(parentJournal, position.value, subTask, timedOut, usage, [])
                 )
-                const measured = yield* measureText(outcome._tag === "Answered" ? outcome.text : "")
-                yield* parentJournal.append({
-                  _tag: "ChildAnswered",
-                  turn,
-                  step,
-                  callId,
-                  task,
-                  outcome: outcome._tag,
-                  size: measured.size,
-                  sha256: measured.sha256,
-                  usage,
-                  ...(received.length === 0
-                    ? {}
-                    : { published: received.map(({ name, sha256, size }) => ({ name, size, sha256 })) })
-                })
-                return { agent, task, outcome, received }
-              }),
-            { concurrency: maxConcurrent }
-          )
-          // Children that wait for the host make the call wait with them, where the dispatch can (the host decides
-          // once, on this call, and the decision goes on to them when the call runs again).
-          const waiting = answers.flatMap(({ outcome, task }) =>
-            outcome._tag === "AwaitingApproval" ? outcome.calls.map((callId) => ({ task, callId })) : []
-          )
-          const awaits = yield* CurrentCallAwaiting
-          if (waiting.length > 0 && Option.isSome(awaits)) awaits.value.children = waiting
-          return answers.map(answerText).join("\n\n")
-        })
+            ),
+          { concurrency: maxConcurrent }
+        )
+        // Children that wait for the host make the call wait with them, where the dispatch can (the host decides
+        // once, on this call, and the decision goes on to them when the call runs again).
+        const waiting = parts.flatMap((part) => part.waiting)
+        const awaits = yield* CurrentCallAwaiting
+        if (waiting.length > 0 && Option.isSome(awaits)) awaits.value.children = waiting
+        return resultText(parts)
+      })
+  }) as Tool.Tool<Services>
+  return { tool, plan, childTurn, delegated, answered }
+}
+
+/** Records how a child ended (`ChildAnswered`: the answer's size and digest, its usage, what it published). */
+const recordAnswer = (
+  parentJournal: Journal["Service"],
+  position: Position,
+  subTask: SubTask,
+  outcome: ChildOutcome,
+  usage: Model.Usage,
+  received: ReadonlyArray<Received>
+) =>
+  Effect.gen(function* () {
+    const measured = yield* measureText(outcome._tag === "Answered" ? outcome.text : "")
+    const { callId, step, turn } = position
+    yield* parentJournal.append({
+      _tag: "ChildAnswered",
+      turn,
+      step,
+      callId,
+      task: subTask.task,
+      outcome: outcome._tag,
+      size: measured.size,
+      sha256: measured.sha256,
+      usage,
+      ...(received.length === 0
+        ? {}
+        : { published: received.map(({ name, sha256, size }) => ({ name, size, sha256 })) })
     })
+    const part: ChildPart = {
+      text: answerText({ agent: subTask.agent, task: subTask.task, outcome, received }),
+      waiting:
+        outcome._tag === "AwaitingApproval" ? outcome.calls.map((callId) => ({ task: subTask.task, callId })) : []
+    }
+    return part
   })
+
+/** See `Delegation.resultText`. */
+export const resultText = (parts: ReadonlyArray<ChildPart>): string => parts.map((part) => part.text).join("\n\n")
