@@ -55,7 +55,7 @@ import type * as FileSystem from "effect/FileSystem"
 import * as Option from "effect/Option"
 import * as Path from "effect/Path"
 import * as Stream from "effect/Stream"
-import { childrenOf } from "./internal/inspectChildren.ts"
+import { type ChildReport, childrenOf } from "./internal/inspectChildren.ts"
 import * as InspectFilter from "./internal/inspectFilter.ts"
 import { followTask } from "./internal/inspectFollow.ts"
 import * as InspectHtml from "./internal/inspectHtml.ts"
@@ -358,6 +358,25 @@ const fileLines = (files: ReadonlyArray<VolumeFile>): ReadonlyArray<string> =>
   files.length === 0 ? ["  (none)"] : files.map((file) => `  ${file.volume}:${file.path}  ${formatSize(file.size)}`)
 
 /**
+ * A task's children, each on its line, with the children of its own below it (as far as the report holds their
+ * journals); a task met twice on one branch is not followed again.
+ */
+const childTree = (
+  report: Report,
+  children: ReadonlyArray<ChildReport>,
+  indent: string,
+  above: ReadonlySet<string>
+): ReadonlyArray<string> =>
+  children.flatMap((child) => {
+    const published = child.published.length === 0 ? "" : `, published ${child.published.join(", ")}`
+    const line = `${indent}${child.task} (agent ${child.agent}): ${child.status}, tokens ${formatUsage(child.usage) || "unreported"}${published}`
+    const own = above.has(child.task) ? undefined : report.journals.find((journal) => journal.task === child.task)
+    return own === undefined || own.children.length === 0
+      ? [line]
+      : [line, ...childTree(report, own.children, `${indent}  `, new Set([...above, child.task]))]
+  })
+
+/**
  * The whole report as text.
  *
  * @since 0.1.0
@@ -391,10 +410,7 @@ export const render = (report: Report): string => {
       lines.push(
         `  with its children: ${formatUsage(journal.usage.withChildren)}`,
         `  children (${journal.children.length}):`,
-        ...journal.children.map(
-          (child) =>
-            `    ${child.task} (agent ${child.agent}): ${child.status}, tokens ${formatUsage(child.usage) || "unreported"}${child.published.length === 0 ? "" : `, published ${child.published.join(", ")}`}`
-        )
+        ...childTree(report, journal.children, "    ", new Set([journal.task]))
       )
     }
     lines.push("")

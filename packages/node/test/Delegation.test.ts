@@ -692,6 +692,14 @@ describe("delegation", () => {
         const grandchildren = Object.keys(last).filter((task) => /^plan-1-child-\w+-child-\w+$/.test(task))
         assert.lengthOf(grandchildren, 1)
         assert.strictEqual(last[grandchildren[0] ?? ""], "TurnClosed")
+        // The inspector draws the tree: the grandchild under the lead scout, under the lead.
+        const report = yield* Inspector.inspect(path.join(stateDir, NodeTessera.defaultNamespace)).pipe(
+          Effect.provide(NodeTessera.layer)
+        )
+        assert.match(
+          Inspector.render(report),
+          /\n {4}plan-1-child-\w+ \(agent lead-scout\): Answered[^\n]*\n {6}plan-1-child-\w+-child-\w+ \(agent scout\): Answered/
+        )
         // The critic's turn, once open, was abandoned: none is left open or closed (on a loaded machine its time may
         // run out before it opened one, which leaves no journal at all).
         const critic = entries.find((entry) => entry._tag === "ChildDelegated" && entry.agent === "critic")
