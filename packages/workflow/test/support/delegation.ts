@@ -128,12 +128,18 @@ export const asParentsOwn =
   (_parent, child) =>
     shared.hosting.bindTask(child.task)
 
-/** The broken wiring of the failover control: every run names its children afresh (a random suffix). */
-export const freshNames: BindChild = (parent, child) =>
-  Delegation.bindChild(parent, {
-    agent: child.agent,
-    task: `${child.task}-r${crypto.randomBytes(4).toString("hex")}` as Ids.TaskId
-  })
+/**
+ * The broken wiring of the failover control: a host that forgets its children between runs of a call (each
+ * child's journal set aside before the child is bound), so a re-run finds none of them answered and runs them anew.
+ * (A host cannot rename a child instead: a binding of another task is refused `ChildBindingMismatch`.)
+ */
+export const forgetful =
+  (shared: SharedStore.SharedStore): BindChild =>
+  (parent, child) =>
+    Effect.sync(() => {
+      const file = path.join(shared.hosting.journalFolder, Journal.fileName(child.task))
+      if (fs.existsSync(file)) fs.renameSync(file, `${file}.forgotten-${crypto.randomBytes(4).toString("hex")}`)
+    }).pipe(Effect.andThen(Delegation.bindChild(parent, child)))
 
 /** The store options of the scenario: the test agent and store id, the parent's config, the children. */
 export const storeOptions = (root: string, log: string, pauseMs = 0): SharedStore.Options => ({
@@ -213,8 +219,22 @@ export const filesOf = (
 }
 
 /**
+ * How many turns a child task opened over every journal file it ever had: its journal, and any a host set aside
+ * (a host that forgets its children leaves the old one beside the new).
+ */
+export const turnsOpened = (store: string, task: Ids.TaskId): number => {
+  const folder = path.join(store, "volumes", "journal")
+  return fs
+    .readdirSync(folder)
+    .filter((file) => file.startsWith(Journal.fileName(task)))
+    .flatMap((file) => fs.readFileSync(path.join(folder, file), "utf8").split("\n"))
+    .filter((line) => line.includes('"_tag":"TurnOpened"')).length
+}
+
+/**
  * What must hold of a finished run, as the local executor leaves it: the parent's journal records each child's
- * delegation and answer once and its turn closed; each child's own journal holds one closed turn; each child's
+ * delegation and answer once and its turn closed; each child's own journal holds one closed turn, and no other
+ * turn was ever opened for it (none in a journal set aside either); each child's
  * offloaded notes are in its own private volume (`Delegation.childVolumes`), and nowhere else: not in the agent's
  * private volume, not in a sibling's. Returns what is violated (empty: all holds).
  */
@@ -245,6 +265,8 @@ export const violations = (store: string, run: Run): ReadonlyArray<string> => {
       )
     }
     if (child.entries.at(-1)?._tag !== "TurnClosed") found.push(`${agent}: turn not closed`)
+    const opened = turnsOpened(store, child.task)
+    if (opened !== 1) found.push(`${agent}: ${opened} turns opened over its journals`)
     const own = Delegation.childVolumes(child.task).private
     const offloaded = child.entries.filter((entry) => entry._tag === "ArtifactOffloaded")
     if (offloaded.length !== 1) found.push(`${agent}: ${offloaded.length} offloads`)
@@ -284,8 +306,8 @@ export interface DelegationRunnerArgs {
   readonly port: number
   /** How long a child's tool holds its call after it acted. */
   readonly pauseMs: number
-  /** The failover control's broken wiring: children named afresh on every run (`scenario.freshNames`). */
-  readonly freshNames: boolean
+  /** The failover control's broken wiring: a host that forgets its children between runs (`scenario.forgetful`). */
+  readonly forgetful: boolean
 }
 
 const runnerScript = path.join(import.meta.dirname, "..", "fixtures", "delegationRunner.ts")
