@@ -56,6 +56,19 @@
  *   sent again as it was) and reads an answered child back; the parent's
  *   journal records each `ChildDelegated` and `ChildAnswered` once. A
  *   child's tools get keys of their own (`ToolCallKey.current`).
+ * - **A child's approvals wait durably, and are decided once.** The
+ *   delegate call goes through the runtime's approval-aware dispatch
+ *   (`TaskExecution.dispatchStep`): a child whose turn waits for approvals
+ *   makes the call wait (`ApprovalRequested`, reason `Delegated`, naming the
+ *   child calls), and the workflow suspends on the call's `DurableDeferred`
+ *   as for any approval, holding no runner. {@link decide} on the parent's
+ *   call journals `ApprovalDecided` and completes it; the call activity runs
+ *   again, approved or rejected, and the runtime's delegation hands the
+ *   decision on to exactly those child calls (each decided once, in its
+ *   child's journal, with who decided). A child that asks again makes the
+ *   call wait again, on a deferred of its own (`Approval.deferredOf`'s
+ *   ordinal). The parent's journal is the local executor's for the same
+ *   decisions.
  *
  * Runs on any `WorkflowEngine`: `WorkflowEngine.layerMemory` in one process
  * (no database, {@link layerMemory}), or the cluster (`Cluster.layer`,
@@ -260,10 +273,32 @@ export const runTask = Effect.fnUntraced(function* (request: typeof TaskRequest.
       }
       if (asked.length > 0) yield* resumeActivity(binding, turn, step, [...decisions])
     }
-    for (const call of step.response.toolCalls) {
-      const rejected = decisions.get(call.id)?.approved === false
-      history = History.append(history, [yield* callActivity(binding, turn, step, call, rejected)])
+    // A delegation whose children wait for the host waits with them (its own deferred, one per wait), and runs
+    // again once decided; the step's other calls run meanwhile, in the model's order, as the local executor's do.
+    const results = new Map<string, Model.ToolResultPart>()
+    let pending = step.response.toolCalls
+    for (let round = 0; pending.length > 0; round++) {
+      const waiting: Array<Model.ToolCallPart> = []
+      for (const call of pending) {
+        const rejected = round === 0 && decisions.get(call.id)?.approved === false
+        const ran = yield* callActivity(binding, turn, step, call, rejected, round)
+        if (ran._tag === "Ran") results.set(call.id, ran.result)
+        else waiting.push(call)
+      }
+      if (waiting.length === 0) break
+      const decided: Array<readonly [string, Approval.Decision]> = []
+      for (const call of waiting) {
+        const identity = { task, turn, step: step.step, callId: call.id }
+        decided.push([call.id, yield* DurableDeferred.await(Approval.deferredOf(identity, round + 1))])
+      }
+      yield* resumeActivity(binding, turn, step, decided, round + 1)
+      pending = waiting
     }
+    const answered = step.response.toolCalls.flatMap((call) => {
+      const result = results.get(call.id)
+      return result === undefined ? [] : [result]
+    })
+    history = History.append(history, answered)
   }
 })
 
@@ -300,7 +335,8 @@ export const run = (request: typeof TaskRequest.Type) => TaskWorkflow.execute(re
  * journal's `ApprovalRequested` records it: the turn and step, the call id
  * and tool, the size and SHA-256 of its input (the journal holds no
  * bodies), and why it waits (`Tool`: its tool needs approval for this
- * input).
+ * input; `Delegated`: a delegation whose children wait for approvals, the
+ * decision going on to them).
  *
  * @since 0.1.0
  * @category models
@@ -359,6 +395,10 @@ export const awaitingApproval = Effect.fnUntraced(function* (task: Ids.TaskId) {
  * a function of the task id alone (the workflow's execution id is), so any
  * process on the same engine can decide.
  *
+ * A delegation waiting for its children (reason `Delegated`) is decided
+ * the same way, once per wait: each decision completes the deferred of
+ * that wait (the call's n-th decision, `Approval.deferredOf(call, n)`).
+ *
  * A decision may come while the workflow is suspended or before it reaches
  * the call's wait (the engine keeps it). Retrying a decision whose record
  * was written (the decider died before completing the deferred) journals
@@ -400,7 +440,13 @@ export const decide = Effect.fnUntraced(function* (task: Ids.TaskId, decision: T
       Effect.flatMap(openJournal(hosting.journalFolder, task), (journal) =>
         Effect.gen(function* () {
           const open = Journal.openTurn(yield* journal.state)
-          if (Option.isSome(open)) {
+          // A call that waits is decided now; only one that does not can be a retry of a decision written before.
+          const waits =
+            Option.isSome(open) &&
+            open.value.owedCalls.some(
+              (owed) => owed.callId === decision.callId && owed.approval?.status === "Requested"
+            )
+          if (Option.isSome(open) && !waits) {
             const entries = yield* Journal.readEntries({ folder: hosting.journalFolder, task })
             const earlier = entries.findLast(
               (entry) =>
@@ -421,8 +467,19 @@ export const decide = Effect.fnUntraced(function* (task: Ids.TaskId, decision: T
     )
   )
   if (entry._tag !== "ApprovalDecided") return yield* Effect.die(inconsistent(task, `decide wrote ${entry._tag}`))
+  // The deferred of this decision: a delegation is decided once per time its children waited, each its own.
+  const entries = yield* Journal.readEntries({ folder: hosting.journalFolder, task })
+  const ordinal = entries.filter(
+    (other) =>
+      other._tag === "ApprovalDecided" &&
+      other.seq <= entry.seq &&
+      other.turn === entry.turn &&
+      other.step === entry.step &&
+      other.callId === entry.callId
+  ).length
   const executionId = yield* TaskWorkflow.executionId({ task, prompt: "" })
-  const deferred = Approval.deferredOf({ task, turn: entry.turn, step: entry.step, callId: entry.callId })
+  const identity = { task, turn: entry.turn, step: entry.step, callId: entry.callId }
+  const deferred = Approval.deferredOf(identity, ordinal)
   const value: Approval.Decision = {
     approved: entry.approved,
     by: entry.by,

@@ -6,6 +6,7 @@
  *
  * @internal
  */
+import * as Delegation from "@tessera/runtime/Delegation"
 import * as EntryGate from "@tessera/runtime/EntryGate"
 import * as Executor from "@tessera/runtime/Executor"
 import type * as History from "@tessera/runtime/History"
@@ -127,26 +128,66 @@ export const modelStepActivity = (
 /**
  * What the journal holds of a call in `turn` that a re-run must not write
  * again: the digest of its result, if it recorded one, and the delegation
- * records (`ChildDelegated`, `ChildAnswered`) an earlier attempt wrote.
+ * records (`ChildDelegated`, `ChildAnswered`) an earlier attempt of the same
+ * run wrote. A delegation run again after the host's decision records its
+ * children anew, as the local executor's does: only the records since the
+ * call's last decision are this run's.
  */
 const recordedOfCall = (journal: Journal.JournalService, hosting: TaskHostingShape, turn: number, callId: string) =>
   Effect.map(Journal.readEntries({ folder: hosting.journalFolder, task: journal.task }), (entries) => {
     const ofCall = entries.filter((entry) => "callId" in entry && entry.turn === turn && entry.callId === callId)
     const found = ofCall.findLast((entry) => entry._tag === "ToolResulted")
+    const decided = ofCall.findLastIndex((entry) => entry._tag === "ApprovalDecided")
     return {
       result: found?._tag === "ToolResulted" ? Option.some(found.sha256) : Option.none<string>(),
-      children: ofCall.filter((entry) => entry._tag === "ChildDelegated" || entry._tag === "ChildAnswered")
+      children: ofCall
+        .slice(decided + 1)
+        .filter((entry) => entry._tag === "ChildDelegated" || entry._tag === "ChildAnswered")
     }
   })
+
+/**
+ * What a call activity gives: the call's result (`Ran`), or, for a
+ * delegation whose children wait for the host, that the call waits
+ * (`Waits`: journaled `ApprovalRequested`, reason `Delegated`); the
+ * workflow then waits for the host's decision on the call and runs it again.
+ */
+export const CallRun = Schema.Union([
+  Schema.TaggedStruct("Ran", { result: Model.ToolResultPart }),
+  Schema.TaggedStruct("Waits", {})
+])
+/** See {@link CallRun}. */
+export type CallRun = typeof CallRun.Type
+
+/**
+ * The name of a call's activity: its `round`-th run (0 the first; a
+ * delegation runs once more after each decision on what its children
+ * waited for), so each run is an activity of its own for the engine.
+ */
+const toolActivityName = (turn: number, step: number, callId: string, round: number) =>
+  round === 0 ? `turn/${turn}/tool/${step}/${callId}` : `turn/${turn}/tool/${step}/${callId}/again/${round}`
 
 /**
  * One tool call, with its idempotency key (`ToolCallKey`). A call an
  * earlier attempt already recorded runs again without being recorded again,
  * and must give the recorded result (`toolView`); a delegation record an
  * earlier attempt wrote is not written again.
+ *
+ * A `delegate` call still owed goes through the runtime's approval-aware
+ * dispatch (`TaskExecution.dispatchStep`): children that wait for the host
+ * make it wait (`Waits`), and run after a decision, it hands the decision on
+ * to the child calls it was for. Other calls keep `dispatchTools`: a call an
+ * interrupted attempt left in flight runs again under its key (activities
+ * run at least once), rather than being put to the host as `InFlight`.
  */
-const toolActivity = (binding: EntryGate.TaskBinding, turn: number, step: StepResult, call: Model.ToolCallPart) =>
-  taskActivity(binding, `turn/${turn}/tool/${step.step}/${call.id}`, Model.ToolResultPart, (journal, hosting) =>
+const toolActivity = (
+  binding: EntryGate.TaskBinding,
+  turn: number,
+  step: StepResult,
+  call: Model.ToolCallPart,
+  round: number
+) =>
+  taskActivity(binding, toolActivityName(turn, step.step, call.id, round), CallRun, (journal, hosting) =>
     Effect.gen(function* () {
       const task = binding.context.task
       yield* recordResponse(task, journal, step.received)
@@ -172,13 +213,22 @@ const toolActivity = (binding: EntryGate.TaskBinding, turn: number, step: StepRe
       const identity = { task, turn, step: step.step, callId: call.id }
       const key = yield* Activity.idempotencyKey(ToolCallKey.nameOf(identity))
       const config = yield* turnConfig(binding)
-      const results = yield* TaskExecution.dispatchTools(binding, config, { task, turn, step: step.step }, [call]).pipe(
-        Effect.provideService(Journal.Journal, view),
-        ToolCallKey.provide(key, identity)
-      )
-      const result = results[0]
+      const context = { task, turn, step: step.step }
+      const delegation = owed && hosting.children !== undefined && call.name === Delegation.toolName
+      const dispatch = Effect.gen(function* () {
+        if (!delegation) return yield* TaskExecution.dispatchTools(binding, config, context, [call])
+        const dispatched = yield* TaskExecution.dispatchStep(binding, config, context, [call])
+        return dispatched._tag === "Awaiting" ? ("Waits" as const) : dispatched.results
+      })
+      const ran = yield* dispatch.pipe(Effect.provideService(Journal.Journal, view), ToolCallKey.provide(key, identity))
+      if (ran === "Waits") {
+        const waits: CallRun = { _tag: "Waits" }
+        return waits
+      }
+      const result = ran[0]
       if (result === undefined) return yield* inconsistent(task, `call ${call.id} gave no result`)
-      return result
+      const done: CallRun = { _tag: "Ran", result }
+      return done
     })
   )
 
@@ -227,41 +277,48 @@ export const approvalsActivity = (binding: EntryGate.TaskBinding, turn: number, 
  * After every call put to the host is decided: checks that the journal
  * holds each decision (a deferred completed without `decide`'s record gets
  * its `ApprovalDecided` here, behind the gate), then journals
- * `TurnResumed`, once, as the local executor's resume does.
+ * `TurnResumed`, once, as the local executor's resume does. `round` 0
+ * follows the step's approvals; round n follows the decisions on the
+ * delegations that waited in the step's n-th run of its calls.
  */
 export const resumeActivity = (
   binding: EntryGate.TaskBinding,
   turn: number,
   step: StepResult,
-  decisions: ReadonlyArray<readonly [string, Approval.Decision]>
+  decisions: ReadonlyArray<readonly [string, Approval.Decision]>,
+  round = 0
 ) =>
-  taskActivity(binding, `turn/${turn}/resume/${step.step}`, Schema.Void, (journal, hosting) =>
-    Effect.gen(function* () {
-      const task = binding.context.task
-      for (const [callId, decision] of decisions) {
-        const open = yield* openTurnOf(task, yield* journal.state, turn)
-        const approval = open.owedCalls.find((owed) => owed.callId === callId)?.approval
-        if (approval === undefined) {
-          return yield* inconsistent(task, `call ${callId} of turn ${turn} is not awaiting a decision`)
+  taskActivity(
+    binding,
+    round === 0 ? `turn/${turn}/resume/${step.step}` : `turn/${turn}/resume/${step.step}/again/${round}`,
+    Schema.Void,
+    (journal, hosting) =>
+      Effect.gen(function* () {
+        const task = binding.context.task
+        for (const [callId, decision] of decisions) {
+          const open = yield* openTurnOf(task, yield* journal.state, turn)
+          const approval = open.owedCalls.find((owed) => owed.callId === callId)?.approval
+          if (approval === undefined) {
+            return yield* inconsistent(task, `call ${callId} of turn ${turn} is not awaiting a decision`)
+          }
+          if (approval.status === "Requested") {
+            yield* TaskExecution.decide(binding, { callId, ...decision }).pipe(
+              Effect.provideService(Journal.Journal, journal)
+            )
+          } else if ((approval.status === "Approved") !== decision.approved || approval.by !== decision.by) {
+            return yield* inconsistent(
+              task,
+              `the journal's decision on call ${callId} (${approval.status} by ${approval.by}) is not the one the workflow received`
+            )
+          }
         }
-        if (approval.status === "Requested") {
-          yield* TaskExecution.decide(binding, { callId, ...decision }).pipe(
-            Effect.provideService(Journal.Journal, journal)
-          )
-        } else if ((approval.status === "Approved") !== decision.approved || approval.by !== decision.by) {
-          return yield* inconsistent(
-            task,
-            `the journal's decision on call ${callId} (${approval.status} by ${approval.by}) is not the one the workflow received`
-          )
-        }
-      }
-      const entries = yield* Journal.readEntries({ folder: hosting.journalFolder, task })
-      const lastDecided = entries.findLastIndex((entry) => entry._tag === "ApprovalDecided" && entry.turn === turn)
-      const resumed = entries
-        .slice(lastDecided + 1)
-        .some((entry) => entry._tag === "TurnResumed" && entry.turn === turn)
-      if (!resumed) yield* journal.resumeTurn
-    })
+        const entries = yield* Journal.readEntries({ folder: hosting.journalFolder, task })
+        const lastDecided = entries.findLastIndex((entry) => entry._tag === "ApprovalDecided" && entry.turn === turn)
+        const resumed = entries
+          .slice(lastDecided + 1)
+          .some((entry) => entry._tag === "TurnResumed" && entry.turn === turn)
+        if (!resumed) yield* journal.resumeTurn
+      })
   )
 
 /**
@@ -321,17 +378,21 @@ const rejectActivity = (binding: EntryGate.TaskBinding, turn: number, step: Step
   )
 
 /**
- * One call of a step, as the host decided it: run ({@link toolActivity}),
- * or, when the host rejected it, answered with the rejection
- * ({@link rejectActivity}).
+ * One call of a step, as the host decided it: run ({@link toolActivity}, its
+ * `round`-th run), or, when the host rejected it, answered with the
+ * rejection ({@link rejectActivity}).
  */
 export const callActivity = (
   binding: EntryGate.TaskBinding,
   turn: number,
   step: StepResult,
   call: Model.ToolCallPart,
-  rejected: boolean
-) => (rejected ? rejectActivity(binding, turn, step, call) : toolActivity(binding, turn, step, call))
+  rejected: boolean,
+  round: number
+): Effect.Effect<CallRun, TaskFailed, Effect.Services<ReturnType<typeof toolActivity>>> =>
+  rejected
+    ? Effect.map(rejectActivity(binding, turn, step, call), (result): CallRun => ({ _tag: "Ran", result }))
+    : toolActivity(binding, turn, step, call, round)
 
 /** Records the last step's response and closes the turn; an attempt that runs again finds it closed. */
 export const closeTurnActivity = (binding: EntryGate.TaskBinding, turn: number, step: StepResult) =>
