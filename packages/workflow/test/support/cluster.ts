@@ -40,31 +40,24 @@ export interface ClusterOptions {
   readonly approvals?: boolean
 }
 
-/** Starts runner `index` and waits until it printed `ready`; killed (SIGKILL) when the scope closes. */
-export const startRunner = (postgres: TemporaryPostgres.TemporaryPostgres, options: ClusterOptions, index: number) =>
+/**
+ * Starts runner process `index` of `script` with `args` (its one argument, as JSON, with the port it is to listen
+ * on added) and waits until it printed `ready`; killed (SIGKILL) when the scope closes.
+ */
+export const spawnRunner = <Args extends object>(script: string, args: (port: number) => Args, index: number) =>
   Effect.gen(function* () {
     const port = yield* freePort
-    const args: RunnerArgs = {
-      postgres: postgres.url,
-      store: options.store,
-      log: options.log,
-      port,
-      idempotent: options.idempotent ?? true,
-      pauseMs: options.pauseMs ?? 0,
-      ...(options.approvals === undefined ? {} : { approvals: options.approvals })
-    }
     const runner = yield* Effect.acquireRelease(
       Effect.sync(() => {
-        const child = spawn(process.execPath, [runnerScript, JSON.stringify(args)], {
+        const child = spawn(process.execPath, [script, JSON.stringify(args(port))], {
           stdio: ["ignore", "pipe", "pipe"]
         })
         let output = ""
-        child.stdout?.on("data", (chunk: Buffer) => {
+        const collect = (chunk: Buffer) => {
           output += chunk.toString()
-        })
-        child.stderr?.on("data", (chunk: Buffer) => {
-          output += chunk.toString()
-        })
+        }
+        child.stdout?.on("data", collect)
+        child.stderr?.on("data", collect)
         const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()))
         const started: Runner = { index, port, process: child, output: () => output, exited }
         return started
@@ -93,6 +86,22 @@ export const startRunner = (postgres: TemporaryPostgres.TemporaryPostgres, optio
     )
     return runner
   })
+
+/** Starts runner `index` (`test/fixtures/runner.ts`) and waits until it printed `ready`; SIGKILLed at scope end. */
+export const startRunner = (postgres: TemporaryPostgres.TemporaryPostgres, options: ClusterOptions, index: number) =>
+  spawnRunner(
+    runnerScript,
+    (port): RunnerArgs => ({
+      postgres: postgres.url,
+      store: options.store,
+      log: options.log,
+      port,
+      idempotent: options.idempotent ?? true,
+      pauseMs: options.pauseMs ?? 0,
+      ...(options.approvals === undefined ? {} : { approvals: options.approvals })
+    }),
+    index
+  )
 
 /** Kills a runner with SIGKILL and waits for its exit. */
 export const kill = (runner: Runner) =>

@@ -7,7 +7,6 @@
  * child's own private volume; then each child answers, and the parent
  * repeats what it was told.
  */
-import { type ChildProcess, spawn } from "node:child_process"
 import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -318,43 +317,8 @@ export const startRunner = (
   options: Omit<DelegationRunnerArgs, "postgres" | "port">,
   index: number
 ) =>
-  Effect.gen(function* () {
-    const port = yield* cluster.freePort
-    const args: DelegationRunnerArgs = { ...options, postgres: postgres.url, port }
-    const runner = yield* Effect.acquireRelease(
-      Effect.sync(() => {
-        const child: ChildProcess = spawn(process.execPath, [runnerScript, JSON.stringify(args)], {
-          stdio: ["ignore", "pipe", "pipe"]
-        })
-        let output = ""
-        const collect = (chunk: Buffer) => {
-          output += chunk.toString()
-        }
-        child.stdout?.on("data", collect)
-        child.stderr?.on("data", collect)
-        const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()))
-        const started: cluster.Runner = { index, port, process: child, output: () => output, exited }
-        return started
-      }),
-      (started) =>
-        Effect.promise(() => {
-          if (started.process.exitCode === null && started.process.signalCode === null) started.process.kill("SIGKILL")
-          return started.exited
-        })
-    )
-    yield* Effect.promise(
-      () =>
-        new Promise<void>((resolve, reject) => {
-          const check = setInterval(() => {
-            if (runner.output().includes("ready")) {
-              clearInterval(check)
-              resolve()
-            } else if (runner.process.exitCode !== null || runner.process.signalCode !== null) {
-              clearInterval(check)
-              reject(new Error(`runner ${index} exited before it was ready: ${runner.output()}`))
-            }
-          }, 20)
-        })
-    )
-    return runner
-  })
+  cluster.spawnRunner(
+    runnerScript,
+    (port): DelegationRunnerArgs => ({ ...options, postgres: postgres.url, port }),
+    index
+  )

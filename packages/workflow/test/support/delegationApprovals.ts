@@ -7,7 +7,6 @@
  * deploy's effect is a line in a marker file (fsynced), so any process can
  * count the deploys that ran.
  */
-import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Delegation, type JournalEntry, Model, type TaskExecution, Tool } from "@tessera/runtime"
@@ -122,36 +121,4 @@ export const startRunner = (
   postgres: TemporaryPostgres.TemporaryPostgres,
   options: Omit<RunnerArgs, "postgres" | "port">,
   index: number
-) =>
-  Effect.gen(function* () {
-    const port = yield* cluster.freePort
-    const args: RunnerArgs = { ...options, postgres: postgres.url, port }
-    const runner = yield* Effect.acquireRelease(
-      Effect.sync(() => {
-        const child: ChildProcess = spawn(process.execPath, [runnerScript, JSON.stringify(args)], {
-          stdio: ["ignore", "pipe", "pipe"]
-        })
-        let output = ""
-        const collect = (chunk: Buffer) => {
-          output += chunk.toString()
-        }
-        child.stdout?.on("data", collect)
-        child.stderr?.on("data", collect)
-        const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()))
-        const started: cluster.Runner = { index, port, process: child, output: () => output, exited }
-        return started
-      }),
-      (started) =>
-        Effect.promise(() => {
-          if (started.process.exitCode === null && started.process.signalCode === null) started.process.kill("SIGKILL")
-          return started.exited
-        })
-    )
-    for (let waited = 0; !runner.output().includes("ready"); waited += 20) {
-      if (runner.process.exitCode !== null || runner.process.signalCode !== null || waited > 60_000) {
-        return yield* Effect.die(new Error(`runner ${index} was not ready: ${runner.output()}`))
-      }
-      yield* Effect.sleep("20 millis")
-    }
-    return runner
-  })
+) => cluster.spawnRunner(runnerScript, (port): RunnerArgs => ({ ...options, postgres: postgres.url, port }), index)
