@@ -40,18 +40,18 @@ import type * as Effect from "effect/Effect"
  *   long (a `DurableClock` sleep: it survives the runner, and on the cluster a
  *   long one holds no runner while it waits). None by default: the task fails.
  * - `children`: the child agents the host offers. Given, every turn offers
- *   the `delegate` tool (`Delegation.tool`, bounded by `delegation`, the
- *   host's `Delegation.Limits`): a call of it runs as the parent's call
- *   activity, each sub-task a child task bound by `bindChild` (by default
+ *   the `delegate` tool (`Delegation.offers`, bounded by `delegation`, the
+ *   host's `Delegation.Limits`): each sub-task of a call runs as a task
+ *   workflow of its own, bound by `bindChild` (by default
  *   `Delegation.bindChild`: its own scope, agent-private volume and output
- *   volume) with its own journal in `journalFolder`, opened under the
- *   child's `TaskLock`. The tool is idempotent: an activity that runs again
- *   on another runner finds its children by name and finishes their open
- *   turns from their journals. Offers of the wrong shape fail the task
- *   (`TaskFailed`, reason `InvalidInput`) before the first activity.
+ *   volume) down its delegation path, with its own journal in
+ *   `journalFolder`, each activity under the child's `TaskLock`. Offers of
+ *   the wrong shape fail the task (`TaskFailed`, reason `InvalidInput`)
+ *   before the first activity.
  * - `bindChild`: how a child task of a delegation is bound; it must name the
- *   child after `child.task` (which the tool derives from the call), or a
- *   re-run finds no child to finish and runs one afresh.
+ *   child after `child.task` (a binding of another task fails
+ *   `ChildBindingMismatch`), and bind it alike every time: a child's
+ *   workflow binds it on every run of its body.
  *
  * @since 0.1.0
  * @category models

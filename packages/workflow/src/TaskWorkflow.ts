@@ -45,30 +45,28 @@
  *   under `TaskLock` (on the cluster, a Postgres advisory lock on the task),
  *   so an activity still running on a runner that lost the task and its
  *   re-run on the new owner never write the journal at once.
- * - **Delegation survives the runner.** With child offers
- *   (`TaskHosting`'s `children`), every turn offers the `delegate` tool; a
- *   call of it is one of the parent's call activities, each child a task of
- *   its own (its own scope, private volume and journal, the journal held
- *   under the child's `TaskLock`). A runner lost mid-child leaves the
- *   activity to run again on another runner: the tool finds its children
- *   by name, finishes an open child turn from the child's journal (no
- *   child turn twice, a recorded child call never again, a lost request
- *   sent again as it was) and reads an answered child back; the parent's
- *   journal records each `ChildDelegated` and `ChildAnswered` once. A
- *   child's tools get keys of their own (`ToolCallKey.current`).
- * - **A child's approvals wait durably, and are decided once.** The
- *   delegate call goes through the runtime's approval-aware dispatch
- *   (`TaskExecution.dispatchStep`): a child whose turn waits for approvals
- *   makes the call wait (`ApprovalRequested`, reason `Delegated`, naming the
- *   child calls), and the workflow suspends on the call's `DurableDeferred`
- *   as for any approval, holding no runner. {@link decide} on the parent's
- *   call journals `ApprovalDecided` and completes it; the call activity runs
- *   again, approved or rejected, and the runtime's delegation hands the
- *   decision on to exactly those child calls (each decided once, in its
- *   child's journal, with who decided). A child that asks again makes the
- *   call wait again, on a deferred of its own (`Approval.deferredOf`'s
- *   ordinal). The parent's journal is the local executor's for the same
- *   decisions.
+ * - **Each child is a workflow of its own.** With child offers
+ *   (`TaskHosting`'s `children`), every turn offers the `delegate` tool. A
+ *   call of it plans its sub-tasks (`Delegation.Offers.plan`), records
+ *   `ChildDelegated` for each (one activity of the parent), runs each child
+ *   as a `TaskWorkflow` execution of its own (the engine's child workflow,
+ *   `maxConcurrent` at once, on whichever runner; the child's request
+ *   carries its delegation path, down which any runner binds it), then
+ *   collects their answers in one call activity (`ChildAnswered`, published
+ *   files received, the call's `ToolCalled` and `ToolResulted` as for any
+ *   call). A runner lost mid-child costs the child's current activity only:
+ *   the parent's activities and the child's earlier ones are stored. A
+ *   child's tools get keys of their own execution (`ToolCallKey.current`). A
+ *   child that fails answers the call with its failure; the parent goes on.
+ * - **A child's approvals wait in the child's workflow, decided once.** A
+ *   child whose call needs approval suspends its own workflow (and its
+ *   parent's, which waits for it); {@link awaitingApproval} of the parent
+ *   lists the child's call with the child's task and delegation, and
+ *   {@link decide} on that task decides it in the child's journal. A
+ *   delegate call whose plan refuses its input runs the inline tool, which
+ *   gives its `InvalidInput` result.
+ * - **Not done: a child's `timeLimit`.** A child workflow runs until it
+ *   ends; the offer's time limit (the inline tool's race) is not applied.
  *
  * Runs on any `WorkflowEngine`: `WorkflowEngine.layerMemory` in one process
  * (no database, {@link layerMemory}), or the cluster (`Cluster.layer`,
@@ -77,6 +75,7 @@
  * @since 0.1.0
  */
 import * as Ids from "@tessera/core/Ids"
+import * as Delegation from "@tessera/runtime/Delegation"
 import * as EntryGate from "@tessera/runtime/EntryGate"
 import * as History from "@tessera/runtime/History"
 import * as Journal from "@tessera/runtime/Journal"
@@ -85,9 +84,10 @@ import * as Model from "@tessera/runtime/Model"
 import * as TaskExecution from "@tessera/runtime/TaskExecution"
 import * as Tool from "@tessera/runtime/Tool"
 import * as Effect from "effect/Effect"
+import type * as FileSystem from "effect/FileSystem"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Path from "effect/Path"
+import type * as Path from "effect/Path"
 import * as Schema from "effect/Schema"
 import * as DurableClock from "effect/workflow/DurableClock"
 import * as DurableDeferred from "effect/workflow/DurableDeferred"
@@ -95,30 +95,56 @@ import * as Workflow from "effect/workflow/Workflow"
 import * as WorkflowEngine from "effect/workflow/WorkflowEngine"
 import * as Approval from "./Approval.ts"
 import { openJournal } from "./internal/activityJournal.ts"
-import { turnConfig } from "./internal/delegation.ts"
+import {
+  type ChildEnd,
+  collectingTool,
+  DelegationPath,
+  journalIdentity,
+  levelOf,
+  type Offers,
+  type TaskConfig,
+  type TaskLevel
+} from "./internal/delegation.ts"
 import { failedWith, inconsistent, TaskFailed, transient } from "./internal/taskFailed.ts"
 import {
   approvalsActivity,
   callActivity,
   closeTurnActivity,
+  collectActivity,
+  delegateStartActivity,
   modelStepActivity,
   openTurnActivity,
-  resumeActivity
+  resumeActivity,
+  type StepResult
 } from "./internal/turnActivities.ts"
 import { TaskHosting } from "./TaskHosting.ts"
 import { TaskLock } from "./TaskLock.ts"
 
 /**
  * What starts a task: its id (one workflow execution per task id) and the
- * user's request.
+ * user's request; for a delegated child (started by its parent's workflow),
+ * its `delegation`: the root task and the `{ agent, task }` steps down to
+ * it, by which any runner binds it as its parent's offers do.
  *
  * @since 0.1.0
  * @category models
  */
 export const TaskRequest = Schema.Struct({
   task: Ids.TaskId,
-  prompt: Schema.String
+  prompt: Schema.String,
+  delegation: Schema.optionalKey(DelegationPath)
 })
+
+/**
+ * Where a delegated child stands: the root task and the `{ agent, task }`
+ * steps from it down to the child (the last one). Carried by a child's
+ * {@link TaskRequest}, listed with a child's waiting call
+ * ({@link PendingApproval}) and passed back to {@link decide}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export { DelegationPath }
 
 /**
  * How a task ended: its turn, the model steps the journal counted (lost
@@ -166,50 +192,23 @@ export const TaskWorkflow = Workflow.make("TesseraTask", {
 })
 
 /**
- * The task's journal as the entry gate sees it: its task and file, the
- * identity `EntryGate.verify` checks against the binding. It writes
- * nothing: every write fails `JournalSequenceError`, and reading its state
- * is a defect (the gate never does).
- */
-const recordOf = (folder: string, task: Ids.TaskId) =>
-  Path.Path.useSync((path) => {
-    const file = path.resolve(folder, Journal.fileName(task))
-    const refused = (entry: string) =>
-      Effect.fail(new Journal.JournalSequenceError({ file, entry, detail: "the entry gate's view writes nothing" }))
-    const record: Journal.JournalService = {
-      task,
-      file,
-      state: Effect.die(new Error("the entry gate's view of the journal has no state")),
-      append: (input) => refused(input._tag),
-      sync: Effect.void,
-      openTurn: refused("TurnOpened"),
-      resumeTurn: refused("TurnResumed"),
-      closeTurn: refused("TurnClosed"),
-      abandonTurn: () => refused("TurnAbandoned"),
-      // A view claims nothing: the journal the activities write is claimed by their own admissions.
-      claimAgent: () => Effect.succeed(Option.none())
-    }
-    return record
-  })
-
-/**
  * The gate every run of the body passes before its first activity: the
- * binding, `EntryGate.verify` against the task's journal (the capability,
- * when the policy needs one) and, for private offload, the private writer.
+ * task's level (its binding, down its delegation path for a child), then
+ * `EntryGate.verify` against the task's journal (the capability, when the
+ * policy needs one) and, for private offload, the private writer. Offers
+ * of the wrong shape fail here too, before any activity.
  */
-const gate = (task: Ids.TaskId) =>
+const gate = (request: typeof TaskRequest.Type) =>
   Effect.gen(function* () {
     const hosting = yield* TaskHosting
-    const binding = yield* hosting.bindTask(task)
+    const level = yield* levelOf(request.task, Option.fromUndefinedOr(request.delegation))
     // The body may run again while an activity of an earlier run holds the journal: the gate asks its question
-    // of the journal's identity (`recordOf`), without opening it for writing.
-    const record = yield* recordOf(hosting.journalFolder, task)
-    const writer = hosting.config.offload?.destination === "Private" ? "Required" : "ByPolicy"
-    yield* EntryGate.verify(binding, "Turn", { writer }).pipe(Effect.provideService(Journal.Journal, record))
-    // The host's child offers are checked here: offers of the wrong shape fail the task before any activity.
-    yield* turnConfig(binding)
-    return binding
-  }).pipe(Effect.mapError(failedWith(task)))
+    // of the journal's identity, without opening it for writing.
+    const record = yield* journalIdentity(hosting.journalFolder, request.task)
+    const writer = level.config.offload?.destination === "Private" ? "Required" : "ByPolicy"
+    yield* EntryGate.verify(level.binding, "Turn", { writer }).pipe(Effect.provideService(Journal.Journal, record))
+    return level
+  }).pipe(Effect.mapError(failedWith(request.task)))
 
 /**
  * A model step; a transient model error (see `TaskHosting.modelRetry`) is
@@ -217,14 +216,14 @@ const gate = (task: Ids.TaskId) =>
  * (the failed request stays in the journal as `ModelFailed`).
  */
 const modelStepWithRetry = Effect.fnUntraced(function* (
-  binding: EntryGate.TaskBinding,
+  level: TaskLevel,
   turn: number,
   index: number,
   history: History.History
 ) {
   const retry = (yield* TaskHosting).modelRetry
   for (let attempt = 0; ; attempt++) {
-    const result = yield* Effect.result(modelStepActivity(binding, turn, index, history, attempt))
+    const result = yield* Effect.result(modelStepActivity(level, turn, index, history, attempt))
     if (result._tag === "Success") return result.success
     if (retry === undefined || attempt >= retry.times || !transient(result.failure)) return yield* result.failure
     yield* DurableClock.sleep({ name: `turn/${turn}/model/${index}/wait/${attempt + 1}`, duration: retry.delay })
@@ -243,27 +242,30 @@ const modelStepWithRetry = Effect.fnUntraced(function* (
 export const runTask = Effect.fnUntraced(function* (request: typeof TaskRequest.Type) {
   const task = request.task
   const hosting = yield* TaskHosting
-  const binding = yield* gate(task)
-  const turn = yield* openTurnActivity(binding)
-  let history: History.History = History.make([...(hosting.system ?? []), Model.text("user", request.prompt)])
+  const level = yield* gate(request)
+  const config = level.config
+  const turn = yield* openTurnActivity(level)
+  // A child's history is its instruction alone, as the inline delegation's: the host's system parts are the root's.
+  const system = request.delegation === undefined ? (hosting.system ?? []) : []
+  let history: History.History = History.make([...system, Model.text("user", request.prompt)])
   for (let index = 1; ; index++) {
-    if (index > hosting.config.maxSteps) {
+    if (index > config.maxSteps) {
       return yield* new TaskFailed({
         task,
         reason: "StepLimitExceeded",
-        detail: `turn ${turn} reached its limit of ${hosting.config.maxSteps} model steps without a final answer`
+        detail: `turn ${turn} reached its limit of ${config.maxSteps} model steps without a final answer`
       })
     }
-    const step = yield* modelStepWithRetry(binding, turn, index, history)
+    const step = yield* modelStepWithRetry(level, turn, index, history)
     history = step.history
     if (step.response.toolCalls.length === 0) {
-      yield* closeTurnActivity(binding, turn, step)
+      yield* closeTurnActivity(level, turn, step)
       const answer: TaskAnswer = { task, turn, steps: step.step, text: step.response.text }
       return answer
     }
     const decisions = new Map<string, Approval.Decision>()
-    if (Tool.anyNeedsApproval(hosting.config.tools)) {
-      const asked = yield* approvalsActivity(binding, turn, step)
+    if (Tool.anyNeedsApproval(config.tools)) {
+      const asked = yield* approvalsActivity(level, turn, step)
       // Suspended here until the host decides every call put to it (`decide`); nothing of the step runs before.
       for (const callId of asked) {
         decisions.set(
@@ -271,17 +273,21 @@ export const runTask = Effect.fnUntraced(function* (request: typeof TaskRequest.
           yield* DurableDeferred.await(Approval.deferredOf({ task, turn, step: step.step, callId }))
         )
       }
-      if (asked.length > 0) yield* resumeActivity(binding, turn, step, [...decisions])
+      if (asked.length > 0) yield* resumeActivity(level, turn, step, [...decisions])
     }
-    // A delegation whose children wait for the host waits with them (its own deferred, one per wait), and runs
-    // again once decided; the step's other calls run meanwhile, in the model's order, as the local executor's do.
+    // The step's calls in the model's order, as the local executor runs them; a delegation runs its children as
+    // workflows of their own. The inline delegate (a call the plan refused) never waits, but the loop keeps
+    // waiting for what it would.
     const results = new Map<string, Model.ToolResultPart>()
     let pending = step.response.toolCalls
     for (let round = 0; pending.length > 0; round++) {
       const waiting: Array<Model.ToolCallPart> = []
       for (const call of pending) {
         const rejected = round === 0 && decisions.get(call.id)?.approved === false
-        const ran = yield* callActivity(binding, turn, step, call, rejected, round)
+        const ran =
+          !rejected && round === 0 && call.name === Delegation.toolName && Option.isSome(level.offers)
+            ? yield* delegateCall(level, level.offers.value, request, turn, step, call)
+            : yield* callActivity(level, turn, step, call, rejected, round)
         if (ran._tag === "Ran") results.set(call.id, ran.result)
         else waiting.push(call)
       }
@@ -291,7 +297,7 @@ export const runTask = Effect.fnUntraced(function* (request: typeof TaskRequest.
         const identity = { task, turn, step: step.step, callId: call.id }
         decided.push([call.id, yield* DurableDeferred.await(Approval.deferredOf(identity, round + 1))])
       }
-      yield* resumeActivity(binding, turn, step, decided, round + 1)
+      yield* resumeActivity(level, turn, step, decided, round + 1)
       pending = waiting
     }
     const answered = step.response.toolCalls.flatMap((call) => {
@@ -300,6 +306,56 @@ export const runTask = Effect.fnUntraced(function* (request: typeof TaskRequest.
     })
     history = History.append(history, answered)
   }
+})
+
+/**
+ * A delegate call of a task with offers: its sub-tasks (`Offers.plan`; an
+ * input the plan refuses goes to the call activity, whose tool gives the
+ * `InvalidInput` result), their `ChildDelegated` records (one activity),
+ * each child a `TaskWorkflow` execution of its own (the engine's child
+ * workflow, `maxConcurrent` at once, on whichever runner), then the collect
+ * activity, which receives their answers and records the call's result. A
+ * runner lost mid-child costs the child's current activity, on the child's
+ * own execution: the parent's activities before it are stored.
+ */
+const delegateCall = Effect.fnUntraced(function* (
+  level: TaskLevel,
+  offers: Offers,
+  request: typeof TaskRequest.Type,
+  turn: number,
+  step: StepResult,
+  call: Model.ToolCallPart
+) {
+  const hosting = yield* TaskHosting
+  const position = { task: request.task, turn, step: step.step, callId: call.id }
+  const planned = yield* Effect.result(offers.plan(position, call.input))
+  if (planned._tag === "Failure") return yield* callActivity(level, turn, step, call, false, 0)
+  const subTasks = planned.success
+  yield* delegateStartActivity(level, offers, turn, step, call, subTasks)
+  const root = request.delegation?.root ?? request.task
+  const path = request.delegation?.path ?? []
+  const ends = yield* Effect.forEach(
+    subTasks,
+    (subTask) =>
+      TaskWorkflow.execute({
+        task: subTask.task,
+        prompt: subTask.instruction,
+        delegation: { root, path: [...path, { agent: subTask.agent, task: subTask.task }] }
+      }).pipe(
+        Effect.map((answer): ChildEnd => ({ _tag: "Answered", text: answer.text })),
+        Effect.catchTag("TaskFailed", (failed) =>
+          Effect.succeed<ChildEnd>({ _tag: "Failed", reason: failed.reason, detail: failed.detail })
+        )
+      ),
+    { concurrency: hosting.delegation?.maxConcurrent ?? Delegation.defaultLimits.maxConcurrent }
+  )
+  const collecting = collectingTool(level, offers, subTasks, ends)
+  const tools = Tool.registry(
+    ...[...level.config.tools.tools.values()].filter((tool) => tool.name !== Delegation.toolName),
+    collecting
+  )
+  const collect: TaskConfig = { ...level.config, tools: tools as TaskConfig["tools"] }
+  return yield* collectActivity(level, turn, step, call, collect)
 })
 
 /**
@@ -332,16 +388,19 @@ export const run = (request: typeof TaskRequest.Type) => TaskWorkflow.execute(re
 
 /**
  * A call of a task's open turn that waits for the host's decision, as the
- * journal's `ApprovalRequested` records it: the turn and step, the call id
- * and tool, the size and SHA-256 of its input (the journal holds no
- * bodies), and why it waits (`Tool`: its tool needs approval for this
- * input; `Delegated`: a delegation whose children wait for approvals, the
- * decision going on to them).
+ * journal's `ApprovalRequested` records it: the task whose call it is (the
+ * task asked about, or a delegated child of it, with its `delegation`, which
+ * {@link decide} takes), the turn and step, the call id and tool, the size
+ * and SHA-256 of its input (the journal holds no bodies), and why it waits
+ * (`Tool`: its tool needs approval for this input; `Delegated`: an inline
+ * delegation whose children wait, the decision going on to them).
  *
  * @since 0.1.0
  * @category models
  */
 export interface PendingApproval {
+  readonly task: Ids.TaskId
+  readonly delegation?: DelegationPath
   readonly turn: number
   readonly step: number
   readonly callId: string
@@ -352,36 +411,61 @@ export interface PendingApproval {
 }
 
 /**
- * The calls of the task's open turn that wait for the host's decision, from
- * its journal (empty when no turn is open or nothing waits). Reads the
- * journal only; any runner, or a process that runs none, can ask.
+ * The calls that wait for the host's decision in the task's open turn and,
+ * below it, in the open turns of the children its open delegations run
+ * (each a workflow of its own, suspended on its own call; a child's
+ * children after it), from the journals (empty when nothing waits). Reads
+ * the journals only; any runner, or a process that runs none, can ask.
  *
  * @since 0.1.0
  * @category approvals
  */
-export const awaitingApproval = Effect.fnUntraced(function* (task: Ids.TaskId) {
-  const hosting = yield* TaskHosting
-  const entries = yield* Journal.readEntries({ folder: hosting.journalFolder, task })
-  const state = Journal.stateOf(task, entries)
-  if (state._tag === "Failure") return yield* inconsistent(task, state.failure)
-  const open = Journal.openTurn(state.success)
-  if (Option.isNone(open)) return []
-  const pending: Array<PendingApproval> = []
-  for (const owed of Journal.awaitingApproval(open.value)) {
-    const requested = entries.find((entry) => entry.seq === owed.approval?.requestedSeq)
-    if (requested?._tag !== "ApprovalRequested") continue
-    pending.push({
-      turn: requested.turn,
-      step: requested.step,
-      callId: requested.callId,
-      name: requested.name,
-      inputSize: requested.inputSize,
-      inputSha256: requested.inputSha256,
-      reason: requested.reason
-    })
-  }
-  return pending
-})
+export const awaitingApproval = (task: Ids.TaskId) => waitingIn(task, Option.none())
+
+const waitingIn = (
+  task: Ids.TaskId,
+  delegation: Option.Option<DelegationPath>
+): Effect.Effect<
+  ReadonlyArray<PendingApproval>,
+  TaskFailed | Effect.Error<ReturnType<typeof Journal.readEntries>>,
+  TaskHosting | FileSystem.FileSystem | Path.Path
+> =>
+  Effect.gen(function* () {
+    const hosting = yield* TaskHosting
+    const entries = yield* Journal.readEntries({ folder: hosting.journalFolder, task })
+    const state = Journal.stateOf(task, entries)
+    if (state._tag === "Failure") return yield* inconsistent(task, state.failure)
+    const open = Journal.openTurn(state.success)
+    if (Option.isNone(open)) return []
+    const pending: Array<PendingApproval> = []
+    for (const owed of Journal.awaitingApproval(open.value)) {
+      const requested = entries.find((entry) => entry.seq === owed.approval?.requestedSeq)
+      if (requested?._tag !== "ApprovalRequested") continue
+      pending.push({
+        task,
+        ...(Option.isSome(delegation) ? { delegation: delegation.value } : {}),
+        turn: requested.turn,
+        step: requested.step,
+        callId: requested.callId,
+        name: requested.name,
+        inputSize: requested.inputSize,
+        inputSha256: requested.inputSha256,
+        reason: requested.reason
+      })
+    }
+    // The children of the open turn's delegations that have not answered yet: their workflows may wait.
+    const ofTurn = entries.filter((entry) => "turn" in entry && entry.turn === open.value.turn)
+    for (const entry of ofTurn) {
+      if (entry._tag !== "ChildDelegated") continue
+      const answered = ofTurn.some((other) => other._tag === "ChildAnswered" && other.task === entry.task)
+      if (answered) continue
+      const root = Option.isSome(delegation) ? delegation.value.root : task
+      const path = Option.isSome(delegation) ? delegation.value.path : []
+      const below = { root, path: [...path, { agent: entry.agent, task: entry.task }] }
+      pending.push(...(yield* waitingIn(entry.task, Option.some(below))))
+    }
+    return pending
+  })
 
 /**
  * The host's decision on a call its task's workflow waits for.
@@ -395,9 +479,12 @@ export const awaitingApproval = Effect.fnUntraced(function* (task: Ids.TaskId) {
  * a function of the task id alone (the workflow's execution id is), so any
  * process on the same engine can decide.
  *
- * A delegation waiting for its children (reason `Delegated`) is decided
- * the same way, once per wait: each decision completes the deferred of
- * that wait (the call's n-th decision, `Approval.deferredOf(call, n)`).
+ * A delegated child's call (listed by {@link awaitingApproval} with the
+ * child's task and `delegation`) is decided on the child's own workflow:
+ * pass the child's task and its `delegation`; the child is bound down that
+ * path, as its workflow binds it. An inline delegation waiting for its
+ * children (reason `Delegated`) is decided once per wait: each decision
+ * completes the deferred of that wait (`Approval.deferredOf(call, n)`).
  *
  * A decision may come while the workflow is suspended or before it reaches
  * the call's wait (the engine keeps it). Retrying a decision whose record
@@ -430,10 +517,14 @@ export const awaitingApproval = Effect.fnUntraced(function* (task: Ids.TaskId) {
  * @since 0.1.0
  * @category approvals
  */
-export const decide = Effect.fnUntraced(function* (task: Ids.TaskId, decision: TaskExecution.Decision) {
+export const decide = Effect.fnUntraced(function* (
+  task: Ids.TaskId,
+  decision: TaskExecution.Decision,
+  options?: { readonly delegation?: DelegationPath | undefined }
+) {
   const hosting = yield* TaskHosting
   const lock = yield* TaskLock
-  const binding = yield* hosting.bindTask(task)
+  const { binding } = yield* levelOf(task, Option.fromUndefinedOr(options?.delegation))
   const entry = yield* lock.withLock(
     task,
     Effect.scoped(

@@ -6,9 +6,11 @@
  * same scenario on broken wiring: a host that binds each child like one of
  * the parent's own tasks (the parent's grants, one shared scratchpad).
  */
+import * as crypto from "node:crypto"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { ArtifactPathPolicy } from "@tessera/artifacts"
+import type { Ids } from "@tessera/core"
 import {
   Delegation,
   type EntryGate,
@@ -29,6 +31,17 @@ import * as world from "./support/world.ts"
 /** The journal without what differs between two runs of the same turn (time and position). */
 const records = (entries: ReadonlyArray<JournalEntry.Entry>) => entries.map(({ at: _at, seq: _seq, ...rest }) => rest)
 
+/**
+ * A child's journal as two runs of the same sub-task must leave it: its records, but for the digests of the
+ * transcript a local child's durable turn keeps (a child workflow's durable record is the engine's: it keeps none).
+ */
+const childRecords = (entries: ReadonlyArray<JournalEntry.Entry>) =>
+  records(entries).map((record) => {
+    if (!("transcript" in record)) return record
+    const { transcript: _transcript, ...rest } = record
+    return rest
+  })
+
 const isChildRecord = (entry: JournalEntry.Entry) => entry._tag === "ChildDelegated" || entry._tag === "ChildAnswered"
 
 /**
@@ -42,10 +55,39 @@ const parentRecords = (entries: ReadonlyArray<JournalEntry.Entry>) => ({
     .sort()
 })
 
+/** What the engine holds of each child's execution, by agent: `Complete`, `Suspended`, or `None` (no execution). */
+const executionsOf = (run: scenario.Run) =>
+  Effect.gen(function* () {
+    const found = new Map<string, string>()
+    for (const [agent, child] of run.children) {
+      const id = yield* TaskWorkflow.TaskWorkflow.executionId({ task: child.task, prompt: "" })
+      const polled = yield* TaskWorkflow.TaskWorkflow.poll(id)
+      found.set(agent, Option.isSome(polled) ? polled.value._tag : "None")
+    }
+    return found
+  })
+
 /** The scenario on the workflow, with `bindChild` when a control breaks the wiring. */
 const onWorkflow = (dir: string, bindChild?: (shared: SharedStore.SharedStore) => scenario.BindChild) =>
   scenario.onMemoryEngine(dir, bindChild === undefined ? {} : { bindChild }, (shared) =>
-    Effect.flatMap(TaskWorkflow.run(scenario.request), (answer) => scenario.journalsOf(shared.journalFolder, answer))
+    Effect.gen(function* () {
+      const answer = yield* TaskWorkflow.run(scenario.request)
+      const run = yield* scenario.journalsOf(shared.journalFolder, answer)
+      return { ...run, executions: yield* executionsOf(run) }
+    })
+  )
+
+/**
+ * The idempotency key the workflow engine gives a child's call in the child's own execution: a SHA-256 of the
+ * execution id (a function of the child task) and the call's name (`ToolCallKey.nameOf`), cut to 32 hex digits.
+ */
+const childKey = (task: Ids.TaskId, callId: string) =>
+  Effect.map(TaskWorkflow.TaskWorkflow.executionId({ task, prompt: "" }), (executionId) =>
+    crypto
+      .createHash("sha256")
+      .update(`${executionId}-${ToolCallKey.nameOf({ task, turn: 1, step: 1, callId })}`)
+      .digest("hex")
+      .slice(0, 32)
   )
 
 /**
@@ -53,8 +95,14 @@ const onWorkflow = (dir: string, bindChild?: (shared: SharedStore.SharedStore) =
  * harness that binds each child with `Delegation.bindChild` and opens its journal beside the parent's.
  */
 const onLocalExecutor = (dir: string) =>
+  Effect.flatMap(
+    SharedStore.open(scenario.storeOptions(path.join(dir, "store"), path.join(dir, "notes.log"))),
+    inlineTurn
+  )
+
+/** The parent turn run inline (the local executor's `Delegation.tool`) on `shared`'s store. */
+const inlineTurn = (shared: SharedStore.SharedStore) =>
   Effect.gen(function* () {
-    const shared = yield* SharedStore.open(scenario.storeOptions(path.join(dir, "store"), path.join(dir, "notes.log")))
     const harness: Delegation.ChildHarness<
       unknown,
       Effect.Services<ReturnType<typeof Delegation.bindChild>> | FileSystem.FileSystem | Path.Path,
@@ -109,7 +157,14 @@ describe("delegation in the task workflow on WorkflowEngine.layerMemory", () => 
       assert.lengthOf(scoutKeys, 1)
       assert.lengthOf(criticKeys, 1)
       assert.notStrictEqual(scoutKeys[0], criticKeys[0])
-      assert.include(scoutKeys[0] ?? "", `/${scout?.task}/t1/s1/n1`)
+      // The key is the child's own execution's, over its call: each child is a workflow of its own.
+      assert.strictEqual(scoutKeys[0], yield* childKey(scout?.task ?? scenario.parentTask, "n1"))
+      assert.strictEqual(criticKeys[0], yield* childKey(critic?.task ?? scenario.parentTask, "n1"))
+      // The engine lists each child as an execution of its own, complete with the answer the parent received.
+      for (const agent of ["scout", "critic"]) {
+        const execution = run.executions.get(agent)
+        assert.strictEqual(execution, "Complete", `${agent}'s execution`)
+      }
       // The journals the local executor leaves for the same turn: the parent's, and each child's.
       const local = yield* onLocalExecutor(path.join(dir, "local"))
       assert.strictEqual(run.answer.text, local.answer.text)
@@ -117,11 +172,30 @@ describe("delegation in the task workflow on WorkflowEngine.layerMemory", () => 
       assert.deepStrictEqual(parentRecords(run.parent), parentRecords(local.parent))
       for (const agent of ["scout", "critic"]) {
         assert.deepStrictEqual(
-          records(run.children.get(agent)?.entries ?? []),
-          records(local.children.get(agent)?.entries ?? []),
+          childRecords(run.children.get(agent)?.entries ?? []),
+          childRecords(local.children.get(agent)?.entries ?? []),
           `${agent}'s journal`
         )
       }
+    }).pipe(Effect.scoped, Effect.provide(scenario.model), Effect.provide(world.platformLayer))
+  )
+
+  it.live("workflow_delegates_to_children_negative_control_the_inline_form_leaves_no_child_execution", () =>
+    Effect.gen(function* () {
+      const dir = yield* world.tempDir
+      // Broken wiring: the delegation run inline (inside the parent's call), on the same engine: the children's
+      // journals are there, the engine holds no execution of theirs.
+      const executions = yield* scenario.onMemoryEngine(dir, {}, (shared) =>
+        Effect.flatMap(inlineTurn(shared), executionsOf)
+      )
+      // Sorted: the children run at once, so either may be recorded first.
+      assert.deepStrictEqual(
+        [...executions].sort(([a], [b]) => a.localeCompare(b)),
+        [
+          ["critic", "None"],
+          ["scout", "None"]
+        ]
+      )
     }).pipe(Effect.scoped, Effect.provide(scenario.model), Effect.provide(world.platformLayer))
   )
 
@@ -179,13 +253,10 @@ describe("delegation in the task workflow on WorkflowEngine.layerMemory", () => 
         Effect.provideService(JournalStorage.JournalFile, cut.file)
       )
       assert.isTrue(cut.fired(), "the interruption happened")
-      // Started anew (their forgotten journals beside the new ones): the run's checks find each child's second turn.
-      // Their tools' effects still happen once, since the calls' keys are the same on every run.
+      // Each child's workflow binds it on every run of its body and the parent's collect binds it again: a host
+      // that forgets it in between leaves no child turn whole, and the run's checks find each child's work lost.
       const found = [...scenario.violations(path.join(dir, "store"), run)]
-      assert.includeMembers(found, [
-        "scout: 2 turns opened over its journals",
-        "critic: 2 turns opened over its journals"
-      ])
+      assert.includeMembers(found, ["scout: turn not closed", "critic: turn not closed"])
     }).pipe(Effect.scoped, Effect.provide(scenario.model), Effect.provide(world.platformLayer))
   )
 

@@ -31,7 +31,7 @@ import {
 } from "@tessera/runtime"
 import { SharedStore, TaskHosting, TaskWorkflow } from "@tessera/workflow"
 import { Effect, Fiber, type FileSystem, Layer, Option, type Path } from "effect"
-import { turnConfig } from "../src/internal/delegation.js"
+import { levelOf } from "../src/internal/delegation.js"
 import { waitFor } from "./support/approvals.ts"
 import {
   childTaskOf,
@@ -48,6 +48,46 @@ import * as world from "./support/world.ts"
 
 /** The journal without what differs between two runs of the same turn (time and position). */
 const records = (entries: ReadonlyArray<JournalEntry.Entry>) => entries.map(({ at: _at, seq: _seq, ...rest }) => rest)
+
+/**
+ * A parent's journal as both forms leave it for the same decisions: the inline form's waits on the delegate call
+ * (its `ApprovalRequested`, `ApprovalDecided` and `TurnResumed`, and the children's answers while they waited,
+ * recorded again once they answered) are the child workflow's own; the rest is the same.
+ */
+const parentRecords = (entries: ReadonlyArray<JournalEntry.Entry>) => {
+  const kept = records(
+    entries.filter(
+      (entry) =>
+        entry._tag !== "ApprovalRequested" &&
+        entry._tag !== "ApprovalDecided" &&
+        entry._tag !== "TurnResumed" &&
+        !(entry._tag === "ChildAnswered" && entry.outcome === "AwaitingApproval")
+    )
+  )
+  const isChild = (record: (typeof kept)[number]) => record._tag === "ChildDelegated" || record._tag === "ChildAnswered"
+  // The children's records as a set, each once: the inline form records its children on each run of the call, and
+  // records them inside the call (after its `ToolCalled`), the child workflows before it.
+  // The inline form calls the delegate again after each decision (a `ToolCalled` per run): the call, once.
+  const called = new Set<string>()
+  return {
+    inOrder: kept.filter((record) => {
+      if (isChild(record)) return false
+      if (record._tag !== "ToolCalled") return true
+      const seen = called.has(record.callId)
+      called.add(record.callId)
+      return !seen
+    }),
+    children: [...new Set(kept.filter(isChild).map((record) => JSON.stringify(record)))].sort()
+  }
+}
+
+/** A child's journal without its durable turn's transcript digests (a child workflow's record is the engine's). */
+const childRecords = (entries: ReadonlyArray<JournalEntry.Entry>) =>
+  records(entries).map((record) => {
+    if (!("transcript" in record)) return record
+    const { transcript: _transcript, ...rest } = record
+    return rest
+  })
 
 /** A store whose tasks may delegate to the releaser, its deploys marked in `<dir>/deploys.log`. */
 const openStore = (dir: string) =>
@@ -95,12 +135,10 @@ const onWorkflow = (dir: string, decisions: ReadonlyArray<HostDecision>) =>
       const fiber = yield* Effect.forkChild(TaskWorkflow.run(request))
       const waits: Array<{ readonly state: string; readonly ran: ReadonlyArray<string>; readonly pending: string }> = []
       for (const [index, decision] of decisions.entries()) {
-        const [pending] = yield* waitFor(
-          Effect.all([
-            TaskWorkflow.awaitingApproval(parentTask),
-            Journal.readEntries({ folder: shared.journalFolder, task: parentTask })
-          ]),
-          ([calls, entries]) => calls.length === 1 && delegatedRequests(entries).length === index + 1,
+        // The child's own call waits, in the child's own workflow; the parent lists it, with the child's task.
+        const pending = yield* waitFor(
+          TaskWorkflow.awaitingApproval(parentTask),
+          (calls) => calls.length === 1 && calls[0]?.callId === `x${index + 1}`,
           `wait ${index + 1}`
         )
         yield* suspended
@@ -108,7 +146,9 @@ const onWorkflow = (dir: string, decisions: ReadonlyArray<HostDecision>) =>
         yield* Effect.sleep("200 millis")
         const state = Option.getOrElse(yield* engineState, () => "None")
         waits.push({ state, ran: deploys(dir), pending: pending.map((call) => `${call.callId}:${call.reason}`).join() })
-        yield* TaskWorkflow.decide(parentTask, { callId: "d1", ...decision })
+        for (const call of pending) {
+          yield* TaskWorkflow.decide(call.task, { callId: call.callId, ...decision }, { delegation: call.delegation })
+        }
       }
       const answer = yield* Fiber.join(fiber)
       return { answer: answer.text, waits, ran: deploys(dir), ...(yield* journalsOf(shared)) }
@@ -189,11 +229,9 @@ describe("a child's approvals in the task workflow on WorkflowEngine.layerMemory
       const dir = yield* world.tempDir
       const { local, workflow } = yield* bothWays(dir, ["production"], [alice])
       // Suspended on the delegate call, the child's deploy not run.
-      assert.deepStrictEqual(workflow.waits, [{ state: "Suspended", ran: [], pending: "d1:Delegated" }])
-      assert.deepStrictEqual(
-        delegatedRequests(workflow.parent).map((children) => children.map((call) => call.callId)),
-        [["x1"]]
-      )
+      assert.deepStrictEqual(workflow.waits, [{ state: "Suspended", ran: [], pending: "x1:Tool" }])
+      // The parent's own journal asks nothing: the child's call waits in the child's workflow.
+      assert.deepStrictEqual(delegatedRequests(workflow.parent), [])
       // Approved: the child's deploy ran once, and the parent answered with it.
       assert.deepStrictEqual(workflow.ran, ["production"])
       assert.deepStrictEqual(local.ran, ["production"])
@@ -201,10 +239,10 @@ describe("a child's approvals in the task workflow on WorkflowEngine.layerMemory
       assert.include(workflow.answer, "deployed to production")
       // Decided once, on the child's call, by the parent's host.
       assert.deepStrictEqual(decisionsOf(workflow.child), [["x1", true, "alice"]])
-      assert.deepStrictEqual(decisionsOf(workflow.parent), [["d1", true, "alice"]])
+      assert.deepStrictEqual(decisionsOf(workflow.parent), [])
       // The journals the local executor leaves for the same decision.
-      assert.deepStrictEqual(records(workflow.parent), records(local.parent))
-      assert.deepStrictEqual(records(workflow.child), records(local.child))
+      assert.deepStrictEqual(parentRecords(workflow.parent), parentRecords(local.parent))
+      assert.deepStrictEqual(childRecords(workflow.child), childRecords(local.child))
     }).pipe(Effect.scoped, Effect.provide(world.platformLayer))
   )
 
@@ -212,13 +250,13 @@ describe("a child's approvals in the task workflow on WorkflowEngine.layerMemory
     Effect.gen(function* () {
       const dir = yield* world.tempDir
       const { local, workflow } = yield* bothWays(dir, ["eu"], [bob])
-      assert.deepStrictEqual(workflow.waits, [{ state: "Suspended", ran: [], pending: "d1:Delegated" }])
+      assert.deepStrictEqual(workflow.waits, [{ state: "Suspended", ran: [], pending: "x1:Tool" }])
       assert.deepStrictEqual(workflow.ran, [])
       assert.include(workflow.answer, 'the call to tool "deploy" was rejected by bob: EU freeze; it did not run')
       assert.strictEqual(workflow.answer, local.answer)
       assert.deepStrictEqual(decisionsOf(workflow.child), [["x1", false, "bob"]])
-      assert.deepStrictEqual(records(workflow.parent), records(local.parent))
-      assert.deepStrictEqual(records(workflow.child), records(local.child))
+      assert.deepStrictEqual(parentRecords(workflow.parent), parentRecords(local.parent))
+      assert.deepStrictEqual(childRecords(workflow.child), childRecords(local.child))
     }).pipe(Effect.scoped, Effect.provide(world.platformLayer))
   )
 
@@ -229,8 +267,8 @@ describe("a child's approvals in the task workflow on WorkflowEngine.layerMemory
         const dir = yield* world.tempDir
         const { local, workflow } = yield* bothWays(dir, ["production", "eu"], [alice, bob])
         assert.deepStrictEqual(workflow.waits, [
-          { state: "Suspended", ran: [], pending: "d1:Delegated" },
-          { state: "Suspended", ran: ["production"], pending: "d1:Delegated" }
+          { state: "Suspended", ran: [], pending: "x1:Tool" },
+          { state: "Suspended", ran: ["production"], pending: "x2:Tool" }
         ])
         assert.deepStrictEqual(workflow.ran, ["production"])
         assert.strictEqual(workflow.answer, local.answer)
@@ -238,8 +276,8 @@ describe("a child's approvals in the task workflow on WorkflowEngine.layerMemory
           ["x1", true, "alice"],
           ["x2", false, "bob"]
         ])
-        assert.deepStrictEqual(records(workflow.parent), records(local.parent))
-        assert.deepStrictEqual(records(workflow.child), records(local.child))
+        assert.deepStrictEqual(parentRecords(workflow.parent), parentRecords(local.parent))
+        assert.deepStrictEqual(childRecords(workflow.child), childRecords(local.child))
       }).pipe(Effect.scoped, Effect.provide(world.platformLayer))
   )
 
@@ -251,15 +289,12 @@ describe("a child's approvals in the task workflow on WorkflowEngine.layerMemory
         const { local, workflow } = yield* bothWays(dir, ["production", "eu"], [alice, alice])
         assert.deepStrictEqual(workflow.ran, ["production", "eu"])
         assert.strictEqual(workflow.answer, local.answer)
-        assert.deepStrictEqual(decisionsOf(workflow.parent), [
-          ["d1", true, "alice"],
-          ["d1", true, "alice"]
-        ])
+        assert.deepStrictEqual(decisionsOf(workflow.parent), [])
         assert.deepStrictEqual(decisionsOf(workflow.child), [
           ["x1", true, "alice"],
           ["x2", true, "alice"]
         ])
-        assert.deepStrictEqual(records(workflow.parent), records(local.parent))
+        assert.deepStrictEqual(parentRecords(workflow.parent), parentRecords(local.parent))
       }).pipe(Effect.scoped, Effect.provide(world.platformLayer))
   )
 
@@ -270,10 +305,10 @@ describe("a child's approvals in the task workflow on WorkflowEngine.layerMemory
         Effect.provide(modelFor(["production", "eu"]))
       )
       const points: ReadonlyArray<readonly [string, (line: string) => boolean]> = [
-        // The parent's call waits (journaled), and the runner dies before the engine stored that it waits.
-        ["waits", (line) => line.includes('"reason":"Delegated"')],
-        // The call run again after the decision handed it on to the child, and died there.
-        ["handed on", (line) => line.includes('"_tag":"ApprovalDecided"') && line.includes('"callId":"x1"')],
+        // The child's call waits (journaled), and the runner dies before the engine stored that it waits.
+        ["waits", (line) => line.includes('"_tag":"ApprovalRequested"') && line.includes('"callId":"x1"')],
+        // The child's turn resumed after the host's decision on its call, and died there.
+        ["handed on", (line) => line.includes('"_tag":"TurnResumed"')],
         ["answered", (line) => line.includes('"_tag":"ToolResulted"') && line.includes('"callId":"d1"')]
       ]
       for (const [label, when] of points) {
@@ -285,10 +320,11 @@ describe("a child's approvals in the task workflow on WorkflowEngine.layerMemory
         assert.isTrue(interrupted.fired(), `${label}: the interruption happened`)
         assert.deepStrictEqual(run.ran, ["production"], label)
         assert.strictEqual(run.answer, plain.answer, label)
-        // A call cut short while it ran is called again (activities run at least once); nothing else twice.
+        // Nothing twice: each activity cut short finds its record and does not write it again.
         const called = (entries: ReadonlyArray<JournalEntry.Entry>) =>
           entries.filter((entry) => entry._tag === "ToolCalled").length
-        assert.strictEqual(called(run.parent), called(plain.parent) + (label === "handed on" ? 1 : 0), label)
+        assert.strictEqual(called(run.parent), called(plain.parent), label)
+        assert.strictEqual(called(run.child), called(plain.child), label)
         const others = (entries: ReadonlyArray<JournalEntry.Entry>) =>
           records(entries.filter((entry) => entry._tag !== "ToolCalled"))
         assert.deepStrictEqual(others(run.parent), others(plain.parent), label)
@@ -306,8 +342,7 @@ describe("a child's approvals in the task workflow on WorkflowEngine.layerMemory
         // stripped of its approval declaration, the turn's loop sends it through `dispatchTools`.
         const outcome = yield* onMemoryEngine(dir, (shared) =>
           Effect.gen(function* () {
-            const binding = yield* shared.hosting.bindTask(parentTask)
-            const config = yield* turnConfig(binding)
+            const { binding, config } = yield* levelOf(parentTask, Option.none())
             const tools = [...config.tools.tools.values()].map((tool) => {
               const { needsApproval: _, ...stripped } = tool
               return stripped as typeof tool

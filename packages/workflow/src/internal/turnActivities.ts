@@ -23,7 +23,7 @@ import type * as Approval from "../Approval.ts"
 import { TaskHosting, type TaskHostingShape } from "../TaskHosting.ts"
 import * as ToolCallKey from "../ToolCallKey.ts"
 import { openTurnOf, recordResponse, withJournal } from "./activityJournal.ts"
-import { turnConfig } from "./delegation.ts"
+import { bindChildOf, type Offers, type TaskConfig, type TaskLevel } from "./delegation.ts"
 import { approvalsOnly, deferResponse, toolView } from "./journalViews.ts"
 import { inconsistent, TaskFailed } from "./taskFailed.ts"
 
@@ -72,7 +72,7 @@ const taskActivity = <
   })
 
 /** Admits the turn at the gate and opens it; an attempt that runs again finds the turn its predecessor opened. */
-export const openTurnActivity = (binding: EntryGate.TaskBinding) =>
+export const openTurnActivity = ({ binding }: TaskLevel) =>
   taskActivity(binding, "turn/open", Schema.Int, (journal) =>
     Effect.gen(function* () {
       // The gate's view has no state: the task's own journal answers whose it is (and records the agent).
@@ -90,7 +90,7 @@ export const openTurnActivity = (binding: EntryGate.TaskBinding) =>
  * left unanswered is closed by `TurnResumed` first.
  */
 export const modelStepActivity = (
-  binding: EntryGate.TaskBinding,
+  { binding, config }: TaskLevel,
   turn: number,
   index: number,
   history: History.History,
@@ -109,7 +109,6 @@ export const modelStepActivity = (
         if (open.owedCalls.length > 0) return yield* inconsistent(task, `turn ${turn} still owes tool results`)
         const step = open.steps + 1
         const deferred = deferResponse(journal)
-        const config = yield* turnConfig(binding)
         const outcome = yield* TaskExecution.modelStep(binding, config, { task, turn, step }, history).pipe(
           Effect.provideService(Journal.Journal, deferred.view)
         )
@@ -164,8 +163,12 @@ export type CallRun = typeof CallRun.Type
  * delegation runs once more after each decision on what its children
  * waited for), so each run is an activity of its own for the engine.
  */
-const toolActivityName = (turn: number, step: number, callId: string, round: number) =>
-  round === 0 ? `turn/${turn}/tool/${step}/${callId}` : `turn/${turn}/tool/${step}/${callId}/again/${round}`
+const toolActivityName = (turn: number, step: number, callId: string, round: number, collect: boolean) =>
+  collect
+    ? `turn/${turn}/tool/${step}/${callId}/collect`
+    : round === 0
+      ? `turn/${turn}/tool/${step}/${callId}`
+      : `turn/${turn}/tool/${step}/${callId}/again/${round}`
 
 /**
  * One tool call, with its idempotency key (`ToolCallKey`). A call an
@@ -181,55 +184,63 @@ const toolActivityName = (turn: number, step: number, callId: string, round: num
  * run at least once), rather than being put to the host as `InFlight`.
  */
 const toolActivity = (
-  binding: EntryGate.TaskBinding,
+  { binding, config, offers }: TaskLevel,
   turn: number,
   step: StepResult,
   call: Model.ToolCallPart,
-  round: number
+  round: number,
+  collect?: TaskConfig
 ) =>
-  taskActivity(binding, toolActivityName(turn, step.step, call.id, round), CallRun, (journal, hosting) =>
-    Effect.gen(function* () {
-      const task = binding.context.task
-      yield* recordResponse(task, journal, step.received)
-      const open = yield* openTurnOf(task, yield* journal.state, turn)
-      const owedCall = open.owedCalls.find((owedCall) => owedCall.callId === call.id)
-      const owed = owedCall !== undefined
-      // A call not called yet has nothing in the journal to find: only a re-run reads it.
-      const earlier =
-        owedCall !== undefined && !owedCall.called
-          ? { result: Option.none<string>(), children: [] }
-          : yield* recordedOfCall(journal, hosting, turn, call.id)
-      const recorded = owed ? Option.none<string>() : earlier.result
-      if (!owed && Option.isNone(recorded)) {
-        return yield* inconsistent(task, `call ${call.id} is neither owed nor recorded in turn ${turn}`)
-      }
-      const view = toolView(
-        journal,
-        call.id,
-        recorded,
-        earlier.children,
-        (detail) => new TaskFailed({ task, reason: "ToolResultChanged", detail })
-      )
-      const identity = { task, turn, step: step.step, callId: call.id }
-      const key = yield* Activity.idempotencyKey(ToolCallKey.nameOf(identity))
-      const config = yield* turnConfig(binding)
-      const context = { task, turn, step: step.step }
-      const delegation = owed && hosting.children !== undefined && call.name === Delegation.toolName
-      const dispatch = Effect.gen(function* () {
-        if (!delegation) return yield* TaskExecution.dispatchTools(binding, config, context, [call])
-        const dispatched = yield* TaskExecution.dispatchStep(binding, config, context, [call])
-        return dispatched._tag === "Awaiting" ? ("Waits" as const) : dispatched.results
+  taskActivity(
+    binding,
+    toolActivityName(turn, step.step, call.id, round, collect !== undefined),
+    CallRun,
+    (journal, hosting) =>
+      Effect.gen(function* () {
+        const task = binding.context.task
+        yield* recordResponse(task, journal, step.received)
+        const open = yield* openTurnOf(task, yield* journal.state, turn)
+        const owedCall = open.owedCalls.find((owedCall) => owedCall.callId === call.id)
+        const owed = owedCall !== undefined
+        // A call not called yet has nothing in the journal to find: only a re-run reads it.
+        const earlier =
+          owedCall !== undefined && !owedCall.called
+            ? { result: Option.none<string>(), children: [] }
+            : yield* recordedOfCall(journal, hosting, turn, call.id)
+        const recorded = owed ? Option.none<string>() : earlier.result
+        if (!owed && Option.isNone(recorded)) {
+          return yield* inconsistent(task, `call ${call.id} is neither owed nor recorded in turn ${turn}`)
+        }
+        const view = toolView(
+          journal,
+          call.id,
+          recorded,
+          earlier.children,
+          (detail) => new TaskFailed({ task, reason: "ToolResultChanged", detail })
+        )
+        const identity = { task, turn, step: step.step, callId: call.id }
+        const key = yield* Activity.idempotencyKey(ToolCallKey.nameOf(identity))
+        const context = { task, turn, step: step.step }
+        // The inline delegate (only a call the plan refused reaches it, outside a collect) may still wait.
+        const delegation = owed && collect === undefined && Option.isSome(offers) && call.name === Delegation.toolName
+        const dispatch = Effect.gen(function* () {
+          if (!delegation) return yield* TaskExecution.dispatchTools(binding, collect ?? config, context, [call])
+          const dispatched = yield* TaskExecution.dispatchStep(binding, config, context, [call])
+          return dispatched._tag === "Awaiting" ? ("Waits" as const) : dispatched.results
+        })
+        const ran = yield* dispatch.pipe(
+          Effect.provideService(Journal.Journal, view),
+          ToolCallKey.provide(key, identity)
+        )
+        if (ran === "Waits") {
+          const waits: CallRun = { _tag: "Waits" }
+          return waits
+        }
+        const result = ran[0]
+        if (result === undefined) return yield* inconsistent(task, `call ${call.id} gave no result`)
+        const done: CallRun = { _tag: "Ran", result }
+        return done
       })
-      const ran = yield* dispatch.pipe(Effect.provideService(Journal.Journal, view), ToolCallKey.provide(key, identity))
-      if (ran === "Waits") {
-        const waits: CallRun = { _tag: "Waits" }
-        return waits
-      }
-      const result = ran[0]
-      if (result === undefined) return yield* inconsistent(task, `call ${call.id} gave no result`)
-      const done: CallRun = { _tag: "Ran", result }
-      return done
-    })
   )
 
 /**
@@ -241,11 +252,10 @@ const toolActivity = (
  * step's calls put to the host, in the model's order; an attempt that runs
  * again finds the requests an earlier one wrote and does not repeat them.
  */
-export const approvalsActivity = (binding: EntryGate.TaskBinding, turn: number, step: StepResult) =>
+export const approvalsActivity = ({ binding, config }: TaskLevel, turn: number, step: StepResult) =>
   taskActivity(binding, `turn/${turn}/approvals/${step.step}`, Schema.Array(Schema.String), (journal) =>
     Effect.gen(function* () {
       const task = binding.context.task
-      const config = yield* turnConfig(binding)
       yield* recordResponse(task, journal, step.received)
       const calls = step.response.toolCalls
       const owedOf = (open: Journal.TurnState) => new Map(open.owedCalls.map((owed) => [owed.callId, owed]))
@@ -282,7 +292,7 @@ export const approvalsActivity = (binding: EntryGate.TaskBinding, turn: number, 
  * delegations that waited in the step's n-th run of its calls.
  */
 export const resumeActivity = (
-  binding: EntryGate.TaskBinding,
+  { binding }: TaskLevel,
   turn: number,
   step: StepResult,
   decisions: ReadonlyArray<readonly [string, Approval.Decision]>,
@@ -327,7 +337,7 @@ export const resumeActivity = (
  * attempt that runs again after the result was recorded rebuilds the same
  * result from the journal's approval records and writes nothing.
  */
-const rejectActivity = (binding: EntryGate.TaskBinding, turn: number, step: StepResult, call: Model.ToolCallPart) =>
+const rejectActivity = ({ binding, config }: TaskLevel, turn: number, step: StepResult, call: Model.ToolCallPart) =>
   taskActivity(binding, `turn/${turn}/reject/${step.step}/${call.id}`, Model.ToolResultPart, (journal, hosting) =>
     Effect.gen(function* () {
       const task = binding.context.task
@@ -337,7 +347,6 @@ const rejectActivity = (binding: EntryGate.TaskBinding, turn: number, step: Step
         if (owed.approval?.status !== "Rejected") {
           return yield* inconsistent(task, `call ${call.id} of turn ${turn} is not rejected in the journal`)
         }
-        const config = yield* turnConfig(binding)
         const dispatched = yield* TaskExecution.dispatchStep(binding, config, { task, turn, step: step.step }, [
           call
         ]).pipe(Effect.provideService(Journal.Journal, journal))
@@ -383,7 +392,7 @@ const rejectActivity = (binding: EntryGate.TaskBinding, turn: number, step: Step
  * rejection ({@link rejectActivity}).
  */
 export const callActivity = (
-  binding: EntryGate.TaskBinding,
+  level: TaskLevel,
   turn: number,
   step: StepResult,
   call: Model.ToolCallPart,
@@ -391,11 +400,56 @@ export const callActivity = (
   round: number
 ): Effect.Effect<CallRun, TaskFailed, Effect.Services<ReturnType<typeof toolActivity>>> =>
   rejected
-    ? Effect.map(rejectActivity(binding, turn, step, call), (result): CallRun => ({ _tag: "Ran", result }))
-    : toolActivity(binding, turn, step, call, round)
+    ? Effect.map(rejectActivity(level, turn, step, call), (result): CallRun => ({ _tag: "Ran", result }))
+    : toolActivity(level, turn, step, call, round)
+
+/**
+ * A delegate call's last activity, once its children's workflows ended:
+ * the call dispatched as any call (`ToolCalled`, `ToolResulted`, offload,
+ * its key), through `collect`, the task's configuration with `delegate`
+ * replaced by the collecting tool (`collectingTool`), which receives each
+ * child's answer into the parent.
+ */
+export const collectActivity = (
+  level: TaskLevel,
+  turn: number,
+  step: StepResult,
+  call: Model.ToolCallPart,
+  collect: TaskConfig
+): Effect.Effect<CallRun, TaskFailed, Effect.Services<ReturnType<typeof toolActivity>>> =>
+  toolActivity(level, turn, step, call, 0, collect)
+
+/**
+ * A delegate call's first activity: records the step's response (unless an
+ * earlier activity did), then `ChildDelegated` for every sub-task, each
+ * child bound first (`Offers.delegated` refuses a binding of another task),
+ * under the parent's lock. A re-run finds the records an earlier attempt
+ * wrote and does not write them again.
+ */
+export const delegateStartActivity = (
+  { binding }: TaskLevel,
+  offers: Offers,
+  turn: number,
+  step: StepResult,
+  call: Model.ToolCallPart,
+  subTasks: ReadonlyArray<Delegation.SubTask>
+) =>
+  taskActivity(binding, `turn/${turn}/tool/${step.step}/${call.id}/start`, Schema.Void, (journal, hosting) =>
+    Effect.gen(function* () {
+      const task = binding.context.task
+      yield* recordResponse(task, journal, step.received)
+      const earlier = yield* recordedOfCall(journal, hosting, turn, call.id)
+      const view = toolView(journal, call.id, Option.none(), earlier.children, (detail) => inconsistent(task, detail))
+      const position = { task, turn, step: step.step, callId: call.id }
+      for (const subTask of subTasks) {
+        const child = yield* bindChildOf(binding, subTask)
+        yield* offers.delegated(view, position, subTask, child)
+      }
+    })
+  )
 
 /** Records the last step's response and closes the turn; an attempt that runs again finds it closed. */
-export const closeTurnActivity = (binding: EntryGate.TaskBinding, turn: number, step: StepResult) =>
+export const closeTurnActivity = ({ binding }: TaskLevel, turn: number, step: StepResult) =>
   taskActivity(binding, `turn/${turn}/close`, Schema.Void, (journal) =>
     Effect.gen(function* () {
       yield* recordResponse(binding.context.task, journal, step.received)
