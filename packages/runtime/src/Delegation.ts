@@ -154,8 +154,10 @@ export {
   type ChildHarness,
   /**
    * How a child's turn ended: `Answered` with its text, `AwaitingApproval`
-   * (a call of its own waits for a person), or `TimedOut` (past its offer's
-   * `timeLimit`, its turn abandoned).
+   * (a call of its own waits for a person), `TimedOut` (past its offer's
+   * `timeLimit`, its turn abandoned), or `Failed` (a host that runs the child
+   * as a task of its own, as the workflow engine does, saw it fail: its
+   * reason and detail; the call goes on).
    *
    * @since 0.1.0
    * @category models

@@ -465,8 +465,9 @@ export {
    */
   ApprovalRequested,
   /**
-   * A delegated child task ended its turn (`outcome`: `Answered`, or
-   * `AwaitingApproval` of its own, or `TimedOut`): the size and digest of the
+   * A delegated child task ended its turn (`outcome`: `Answered`,
+   * `AwaitingApproval` of its own, `TimedOut`, or `Failed` where a host ran
+   * it as a task of its own): the size and digest of the
    * answer the call's result carries, the usage the child's journal records,
    * and each file it published (`published`: name, size, digest, as its
    * journal recorded them and its output volume held them). A call run again

@@ -199,6 +199,47 @@ describe("delegation in the task workflow on WorkflowEngine.layerMemory", () => 
     }).pipe(Effect.scoped, Effect.provide(scenario.model), Effect.provide(world.platformLayer))
   )
 
+  /** The scenario with the critic held to `criticSteps` model steps; the parent's answer and journal. */
+  const withCriticSteps = (dir: string, criticSteps: number | undefined) =>
+    scenario.onMemoryEngine(
+      dir,
+      {
+        children: (log) =>
+          scenario
+            .children(log)
+            .map((child) =>
+              child.agent === "critic" && criticSteps !== undefined ? { ...child, maxSteps: criticSteps } : child
+            )
+      },
+      (shared) =>
+        Effect.gen(function* () {
+          const answer = yield* TaskWorkflow.run(scenario.request)
+          return { answer, parent: yield* Journal.readEntries({ folder: shared.journalFolder, task: answer.task }) }
+        })
+    )
+  const criticOutcome = (parent: ReadonlyArray<JournalEntry.Entry>) =>
+    parent.flatMap((entry) => (entry._tag === "ChildAnswered" ? [entry.outcome] : [])).sort()
+
+  it.live("workflow_child_that_fails_answers_the_call_with_its_failure", () =>
+    Effect.gen(function* () {
+      // The critic's workflow fails (one step allowed, it asks for a tool first): the parent's call reports it, goes on.
+      const { answer, parent } = yield* withCriticSteps(yield* world.tempDir, 1)
+      assert.deepStrictEqual(criticOutcome(parent), ["Answered", "Failed"])
+      assert.include(answer.text, "gave no answer: it failed (StepLimitExceeded)")
+      assert.include(answer.text, "scout: all readings nominal.")
+    }).pipe(Effect.scoped, Effect.provide(scenario.model), Effect.provide(world.platformLayer))
+  )
+
+  it.live(
+    "workflow_child_that_fails_answers_the_call_with_its_failure negative control: with its step budget the critic answers, and nothing reports a failure",
+    () =>
+      Effect.gen(function* () {
+        const { answer, parent } = yield* withCriticSteps(yield* world.tempDir, undefined)
+        assert.deepStrictEqual(criticOutcome(parent), ["Answered", "Answered"])
+        assert.notInclude(answer.text, "it failed")
+      }).pipe(Effect.scoped, Effect.provide(scenario.model), Effect.provide(world.platformLayer))
+  )
+
   it.live("workflow_delegates_to_children_negative_control_children_bound_as_the_parents_own_tasks", () =>
     Effect.gen(function* () {
       const dir = yield* world.tempDir

@@ -9,11 +9,12 @@ import type * as Ids from "@tessera/core/Ids"
 import type * as JournalEntry from "@tessera/runtime/JournalEntry"
 import type * as Model from "@tessera/runtime/Model"
 
-/** A child of a task: answered, waiting for an approval of its own, out of time, or started and not (yet) done. */
+/** A child of a task: answered, waiting for an approval of its own, out of time, failed (a host that runs it as a
+ * task of its own: the workflow engine), or started and not (yet) done. */
 export interface ChildReport {
   readonly task: Ids.TaskId
   readonly agent: Ids.AgentId
-  readonly status: "Answered" | "AwaitingApproval" | "TimedOut" | "Unfinished"
+  readonly status: "Answered" | "AwaitingApproval" | "TimedOut" | "Failed" | "Unfinished"
   readonly usage: Model.Usage
   /** The files it published that reached the parent (by name), as its last `ChildAnswered` says. */
   readonly published: ReadonlyArray<string>

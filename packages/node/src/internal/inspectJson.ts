@@ -133,7 +133,7 @@ const TaskJson = Schema.Struct({
     Schema.Struct({
       task: Ids.TaskId,
       agent: Ids.AgentId,
-      status: Schema.Literals(["Answered", "AwaitingApproval", "TimedOut", "Unfinished"]),
+      status: Schema.Literals(["Answered", "AwaitingApproval", "TimedOut", "Failed", "Unfinished"]),
       usage: Model.Usage,
       /** The names of the files it published that reached the parent. */
       published: Schema.Array(Schema.String)

@@ -55,7 +55,7 @@ export const ChildDelegated = Schema.TaggedStruct("ChildDelegated", {
 export const ChildAnswered = Schema.TaggedStruct("ChildAnswered", {
   ...header,
   ...childOfCall,
-  outcome: Schema.Literals(["Answered", "AwaitingApproval", "TimedOut"]),
+  outcome: Schema.Literals(["Answered", "AwaitingApproval", "TimedOut", "Failed"]),
   size: Count,
   sha256: Sha256,
   usage: Schema.optionalKey(Usage),

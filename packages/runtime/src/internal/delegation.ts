@@ -176,6 +176,8 @@ const describeOutcome = (outcome: ChildOutcome): string => {
       return "gave no answer: it waits for an approval"
     case "TimedOut":
       return `gave no answer: it ran out of time (${outcome.limit}) and its turn was abandoned`
+    case "Failed":
+      return `gave no answer: it failed (${outcome.reason}): ${outcome.detail}`
   }
 }
 
@@ -197,6 +199,7 @@ export type ChildOutcome =
   | { readonly _tag: "Answered"; readonly text: string }
   | { readonly _tag: "AwaitingApproval"; readonly calls: ReadonlyArray<string> }
   | { readonly _tag: "TimedOut"; readonly limit: string }
+  | { readonly _tag: "Failed"; readonly reason: string; readonly detail: string }
 
 /**
  * A child within its time limit: past it, the child (its turn and its hold on its journal) is interrupted, so its

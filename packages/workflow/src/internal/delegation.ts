@@ -229,8 +229,7 @@ export const collectingTool = (
               const end = ends[index]
               if (end === undefined) return yield* Effect.die(new Error(`no end for sub-task ${index}`))
               const child = yield* binderOf(hosting)(level.binding, subTask)
-              const outcome: Delegation.ChildOutcome =
-                end._tag === "Answered" ? end : { _tag: "Answered", text: `failed (${end.reason}): ${end.detail}` }
+              const outcome: Delegation.ChildOutcome = end
               return yield* lock.withLock(
                 subTask.task,
                 Effect.scoped(

@@ -156,14 +156,19 @@ export const storeOptions = (root: string, log: string, pauseMs = 0): SharedStor
  */
 export const onMemoryEngine = <A, E, R>(
   dir: string,
-  options: { readonly bindChild?: (shared: SharedStore.SharedStore) => BindChild },
+  options: {
+    readonly bindChild?: (shared: SharedStore.SharedStore) => BindChild
+    /** Offers in place of the scenario's, made with its children's marker file. */
+    readonly children?: (log: string) => ReadonlyArray<Delegation.ChildAgent>
+  },
   body: (shared: SharedStore.SharedStore) => Effect.Effect<A, E, R>
 ) =>
   Effect.gen(function* () {
     const shared = yield* SharedStore.open(storeOptions(path.join(dir, "store"), path.join(dir, "notes.log")))
     const hosting: TaskHosting.TaskHostingShape = {
       ...shared.hosting,
-      ...(options.bindChild === undefined ? {} : { bindChild: options.bindChild(shared) })
+      ...(options.bindChild === undefined ? {} : { bindChild: options.bindChild(shared) }),
+      ...(options.children === undefined ? {} : { children: options.children(path.join(dir, "notes.log")) })
     }
     const services = Layer.mergeAll(
       Layer.succeed(TaskHosting.TaskHosting)(hosting),
