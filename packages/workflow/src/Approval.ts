@@ -11,11 +11,6 @@
  * decision (`ApprovalDecided`, with who decided) and then completes the
  * call's deferred with it ({@link Decision}).
  *
- * A call is decided once, except a delegation (`Delegation.tool`): its
- * call waits (reason `Delegated`) each time its children wait for the
- * host, and each wait gets a deferred of its own, numbered by the decision
- * it waits for (the first keeps the plain name).
- *
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"
@@ -43,30 +38,21 @@ export const Decision = Schema.Struct({
 export type Decision = typeof Decision.Type
 
 /**
- * The name of the deferred of a call's `ordinal`-th decision (1 unless the
- * call is a delegation that waited again):
- * `approval/<task>/t<turn>/s<step>/<call id>`, past the first
- * `approval-d<ordinal>/<task>/...` (the first segment tells them apart
- * whatever the call id holds). One-to-one over the call's identity (see `ToolCallKey.nameOf`) and
- * the ordinal, so two calls, or two waits of one call, never share a
- * decision, and a call's decision is found again on every replay, on every
- * runner.
+ * The name of a call's deferred: `approval/<task>/t<turn>/s<step>/<call id>`,
+ * one-to-one over the call's identity (see `ToolCallKey.nameOf`), so two
+ * calls never share a decision and a call's decision is found again on
+ * every replay, on every runner.
  *
  * @since 0.1.0
  * @category naming
  */
-export const nameOf = (identity: ToolCallKey.CallIdentity, ordinal = 1): string =>
-  ordinal === 1 ? `approval/${ToolCallKey.nameOf(identity)}` : `approval-d${ordinal}/${ToolCallKey.nameOf(identity)}`
+export const nameOf = (identity: ToolCallKey.CallIdentity): string => `approval/${ToolCallKey.nameOf(identity)}`
 
 /**
- * The durable deferred the workflow waits on for a call's `ordinal`-th
- * decision (see {@link nameOf}).
+ * The durable deferred the workflow waits on for a call's decision.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const deferredOf = (
-  identity: ToolCallKey.CallIdentity,
-  ordinal = 1
-): DurableDeferred.DurableDeferred<typeof Decision> =>
-  DurableDeferred.make(nameOf(identity, ordinal), { success: Decision })
+export const deferredOf = (identity: ToolCallKey.CallIdentity): DurableDeferred.DurableDeferred<typeof Decision> =>
+  DurableDeferred.make(nameOf(identity), { success: Decision })

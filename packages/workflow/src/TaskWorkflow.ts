@@ -276,34 +276,16 @@ export const runTask = Effect.fnUntraced(function* (request: typeof TaskRequest.
       if (asked.length > 0) yield* resumeActivity(level, turn, step, [...decisions])
     }
     // The step's calls in the model's order, as the local executor runs them; a delegation runs its children as
-    // workflows of their own. The inline delegate (a call the plan refused) never waits, but the loop keeps
-    // waiting for what it would.
-    const results = new Map<string, Model.ToolResultPart>()
-    let pending = step.response.toolCalls
-    for (let round = 0; pending.length > 0; round++) {
-      const waiting: Array<Model.ToolCallPart> = []
-      for (const call of pending) {
-        const rejected = round === 0 && decisions.get(call.id)?.approved === false
-        const ran =
-          !rejected && round === 0 && call.name === Delegation.toolName && Option.isSome(level.offers)
-            ? yield* delegateCall(level, level.offers.value, request, turn, step, call)
-            : yield* callActivity(level, turn, step, call, rejected, round)
-        if (ran._tag === "Ran") results.set(call.id, ran.result)
-        else waiting.push(call)
-      }
-      if (waiting.length === 0) break
-      const decided: Array<readonly [string, Approval.Decision]> = []
-      for (const call of waiting) {
-        const identity = { task, turn, step: step.step, callId: call.id }
-        decided.push([call.id, yield* DurableDeferred.await(Approval.deferredOf(identity, round + 1))])
-      }
-      yield* resumeActivity(level, turn, step, decided, round + 1)
-      pending = waiting
+    // workflows of their own.
+    const answered: Array<Model.ToolResultPart> = []
+    for (const call of step.response.toolCalls) {
+      const rejected = decisions.get(call.id)?.approved === false
+      answered.push(
+        !rejected && call.name === Delegation.toolName && Option.isSome(level.offers)
+          ? yield* delegateCall(level, level.offers.value, request, turn, step, call)
+          : yield* callActivity(level, turn, step, call, rejected)
+      )
     }
-    const answered = step.response.toolCalls.flatMap((call) => {
-      const result = results.get(call.id)
-      return result === undefined ? [] : [result]
-    })
     history = History.append(history, answered)
   }
 })
@@ -329,7 +311,7 @@ const delegateCall = Effect.fnUntraced(function* (
   const hosting = yield* TaskHosting
   const position = { task: request.task, turn, step: step.step, callId: call.id }
   const planned = yield* Effect.result(offers.plan(position, call.input))
-  if (planned._tag === "Failure") return yield* callActivity(level, turn, step, call, false, 0)
+  if (planned._tag === "Failure") return yield* callActivity(level, turn, step, call, false)
   const subTasks = planned.success
   yield* delegateStartActivity(level, offers, turn, step, call, subTasks)
   const root = request.delegation?.root ?? request.task
@@ -392,8 +374,8 @@ export const run = (request: typeof TaskRequest.Type) => TaskWorkflow.execute(re
  * task asked about, or a delegated child of it, with its `delegation`, which
  * {@link decide} takes), the turn and step, the call id and tool, the size
  * and SHA-256 of its input (the journal holds no bodies), and why it waits
- * (`Tool`: its tool needs approval for this input; `Delegated`: an inline
- * delegation whose children wait, the decision going on to them).
+ * (`Tool`: its tool needs approval for this input; a workflow's delegation
+ * never waits itself: its children's calls wait in their own workflows).
  *
  * @since 0.1.0
  * @category models
@@ -558,19 +540,9 @@ export const decide = Effect.fnUntraced(function* (
     )
   )
   if (entry._tag !== "ApprovalDecided") return yield* Effect.die(inconsistent(task, `decide wrote ${entry._tag}`))
-  // The deferred of this decision: a delegation is decided once per time its children waited, each its own.
-  const entries = yield* Journal.readEntries({ folder: hosting.journalFolder, task })
-  const ordinal = entries.filter(
-    (other) =>
-      other._tag === "ApprovalDecided" &&
-      other.seq <= entry.seq &&
-      other.turn === entry.turn &&
-      other.step === entry.step &&
-      other.callId === entry.callId
-  ).length
   const executionId = yield* TaskWorkflow.executionId({ task, prompt: "" })
   const identity = { task, turn: entry.turn, step: entry.step, callId: entry.callId }
-  const deferred = Approval.deferredOf(identity, ordinal)
+  const deferred = Approval.deferredOf(identity)
   const value: Approval.Decision = {
     approved: entry.approved,
     by: entry.by,

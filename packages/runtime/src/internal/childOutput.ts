@@ -16,7 +16,7 @@ import * as Option from "effect/Option"
 import * as Path from "effect/Path"
 import * as Schema from "effect/Schema"
 import type * as EntryGate from "../EntryGate.ts"
-import { Journal, readEntries } from "../Journal.ts"
+import { Journal } from "../Journal.ts"
 import type * as JournalEntry from "../JournalEntry.ts"
 import * as PrivateSummaries from "../PrivateSummaries.ts"
 import * as Tool from "../Tool.ts"
@@ -24,7 +24,8 @@ import * as VolumeStore from "../VolumeStore.ts"
 import { checkPath, open } from "./artifactAccess.ts"
 import { CurrentCall } from "./currentCall.ts"
 import { sha256Bytes } from "./digest.ts"
-import { stripDigestPrefix } from "./offload.ts"
+import { entriesOf } from "./journalWriter.ts"
+import { offloadedEntry, stripDigestPrefix } from "./offload.ts"
 import { dataFolder } from "./storeFolders.ts"
 
 /** See `Delegation.publishToolName`. */
@@ -156,10 +157,9 @@ export const publishTool = (binding: EntryGate.TaskBinding) =>
         if (content.length === 0) return yield* refused(name, "Empty", "there is nothing to publish")
         const journal = yield* Journal
         const path = yield* Path.Path
-        const earlier = publicationsIn(
-          yield* readEntries({ folder: path.dirname(journal.file), task: journal.task }),
-          output
-        ).find((entry) => entry.path === publishedPath(name))
+        const earlier = publicationsIn(yield* entriesOf(journal), output).find(
+          (entry) => entry.path === publishedPath(name)
+        )
         const again =
           earlier !== undefined && earlier.turn === turn && earlier.step === step && earlier.callId === callId
         if (earlier !== undefined && !again) {
@@ -263,17 +263,9 @@ export const receive = Effect.fnUntraced(function* (
       received.push({ name, size: publication.size, sha256: publication.sha256, shown: text })
       continue
     }
-    yield* call.parentJournal.append({
-      _tag: "ArtifactOffloaded",
-      turn: call.turn,
-      step: call.step,
-      callId: call.callId,
-      volume: capability.value.volume,
-      path: `${VolumeStore.artifactFolder}/${copied.path}`,
-      size: copied.size,
-      sha256: stripDigestPrefix(copied.digest),
-      ...(copied.disposition === "Written" ? {} : { disposition: copied.disposition })
-    })
+    yield* call.parentJournal.append(
+      offloadedEntry({ turn: call.turn, step: call.step, callId: call.callId }, capability.value.volume, copied)
+    )
     received.push({ name, size: publication.size, sha256: publication.sha256, shown: copied.pointer })
   }
   return received as ReadonlyArray<Received>

@@ -6,16 +6,17 @@
  */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import * as Path from "effect/Path"
+import type * as Path from "effect/Path"
 import * as Compaction from "../Compaction.ts"
 import type * as Executor from "../Executor.ts"
 import * as History from "../History.ts"
-import { type Journal, openTurn, readEntries } from "../Journal.ts"
+import { type Journal, openTurn } from "../Journal.ts"
 import type { Entry } from "../JournalEntry.ts"
 import type { ToolSpec } from "../Model.ts"
 import * as PrivateSummaries from "../PrivateSummaries.ts"
 import { warnTaskOverLimit } from "./compacting.ts"
 import { measureRequest } from "./digest.ts"
+import { entriesOf } from "./journalWriter.ts"
 import { turnOperation } from "./turnOperation.ts"
 
 /**
@@ -162,8 +163,7 @@ const journaledReport = (
   Effect.gen(function* () {
     const open = openTurn(yield* journal.state)
     if (Option.isNone(open) || open.value.steps === 0) return undefined
-    const path = yield* Path.Path
-    const entries = yield* readEntries({ folder: path.dirname(journal.file), task: journal.task })
+    const entries = yield* entriesOf(journal)
     let dispatched: Extract<Entry, { readonly _tag: "RequestDispatched" }> | undefined
     let answered: { readonly parts: number; readonly sha256: string; readonly inputTokens?: number } | undefined
     for (const entry of entries) {

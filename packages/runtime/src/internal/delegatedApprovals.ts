@@ -7,10 +7,10 @@
 import type * as Ids from "@tessera/core/Ids"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import * as Path from "effect/Path"
 import type * as EntryGate from "../EntryGate.ts"
-import { awaitingApproval, Journal, openTurn, readEntries } from "../Journal.ts"
+import { awaitingApproval, Journal, openTurn } from "../Journal.ts"
 import { decide } from "./approvals.ts"
+import { entriesOf } from "./journalWriter.ts"
 
 /** The host's decision on a delegation that waited for its children, and the children's calls it is for. */
 export interface DelegatedDecision {
@@ -28,8 +28,7 @@ export const delegatedDecision = Effect.fnUntraced(function* (
   parentJournal: Journal["Service"],
   position: { readonly turn: number; readonly step: number; readonly callId: string }
 ) {
-  const path = yield* Path.Path
-  const entries = yield* readEntries({ folder: path.dirname(parentJournal.file), task: parentJournal.task })
+  const entries = yield* entriesOf(parentJournal)
   const at = (entry: { readonly turn: number; readonly step: number; readonly callId: string }) =>
     entry.turn === position.turn && entry.step === position.step && entry.callId === position.callId
   let decision: DelegatedDecision | undefined

@@ -42,6 +42,7 @@ import { type DelegatedDecision, delegatedDecision, forward } from "./delegatedA
 import { measureText, sha256Bytes } from "./digest.ts"
 import { restoreHistory, resume } from "./durableTurns.ts"
 import type { ExecutionConfig } from "./gatedTurn.ts"
+import { entriesOf } from "./journalWriter.ts"
 import { runTurn } from "./turnEntries.ts"
 
 /** See `Delegation.ChildAgent`. */
@@ -429,8 +430,7 @@ const level = <E, R, Provided, RChild>(
   ) =>
     Effect.gen(function* () {
       const journal = yield* Journal
-      const path = yield* Path.Path
-      const entries = yield* readEntries({ folder: path.dirname(journal.file), task: journal.task })
+      const entries = yield* entriesOf(journal)
       const received = yield* receive(parent, child, entries, {
         parentJournal,
         ...position,

@@ -5,18 +5,10 @@
  */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import * as Path from "effect/Path"
 import * as EntryGate from "../EntryGate.ts"
 import * as Executor from "../Executor.ts"
 import type * as History from "../History.ts"
-import {
-  Journal,
-  type JournalCorrupt,
-  type JournalNotRecognized,
-  NoOpenTurn,
-  openTurn,
-  readEntries
-} from "../Journal.ts"
+import { Journal, type JournalCorrupt, type JournalNotRecognized, NoOpenTurn, openTurn } from "../Journal.ts"
 import * as Observability from "../Observability.ts"
 import * as Transcript from "../Transcript.ts"
 import {
@@ -27,6 +19,7 @@ import {
   transcriptOf,
   withJournalEvents
 } from "./gatedTurn.ts"
+import { entriesOf } from "./journalWriter.ts"
 
 /**
  * What {@link resume} did: how the turn went on (answered, or awaiting
@@ -153,8 +146,7 @@ export const inferred = {
     const journal = yield* Journal
     const open = openTurn(yield* journal.state)
     if (Option.isNone(open)) return yield* new NoOpenTurn({ task: journal.task, operation: "resume" })
-    const path = yield* Path.Path
-    const entries = yield* readEntries({ folder: path.dirname(journal.file), task: journal.task })
+    const entries = yield* entriesOf(journal)
     const rebuilt = yield* Transcript.rebuild(transcript, entries, open.value.turn)
     const verifiedRequests = yield* Transcript.verify(journal.task, rebuilt, gated.config.tools.specs)
     const resumed = yield* Executor.resumeRebuilt(gated.config, rebuilt).pipe(withJournalEvents(config.onEvent))
@@ -221,8 +213,7 @@ export const restoreHistory = Effect.fnUntraced(function* (binding: EntryGate.Ta
   const state = yield* journal.state
   const last = state.turns.at(-1)
   if (last === undefined) return Option.none<History.History>()
-  const path = yield* Path.Path
-  const entries = yield* readEntries({ folder: path.dirname(journal.file), task: journal.task })
+  const entries = yield* entriesOf(journal)
   const rebuilt = yield* Transcript.rebuild(transcript, entries, last.turn)
   return Option.some(rebuilt.history)
 }, Observability.withSpan("TaskExecution.restoreHistory"))

@@ -12,17 +12,16 @@ import * as InvalidInput from "@tessera/core/InvalidInput"
 import * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Path from "effect/Path"
 import * as Delegation from "../Delegation.ts"
 import type * as EntryGate from "../EntryGate.ts"
 import * as History from "../History.ts"
-import { Journal, openTurn, readEntries } from "../Journal.ts"
+import { Journal, openTurn } from "../Journal.ts"
 import * as Model from "../Model.ts"
 import * as Tool from "../Tool.ts"
 import * as ToolResults from "../ToolResults.ts"
 import { type Decision, decide as decideCall } from "./approvals.ts"
 import { type Resumed, restoreHistory, resume as resumeTurn } from "./durableTurns.ts"
-import { redactionOf } from "./journalWriter.ts"
+import { entriesOf, redactionOf } from "./journalWriter.ts"
 import { runTurn } from "./turnEntries.ts"
 
 /**
@@ -185,8 +184,7 @@ export const make = <E, R, Provided, RedactorError = never>(
       inTask(`${names.entry}.entries`, task, () =>
         Effect.gen(function* () {
           const journal = yield* Journal
-          const path = yield* Path.Path
-          return yield* readEntries({ folder: path.dirname(journal.file), task: journal.task })
+          return yield* entriesOf(journal)
         })
       )
     return {

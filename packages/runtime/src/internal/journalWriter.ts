@@ -471,6 +471,12 @@ export const readJournalEntries = Effect.fnUntraced(function* (
   return replayed.success.entries
 })
 
+/** The entries of the journal in hand (its file, read back as `Journal.readEntries` reads it). */
+export const entriesOf = Effect.fnUntraced(function* (journal: { readonly file: string; readonly task: Ids.TaskId }) {
+  const path = yield* Path.Path
+  return yield* readJournalEntries({ folder: path.dirname(journal.file), task: journal.task })
+})
+
 /** A redaction decision as the journal records it (`TurnOpened.redaction`): whether a redactor is provided. */
 export const redactionOf = (redactor: Option.Option<unknown>): "Scrubbed" | "Verbatim" =>
   Option.isSome(redactor) ? "Scrubbed" : "Verbatim"

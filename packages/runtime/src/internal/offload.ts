@@ -252,6 +252,24 @@ export const resultTarget = (context: Executor.ToolContext): Effect.Effect<strin
 export const stripDigestPrefix = (digest: string): string => digest.replace(/^sha256:/, "")
 
 /**
+ * What a call's journal records of a body it offloaded into `volume`: the file's place in the volume, its size
+ * and digest, and how it got its name (absent when the name was free).
+ */
+export const offloadedEntry = (
+  at: { readonly turn: number; readonly step: number; readonly callId: string },
+  volume: Volume.VolumeRef,
+  outcome: ArtifactOffload.OffloadResult & { readonly _tag: "Offloaded" }
+) => ({
+  _tag: "ArtifactOffloaded" as const,
+  ...at,
+  volume,
+  path: `${VolumeStore.artifactFolder}/${outcome.path}`,
+  size: outcome.size,
+  sha256: stripDigestPrefix(outcome.digest),
+  ...(outcome.disposition === "Written" ? {} : { disposition: outcome.disposition })
+})
+
+/**
  * Offloads one tool result to `target` when it is over the threshold, and
  * records the pointer (path, size, digest; never the body) in the journal.
  * Returns the result to use: the pointer when offloaded, the original
@@ -309,17 +327,9 @@ export const offloadResult: <Destination extends OffloadConfig["destination"]>(
     }
     return result
   }
-  yield* journal.append({
-    _tag: "ArtifactOffloaded",
-    turn: context.turn,
-    step: context.step,
-    callId: context.call.id,
-    volume: target.volume,
-    path: `${VolumeStore.artifactFolder}/${outcome.path}`,
-    size: outcome.size,
-    sha256: stripDigestPrefix(outcome.digest),
-    ...(outcome.disposition === "Written" ? {} : { disposition: outcome.disposition })
-  })
+  yield* journal.append(
+    offloadedEntry({ turn: context.turn, step: context.step, callId: context.call.id }, target.volume, outcome)
+  )
   return { ...result, content: outcome.pointer }
 }, Observability.withSpan("ToolResults.offloadResult")) as never
 

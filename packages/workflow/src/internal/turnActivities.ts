@@ -6,7 +6,7 @@
  *
  * @internal
  */
-import * as Delegation from "@tessera/runtime/Delegation"
+import type * as Delegation from "@tessera/runtime/Delegation"
 import * as EntryGate from "@tessera/runtime/EntryGate"
 import * as Executor from "@tessera/runtime/Executor"
 import type * as History from "@tessera/runtime/History"
@@ -145,30 +145,9 @@ const recordedOfCall = (journal: Journal.JournalService, hosting: TaskHostingSha
     }
   })
 
-/**
- * What a call activity gives: the call's result (`Ran`), or, for a
- * delegation whose children wait for the host, that the call waits
- * (`Waits`: journaled `ApprovalRequested`, reason `Delegated`); the
- * workflow then waits for the host's decision on the call and runs it again.
- */
-export const CallRun = Schema.Union([
-  Schema.TaggedStruct("Ran", { result: Model.ToolResultPart }),
-  Schema.TaggedStruct("Waits", {})
-])
-/** See {@link CallRun}. */
-export type CallRun = typeof CallRun.Type
-
-/**
- * The name of a call's activity: its `round`-th run (0 the first; a
- * delegation runs once more after each decision on what its children
- * waited for), so each run is an activity of its own for the engine.
- */
-const toolActivityName = (turn: number, step: number, callId: string, round: number, collect: boolean) =>
-  collect
-    ? `turn/${turn}/tool/${step}/${callId}/collect`
-    : round === 0
-      ? `turn/${turn}/tool/${step}/${callId}`
-      : `turn/${turn}/tool/${step}/${callId}/again/${round}`
+/** The name of a call's activity, and of a delegate call's collect activity. */
+const toolActivityName = (turn: number, step: number, callId: string, collect: boolean) =>
+  collect ? `turn/${turn}/tool/${step}/${callId}/collect` : `turn/${turn}/tool/${step}/${callId}`
 
 /**
  * One tool call, with its idempotency key (`ToolCallKey`). A call an
@@ -176,25 +155,24 @@ const toolActivityName = (turn: number, step: number, callId: string, round: num
  * and must give the recorded result (`toolView`); a delegation record an
  * earlier attempt wrote is not written again.
  *
- * A `delegate` call still owed goes through the runtime's approval-aware
- * dispatch (`TaskExecution.dispatchStep`): children that wait for the host
- * make it wait (`Waits`), and run after a decision, it hands the decision on
- * to the child calls it was for. Other calls keep `dispatchTools`: a call an
- * interrupted attempt left in flight runs again under its key (activities
- * run at least once), rather than being put to the host as `InFlight`.
+ * Calls run through `dispatchTools`: a call an interrupted attempt left in
+ * flight runs again under its key (activities run at least once), rather
+ * than being put to the host as `InFlight`. A delegate call reaches it only
+ * to be collected (its children ran as workflows of their own) or when its
+ * plan refused the input (the tool gives the `InvalidInput` result): it
+ * never waits.
  */
 const toolActivity = (
-  { binding, config, offers }: TaskLevel,
+  { binding, config }: TaskLevel,
   turn: number,
   step: StepResult,
   call: Model.ToolCallPart,
-  round: number,
   collect?: TaskConfig
 ) =>
   taskActivity(
     binding,
-    toolActivityName(turn, step.step, call.id, round, collect !== undefined),
-    CallRun,
+    toolActivityName(turn, step.step, call.id, collect !== undefined),
+    Model.ToolResultPart,
     (journal, hosting) =>
       Effect.gen(function* () {
         const task = binding.context.task
@@ -221,25 +199,13 @@ const toolActivity = (
         const identity = { task, turn, step: step.step, callId: call.id }
         const key = yield* Activity.idempotencyKey(ToolCallKey.nameOf(identity))
         const context = { task, turn, step: step.step }
-        // The inline delegate (only a call the plan refused reaches it, outside a collect) may still wait.
-        const delegation = owed && collect === undefined && Option.isSome(offers) && call.name === Delegation.toolName
-        const dispatch = Effect.gen(function* () {
-          if (!delegation) return yield* TaskExecution.dispatchTools(binding, collect ?? config, context, [call])
-          const dispatched = yield* TaskExecution.dispatchStep(binding, config, context, [call])
-          return dispatched._tag === "Awaiting" ? ("Waits" as const) : dispatched.results
-        })
-        const ran = yield* dispatch.pipe(
+        const ran = yield* TaskExecution.dispatchTools(binding, collect ?? config, context, [call]).pipe(
           Effect.provideService(Journal.Journal, view),
           ToolCallKey.provide(key, identity)
         )
-        if (ran === "Waits") {
-          const waits: CallRun = { _tag: "Waits" }
-          return waits
-        }
         const result = ran[0]
         if (result === undefined) return yield* inconsistent(task, `call ${call.id} gave no result`)
-        const done: CallRun = { _tag: "Ran", result }
-        return done
+        return result
       })
   )
 
@@ -295,40 +261,35 @@ export const resumeActivity = (
   { binding }: TaskLevel,
   turn: number,
   step: StepResult,
-  decisions: ReadonlyArray<readonly [string, Approval.Decision]>,
-  round = 0
+  decisions: ReadonlyArray<readonly [string, Approval.Decision]>
 ) =>
-  taskActivity(
-    binding,
-    round === 0 ? `turn/${turn}/resume/${step.step}` : `turn/${turn}/resume/${step.step}/again/${round}`,
-    Schema.Void,
-    (journal, hosting) =>
-      Effect.gen(function* () {
-        const task = binding.context.task
-        for (const [callId, decision] of decisions) {
-          const open = yield* openTurnOf(task, yield* journal.state, turn)
-          const approval = open.owedCalls.find((owed) => owed.callId === callId)?.approval
-          if (approval === undefined) {
-            return yield* inconsistent(task, `call ${callId} of turn ${turn} is not awaiting a decision`)
-          }
-          if (approval.status === "Requested") {
-            yield* TaskExecution.decide(binding, { callId, ...decision }).pipe(
-              Effect.provideService(Journal.Journal, journal)
-            )
-          } else if ((approval.status === "Approved") !== decision.approved || approval.by !== decision.by) {
-            return yield* inconsistent(
-              task,
-              `the journal's decision on call ${callId} (${approval.status} by ${approval.by}) is not the one the workflow received`
-            )
-          }
+  taskActivity(binding, `turn/${turn}/resume/${step.step}`, Schema.Void, (journal, hosting) =>
+    Effect.gen(function* () {
+      const task = binding.context.task
+      for (const [callId, decision] of decisions) {
+        const open = yield* openTurnOf(task, yield* journal.state, turn)
+        const approval = open.owedCalls.find((owed) => owed.callId === callId)?.approval
+        if (approval === undefined) {
+          return yield* inconsistent(task, `call ${callId} of turn ${turn} is not awaiting a decision`)
         }
-        const entries = yield* Journal.readEntries({ folder: hosting.journalFolder, task })
-        const lastDecided = entries.findLastIndex((entry) => entry._tag === "ApprovalDecided" && entry.turn === turn)
-        const resumed = entries
-          .slice(lastDecided + 1)
-          .some((entry) => entry._tag === "TurnResumed" && entry.turn === turn)
-        if (!resumed) yield* journal.resumeTurn
-      })
+        if (approval.status === "Requested") {
+          yield* TaskExecution.decide(binding, { callId, ...decision }).pipe(
+            Effect.provideService(Journal.Journal, journal)
+          )
+        } else if ((approval.status === "Approved") !== decision.approved || approval.by !== decision.by) {
+          return yield* inconsistent(
+            task,
+            `the journal's decision on call ${callId} (${approval.status} by ${approval.by}) is not the one the workflow received`
+          )
+        }
+      }
+      const entries = yield* Journal.readEntries({ folder: hosting.journalFolder, task })
+      const lastDecided = entries.findLastIndex((entry) => entry._tag === "ApprovalDecided" && entry.turn === turn)
+      const resumed = entries
+        .slice(lastDecided + 1)
+        .some((entry) => entry._tag === "TurnResumed" && entry.turn === turn)
+      if (!resumed) yield* journal.resumeTurn
+    })
   )
 
 /**
@@ -387,21 +348,18 @@ const rejectActivity = ({ binding, config }: TaskLevel, turn: number, step: Step
   )
 
 /**
- * One call of a step, as the host decided it: run ({@link toolActivity}, its
- * `round`-th run), or, when the host rejected it, answered with the
- * rejection ({@link rejectActivity}).
+ * One call of a step, as the host decided it: run ({@link toolActivity}),
+ * or, when the host rejected it, answered with the rejection
+ * ({@link rejectActivity}).
  */
 export const callActivity = (
   level: TaskLevel,
   turn: number,
   step: StepResult,
   call: Model.ToolCallPart,
-  rejected: boolean,
-  round: number
-): Effect.Effect<CallRun, TaskFailed, Effect.Services<ReturnType<typeof toolActivity>>> =>
-  rejected
-    ? Effect.map(rejectActivity(level, turn, step, call), (result): CallRun => ({ _tag: "Ran", result }))
-    : toolActivity(level, turn, step, call, round)
+  rejected: boolean
+): Effect.Effect<Model.ToolResultPart, TaskFailed, Effect.Services<ReturnType<typeof toolActivity>>> =>
+  rejected ? rejectActivity(level, turn, step, call) : toolActivity(level, turn, step, call)
 
 /**
  * A delegate call's last activity, once its children's workflows ended:
@@ -416,8 +374,8 @@ export const collectActivity = (
   step: StepResult,
   call: Model.ToolCallPart,
   collect: TaskConfig
-): Effect.Effect<CallRun, TaskFailed, Effect.Services<ReturnType<typeof toolActivity>>> =>
-  toolActivity(level, turn, step, call, 0, collect)
+): Effect.Effect<Model.ToolResultPart, TaskFailed, Effect.Services<ReturnType<typeof toolActivity>>> =>
+  toolActivity(level, turn, step, call, collect)
 
 /**
  * A delegate call's first activity: records the step's response (unless an
